@@ -1,0 +1,133 @@
+/**
+ * The vocabulary of gated, written once.
+ *
+ * Terminology
+ * - JID: `platform:room`, the identity of one chat (`telegram:-5075870332`, `web:demo`). The platform is the
+ *   text before the first `:`, the room the text after it.
+ * - Group: a registered agent workspace named by its folder path (`krons/content`); its files live in that
+ *   path under GATED_GROUPS_DIR.
+ * - Topic: a named session inside a group (`#support` in chat, `support` when stored); the default is ''.
+ * - SessionKey: (group folder, topic). At most one agent run per session key at a time.
+ * - Verb: the kind of an inbound event (`message`, `mention`, `reply`, `reaction`, `follow`, …).
+ * - Route: one row of the `routes` table: `match` (key=glob pairs) → `target`.
+ * - RouteTable: all routes compiled once per table version; answers "which target takes these fields".
+ * - Layer: one of the four ordered steps every inbound message goes through (sticky, command, prefix,
+ *   routing); each owns its namespace and does not consult the next.
+ * - Impulse gate: holds a chat's messages until their weights reach a threshold or the oldest has waited
+ *   the maximum hold.
+ * - Lane: the serialized queue of one session key; at most GATED_MAX_CONCURRENT lanes run at once.
+ * - Batch: the ready messages of one session key and one chat, handed to one run, oldest first.
+ * - Run: one agent process or container serving a batch and its follow-ups; a row of session_log.
+ * - Follow-up: a message written to a running agent's stdin instead of starting a new run.
+ * - Runtime: how agents are started (`docker` or `process`).
+ * - Channel: a platform adapter: turns platform events into inbound rows and delivers outbound rows.
+ * - Outbox: outbound rows (is_from_me = 1) that are not delivered yet.
+ */
+
+/** `platform:room`. */
+export type Jid = string;
+
+/** The kind of an inbound event. Adapters fill it in; anything else is allowed too. */
+export type Verb =
+  | 'message'
+  | 'mention'
+  | 'reply'
+  | 'reaction'
+  | 'typing'
+  | 'join'
+  | 'edit'
+  | 'delete'
+  | 'follow'
+  | 'quote'
+  | (string & {});
+
+/** What an adapter (or `gated send`) writes for one inbound event. */
+export interface NewInbound {
+  chat_jid: Jid;
+  sender: string;
+  content: string;
+  sender_name?: string | null;
+  verb?: Verb;
+  topic?: string;
+  platform_msg_id?: string | null;
+  reply_to?: string | null;
+  /** UTC ISO-8601 with milliseconds; defaulted by the database when absent. */
+  timestamp?: string;
+}
+
+/** One row of `messages` as the pipeline sees it. */
+export interface Message {
+  id: number;
+  chat_jid: Jid;
+  sender: string;
+  sender_name: string | null;
+  content: string;
+  verb: Verb;
+  topic: string;
+  platform_msg_id: string | null;
+  reply_to: string | null;
+  timestamp: string;
+  is_from_me: number;
+}
+
+/** Where a message's state column says it is in the pipeline (see schema.sql). */
+export type MessageState =
+  | 'held'
+  | 'ready'
+  | 'running'
+  | 'done'
+  | 'stopped'
+  | 'parked'
+  | 'command'
+  | 'dropped'
+  | 'unrouted'
+  | 'daemon'
+  | 'failed';
+
+/** (group folder, topic): the unit of serialization and of the agent's session. */
+export interface SessionKey {
+  readonly group: string;
+  readonly topic: string;
+}
+
+/** A stable string for a session key, for maps and logs: `krons/content#support`. */
+export function sessionKeyId(key: SessionKey): string {
+  return key.topic === '' ? key.group : `${key.group}#${key.topic}`;
+}
+
+/** Splits a JID at its first `:`. A JID without `:` has the empty platform. */
+export function parseJid(jid: Jid): { platform: string; room: string } {
+  const i = jid.indexOf(':');
+  return i < 0 ? { platform: '', room: jid } : { platform: jid.slice(0, i), room: jid.slice(i + 1) };
+}
+
+/** The fields a route's `match` can test. */
+export interface RouteFields {
+  platform: string;
+  room: string;
+  chat_jid: string;
+  sender: string;
+  verb: string;
+}
+
+/** Builds the route fields of a message. */
+export function routeFields(msg: Pick<Message, 'chat_jid' | 'sender' | 'verb'>): RouteFields {
+  const { platform, room } = parseJid(msg.chat_jid);
+  return { platform, room, chat_jid: msg.chat_jid, sender: msg.sender, verb: msg.verb };
+}
+
+/** A group folder path: lowercase segments of `a-z0-9_-` joined by `/`. */
+export const FOLDER_RE = /^[a-z0-9_-]+(\/[a-z0-9_-]+)*$/;
+
+/** True when `folder` is a valid group folder path (no `..`, no leading `/`, no empty segment). */
+export function isValidFolder(folder: string): boolean {
+  return FOLDER_RE.test(folder);
+}
+
+/** A topic name as stored (without `#`). */
+export const TOPIC_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Current time as the database stores it: UTC ISO-8601 with milliseconds. */
+export function isoNow(now: number = Date.now()): string {
+  return new Date(now).toISOString();
+}

@@ -1,0 +1,31 @@
+import type Database from 'better-sqlite3';
+
+/** The schema version this code writes and expects (PRAGMA user_version). */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
+ * n + 1. schema.sql always describes the newest tables, so a fresh database only records the version;
+ * an older one runs the steps it is missing (ALTER TABLE … ADD COLUMN and the like).
+ */
+const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
+  // 0 → 1: the first released schema; schema.sql created everything.
+  0: () => {},
+};
+
+/** Runs the missing steps inside the caller's transaction. Refuses a database newer than this code. */
+export function migrate(db: Database.Database): void {
+  let version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SCHEMA_VERSION) {
+    throw new Error(
+      `database schema version ${version} is newer than this gated (${SCHEMA_VERSION}); upgrade gated`,
+    );
+  }
+  while (version < SCHEMA_VERSION) {
+    const step = MIGRATIONS[version];
+    if (!step) throw new Error(`no migration from schema version ${version}`);
+    step(db);
+    version += 1;
+    db.pragma(`user_version = ${version}`);
+  }
+}
