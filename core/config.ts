@@ -1,0 +1,98 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { UsageError } from './errors.js';
+
+/** Every setting of gated, resolved once from the environment (and .env). Documented in .env.example. */
+export interface Config {
+  db: string;
+  groupsDir: string;
+  pollMs: number;
+  maxConcurrent: number;
+  idleTimeoutMs: number;
+  runTimeoutMs: number;
+  runtime: 'docker' | 'process';
+  agentImage: string;
+  agentCmd: string;
+  dockerHost: string | undefined;
+  /** Extra host paths a group may mount into its container (colon-separated GATED_MOUNT_ALLOW). */
+  mountAllow: string[];
+  httpPort: number;
+  httpHost: string;
+  adminToken: string | undefined;
+  admins: string[];
+  maxOutputBytes: number;
+  telegram: { token: string; apiRoot: string | undefined } | undefined;
+  bluesky: { service: string; identifier: string; password: string } | undefined;
+  discord: { token: string; apiRoot: string | undefined } | undefined;
+  logLevel: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Reads KEY=VALUE lines of a .env file into `env` without overriding what is already set. Quotes around a
+ * value are removed; `#` starts a comment line.
+ */
+export function loadDotEnv(path: string, env: Env = process.env): void {
+  if (!existsSync(path)) return;
+  for (const raw of readFileSync(path, 'utf8').split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const eq = line.indexOf('=');
+    if (eq <= 0) continue;
+    const key = line.slice(0, eq).trim().replace(/^export\s+/, '');
+    let value = line.slice(eq + 1).trim();
+    if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
+    if (env[key] === undefined) env[key] = value;
+  }
+}
+
+function int(env: Env, key: string, dflt: number, min = 0): number {
+  const raw = env[key];
+  if (raw === undefined || raw.trim() === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new UsageError(`${key} must be an integer >= ${min}, got '${raw}'`);
+  return n;
+}
+
+function str(env: Env, key: string): string | undefined {
+  const v = env[key];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+/** Resolves the configuration from an environment (process.env by default). */
+export function loadConfig(env: Env = process.env): Config {
+  const runtime = str(env, 'GATED_RUNTIME') ?? 'process';
+  if (runtime !== 'docker' && runtime !== 'process') {
+    throw new UsageError(`GATED_RUNTIME must be 'docker' or 'process', got '${runtime}'`);
+  }
+  const tgToken = str(env, 'TELEGRAM_BOT_TOKEN');
+  const bsId = str(env, 'BLUESKY_IDENTIFIER');
+  const bsPass = str(env, 'BLUESKY_APP_PASSWORD');
+  const dcToken = str(env, 'DISCORD_BOT_TOKEN');
+  return {
+    db: resolve(str(env, 'GATED_DB') ?? './data/gated.db'),
+    groupsDir: resolve(str(env, 'GATED_GROUPS_DIR') ?? './data/groups'),
+    pollMs: int(env, 'GATED_POLL_MS', 2000, 10),
+    maxConcurrent: int(env, 'GATED_MAX_CONCURRENT', 5, 1),
+    idleTimeoutMs: int(env, 'GATED_IDLE_TIMEOUT_MS', 30_000, 0),
+    runTimeoutMs: int(env, 'GATED_RUN_TIMEOUT_MS', 600_000, 1),
+    runtime,
+    agentImage: str(env, 'GATED_AGENT_IMAGE') ?? 'gated-agent:latest',
+    agentCmd: str(env, 'GATED_AGENT_CMD') ?? 'node "$GATED_HOME/agents/example/agent.mjs"',
+    dockerHost: str(env, 'DOCKER_HOST'),
+    mountAllow: (str(env, 'GATED_MOUNT_ALLOW') ?? '').split(':').filter(Boolean),
+    httpPort: int(env, 'GATED_HTTP_PORT', 8787, 0),
+    httpHost: str(env, 'GATED_HTTP_HOST') ?? '127.0.0.1',
+    adminToken: str(env, 'GATED_ADMIN_TOKEN'),
+    admins: (str(env, 'GATED_ADMINS') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    maxOutputBytes: int(env, 'GATED_MAX_OUTPUT_BYTES', 10 * 1024 * 1024, 1024),
+    telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
+    bluesky:
+      bsId && bsPass
+        ? { service: str(env, 'BLUESKY_SERVICE') ?? 'https://bsky.social', identifier: bsId, password: bsPass }
+        : undefined,
+    discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,
+    logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
+  };
+}
