@@ -189,3 +189,11 @@ CREATE TABLE IF NOT EXISTS outbound_parts (
   sent_at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   PRIMARY KEY (message_id, part)
 );
+
+-- How often each route took a message (dashboard, `gated routes list`). Kept apart from routes so that
+-- counting never looks like an edit of the table.
+CREATE TABLE IF NOT EXISTS route_hits (
+  route_id    INTEGER PRIMARY KEY,
+  hits        INTEGER NOT NULL DEFAULT 0,
+  last_hit_at TEXT
+);
