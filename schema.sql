@@ -66,6 +66,8 @@ CREATE INDEX IF NOT EXISTS idx_messages_inbound ON messages(id) WHERE is_from_me
 CREATE INDEX IF NOT EXISTS idx_messages_work
   ON messages(state, group_folder, session_topic, chat_jid, id)
   WHERE state IN ('held', 'ready', 'running', 'parked', 'daemon');
+-- The impulse gate's per-chat sums.
+CREATE INDEX IF NOT EXISTS idx_messages_held ON messages(chat_jid) WHERE state = 'held';
 -- Undelivered replies, per chat in order.
 CREATE INDEX IF NOT EXISTS idx_messages_outbox
   ON messages(chat_jid, id) WHERE is_from_me = 1 AND delivery = 'pending';

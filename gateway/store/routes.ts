@@ -25,6 +25,16 @@ export function routeHits(db: Db): Map<number, number> {
   return new Map(rows.map((r) => [r.route_id, r.hits]));
 }
 
+/** What the layers look up, compiled together once per version of routes / daemons / registered_groups. */
+export interface Catalog {
+  version: string;
+  table: RouteTable;
+  /** Registered group folders. */
+  groups: ReadonlySet<string>;
+  /** Daemon name → URL. */
+  daemons: ReadonlyMap<string, string>;
+}
+
 /**
  * The live routing table of a running gated. Triggers bump router_state 'routes_version' on every change to
  * routes, daemons or registered_groups, by any process; `current()` reads that one value (a primary-key
@@ -32,31 +42,39 @@ export function routeHits(db: Db): Map<number, number> {
  * lookup after they commit, without a restart and without re-reading the table per message.
  */
 export class RouteSource {
-  private version = '';
-  private table: RouteTable = compileRoutes([]);
+  private catalog: Catalog | undefined;
   private readonly versionStmt;
+  private readonly groupsStmt;
+  private readonly daemonsStmt;
 
-  /** `onChange` is told about each newly compiled table (the gateway logs invalid rows once per change). */
+  /** `onChange` is told about each newly compiled catalog (the gateway logs invalid rows once per change). */
   constructor(
     private readonly db: Db,
-    private readonly onChange?: (table: RouteTable) => void,
+    private readonly onChange?: (catalog: Catalog) => void,
   ) {
     this.versionStmt = db.prepare("SELECT value FROM router_state WHERE key = 'routes_version'").pluck();
+    this.groupsStmt = db.prepare('SELECT folder FROM registered_groups').pluck();
+    this.daemonsStmt = db.prepare('SELECT name, url FROM daemons');
   }
 
-  /** The table as of the latest committed change. */
-  current(): RouteTable {
-    const v = String(this.versionStmt.get() ?? '');
-    if (v !== this.version) {
-      this.version = v;
-      this.table = compileRoutes(listRoutes(this.db));
-      this.onChange?.(this.table);
+  /** The catalog as of the latest committed change. */
+  current(): Catalog {
+    const version = String(this.versionStmt.get() ?? '');
+    if (this.catalog?.version !== version) {
+      const daemons = this.daemonsStmt.all() as { name: string; url: string }[];
+      this.catalog = {
+        version,
+        table: compileRoutes(listRoutes(this.db)),
+        groups: new Set(this.groupsStmt.all() as string[]),
+        daemons: new Map(daemons.map((d) => [d.name, d.url])),
+      };
+      this.onChange?.(this.catalog);
     }
-    return this.table;
+    return this.catalog;
   }
 
-  /** The version the current table was compiled from (the dashboard shows it). */
-  get tableVersion(): string {
-    return this.version;
+  /** The routing table as of the latest committed change. */
+  table(): RouteTable {
+    return this.current().table;
   }
 }

@@ -1,0 +1,79 @@
+import type { Command } from 'commander';
+import { UsageError } from '../../core/errors.js';
+import { checkRoute, compileRoutes, explainFields, formatExplain } from '../../router/index.js';
+import { addRoute, listRoutes, removeRoute, routeHits } from '../../gateway/store/routes.js';
+import { action, intArg } from '../context.js';
+
+/** `gated routes list | add | rm | check | explain`. */
+export function routesCommand(program: Command): void {
+  const routes = program.command('routes').description('show and edit the routing table');
+
+  routes
+    .command('list')
+    .description('rows in the order they are tried (seq, then id), with hits and validity')
+    .action(
+      action((ctx) => {
+        const db = ctx.db();
+        const rows = listRoutes(db);
+        const table = compileRoutes(rows);
+        const problems = new Map(table.problems().map((p) => [p.id, p.reason]));
+        const hits = routeHits(db);
+        ctx.out(['id', 'seq', 'hits', 'match', 'target', 'impulse', 'status'].join('\t'));
+        for (const r of rows) {
+          const status = problems.has(r.id) ? `INVALID: ${problems.get(r.id)}` : 'ok';
+          ctx.out([r.id, r.seq, hits.get(r.id) ?? 0, r.match || '(all)', r.target, r.impulse_config ?? '', status].join('\t'));
+        }
+      }),
+    );
+
+  routes
+    .command('add')
+    .description('add a route; an invalid row is refused')
+    .argument('<target>', 'krons/content | folder:PATH | builtin:ping | builtin:drop | daemon:NAME')
+    .option('--seq <n>', 'position: lower is tried first', '0')
+    .option('--match <pairs>', "space-separated key=glob pairs (keys: platform room chat_jid sender verb)", '')
+    .option('--impulse <json>', 'impulse_config JSON, e.g. {"threshold":300}')
+    .action(
+      action((ctx, target: string, opts: { seq: string; match: string; impulse?: string }) => {
+        const row = { seq: intArg('--seq', opts.seq), match: opts.match, target, impulse_config: opts.impulse ?? null };
+        const reason = checkRoute(row);
+        if (reason) throw new UsageError(`route refused: ${reason}`);
+        ctx.out(String(addRoute(ctx.db(), row)));
+      }),
+    );
+
+  routes
+    .command('rm')
+    .description('delete a route by id')
+    .argument('<id>')
+    .action(
+      action((ctx, id: string) => {
+        const n = intArg('id', id);
+        if (!removeRoute(ctx.db(), n)) throw new UsageError(`no route with id ${n}`);
+      }),
+    );
+
+  routes
+    .command('check')
+    .description('list invalid rows (id, then reason); exit 1 if any')
+    .action(
+      action((ctx) => {
+        const problems = compileRoutes(listRoutes(ctx.db())).problems();
+        for (const p of problems) ctx.out(`${p.id}\t${p.reason}`);
+        if (problems.length === 0) ctx.out('all routes valid');
+        return problems.length ? 1 : 0;
+      }),
+    );
+
+  routes
+    .command('explain')
+    .description('show, row by row, why each route would or would not take a message with these fields')
+    .argument('<fields...>', 'KEY=VALUE pairs: platform room chat_jid sender verb')
+    .action(
+      action((ctx, words: string[]) => {
+        const fields = explainFields(words);
+        if ('error' in fields) throw new UsageError(fields.error);
+        for (const line of formatExplain(compileRoutes(listRoutes(ctx.db())).explain(fields))) ctx.out(line);
+      }),
+    );
+}

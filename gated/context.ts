@@ -1,0 +1,57 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig, loadDotEnv, type Config } from '../core/config.js';
+import { UsageError } from '../core/errors.js';
+import { openDatabase, type Db } from '../gateway/store/db.js';
+
+/** What every CLI command starts from: the resolved configuration and, opened lazily, the database. */
+export interface CliContext {
+  config: Config;
+  db(): Db;
+  out(line: string): void;
+  close(): void;
+}
+
+/**
+ * Builds the context of one command: `.env` in the working directory is read (without overriding the
+ * environment), `--db` beats GATED_DB beats ./data/gated.db.
+ */
+export function cliContext(cmd: Command, out: (line: string) => void = (l) => process.stdout.write(l + '\n')) {
+  loadDotEnv(resolve('.env'));
+  const opts = cmd.optsWithGlobals<{ db?: string }>();
+  const env = { ...process.env, ...(opts.db ? { GATED_DB: opts.db } : {}) };
+  const config = loadConfig(env);
+  let db: Db | undefined;
+  const ctx: CliContext = {
+    config,
+    db: () => (db ??= openDatabase(config.db)),
+    out,
+    close: () => {
+      if (db?.open) db.close();
+    },
+  };
+  return ctx;
+}
+
+/** Wraps a command action: the context is closed afterwards, whatever happens. */
+export function action<A extends unknown[]>(
+  fn: (ctx: CliContext, ...args: A) => void | number | Promise<void | number>,
+): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    const cmd = args[args.length - 1] as Command;
+    const ctx = cliContext(cmd);
+    try {
+      const code = await fn(ctx, ...args.slice(0, -1) as A);
+      if (typeof code === 'number') process.exitCode = code;
+    } finally {
+      ctx.close();
+    }
+  };
+}
+
+/** Parses a whole number argument or throws a UsageError naming it. */
+export function intArg(name: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n)) throw new UsageError(`${name} must be an integer, got '${raw}'`);
+  return n;
+}

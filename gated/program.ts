@@ -1,0 +1,66 @@
+import { Command, CommanderError } from 'commander';
+import { UsageError } from '../core/errors.js';
+import { action } from './context.js';
+import { groupsCommand } from './commands/groups.js';
+import { messagesCommands } from './commands/messages.js';
+import { routesCommand } from './commands/routes.js';
+import { statusCommand } from './commands/status.js';
+
+/** Builds the `gated` command line. Exported so tests can drive it in-process. */
+export function buildProgram(): Command {
+  const program = new Command('gated')
+    .description('a gateway between chat platforms and AI agents, routed by a SQL table')
+    .option('--db <path>', 'SQLite database (default: $GATED_DB, else ./data/gated.db)')
+    .showHelpAfterError(false)
+    .exitOverride();
+
+  program
+    .command('run', { isDefault: true })
+    .description('run the gateway daemon (the default)')
+    .action(
+      action(async (ctx) => {
+        const { runDaemon } = await import('./run.js');
+        return runDaemon(ctx.config);
+      }),
+    );
+
+  program
+    .command('chat')
+    .description('talk to a group from the terminal (the local: platform)')
+    .argument('[folder]', 'group folder', 'demo')
+    .action(
+      action(async (ctx, folder: string) => {
+        const { runChat } = await import('./chat.js');
+        return runChat(ctx.config, folder, process.stdin, process.stdout);
+      }),
+    );
+
+  messagesCommands(program);
+  routesCommand(program);
+  groupsCommand(program);
+  statusCommand(program);
+  return program;
+}
+
+/** Runs the CLI; bad input prints one line naming the problem and exits 2. */
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // commander already printed its message (or the help); map its exits onto ours.
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`gated: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    const e = err as { code?: string; message?: string };
+    process.stderr.write(`gated: ${e.code ? e.code + ': ' : ''}${e.message ?? String(err)}\n`);
+    process.exitCode = 1;
+  }
+}
+

@@ -1,0 +1,95 @@
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import type { NewInbound } from '../core/types.js';
+import { DaemonDispatcher } from './daemons.js';
+import type { QueueControl } from './layers/types.js';
+import { PollLoop } from './loop.js';
+import type { GatewayMetrics } from './metrics-hooks.js';
+import { Pipeline } from './pipeline.js';
+import type { Db } from './store/db.js';
+import { insertInbound } from './store/messages.js';
+import { RouteSource, type Catalog } from './store/routes.js';
+
+/** Options of the gateway: the database, the queue it feeds, and what it tells about replies it wrote. */
+export interface GatewayOptions {
+  db: Db;
+  config: Pick<Config, 'pollMs' | 'admins'>;
+  log: Logger;
+  queue: QueueControl;
+  now?: () => number;
+  /** Called after gated wrote answer rows (delivery wakes). */
+  onOutbound?: () => void;
+  metrics?: GatewayMetrics;
+  batchSize?: number;
+  fetch?: typeof fetch;
+}
+
+/** The running gateway: poll loop, layers, impulse gate and daemon dispatch. */
+export interface Gateway {
+  readonly routes: RouteSource;
+  readonly loop: PollLoop;
+  readonly pipeline: Pipeline;
+  readonly daemons: DaemonDispatcher;
+  /** Stores an inbound event from an in-process adapter and wakes the loop (null: a redelivery). */
+  sink(msg: NewInbound): number | null;
+  start(): void;
+  stop(): void;
+}
+
+/** Logs the invalid rows of a newly compiled routing table: once per change, never per message. */
+function reportCatalog(log: Logger, catalog: Catalog): void {
+  const problems = catalog.table.problems();
+  for (const p of problems) log.warn({ routeId: p.id, reason: p.reason }, 'route row is invalid and never matches');
+  log.info(
+    { version: catalog.version, routes: catalog.table.routes.length, invalid: problems.length, groups: catalog.groups.size },
+    'routing table loaded',
+  );
+}
+
+/** Wires the gateway together. Nothing runs until start(). */
+export function createGateway(opts: GatewayOptions): Gateway {
+  const { db, log, queue } = opts;
+  const routes = new RouteSource(db, (c) => reportCatalog(log, c));
+  const pipeline = new Pipeline({ db, config: opts.config, log, routes, queue, ...(opts.metrics ? { metrics: opts.metrics } : {}) });
+  const daemons = new DaemonDispatcher({ db, routes, log: log.child({ part: 'daemons' }), ...(opts.now ? { now: opts.now } : {}), ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+  const loop = new PollLoop({
+    db,
+    pipeline,
+    log: log.child({ part: 'loop' }),
+    pollMs: opts.config.pollMs,
+    ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.metrics ? { onTick: (s: number) => opts.metrics!.pollTick(s) } : {}),
+    onBatch: (outcome) => {
+      if (outcome.released) queue.wake();
+      if (outcome.outbound) opts.onOutbound?.();
+      if (outcome.daemon) daemons.wake();
+      for (const effect of outcome.effects) {
+        Promise.resolve()
+          .then(effect)
+          .then(() => opts.onOutbound?.())
+          .catch((err) => log.error({ err }, 'command side effect failed'));
+      }
+    },
+  });
+  return {
+    routes,
+    loop,
+    pipeline,
+    daemons,
+    sink(msg) {
+      const id = insertInbound(db, msg);
+      if (id !== null) loop.wake();
+      return id;
+    },
+    start() {
+      routes.current();
+      loop.start();
+      daemons.wake();
+    },
+    stop() {
+      loop.stop();
+      daemons.stop();
+    },
+  };
+}

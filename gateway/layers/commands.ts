@@ -1,0 +1,129 @@
+import { sessionKeyId, type SessionKey } from '../../core/types.js';
+import { isTopicName } from './names.js';
+import type { Draft, Layer, LayerEnv } from './types.js';
+
+/** One gateway command: its help line and what it does. */
+interface CommandSpec {
+  help: string;
+  run(draft: Draft, args: string[], env: LayerEnv): void;
+}
+
+function keyOf(draft: Draft, env: LayerEnv, topic?: string): SessionKey | undefined {
+  const group = draft.group ?? env.chatGroup(draft);
+  return group ? { group, topic: topic ?? draft.topic ?? draft.msg.topic } : undefined;
+}
+
+const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';
+
+/** The command table (CONTRACT §4, layer 2). Names are matched case-insensitively. */
+export const COMMANDS: Record<string, CommandSpec> = {
+  new: {
+    help: '/new [#topic]: start a fresh agent session (default topic, or that topic)',
+    run(draft, args, env) {
+      const topicArg = args[0]?.startsWith('#') ? args[0].slice(1) : undefined;
+      if (topicArg !== undefined && !isTopicName(topicArg)) {
+        env.answer(draft.msg, `bad topic '${args[0]}'`);
+        return;
+      }
+      const key = keyOf(draft, env, topicArg ?? '');
+      if (!key) return env.answer(draft.msg, NO_GROUP);
+      env.db.prepare('DELETE FROM sessions WHERE group_folder = ? AND topic = ?').run(key.group, key.topic);
+      env.db
+        .prepare('INSERT INTO system_messages (group_folder, topic, content) VALUES (?, ?, ?)')
+        .run(key.group, key.topic, 'The session was reset by /new: earlier conversation is gone.');
+      env.afterCommit(() => env.queue.resetSession(key));
+      env.answer(draft.msg, `new session for ${sessionKeyId(key)}`);
+    },
+  },
+  ping: {
+    help: '/ping: pong, then group, session and queue facts',
+    run(draft, _args, env) {
+      const key = keyOf(draft, env);
+      const lines = ['pong'];
+      if (!key) lines.push(NO_GROUP);
+      else {
+        const session = env.db
+          .prepare('SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?')
+          .pluck()
+          .get(key.group, key.topic) as string | undefined;
+        const f = env.queue.facts(key);
+        lines.push(`group: ${key.group}${key.topic ? ' #' + key.topic : ''}`);
+        lines.push(`session: ${session ?? 'none (next run starts fresh)'}`);
+        lines.push(
+          `queue: ${f.running ? 'agent running' : 'idle'}, ${f.waiting} waiting` +
+            (f.backoffUntil ? `, retry after ${new Date(f.backoffUntil).toISOString()}` : ''),
+        );
+      }
+      env.answer(draft.msg, lines.join('\n'));
+    },
+  },
+  chatid: {
+    help: "/chatid: this chat's JID",
+    run(draft, _args, env) {
+      env.answer(draft.msg, draft.msg.chat_jid);
+    },
+  },
+  stop: {
+    help: "/stop: stop this chat's running agent; its batch is not retried",
+    run(draft, _args, env) {
+      const key = keyOf(draft, env);
+      if (!key) return env.answer(draft.msg, NO_GROUP);
+      const { msg } = draft;
+      env.afterCommit(async () => {
+        const stopped = await env.queue.stop(key, msg.chat_jid);
+        env.db.transaction(() => env.answer(msg, stopped ? `stopped ${sessionKeyId(key)}` : 'nothing is running'))();
+      });
+    },
+  },
+  status: {
+    help: '/status: instance status (admins only)',
+    run(draft, _args, env) {
+      if (!env.config.admins.includes(draft.msg.sender)) {
+        return env.answer(draft.msg, '/status is for admins (GATED_ADMINS)');
+      }
+      const groups = env.catalog.groups.size;
+      const snap = env.queue.snapshot();
+      const errored = env.db
+        .prepare(`SELECT DISTINCT chat_jid FROM messages WHERE state = 'parked' LIMIT 20`)
+        .pluck()
+        .all() as string[];
+      env.answer(
+        draft.msg,
+        [
+          `groups: ${groups}`,
+          `active runs: ${snap.active.length}`,
+          `queued sessions: ${snap.waiting.length}`,
+          `errored chats: ${errored.length ? errored.join(', ') : 'none'}`,
+        ].join('\n'),
+      );
+    },
+  },
+  help: {
+    help: '/help: this list',
+    run(draft, _args, env) {
+      env.answer(draft.msg, Object.values(COMMANDS).map((c) => c.help).join('\n'));
+    },
+  },
+};
+
+/**
+ * Parses a command: the first token starts with `/` and names a gateway command, case-insensitively, with
+ * an optional Telegram `@botname` suffix (`/new@my_bot`). Returns undefined for anything else: unknown
+ * slash words are not commands and travel on as text.
+ */
+export function parseCommand(content: string): { name: string; args: string[] } | undefined {
+  const words = content.trim().split(/\s+/);
+  const m = /^\/([A-Za-z_]+)(?:@[A-Za-z0-9_]+)?$/.exec(words[0] ?? '');
+  if (!m) return undefined;
+  const name = m[1]!.toLowerCase();
+  return Object.hasOwn(COMMANDS, name) ? { name, args: words.slice(1) } : undefined;
+}
+
+/** Layer 2: gateway commands are answered here and never reach an agent. */
+export const commandLayer: Layer = (draft, env) => {
+  const cmd = parseCommand(draft.content);
+  if (!cmd) return 'next';
+  COMMANDS[cmd.name]!.run(draft, cmd.args, env);
+  env.settle(draft.msg, 'command');
+  return 'handled';
+};

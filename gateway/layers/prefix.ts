@@ -1,0 +1,29 @@
+import { isTopicName, resolveGroupName } from './names.js';
+import type { Layer } from './types.js';
+
+const GROUP_PREFIX = /^@([a-z0-9_/-]+)\s+(\S[\s\S]*)$/;
+const TOPIC_PREFIX = /^#([A-Za-z0-9_-]+)\s+(\S[\s\S]*)$/;
+
+/**
+ * Layer 3. Content that starts with `@name ` or `#topic ` followed by more text sends this one message to
+ * that group (a child of the chat's group first, then an absolute folder) or that topic, and the prefix is
+ * stripped. Anchored at the start: `@` or `#` inside the text (emails, hashtags, handles mid-sentence) is
+ * never a prefix, and an unknown `@name` is not a prefix either (the message goes on unchanged).
+ */
+export const prefixLayer: Layer = (draft, env) => {
+  const text = draft.content.replace(/^\s+/, '');
+  const g = GROUP_PREFIX.exec(text);
+  if (g) {
+    const group = resolveGroupName(g[1]!, draft.group ?? env.chatGroup(draft), env.catalog);
+    if (group) {
+      draft.group = group;
+      draft.content = g[2]!;
+    }
+  }
+  const t = TOPIC_PREFIX.exec(draft.content.replace(/^\s+/, ''));
+  if (t && isTopicName(t[1]!)) {
+    draft.topic = t[1]!;
+    draft.content = t[2]!;
+  }
+  return 'next';
+};

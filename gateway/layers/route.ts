@@ -1,0 +1,33 @@
+import { parseJid, routeFields, type Message } from '../../core/types.js';
+import { DEFAULT_IMPULSE, type ImpulseConfig, type Target } from '../../router/index.js';
+import type { Draft, LayerEnv } from './types.js';
+
+/** Platforms whose room is the group folder itself: they skip the routing table. */
+const DIRECT_PLATFORMS = new Set(['web', 'local']);
+
+/** Where layer 4 sends a message. */
+export interface RoutingDecision {
+  target: Target | undefined;
+  routeId: number | undefined;
+  impulse: ImpulseConfig;
+}
+
+/** The folder a `web:<folder>` or `local:<folder>` chat belongs to, if it is one. */
+export function directFolder(msg: Pick<Message, 'chat_jid'>): string | undefined {
+  const { platform, room } = parseJid(msg.chat_jid);
+  return DIRECT_PLATFORMS.has(platform) ? room : undefined;
+}
+
+/**
+ * Layer 4. A group chosen by an earlier layer (sticky or prefix) wins; `web:` and `local:` chats go straight
+ * to their folder; everything else walks the routes table in (seq, id) order, first match wins. The impulse
+ * configuration is the matching route's, or the defaults when no route decided.
+ */
+export function routeLayer(draft: Draft, env: LayerEnv): RoutingDecision {
+  const table = env.catalog.table;
+  const hit = table.resolve(routeFields(draft.msg));
+  const impulse = hit?.route.impulse ?? DEFAULT_IMPULSE;
+  const chosen = draft.group ?? directFolder(draft.msg);
+  if (chosen) return { target: { kind: 'folder', folder: chosen }, routeId: undefined, impulse };
+  return { target: hit?.target, routeId: hit?.route.row.id, impulse };
+}

@@ -1,0 +1,53 @@
+import type { Config } from '../../core/config.js';
+import type { Logger } from '../../core/log.js';
+import type { Message, SessionKey } from '../../core/types.js';
+import type { Db } from '../store/db.js';
+import type { Catalog } from '../store/routes.js';
+import type { StickyStore } from '../store/state.js';
+
+/** What the gateway needs from the queue (queue/ implements it). */
+export interface QueueControl {
+  /** New ready rows may exist. */
+  wake(): void;
+  /** /stop: stops the lane's run for this chat; false when nothing ran. */
+  stop(key: SessionKey, chatJid?: string): Promise<boolean>;
+  /** /new: the session row is gone; a running agent is asked to finish. */
+  resetSession(key: SessionKey): void;
+  /** Facts about one lane for /ping. */
+  facts(key: SessionKey): { running: boolean; waiting: number; backoffUntil: number | null };
+  /** Instance-wide numbers for /status. */
+  snapshot(): { active: unknown[]; waiting: unknown[] };
+}
+
+/** One inbound message on its way through the layers. */
+export interface Draft {
+  readonly msg: Message;
+  /** The content the agent will see (a prefix layer may strip its prefix). */
+  content: string;
+  /** Group chosen by a layer before routing (sticky or prefix), if any. */
+  group: string | undefined;
+  /** Topic chosen by a layer (sticky or prefix), if any. */
+  topic: string | undefined;
+}
+
+/** Everything a layer may read or do while a poll batch is processed (inside its transaction). */
+export interface LayerEnv {
+  db: Db;
+  config: Pick<Config, 'admins'>;
+  log: Logger;
+  catalog: Catalog;
+  sticky: StickyStore;
+  queue: QueueControl;
+  now: number;
+  /** Writes an outbound gateway answer to the message's chat (an outbox row, in the batch transaction). */
+  answer(msg: Message, text: string): void;
+  /** Marks the message handled by the gateway itself. */
+  settle(msg: Message, state: 'command' | 'done' | 'dropped' | 'unrouted', error?: string): void;
+  /** Runs after the batch commits (side effects outside the database, such as stopping an agent). */
+  afterCommit(fn: () => void | Promise<void>): void;
+  /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */
+  chatGroup(draft: Draft): string | undefined;
+}
+
+/** A layer either handles the message (it goes no further) or passes it on, possibly changed. */
+export type Layer = (draft: Draft, env: LayerEnv) => 'handled' | 'next';

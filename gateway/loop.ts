@@ -1,0 +1,145 @@
+import type { Logger } from '../core/log.js';
+import type { Message } from '../core/types.js';
+import type { BatchOutcome, Pipeline } from './pipeline.js';
+import type { Db } from './store/db.js';
+
+/** Options of the poll loop. */
+export interface PollLoopOptions {
+  db: Db;
+  pipeline: Pipeline;
+  log: Logger;
+  pollMs: number;
+  /** Rows per transaction; a tick keeps going while batches come back full. */
+  batchSize?: number;
+  now?: () => number;
+  /** Told after each committed batch, outside the transaction. */
+  onBatch?: (outcome: BatchOutcome) => void;
+  /** Seconds a tick took (metrics). */
+  onTick?: (seconds: number) => void;
+}
+
+const CURSOR_KEY = 'poll_cursor';
+
+/**
+ * The poll loop. Every `pollMs` (and at once after `wake()`) it reads inbound rows after an integer cursor,
+ * the messages id, in bounded batches. Each batch is processed and the cursor advanced in ONE transaction,
+ * so a row is never passed unprocessed and never processed twice. SQLite admits one writer at a time and
+ * assigns ids inside the writer's transaction, so ids become visible in increasing order: a cursor on id
+ * cannot skip a row that commits late, unlike a timestamp cursor. Rows gated writes itself (is_from_me = 1)
+ * never enter the loop.
+ */
+export class PollLoop {
+  private timer: NodeJS.Timeout | undefined;
+  private holdTimer: NodeJS.Timeout | undefined;
+  private running = false;
+  private pending = false;
+  private stopped = true;
+  private readonly readStmt;
+  private readonly cursorStmt;
+  private readonly saveCursorStmt;
+  private readonly now: () => number;
+  private readonly batchSize: number;
+
+  constructor(private readonly opts: PollLoopOptions) {
+    const { db } = opts;
+    this.now = opts.now ?? Date.now;
+    this.batchSize = opts.batchSize ?? 500;
+    this.readStmt = db.prepare(
+      `SELECT id, chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, reply_to, timestamp,
+              is_from_me
+       FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT ?`,
+    );
+    this.cursorStmt = db.prepare(`SELECT value FROM router_state WHERE key = '${CURSOR_KEY}'`).pluck();
+    this.saveCursorStmt = db.prepare(
+      `INSERT INTO router_state (key, value) VALUES ('${CURSOR_KEY}', ?)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    );
+  }
+
+  /** The persisted cursor: the id of the last processed inbound row (0 on a fresh database). */
+  cursor(): number {
+    return Number(this.cursorStmt.get() ?? 0);
+  }
+
+  /** Starts polling; the first tick runs at once, so rows stored while gated was down are taken now. */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.wake();
+  }
+
+  /** Stops polling; a tick in progress finishes its batch (it is synchronous). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.holdTimer);
+  }
+
+  /** Runs a tick as soon as possible (an in-process adapter stored a row); coalesces bursts. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.pending = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), 0);
+  }
+
+  /**
+   * Processes every row after the cursor (and releases chats whose maximum hold passed). Synchronous: the
+   * database calls are, so a tick is never interleaved with another.
+   */
+  tick(): void {
+    if (this.running) return;
+    this.running = true;
+    const started = process.hrtime.bigint();
+    try {
+      do {
+        this.pending = false;
+        this.releaseDue();
+        while (this.batch() === this.batchSize);
+      } while (this.pending);
+    } catch (err) {
+      // A failing batch rolled back: its rows stay after the cursor and are taken again next tick.
+      this.opts.log.error({ err }, 'poll tick failed; will retry');
+    } finally {
+      this.running = false;
+      this.opts.onTick?.(Number(process.hrtime.bigint() - started) / 1e9);
+      this.schedule();
+    }
+  }
+
+  private batch(): number {
+    const { db, pipeline } = this.opts;
+    let count = 0;
+    const outcome = db.transaction(() => {
+      const rows = this.readStmt.all(this.cursor(), this.batchSize) as Message[];
+      count = rows.length;
+      if (!rows.length) return undefined;
+      const result = pipeline.process(rows, this.now());
+      this.saveCursorStmt.run(String(rows[rows.length - 1]!.id));
+      return result;
+    }).immediate();
+    if (outcome) this.opts.onBatch?.(outcome);
+    return count;
+  }
+
+  private releaseDue(): void {
+    const { db, pipeline } = this.opts;
+    const released = db.transaction(() => pipeline.gate.releaseDue(this.now())).immediate();
+    if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, effects: [] });
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.tick(), this.pending ? 0 : this.opts.pollMs);
+    // The max-hold release must fire even when no new message arrives and the poll interval is long.
+    clearTimeout(this.holdTimer);
+    const due = this.opts.pipeline.gate.nextDue();
+    if (due !== undefined) {
+      this.holdTimer = setTimeout(() => this.tick(), Math.max(0, due - this.now()));
+    }
+  }
+}

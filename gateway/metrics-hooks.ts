@@ -1,0 +1,9 @@
+import type { Message } from '../core/types.js';
+
+/** The counters the gateway pipeline reports to; gateway/metrics.ts provides the Prometheus-backed one. */
+export interface GatewayMetrics {
+  messageIn(msg: Pick<Message, 'chat_jid' | 'verb'>): void;
+  routed(target: string): void;
+  unrouted(): void;
+  pollTick(seconds: number): void;
+}

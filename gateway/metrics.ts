@@ -1,0 +1,153 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** How a run ended (session_log.result). */
+export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
+
+/** What happened to one outbound delivery attempt. */
+export type OutboundOutcome = 'delivered' | 'retried' | 'failed';
+
+/** Options for createMetrics. */
+export interface MetricsOptions {
+  /** Also collect Node's process metrics (CPU, memory, event loop lag). Default false: tests make many. */
+  processMetrics?: boolean;
+}
+
+/**
+ * The gateway's Prometheus metrics. Each instance owns its own prom-client Registry (never the global one),
+ * so tests and several gateways in one process do not share counters. The pipeline calls the helpers; the
+ * HTTP server serves `text()` at /metrics.
+ */
+export interface Metrics {
+  readonly registry: Registry;
+  /** One inbound message seen by the poll loop. */
+  messagesIn(platform: string, verb: string): void;
+  /** One message routed to a target (folder, builtin:*, daemon:*). */
+  routed(target: string): void;
+  /** One message no route matched. */
+  unrouted(): void;
+  /** Messages currently held by the impulse gate (a gauge: pass the total, not a delta). */
+  held(n: number): void;
+  /** One run finished; `seconds` is its wall time from start to exit. */
+  runFinished(result: RunResult, seconds: number): void;
+  /** Lanes with a live agent, and lanes ready but waiting for a slot under the global cap. */
+  lanes(active: number, waiting: number): void;
+  /** One outbound delivery attempt's outcome (per row: delivered once, or failed once, retried n times). */
+  outbound(outcome: OutboundOutcome): void;
+  /** Wall time of one poll tick (read new rows, run the layers, release, dispatch). */
+  pollTick(seconds: number): void;
+  /** The exposition text for /metrics. */
+  text(): Promise<string>;
+  /** The Content-Type of `text()`. */
+  readonly contentType: string;
+}
+
+// Verbs are free text written by adapters and by anyone with sqlite3; an unbounded label value set would
+// grow the registry without limit, so uncommon verbs are counted together.
+const KNOWN_VERBS = new Set([
+  'message',
+  'mention',
+  'reply',
+  'reaction',
+  'typing',
+  'join',
+  'edit',
+  'delete',
+  'follow',
+  'quote',
+]);
+const PLATFORM_RE = /^[a-z][a-z0-9_-]{0,31}$/;
+
+function verbLabel(verb: string): string {
+  return KNOWN_VERBS.has(verb) ? verb : 'other';
+}
+
+function platformLabel(platform: string): string {
+  return PLATFORM_RE.test(platform) ? platform : 'other';
+}
+
+/** Creates a fresh registry with gated's metrics (all prefixed `gated_`). */
+export function createMetrics(opts: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const messagesIn = new Counter({
+    name: 'gated_messages_in_total',
+    help: 'Inbound messages seen by the poll loop, by platform and verb',
+    labelNames: ['platform', 'verb'] as const,
+    registers,
+  });
+  const routed = new Counter({
+    name: 'gated_routed_total',
+    help: 'Messages routed, by target',
+    labelNames: ['target'] as const,
+    registers,
+  });
+  const unrouted = new Counter({
+    name: 'gated_unrouted_total',
+    help: 'Messages no route matched (stored, never dispatched)',
+    registers,
+  });
+  const held = new Gauge({
+    name: 'gated_held_messages',
+    help: 'Messages currently held by the impulse gate',
+    registers,
+  });
+  const runs = new Counter({
+    name: 'gated_runs_total',
+    help: 'Agent runs finished, by result',
+    labelNames: ['result'] as const,
+    registers,
+  });
+  const runSeconds = new Histogram({
+    name: 'gated_run_duration_seconds',
+    help: 'Wall time of agent runs, by result',
+    labelNames: ['result'] as const,
+    buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    registers,
+  });
+  const lanesActive = new Gauge({
+    name: 'gated_lanes_active',
+    help: 'Session lanes with a live agent',
+    registers,
+  });
+  const lanesWaiting = new Gauge({
+    name: 'gated_lanes_waiting',
+    help: 'Session lanes ready but waiting for a slot under the global cap',
+    registers,
+  });
+  const outbound = new Counter({
+    name: 'gated_outbound_total',
+    help: 'Outbound delivery attempts, by outcome (delivered, retried, failed)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const pollTick = new Histogram({
+    name: 'gated_poll_tick_seconds',
+    help: 'Wall time of one poll tick',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  });
+  // Pre-create the label sets a dashboard expects to see at zero rather than missing.
+  for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
+  for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
+  if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gated_' });
+
+  return {
+    registry,
+    messagesIn: (platform, verb) => messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
+    routed: (target) => routed.inc({ target }),
+    unrouted: () => unrouted.inc(),
+    held: (n) => held.set(n),
+    runFinished: (result, seconds) => {
+      runs.inc({ result });
+      runSeconds.observe({ result }, seconds);
+    },
+    lanes: (active, waiting) => {
+      lanesActive.set(active);
+      lanesWaiting.set(waiting);
+    },
+    outbound: (outcome) => outbound.inc({ outcome }),
+    pollTick: (seconds) => pollTick.observe(seconds),
+    text: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}

@@ -1,0 +1,181 @@
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import type { Message } from '../core/types.js';
+import { formatTarget } from '../router/index.js';
+import { commandLayer } from './layers/commands.js';
+import { prefixLayer } from './layers/prefix.js';
+import { directFolder, routeLayer, type RoutingDecision } from './layers/route.js';
+import { stickyLayer } from './layers/sticky.js';
+import type { Draft, LayerEnv, QueueControl } from './layers/types.js';
+import { ImpulseGate } from './impulse.js';
+import type { Db } from './store/db.js';
+import { insertOutbound } from './store/messages.js';
+import type { RouteSource } from './store/routes.js';
+import { StickyStore } from './store/state.js';
+import { routeFields } from '../core/types.js';
+import type { GatewayMetrics } from './metrics-hooks.js';
+
+/** What processing one poll batch changed, so the loop knows whom to wake after the commit. */
+export interface BatchOutcome {
+  released: number;
+  outbound: number;
+  daemon: number;
+  effects: Array<() => void | Promise<void>>;
+}
+
+/** Dependencies of the pipeline, injected once. */
+export interface PipelineOptions {
+  db: Db;
+  config: Pick<Config, 'admins'>;
+  log: Logger;
+  routes: RouteSource;
+  queue: QueueControl;
+  metrics?: GatewayMetrics;
+}
+
+/**
+ * Pushes every message of a poll batch through the four layers in order (sticky → command → prefix →
+ * routing) and then the impulse gate. Runs inside the batch transaction: every state change, answer row
+ * and the cursor commit together, so a crash re-processes the whole batch and never half of it.
+ */
+export class Pipeline {
+  readonly gate: ImpulseGate;
+  private readonly sticky: StickyStore;
+  private readonly holdStmt;
+  private readonly settleStmt;
+  private readonly daemonStmt;
+  private readonly hitStmt;
+
+  constructor(private readonly opts: PipelineOptions) {
+    const { db } = opts;
+    this.gate = new ImpulseGate(db);
+    this.sticky = new StickyStore(db);
+    this.holdStmt = db.prepare(
+      `UPDATE messages SET state = 'held', group_folder = @group, session_topic = @topic, content = @content,
+         target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
+         max_hold_ms = @max_hold_ms, held_at = @now
+       WHERE id = @id`,
+    );
+    this.settleStmt = db.prepare(
+      'UPDATE messages SET state = @state, target = @target, route_id = @route_id, error = @error WHERE id = @id',
+    );
+    this.daemonStmt = db.prepare(
+      `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, content = @content WHERE id = @id`,
+    );
+    this.hitStmt = db.prepare(
+      `INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 1, ?)
+       ON CONFLICT (route_id) DO UPDATE SET hits = hits + 1, last_hit_at = excluded.last_hit_at`,
+    );
+  }
+
+  /** Processes `rows` (call inside a transaction). */
+  process(rows: readonly Message[], now: number): BatchOutcome {
+    const { db, log } = this.opts;
+    const out: BatchOutcome = { released: 0, outbound: 0, daemon: 0, effects: [] };
+    const catalog = this.opts.routes.current();
+    const touched = new Set<string>();
+    const env: LayerEnv = {
+      db,
+      config: this.opts.config,
+      log,
+      catalog,
+      sticky: this.sticky,
+      queue: this.opts.queue,
+      now,
+      answer: (msg, text) => {
+        insertOutbound(db, {
+          chat_jid: msg.chat_jid,
+          content: text,
+          kind: 'gateway',
+          reply_to_id: msg.id,
+          reply_to: msg.platform_msg_id,
+          topic: msg.topic,
+        });
+        out.outbound += 1;
+      },
+      settle: (msg, state, error) => {
+        this.settleStmt.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
+      },
+      afterCommit: (fn) => out.effects.push(fn),
+      chatGroup: (draft) => chatGroupOf(draft, catalog.table),
+    };
+    for (const msg of rows) {
+      this.opts.metrics?.messageIn(msg);
+      const draft: Draft = { msg, content: msg.content, group: undefined, topic: undefined };
+      if (stickyLayer(draft, env) === 'handled') continue;
+      if (commandLayer(draft, env) === 'handled') continue;
+      prefixLayer(draft, env);
+      const decision = routeLayer(draft, env);
+      if (decision.routeId !== undefined) this.hitStmt.run(decision.routeId, new Date(now).toISOString());
+      this.apply(draft, decision, env, now, touched, out);
+    }
+    for (const chat of touched) if (this.gate.settle(chat, now)) out.released += 1;
+    return out;
+  }
+
+  private apply(
+    draft: Draft,
+    decision: RoutingDecision,
+    env: LayerEnv,
+    now: number,
+    touched: Set<string>,
+    out: BatchOutcome,
+  ): void {
+    const { msg } = draft;
+    const { target, routeId } = decision;
+    const route_id = routeId ?? null;
+    const metrics = this.opts.metrics;
+    if (!target) {
+      this.settleStmt.run({ id: msg.id, state: 'unrouted', target: null, route_id, error: null });
+      metrics?.unrouted();
+      return;
+    }
+    const targetText = formatTarget(target);
+    metrics?.routed(targetText);
+    switch (target.kind) {
+      case 'folder': {
+        if (!env.catalog.groups.has(target.folder)) {
+          const error = `group '${target.folder}' is not registered`;
+          this.opts.log.warn({ msgId: msg.id, chat: msg.chat_jid, group: target.folder }, 'message not dispatched: group not registered');
+          this.settleStmt.run({ id: msg.id, state: 'unrouted', target: targetText, route_id, error });
+          return;
+        }
+        const impulse = decision.impulse;
+        this.holdStmt.run({
+          id: msg.id,
+          group: target.folder,
+          topic: draft.topic ?? msg.topic,
+          content: draft.content,
+          target: targetText,
+          route_id,
+          weight: Object.hasOwn(impulse.weights, msg.verb) ? impulse.weights[msg.verb] : impulse.defaultWeight,
+          threshold: impulse.threshold,
+          max_hold_ms: impulse.maxHoldMs,
+          now,
+        });
+        touched.add(msg.chat_jid);
+        return;
+      }
+      case 'builtin':
+        if (target.name === 'ping') {
+          env.answer(msg, 'pong');
+          this.settleStmt.run({ id: msg.id, state: 'done', target: targetText, route_id, error: null });
+        } else {
+          this.settleStmt.run({ id: msg.id, state: 'dropped', target: targetText, route_id, error: null });
+        }
+        return;
+      case 'daemon':
+        this.daemonStmt.run({ id: msg.id, target: targetText, route_id, content: draft.content });
+        out.daemon += 1;
+        return;
+    }
+  }
+}
+
+/** The group a chat belongs to when no layer chose one: its own folder (web/local) or its route's folder. */
+function chatGroupOf(draft: Draft, table: import('../router/index.js').RouteTable): string | undefined {
+  const direct = directFolder(draft.msg);
+  if (direct) return direct;
+  const hit = table.resolve(routeFields(draft.msg));
+  return hit?.target.kind === 'folder' ? hit.target.folder : undefined;
+}
