@@ -22,6 +22,8 @@ export interface GatewayOptions {
   metrics?: GatewayMetrics;
   batchSize?: number;
   fetch?: typeof fetch;
+  /** Backoff bounds of daemon retries (defaults 1 s .. 5 min). */
+  daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
 }
 
 /** The running gateway: poll loop, layers, impulse gate and daemon dispatch. */
@@ -51,7 +53,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const { db, log, queue } = opts;
   const routes = new RouteSource(db, (c) => reportCatalog(log, c));
   const pipeline = new Pipeline({ db, config: opts.config, log, routes, queue, ...(opts.metrics ? { metrics: opts.metrics } : {}) });
-  const daemons = new DaemonDispatcher({ db, routes, log: log.child({ part: 'daemons' }), ...(opts.now ? { now: opts.now } : {}), ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+  const daemons = new DaemonDispatcher({ db, routes, log: log.child({ part: 'daemons' }), ...(opts.now ? { now: opts.now } : {}), ...(opts.fetch ? { fetch: opts.fetch } : {}), ...opts.daemonRetry });
   const loop = new PollLoop({
     db,
     pipeline,

@@ -34,7 +34,13 @@ export class RecordingQueue implements QueueControl {
 }
 
 /** A gateway on `db` with a recording queue, groups registered, polling every 2 s. */
-export function testGateway(db: Db, opts: { groups?: string[]; admins?: string[]; pollMs?: number; batchSize?: number } = {}) {
+export function testGateway(db: Db, opts: {
+    groups?: string[];
+    admins?: string[];
+    pollMs?: number;
+    batchSize?: number;
+    daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
+  } = {},) {
   const groupsDir = tempDir();
   for (const g of opts.groups ?? []) addGroup(db, groupsDir, g);
   const queue = new RecordingQueue();
@@ -44,6 +50,7 @@ export function testGateway(db: Db, opts: { groups?: string[]; admins?: string[]
     log: silentLogger(),
     queue,
     ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
+    ...(opts.daemonRetry ? { daemonRetry: opts.daemonRetry } : {}),
   });
   return { gateway, queue, groupsDir };
 }
