@@ -133,7 +133,8 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
 
   return {
     registry,
-    messagesIn: (platform, verb) => messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
+    messagesIn: (platform, verb) =>
+      messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
     routed: (target) => routed.inc({ target }),
     unrouted: () => unrouted.inc(),
     held: (n) => held.set(n),

@@ -1,0 +1,84 @@
+import { Hono } from 'hono';
+import { secureHeaders } from 'hono/secure-headers';
+import { createAuth } from './auth.js';
+import { chatRoutes } from './chat.js';
+import { dashboardRoutesApi } from './dashboard.js';
+import { healthApi, metricsApi } from './health.js';
+import { Queries } from './queries.js';
+import { routesAdminApi } from './routes-admin.js';
+import { staticApi } from './static.js';
+import type { HttpAppOptions } from './types.js';
+
+export { startHttpServer, type HttpServer, type ListenOptions } from './server.js';
+export {
+  emptyStatus,
+  type HeldChat,
+  type HttpAppOptions,
+  type LaneInfo,
+  type LaneState,
+  type StatusSnapshot,
+} from './types.js';
+
+/**
+ * The HTTP surface of gated as one hono app: the web chat (`/`, `/api/chat/*`), the dashboard
+ * (`/dashboard`, `/api/dashboard/*`), route edits (`/api/routes`, admin token), `/metrics` and `/healthz`.
+ * See docs/WEB.md. If the gateway has not started the web channel yet, it is started here with `sink`.
+ */
+export function createHttpApp(opts: HttpAppOptions): Hono {
+  const { db, config, log, metrics, web, sink, status } = opts;
+  const now = opts.now ?? Date.now;
+  const q = new Queries(db);
+  const auth = createAuth(config.adminToken);
+  const httpLog = log.child({ mod: 'http' });
+  if (!web.started) void web.start(sink);
+
+  const app = new Hono();
+  app.use(
+    secureHeaders({
+      // The pages load only their own script and style files: no inline code, nothing from elsewhere.
+      contentSecurityPolicy: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        frameAncestors: ["'none'"],
+        formAction: ["'self'"],
+      },
+      referrerPolicy: 'no-referrer',
+    }),
+  );
+  app.use(auth.noTokenInUrl);
+  app.use(async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    // The path only: query strings may carry user text, and headers may carry the token.
+    httpLog.debug(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - t0),
+      },
+      'request',
+    );
+  });
+
+  app.route('/healthz', healthApi(q, opts.pingRuntime));
+  app.use('/metrics', auth.read);
+  app.route('/metrics', metricsApi(metrics));
+  app.route('/api/chat', chatRoutes({ q, web, log: httpLog }));
+  app.use('/api/dashboard/*', auth.read);
+  app.route('/api/dashboard', dashboardRoutesApi({ q, status, now }));
+  app.use('/api/routes', auth.admin);
+  app.use('/api/routes/*', auth.admin);
+  app.route('/api/routes', routesAdminApi(db, httpLog));
+  app.route('/', staticApi());
+
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.onError((err, c) => {
+    httpLog.error({ err, method: c.req.method, path: c.req.path }, 'request failed');
+    return c.json({ error: 'internal error' }, 500);
+  });
+  return app;
+}

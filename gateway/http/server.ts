@@ -1,0 +1,48 @@
+import type { AddressInfo } from 'node:net';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Hono } from 'hono';
+
+/** A listening HTTP server. */
+export interface HttpServer {
+  /** The real base URL, with the port the OS chose when 0 was asked (`http://127.0.0.1:40123`). */
+  url: string;
+  /** Stops listening and ends open connections (SSE streams included); idempotent. */
+  close(): Promise<void>;
+}
+
+/** Where to listen. Port 0 picks a free port. */
+export interface ListenOptions {
+  host: string;
+  port: number;
+}
+
+/**
+ * Serves a hono app with @hono/node-server. Resolves once listening, or rejects with the bind error
+ * (EADDRINUSE, EACCES) so the caller can say which port could not be used.
+ */
+export async function startHttpServer(app: Hono, opts: ListenOptions): Promise<HttpServer> {
+  const server = createAdaptorServer({ fetch: app.fetch, hostname: opts.host, port: opts.port });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) =>
+      reject(new Error(`cannot listen on ${opts.host}:${opts.port}: ${err.message}`));
+    server.once('error', onError);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${addr.port}`,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // SSE responses never end by themselves; without this close() would wait for every browser.
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs Debian's chromium for the browser test (test/web/browser.test.ts drives it with playwright-core).
+# Idempotent: does nothing when /usr/bin/chromium already runs. Never downloads a browser build of its own.
+set -euo pipefail
+
+if [ -x /usr/bin/chromium ] && /usr/bin/chromium --version >/dev/null 2>&1; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "40-chromium: chromium is missing and this script is not root; run: apt-get install -y chromium" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+/usr/bin/chromium --version

@@ -1,0 +1,134 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterEach } from 'vitest';
+import type { Logger } from '../../core/log.js';
+import type { InboundSink } from '../../gateway/channels/channel.js';
+import { WebChannel } from '../../gateway/channels/web.js';
+import { createHttpApp, emptyStatus, startHttpServer, type StatusSnapshot } from '../../gateway/http/app.js';
+import { createMetrics, type Metrics } from '../../gateway/metrics.js';
+import type { Db } from '../../gateway/store/db.js';
+import { insertInbound } from '../../gateway/store/messages.js';
+import { freshDb } from '../helpers/db.js';
+
+const closers: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+});
+
+/** Options for a test server. */
+export interface WebServerOptions {
+  adminToken?: string;
+  status?: StatusSnapshot;
+  pingRuntime?: () => Promise<void>;
+  now?: () => number;
+  /** Keep the log lines (debug level) in `logText()`. */
+  captureLog?: boolean;
+  groups?: string[];
+}
+
+/** A real hono app on 127.0.0.1:0 over a fresh SQLite file, closed after the test. */
+export interface WebServer {
+  url: string;
+  db: Db;
+  web: WebChannel;
+  metrics: Metrics;
+  /** Ids the sink stored, in order (the gateway would wake its poll loop for each). */
+  woken: number[];
+  status: StatusSnapshot;
+  logText(): string;
+  close(): Promise<void>;
+}
+
+/** Starts the whole HTTP surface as gated would, with the groups `demo` (and any others) registered. */
+export async function startWebServer(opts: WebServerOptions = {}): Promise<WebServer> {
+  const { db } = freshDb();
+  for (const g of opts.groups ?? ['demo'])
+    db.prepare('INSERT INTO registered_groups (folder, name) VALUES (?, ?)').run(g, g);
+  const chunks: string[] = [];
+  const log: Logger = opts.captureLog
+    ? pino(
+        { level: 'debug' },
+        new Writable({
+          write(chunk, _enc, cb) {
+            chunks.push(String(chunk));
+            cb();
+          },
+        }),
+      )
+    : pino({ level: 'silent' });
+  const metrics = createMetrics();
+  const web = new WebChannel(db);
+  const woken: number[] = [];
+  const sink: InboundSink = (m) => {
+    const id = insertInbound(db, m);
+    if (id !== null) woken.push(id);
+    return id;
+  };
+  const status = opts.status ?? emptyStatus();
+  const app = createHttpApp({
+    db,
+    config: { adminToken: opts.adminToken, httpHost: '127.0.0.1' },
+    log,
+    metrics,
+    web,
+    sink,
+    status: () => status,
+    pingRuntime: opts.pingRuntime,
+    now: opts.now,
+  });
+  const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await web.stop();
+    await server.close();
+  };
+  closers.push(close);
+  return { url: server.url, db, web, metrics, woken, status, logText: () => chunks.join(''), close };
+}
+
+/** Inserts an outbound row for a web chat and delivers it through the channel, as the outbox would. */
+export async function reply(
+  s: Pick<WebServer, 'db' | 'web'>,
+  folder: string,
+  topic: string,
+  content: string,
+  kind: 'reply' | 'gateway' | 'error' | 'status' = 'reply',
+): Promise<number> {
+  const info = s.db
+    .prepare(
+      `INSERT INTO messages (chat_jid, sender, content, topic, is_from_me, delivery, kind)
+       VALUES (?, 'gated', ?, ?, 1, 'pending', ?)`,
+    )
+    .run(`web:${folder}`, content, topic, kind);
+  const id = Number(info.lastInsertRowid);
+  await s.web.send({
+    messageId: id,
+    chatJid: `web:${folder}`,
+    text: content,
+    part: 0,
+    replyTo: null,
+    topic,
+    previousPartId: null,
+  });
+  s.db.prepare(`UPDATE messages SET delivery = 'sent' WHERE id = ?`).run(id);
+  return id;
+}
+
+/** POSTs JSON and returns status and parsed body. */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** GETs JSON and returns status and parsed body. */
+export async function getJson(url: string, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { headers });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}

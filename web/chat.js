@@ -1,0 +1,214 @@
+/* global document, window, localStorage, EventSource */
+// The web chat: one pane per topic of the chosen group, side by side; each pane is its own session.
+// History comes from /api/chat/history, then an EventSource follows /api/chat/stream from the newest id
+// shown. EventSource reconnects by itself and sends Last-Event-ID; the server replays what was missed and
+// the pane drops lines whose id it already shows.
+import { el, getJson, randomId } from './common.js';
+
+const $ = (id) => document.getElementById(id);
+const client = localStorage.getItem('gated.client') || randomId();
+localStorage.setItem('gated.client', client);
+const TOPIC_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+const state = { group: '', panes: new Map() };
+
+function notice(text) {
+  const n = $('notice');
+  n.textContent = text || '';
+  n.hidden = !text;
+}
+
+function savedTopics(group) {
+  try {
+    const t = JSON.parse(localStorage.getItem(`gated.topics.${group}`) || '[""]');
+    return Array.isArray(t) && t.every((x) => x === '' || TOPIC_RE.test(x)) ? t : [''];
+  } catch {
+    return [''];
+  }
+}
+
+function saveTopics() {
+  localStorage.setItem(`gated.topics.${state.group}`, JSON.stringify([...state.panes.keys()]));
+}
+
+const query = (group, topic) => `group=${encodeURIComponent(group)}&topic=${encodeURIComponent(topic)}`;
+
+/** One topic of one group: its lines, its stream, its input. */
+class Pane {
+  constructor(group, topic) {
+    this.group = group;
+    this.topic = topic;
+    this.shown = new Set();
+    this.maxId = 0;
+    this.root = el('section', 'pane', null, { 'data-topic': topic });
+    const head = el('div', 'pane-head');
+    head.append(el('h2', '', topic ? `#${topic}` : 'main'));
+    this.conn = el('span', 'conn', 'connecting');
+    head.append(this.conn);
+    if (topic) {
+      const x = el('button', 'close', '×', { title: 'close this topic', type: 'button' });
+      x.addEventListener('click', () => closePane(topic));
+      head.append(x);
+    }
+    this.lines = el('ol', 'lines');
+    this.typing = el('p', 'typing', 'agent is working…');
+    this.typing.hidden = true;
+    this.form = el('form', 'composer');
+    this.input = el('textarea', '', null, { rows: '2', placeholder: 'message', 'aria-label': 'message' });
+    this.form.append(this.input, el('button', '', 'send', { type: 'submit' }));
+    this.form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      void this.send();
+    });
+    this.input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey) {
+        e.preventDefault();
+        void this.send();
+      }
+    });
+    this.root.append(head, this.lines, this.typing, this.form);
+    void this.load();
+  }
+
+  async load() {
+    try {
+      const h = await getJson(`/api/chat/history?${query(this.group, this.topic)}`);
+      for (const line of h.lines) this.add(line);
+    } catch (err) {
+      this.conn.textContent = `history failed: ${err.message}`;
+    }
+    this.open();
+  }
+
+  open() {
+    const es = new EventSource(`/api/chat/stream?${query(this.group, this.topic)}&after=${this.maxId}`);
+    this.es = es;
+    es.addEventListener('open', () => this.setConn('live'));
+    es.addEventListener('error', () =>
+      this.setConn(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'),
+    );
+    es.addEventListener('message', (ev) => this.add(JSON.parse(ev.data)));
+    es.addEventListener('typing', (ev) => {
+      this.typing.hidden = !JSON.parse(ev.data).on;
+    });
+  }
+
+  setConn(text) {
+    this.conn.textContent = text;
+    this.conn.dataset.state = text;
+  }
+
+  add(line) {
+    if (this.shown.has(line.id)) return;
+    this.shown.add(line.id);
+    this.maxId = Math.max(this.maxId, line.id);
+    const li = el('li', `line ${line.role}`, null, { 'data-id': line.id });
+    const who =
+      line.role === 'user' ? line.sender_name || 'you' : line.role === 'agent' ? 'agent' : line.role;
+    li.append(el('span', 'who', who), el('span', 'text', line.content));
+    li.title = line.timestamp;
+    // Lines arrive in id order except when a live echo overtakes a replayed reply; keep the list sorted.
+    let before = null;
+    for (
+      let n = this.lines.lastElementChild;
+      n && Number(n.dataset.id) > line.id;
+      n = n.previousElementSibling
+    )
+      before = n;
+    this.lines.insertBefore(li, before);
+    if (line.role !== 'user') this.typing.hidden = true;
+    this.lines.scrollTop = this.lines.scrollHeight;
+  }
+
+  async send() {
+    const content = this.input.value;
+    if (!content.trim()) return;
+    this.input.value = '';
+    const body = { group: this.group, topic: this.topic, content, client, clientMsgId: randomId() };
+    try {
+      const r = await getJson('/api/chat/send', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (r.id) {
+        const now = new Date().toISOString();
+        this.add({
+          id: r.id,
+          role: 'user',
+          content,
+          sender: `web-${client}`,
+          sender_name: null,
+          topic: this.topic,
+          timestamp: now,
+        });
+      }
+    } catch (err) {
+      this.input.value = content;
+      notice(`not sent: ${err.message}`);
+    }
+  }
+
+  close() {
+    this.es?.close();
+    this.root.remove();
+  }
+}
+
+function openPane(topic) {
+  if (state.panes.has(topic)) return;
+  const pane = new Pane(state.group, topic);
+  state.panes.set(topic, pane);
+  $('panes').append(pane.root);
+  saveTopics();
+}
+
+function closePane(topic) {
+  state.panes.get(topic)?.close();
+  state.panes.delete(topic);
+  saveTopics();
+}
+
+function selectGroup(group) {
+  for (const p of state.panes.values()) p.close();
+  state.panes.clear();
+  state.group = group;
+  localStorage.setItem('gated.group', group);
+  if (window.location.hash.slice(1) !== group) window.history.replaceState(null, '', `#${group}`);
+  for (const t of savedTopics(group)) openPane(t);
+}
+
+async function main() {
+  let groups = [];
+  try {
+    groups = (await getJson('/api/chat/groups')).groups;
+  } catch (err) {
+    notice(`cannot list groups: ${err.message}`);
+    return;
+  }
+  if (groups.length === 0) {
+    notice('No group is registered yet. Add one with: gated groups add demo');
+    return;
+  }
+  const select = $('group');
+  for (const g of groups)
+    select.append(el('option', '', g.name ? `${g.name} (${g.folder})` : g.folder, { value: g.folder }));
+  const wanted = [decodeURIComponent(window.location.hash.slice(1)), localStorage.getItem('gated.group')];
+  const first = wanted.find((w) => w && groups.some((g) => g.folder === w)) || groups[0].folder;
+  select.value = first;
+  select.addEventListener('change', () => selectGroup(select.value));
+  $('add-topic').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const t = $('new-topic').value.trim().replace(/^#/, '');
+    if (!TOPIC_RE.test(t)) {
+      notice('a topic is 1-64 letters, digits, _ or -');
+      return;
+    }
+    notice('');
+    $('new-topic').value = '';
+    openPane(t);
+  });
+  selectGroup(first);
+}
+
+void main();

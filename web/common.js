@@ -1,0 +1,76 @@
+/* global document, fetch */
+// Helpers shared by the chat and the dashboard pages. Every piece of text from the server is put into the
+// page with textContent, never as HTML: message content and route fields are untrusted.
+
+/** Creates an element with a class, optional text, and optional attributes. */
+export function el(tag, className, text, attrs) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+  return node;
+}
+
+/** Fetches JSON; throws an Error carrying the server's `error` text and the HTTP status. */
+export async function getJson(url, init) {
+  const res = await fetch(url, init);
+  let body = null;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  if (!res.ok) {
+    const err = new Error((body && body.error) || `HTTP ${res.status}`);
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+/** "3.2 s", "4 min", "2 h" for a duration in milliseconds. */
+export function age(ms) {
+  if (ms === null || ms === undefined) return '';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+/** A random id of URL-safe characters. */
+export function randomId(n = 16) {
+  const abc = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const bytes = new Uint8Array(n);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => abc[b % abc.length]).join('');
+}
+
+/** Replaces a container's children with a table of rows: columns are [header, (row) => text|Node]. */
+export function table(container, columns, rows, empty) {
+  container.replaceChildren();
+  if (rows.length === 0) {
+    container.append(el('p', 'empty', empty || 'none'));
+    return;
+  }
+  const t = el('table');
+  const head = el('tr');
+  for (const [title] of columns) head.append(el('th', '', title));
+  t.append(el('thead'));
+  t.firstChild.append(head);
+  const body = el('tbody');
+  for (const row of rows) {
+    const tr = el('tr');
+    if (row.__class) tr.className = row.__class;
+    if (row.__id !== undefined) tr.dataset.id = String(row.__id);
+    for (const [, cell] of columns) {
+      const v = cell(row);
+      const td = el('td');
+      if (v instanceof globalThis.Node) td.append(v);
+      else td.textContent = v === null || v === undefined ? '' : String(v);
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  t.append(body);
+  container.append(t);
+}
