@@ -62,12 +62,19 @@ CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_platform
   ON messages(chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL;
 -- The poll: inbound rows after the cursor, by id; outbound rows never enter it.
 CREATE INDEX IF NOT EXISTS idx_messages_inbound ON messages(id) WHERE is_from_me = 0;
--- Work in flight, by session key and chat (gate, lanes, batches).
-CREATE INDEX IF NOT EXISTS idx_messages_work
-  ON messages(state, group_folder, session_topic, chat_jid, id)
-  WHERE state IN ('held', 'ready', 'running', 'parked', 'daemon');
--- The impulse gate's per-chat sums.
-CREATE INDEX IF NOT EXISTS idx_messages_held ON messages(chat_jid) WHERE state = 'held';
+-- Work in flight. One partial index per state, because SQLite uses a partial index only when the query
+-- names its condition exactly (`state = 'ready'` does not let it use an index on `state IN (...)`). Each
+-- leads with what its queries pin, so the planner prefers it to idx_messages_chat, which would walk the
+-- chat's whole history.
+CREATE INDEX IF NOT EXISTS idx_messages_held
+  ON messages(chat_jid, weight, threshold, held_at, max_hold_ms) WHERE state = 'held';
+CREATE INDEX IF NOT EXISTS idx_messages_ready
+  ON messages(group_folder, session_topic, chat_jid, id) WHERE state = 'ready';
+CREATE INDEX IF NOT EXISTS idx_messages_ready_order ON messages(ready_at, id) WHERE state = 'ready';
+CREATE INDEX IF NOT EXISTS idx_messages_running ON messages(run_id) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS idx_messages_parked
+  ON messages(group_folder, session_topic, chat_jid, id) WHERE state = 'parked';
+CREATE INDEX IF NOT EXISTS idx_messages_daemon ON messages(id, not_before) WHERE state = 'daemon';
 -- Undelivered replies, per chat in order.
 CREATE INDEX IF NOT EXISTS idx_messages_outbox
   ON messages(chat_jid, id) WHERE is_from_me = 1 AND delivery = 'pending';

@@ -1,0 +1,100 @@
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { applySchema, openDatabase, SCHEMA_VERSION } from '../../gateway/store/db.js';
+import { freshDb, tempDir } from '../helpers/db.js';
+import { join } from 'node:path';
+
+/** The query plan's detail lines for `sql`. */
+function plan(db: Database.Database, sql: string, ...params: unknown[]): string {
+  return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ');
+}
+
+describe('schema.sql', () => {
+  it('applies idempotently and records its version', () => {
+    const { db } = freshDb();
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, '', 'a')`).run();
+    expect(applySchema(db)).toBe(SCHEMA_VERSION);
+    expect(applySchema(db)).toBe(SCHEMA_VERSION);
+    expect(db.prepare('SELECT count(*) FROM routes').pluck().get()).toBe(1);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+  });
+
+  it('refuses a database from a newer gated', () => {
+    const path = join(tempDir(), 'new.db');
+    const raw = new Database(path);
+    raw.pragma('user_version = 99');
+    raw.close();
+    expect(() => openDatabase(path)).toThrow(/newer than this gated/);
+  });
+
+  it('defaults timestamps to UTC ISO-8601 with milliseconds', () => {
+    const { db } = freshDb();
+    db.prepare(`INSERT INTO messages (chat_jid, content) VALUES ('x:1', 'hi')`).run();
+    const ts = db.prepare('SELECT timestamp FROM messages').pluck().get() as string;
+    expect(ts).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  it('stores a redelivered platform event once', () => {
+    const { db } = freshDb();
+    const ins = db.prepare(
+      `INSERT INTO messages (chat_jid, content, platform_msg_id) VALUES (?, 'x', ?)
+       ON CONFLICT (chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL DO NOTHING`,
+    );
+    ins.run('t:1', 'm1');
+    ins.run('t:1', 'm1');
+    ins.run('t:2', 'm1');
+    ins.run('t:1', null);
+    ins.run('t:1', null);
+    expect(db.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(4);
+  });
+
+  it('bumps routes_version on every change to routes', () => {
+    const { db } = freshDb();
+    const v = () => Number(db.prepare(`SELECT value FROM router_state WHERE key = 'routes_version'`).pluck().get());
+    const v0 = v();
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, '', 'a')`).run();
+    db.prepare(`UPDATE routes SET seq = 2`).run();
+    db.prepare(`DELETE FROM routes`).run();
+    expect(v()).toBe(v0 + 3);
+  });
+
+  it('keeps the hot queries on indexes (no full scans)', () => {
+    const { db } = freshDb();
+    const checks: Array<[string, unknown[], RegExp]> = [
+      // the poll, by integer cursor, inbound only
+      ['SELECT id FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT 500', [0], /idx_messages_inbound|INTEGER PRIMARY KEY/],
+      // a chat's history
+      ['SELECT id FROM messages WHERE chat_jid = ? ORDER BY id DESC LIMIT 50', ['web:demo'], /idx_messages_chat/],
+      // the impulse gate's per-chat sum
+      [`SELECT sum(weight) FROM messages WHERE state = 'held' AND chat_jid = ?`, ['x'], /idx_messages_held/],
+      [`UPDATE messages SET state = 'ready' WHERE state = 'held' AND chat_jid = ?`, ['x'], /idx_messages_held/],
+      // ready lanes in order of readiness
+      [`SELECT group_folder, session_topic, min(ready_at) FROM messages WHERE state = 'ready' GROUP BY group_folder, session_topic`, [], /idx_messages_ready/],
+      [`SELECT id FROM messages WHERE state = 'ready' ORDER BY ready_at, id LIMIT 10`, [], /idx_messages_ready_order/],
+      [`SELECT id FROM messages WHERE state = 'running' AND run_id = ?`, [1], /idx_messages_running/],
+      [`SELECT id FROM messages WHERE state = 'daemon' AND (not_before IS NULL OR not_before <= ?) ORDER BY id`, [1], /idx_messages_daemon/],
+      [`SELECT DISTINCT chat_jid FROM messages WHERE state = 'held' AND held_at + max_hold_ms <= ?`, [1], /idx_messages_held/],
+      // a session's ready batch
+      [
+        `SELECT id FROM messages WHERE state = 'ready' AND group_folder = ? AND session_topic = ? AND chat_jid = ? ORDER BY id`,
+        ['g', '', 'x'],
+        /idx_messages_ready/,
+      ],
+      // the outbox of a chat
+      [`SELECT id FROM messages WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id`, ['x'], /idx_messages_outbox/],
+      // dedup of a platform event
+      ['SELECT id FROM messages WHERE chat_jid = ? AND platform_msg_id = ?', ['x', 'y'], /idx_messages_platform|idx_messages_chat/],
+      // routes in order
+      ['SELECT * FROM routes ORDER BY seq', [], /idx_routes_seq/],
+      // session log of a key
+      ['SELECT * FROM session_log WHERE group_folder = ? AND topic = ? ORDER BY id DESC LIMIT 10', ['g', ''], /idx_session_log_key/],
+    ];
+    for (const [sql, params, want] of checks) {
+      const p = plan(db, sql, ...params);
+      expect(p, sql).toMatch(want);
+      expect(p, sql).not.toMatch(/^SCAN messages$|SCAN messages(?! USING)/);
+    }
+  });
+});
