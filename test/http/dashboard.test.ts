@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import { checkRoute } from '../../router/index.js';
+import { getJson, startWebServer } from './harness.js';
+
+type Obj = Record<string, unknown>;
+
+function addRoute(
+  db: import('../../gateway/store/db.js').Db,
+  seq: number,
+  match: string,
+  target: string,
+  impulse?: string,
+) {
+  const info = db
+    .prepare('INSERT INTO routes (seq, match, target, impulse_config) VALUES (?, ?, ?, ?)')
+    .run(seq, match, target, impulse ?? null);
+  return Number(info.lastInsertRowid);
+}
+
+describe('dashboard JSON', () => {
+  it('lists routes in seq order with validity, reason and hit counts', async () => {
+    const s = await startWebServer();
+    const late = addRoute(s.db, 99, '', 'default/firehose');
+    const bad = addRoute(s.db, 5, 'color=red', 'demo');
+    const first = addRoute(s.db, 0, 'room=-5075870332', 'krons/content');
+    const imp = addRoute(s.db, 10, 'verb=follow', 'demo', '{"threshold":"lots"}');
+    s.db
+      .prepare('INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 3, ?)')
+      .run(first, '2026-01-01T00:00:00.000Z');
+    s.db.prepare('INSERT INTO route_hits (route_id, hits) VALUES (?, 7)').run(late);
+    // The gateway's in-memory count is ahead of route_hits for one route, behind for another.
+    s.status.routeHits.set(first, 5);
+    s.status.routeHits.set(late, 2);
+    const r = await getJson(`${s.url}/api/dashboard/routes`);
+    const routes = r.body.routes as Obj[];
+    expect(routes.map((x) => x.id)).toEqual([first, bad, imp, late]);
+    expect(routes[0]).toMatchObject({
+      valid: true,
+      reason: null,
+      hits: 5,
+      last_hit_at: '2026-01-01T00:00:00.000Z',
+    });
+    expect(routes[1]).toMatchObject({
+      valid: false,
+      hits: 0,
+      reason: checkRoute({ match: 'color=red', target: 'demo', impulse_config: null }),
+    });
+    expect(routes[1]!.reason).toMatch(/unknown key 'color'/);
+    expect(routes[2]).toMatchObject({ valid: true });
+    expect(routes[2]!.reason).toMatch(/defaults used/);
+    expect(routes[3]).toMatchObject({ valid: true, hits: 7, match: '' });
+  });
+
+  it('explains, row by row, which route takes a message with the given fields', async () => {
+    const s = await startWebServer();
+    const a = addRoute(s.db, 0, 'room=-5075870332', 'krons/content');
+    const b = addRoute(s.db, 5, 'platform=telegram verb=[', 'demo');
+    const c = addRoute(s.db, 10, 'platform=telegram verb=mention', 'rhias/mentions');
+    const d = addRoute(s.db, 99, '', 'default/firehose');
+    const r = await getJson(`${s.url}/api/dashboard/explain?platform=telegram&room=42&verb=mention`);
+    expect(r.status).toBe(200);
+    expect(r.body.fields).toEqual({
+      platform: 'telegram',
+      room: '42',
+      chat_jid: 'telegram:42',
+      sender: '',
+      verb: 'mention',
+    });
+    const verdicts = (r.body.lines as Obj[]).map((l) => [l.id, l.verdict]);
+    expect(verdicts).toEqual([
+      [a, 'no-match'],
+      [b, 'invalid'],
+      [c, 'matched'],
+      [d, 'shadowed'],
+    ]);
+    expect((r.body.lines as Obj[])[0]!.detail).toBe("room='42' does not match '-5075870332'");
+    expect(r.body.target).toBe('rhias/mentions');
+    expect((r.body.text as string[]).at(-1)).toBe('target: rhias/mentions');
+    const none = await getJson(`${s.url}/api/dashboard/explain?platform=discord&room=1`);
+    expect(none.body.target).toBe('default/firehose');
+    s.db.prepare('DELETE FROM routes WHERE id = ?').run(d);
+    const after = await getJson(`${s.url}/api/dashboard/explain?platform=discord&room=1`);
+    expect(after.body.target).toBeNull();
+    expect((after.body.text as string[]).at(-1)).toBe('target: none');
+  });
+
+  it('shows groups, lanes with their age, held chats, recent runs and the outbox', async () => {
+    const now = 1_800_000_000_000;
+    const s = await startWebServer({ now: () => now, groups: ['demo', 'krons/content'] });
+    s.status.lanes.active.push({
+      group: 'demo',
+      topic: '',
+      chat_jid: 'web:demo',
+      state: 'running',
+      since_ms: now - 1500,
+      agent_started_ms: now - 4000,
+      run_id: 7,
+    });
+    s.status.lanes.waiting.push({
+      group: 'krons/content',
+      topic: 'x',
+      chat_jid: 'telegram:1',
+      state: 'backoff',
+      since_ms: now - 60_000,
+      agent_started_ms: null,
+      run_id: null,
+      not_before_ms: now + 5000,
+    });
+    s.status.held.push({ chat_jid: 'bluesky:did:plc:abc', count: 3, weight: 30, oldest_ms: now - 10_000 });
+    s.db
+      .prepare(
+        "INSERT INTO session_log (group_folder, topic, chat_jid, result, ended_at) VALUES ('demo', '', 'web:demo', 'ok', 'x')",
+      )
+      .run();
+    s.db
+      .prepare("INSERT INTO session_log (group_folder, topic, chat_jid) VALUES ('demo', 't', 'web:demo')")
+      .run();
+    const pending = s.db
+      .prepare(
+        "INSERT INTO messages (chat_jid, content, is_from_me, delivery, kind) VALUES ('telegram:1', 'queued', 1, 'pending', 'reply')",
+      )
+      .run().lastInsertRowid;
+    const failed = s.db
+      .prepare(
+        "INSERT INTO messages (chat_jid, content, is_from_me, delivery, kind, delivery_error, delivery_attempts) VALUES ('discord:9', 'nope', 1, 'failed', 'reply', '403 Missing Access', 1)",
+      )
+      .run().lastInsertRowid;
+    s.db
+      .prepare(
+        "INSERT INTO messages (chat_jid, content, is_from_me, delivery, kind) VALUES ('telegram:1', 'done', 1, 'sent', 'reply')",
+      )
+      .run();
+
+    const groups = await getJson(`${s.url}/api/dashboard/groups`);
+    expect((groups.body.groups as Obj[]).map((g) => g.folder)).toEqual(['demo', 'krons/content']);
+    const lanes = await getJson(`${s.url}/api/dashboard/lanes`);
+    expect(lanes.body.active).toEqual([
+      expect.objectContaining({ state: 'running', age_ms: 1500, agent_age_ms: 4000, run_id: 7 }),
+    ]);
+    expect(lanes.body.waiting).toEqual([
+      expect.objectContaining({ state: 'backoff', age_ms: 60_000, agent_age_ms: null }),
+    ]);
+    const held = await getJson(`${s.url}/api/dashboard/held`);
+    expect(held.body.held).toEqual([
+      { chat_jid: 'bluesky:did:plc:abc', count: 3, weight: 30, oldest_ms: now - 10_000, age_ms: 10_000 },
+    ]);
+    const runs = await getJson(`${s.url}/api/dashboard/runs`);
+    expect((runs.body.runs as Obj[]).map((r) => [r.topic, r.result])).toEqual([
+      ['t', null],
+      ['', 'ok'],
+    ]);
+    const outbox = await getJson(`${s.url}/api/dashboard/outbox`);
+    expect((outbox.body.pending as Obj[]).map((o) => o.id)).toEqual([Number(pending)]);
+    expect(outbox.body.failed).toEqual([
+      expect.objectContaining({
+        id: Number(failed),
+        chat_jid: 'discord:9',
+        delivery_error: '403 Missing Access',
+        preview: 'nope',
+      }),
+    ]);
+  });
+
+  it('serves the pages with a strict content security policy and only known assets', async () => {
+    const s = await startWebServer();
+    const chat = await fetch(`${s.url}/`);
+    expect(chat.status).toBe(200);
+    expect(chat.headers.get('content-type')).toMatch(/text\/html/);
+    expect(chat.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await chat.text()).toContain('/assets/chat.js');
+    const dash = await fetch(`${s.url}/dashboard`);
+    expect(await dash.text()).toContain('/assets/dashboard.js');
+    for (const a of ['chat.js', 'dashboard.js', 'common.js', 'style.css']) {
+      expect((await fetch(`${s.url}/assets/${a}`)).status, a).toBe(200);
+    }
+    expect((await fetch(`${s.url}/assets/..%2fpackage.json`)).status).toBe(404);
+    expect((await fetch(`${s.url}/assets/index.html`)).status).toBe(404);
+    expect((await fetch(`${s.url}/nowhere`)).status).toBe(404);
+  });
+});

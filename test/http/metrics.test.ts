@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../gateway/metrics.js';
+import { postJson, startWebServer } from './harness.js';
+
+/** Parses Prometheus text exposition into `name{labels}` → value (labels as written, sorted by prom-client). */
+function parse(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (!m) throw new Error(`unparseable metrics line: ${line}`);
+    out.set(m[1]!, Number(m[2]));
+  }
+  return out;
+}
+
+async function scrape(url: string): Promise<Map<string, number>> {
+  const res = await fetch(`${url}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parse(await res.text());
+}
+
+describe('/metrics', () => {
+  it('moves every counter by exactly the traffic reported', async () => {
+    const s = await startWebServer();
+    const before = await scrape(s.url);
+    const m = s.metrics;
+    for (let i = 0; i < 3; i++) m.messagesIn('web', 'message');
+    m.messagesIn('telegram', 'mention');
+    m.messagesIn('telegram', 'mention');
+    m.messagesIn('bluesky', 'made-up-verb');
+    for (let i = 0; i < 4; i++) m.routed('demo');
+    m.routed('builtin:drop');
+    m.unrouted();
+    m.held(7);
+    m.held(2);
+    m.runFinished('ok', 1.5);
+    m.runFinished('ok', 0.2);
+    m.runFinished('timeout', 600);
+    m.lanes(3, 1);
+    m.outbound('delivered');
+    m.outbound('delivered');
+    m.outbound('retried');
+    m.outbound('failed');
+    m.pollTick(0.004);
+    m.pollTick(0.02);
+    const after = await scrape(s.url);
+    const delta = (k: string) => (after.get(k) ?? NaN) - (before.get(k) ?? 0);
+    expect(delta('gated_messages_in_total{platform="web",verb="message"}')).toBe(3);
+    expect(delta('gated_messages_in_total{platform="telegram",verb="mention"}')).toBe(2);
+    expect(delta('gated_messages_in_total{platform="bluesky",verb="other"}')).toBe(1);
+    expect(delta('gated_routed_total{target="demo"}')).toBe(4);
+    expect(delta('gated_routed_total{target="builtin:drop"}')).toBe(1);
+    expect(delta('gated_unrouted_total')).toBe(1);
+    expect(after.get('gated_held_messages')).toBe(2);
+    expect(delta('gated_runs_total{result="ok"}')).toBe(2);
+    expect(delta('gated_runs_total{result="timeout"}')).toBe(1);
+    expect(delta('gated_runs_total{result="error"}')).toBe(0);
+    expect(delta('gated_run_duration_seconds_count{result="ok"}')).toBe(2);
+    expect(delta('gated_run_duration_seconds_sum{result="ok"}')).toBeCloseTo(1.7, 9);
+    expect(delta('gated_run_duration_seconds_bucket{le="0.5",result="ok"}')).toBe(1);
+    expect(after.get('gated_lanes_active')).toBe(3);
+    expect(after.get('gated_lanes_waiting')).toBe(1);
+    expect(delta('gated_outbound_total{outcome="delivered"}')).toBe(2);
+    expect(delta('gated_outbound_total{outcome="retried"}')).toBe(1);
+    expect(delta('gated_outbound_total{outcome="failed"}')).toBe(1);
+    expect(delta('gated_poll_tick_seconds_count')).toBe(2);
+    expect(delta('gated_poll_tick_seconds_bucket{le="0.005"}')).toBe(1);
+  });
+
+  it('counts nothing for web posts by itself: the pipeline reports what it processed', async () => {
+    const s = await startWebServer();
+    const before = await scrape(s.url);
+    await postJson(`${s.url}/api/chat/send`, { group: 'demo', content: 'x' });
+    const after = await scrape(s.url);
+    expect([...after].filter(([k, v]) => k.startsWith('gated_') && before.get(k) !== v)).toEqual([]);
+  });
+
+  it('keeps separate registries per instance', async () => {
+    const a = createMetrics();
+    const b = createMetrics();
+    a.unrouted();
+    expect(parse(await a.text()).get('gated_unrouted_total')).toBe(1);
+    expect(parse(await b.text()).get('gated_unrouted_total')).toBe(0);
+    const withProcess = createMetrics({ processMetrics: true });
+    expect(parse(await withProcess.text()).has('gated_process_cpu_seconds_total')).toBe(true);
+  });
+});
