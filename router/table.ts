@@ -20,6 +20,8 @@ export interface Route {
   impulse: ImpulseConfig;
   /** Set when impulse_config was unusable: the defaults apply and the row is reported. */
   impulseError: string | undefined;
+  /** Position in table order (seq, id), for merging candidate lists. */
+  rank: number;
 }
 
 /** A row that never matches, with the reason. */
@@ -77,7 +79,6 @@ export class RouteTable {
   private readonly indexKey: MatchKey | undefined;
   private readonly byValue = new Map<string, Route[]>();
   private readonly unpinned: Route[] = [];
-  private readonly rank = new Map<Route, number>();
 
   constructor(rows: readonly RouteRow[]) {
     this.rows = [...rows].sort(byOrder);
@@ -96,12 +97,12 @@ export class RouteTable {
           target,
           impulse: 'error' in impulse ? DEFAULT_IMPULSE : impulse,
           impulseError: 'error' in impulse ? impulse.error : undefined,
+          rank: routes.length,
         });
       }
     }
     this.routes = routes;
     this.invalidRows = invalid;
-    routes.forEach((r, i) => this.rank.set(r, i));
     this.indexKey = chooseIndexKey(routes);
     for (const r of routes) {
       const lit = this.indexKey && r.preds.find((p) => p.key === this.indexKey)?.literal;
@@ -123,7 +124,7 @@ export class RouteTable {
     let j = 0;
     // Both lists are in table order; walk them as one.
     while (i < a.length || j < b.length) {
-      const r = j >= b.length || (i < a.length && this.rank.get(a[i]!)! < this.rank.get(b[j]!)!) ? a[i++]! : b[j++]!;
+      const r = j >= b.length || (i < a.length && a[i]!.rank < b[j]!.rank) ? a[i++]! : b[j++]!;
       if (firstMismatch(r.preds, fields) === undefined) return { route: r, target: r.target };
     }
     return null;

@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { UsageError } from '../core/errors.js';
+import type { Db } from '../gateway/store/db.js';
+import { getState, setState } from '../gateway/store/state.js';
+
+/** Who runs the gateway on a database: one `gated run` at a time may own it. */
+export interface Owner {
+  pid: number;
+  host: string;
+  started: string;
+  heartbeat: number;
+}
+
+const KEY = 'owner';
+/** A heartbeat older than this means the owner is gone (crashed or killed). */
+export const OWNER_STALE_MS = 15_000;
+
+/** The live owner of the database, if any (a stale heartbeat does not count). */
+export function liveOwner(db: Db, now = Date.now()): Owner | undefined {
+  const raw = getState(db, KEY);
+  if (!raw) return undefined;
+  try {
+    const o = JSON.parse(raw) as Owner;
+    return now - o.heartbeat < OWNER_STALE_MS ? o : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Claims the database for this process, refusing when another gated owns it: two gateways would each
+ * dispatch the same sessions. Keeps a heartbeat while running; `release()` gives it up.
+ */
+export function claimOwner(db: Db): { release(): void } {
+  const me: Owner = { pid: process.pid, host: hostname(), started: new Date().toISOString(), heartbeat: Date.now() };
+  db.transaction(() => {
+    const other = liveOwner(db);
+    if (other && !(other.pid === me.pid && other.host === me.host)) {
+      throw new UsageError(
+        `another gated (pid ${other.pid} on ${other.host}) runs on this database; stop it first, or use 'gated chat' to talk through it`,
+      );
+    }
+    setState(db, KEY, JSON.stringify(me));
+  }).immediate();
+  const timer = setInterval(() => {
+    me.heartbeat = Date.now();
+    try {
+      setState(db, KEY, JSON.stringify(me));
+    } catch {
+      // a busy database skips one beat; the next one catches up
+    }
+  }, OWNER_STALE_MS / 3);
+  timer.unref();
+  return {
+    release() {
+      clearInterval(timer);
+      try {
+        const cur = getState(db, KEY);
+        if (cur && (JSON.parse(cur) as Owner).pid === me.pid) db.prepare('DELETE FROM router_state WHERE key = ?').run(KEY);
+      } catch {
+        // the database may already be closed
+      }
+    },
+  };
+}
+
+/** This database's instance id (labels its containers); made once and kept. */
+export function instanceId(db: Db): string {
+  let id = getState(db, 'instance_id');
+  if (!id) {
+    id = randomUUID().slice(0, 8);
+    setState(db, 'instance_id', id);
+  }
+  return id;
+}
