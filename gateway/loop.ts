@@ -35,6 +35,7 @@ export class PollLoop {
   private pending = false;
   private stopped = true;
   private readonly readStmt;
+  private readonly peekStmt;
   private readonly cursorStmt;
   private readonly saveCursorStmt;
   private readonly now: () => number;
@@ -49,6 +50,7 @@ export class PollLoop {
               is_from_me
        FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT ?`,
     );
+    this.peekStmt = db.prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? LIMIT 1').pluck();
     this.cursorStmt = db.prepare(`SELECT value FROM router_state WHERE key = '${CURSOR_KEY}'`).pluck();
     this.saveCursorStmt = db.prepare(
       `INSERT INTO router_state (key, value) VALUES ('${CURSOR_KEY}', ?)
@@ -112,21 +114,27 @@ export class PollLoop {
 
   private batch(): number {
     const { db, pipeline } = this.opts;
+    // A read first: an idle tick must not take the write lock other processes (adapters, sqlite3) need.
+    if (this.peekStmt.get(this.cursor()) === undefined) return 0;
     let count = 0;
-    const outcome = db.transaction(() => {
-      const rows = this.readStmt.all(this.cursor(), this.batchSize) as Message[];
-      count = rows.length;
-      if (!rows.length) return undefined;
-      const result = pipeline.process(rows, this.now());
-      this.saveCursorStmt.run(String(rows[rows.length - 1]!.id));
-      return result;
-    }).immediate();
+    const outcome = db
+      .transaction(() => {
+        const rows = this.readStmt.all(this.cursor(), this.batchSize) as Message[];
+        count = rows.length;
+        if (!rows.length) return undefined;
+        const result = pipeline.process(rows, this.now());
+        this.saveCursorStmt.run(String(rows[rows.length - 1]!.id));
+        return result;
+      })
+      .immediate();
     if (outcome) this.opts.onBatch?.(outcome);
     return count;
   }
 
   private releaseDue(): void {
     const { db, pipeline } = this.opts;
+    const due = pipeline.gate.nextDue();
+    if (due === undefined || due > this.now()) return;
     const released = db.transaction(() => pipeline.gate.releaseDue(this.now())).immediate();
     if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, effects: [] });
   }
