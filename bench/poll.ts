@@ -41,7 +41,12 @@ export function benchPollTick(stored: number): { stored: number; emptyTickUs: nu
     db.prepare(`INSERT INTO router_state (key, value) VALUES ('poll_cursor', ?)`).run(String(last));
     db.pragma('optimize');
 
-    const gateway = createGateway({ db, config: { pollMs: 1_000_000, admins: [] }, log: silentLogger(), queue: idleQueue });
+    const gateway = createGateway({
+      db,
+      config: { pollMs: 1_000_000, admins: [] },
+      log: silentLogger(),
+      queue: idleQueue,
+    });
     const time = (fn: () => void, n: number) => {
       const start = process.hrtime.bigint();
       for (let i = 0; i < n; i++) fn();
@@ -50,7 +55,9 @@ export function benchPollTick(stored: number): { stored: number; emptyTickUs: nu
     gateway.routes.current();
     time(() => gateway.loop.tick(), 200);
     const emptyTickUs = time(() => gateway.loop.tick(), 2000);
-    const insert = db.prepare(`INSERT INTO messages (chat_jid, sender, content) VALUES ('bench:1', 'u', 'new')`);
+    const insert = db.prepare(
+      `INSERT INTO messages (chat_jid, sender, content) VALUES ('bench:1', 'u', 'new')`,
+    );
     const oneRowTickUs = time(() => {
       insert.run();
       gateway.loop.tick();

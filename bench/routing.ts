@@ -10,11 +10,29 @@ export function routingTable(n: number): RouteRow[] {
   const rows: RouteRow[] = [];
   let id = 1;
   for (let i = 0; i < n - 4; i++) {
-    rows.push({ id: id++, seq: i, match: `platform=telegram room=-100${i}`, target: `g/room${i}`, impulse_config: null });
+    rows.push({
+      id: id++,
+      seq: i,
+      match: `platform=telegram room=-100${i}`,
+      target: `g/room${i}`,
+      impulse_config: null,
+    });
   }
-  rows.push({ id: id++, seq: n, match: 'platform=telegram verb=mention', target: 'rhias/mentions', impulse_config: null });
+  rows.push({
+    id: id++,
+    seq: n,
+    match: 'platform=telegram verb=mention',
+    target: 'rhias/mentions',
+    impulse_config: null,
+  });
   rows.push({ id: id++, seq: n + 1, match: 'verb=[fF]ollow', target: 'krons/notifs', impulse_config: null });
-  rows.push({ id: id++, seq: n + 2, match: 'platform=blue* sender=did:plc:*', target: 'bsky/feed', impulse_config: null });
+  rows.push({
+    id: id++,
+    seq: n + 2,
+    match: 'platform=blue* sender=did:plc:*',
+    target: 'bsky/feed',
+    impulse_config: null,
+  });
   rows.push({ id: id++, seq: n + 3, match: '', target: 'default/firehose', impulse_config: null });
   return rows;
 }
@@ -25,13 +43,22 @@ function lookups(n: number, count: number): RouteFields[] {
     const k = (i * 7919) % (n + n / 4);
     const room = k < n ? `-100${k}` : `-999${k}`;
     const platform = i % 10 === 0 ? 'bluesky' : 'telegram';
-    out.push({ platform, room, chat_jid: `${platform}:${room}`, sender: i % 10 === 0 ? 'did:plc:x' : '42', verb: i % 5 === 0 ? 'mention' : 'message' });
+    out.push({
+      platform,
+      room,
+      chat_jid: `${platform}:${room}`,
+      sender: i % 10 === 0 ? 'did:plc:x' : '42',
+      verb: i % 5 === 0 ? 'mention' : 'message',
+    });
   }
   return out;
 }
 
 /** Resolutions per second at each table size (best of a few rounds, after a warm-up). */
-export function benchRouting(sizes: number[], ms = 1500): Array<{ routes: number; perSecond: number; nsPerLookup: number }> {
+export function benchRouting(
+  sizes: number[],
+  ms = 1500,
+): Array<{ routes: number; perSecond: number; nsPerLookup: number }> {
   const results = [];
   for (const n of sizes) {
     const table = compileRoutes(routingTable(n));

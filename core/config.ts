@@ -40,7 +40,10 @@ export function loadDotEnv(path: string, env: Env = process.env): void {
     if (!line || line.startsWith('#')) continue;
     const eq = line.indexOf('=');
     if (eq <= 0) continue;
-    const key = line.slice(0, eq).trim().replace(/^export\s+/, '');
+    const key = line
+      .slice(0, eq)
+      .trim()
+      .replace(/^export\s+/, '');
     let value = line.slice(eq + 1).trim();
     if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
     if (env[key] === undefined) env[key] = value;
@@ -51,7 +54,8 @@ function int(env: Env, key: string, dflt: number, min = 0): number {
   const raw = env[key];
   if (raw === undefined || raw.trim() === '') return dflt;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new UsageError(`${key} must be an integer >= ${min}, got '${raw}'`);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`${key} must be an integer >= ${min}, got '${raw}'`);
   return n;
 }
 
@@ -85,12 +89,19 @@ export function loadConfig(env: Env = process.env): Config {
     httpPort: int(env, 'GATED_HTTP_PORT', 8787, 0),
     httpHost: str(env, 'GATED_HTTP_HOST') ?? '127.0.0.1',
     adminToken: str(env, 'GATED_ADMIN_TOKEN'),
-    admins: (str(env, 'GATED_ADMINS') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    admins: (str(env, 'GATED_ADMINS') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     maxOutputBytes: int(env, 'GATED_MAX_OUTPUT_BYTES', 10 * 1024 * 1024, 1024),
     telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
     bluesky:
       bsId && bsPass
-        ? { service: str(env, 'BLUESKY_SERVICE') ?? 'https://bsky.social', identifier: bsId, password: bsPass }
+        ? {
+            service: str(env, 'BLUESKY_SERVICE') ?? 'https://bsky.social',
+            identifier: bsId,
+            password: bsPass,
+          }
         : undefined,
     discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',

@@ -16,7 +16,10 @@ export interface CliContext {
  * Builds the context of one command: `.env` in the working directory is read (without overriding the
  * environment), `--db` beats GATED_DB beats ./data/gated.db.
  */
-export function cliContext(cmd: Command, out: (line: string) => void = (l) => process.stdout.write(l + '\n')) {
+export function cliContext(
+  cmd: Command,
+  out: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+) {
   loadDotEnv(resolve('.env'));
   const opts = cmd.optsWithGlobals<{ db?: string }>();
   const env = { ...process.env, ...(opts.db ? { GATED_DB: opts.db } : {}) };
@@ -41,7 +44,7 @@ export function action<A extends unknown[]>(
     const cmd = args[args.length - 1] as Command;
     const ctx = cliContext(cmd);
     try {
-      const code = await fn(ctx, ...args.slice(0, -1) as A);
+      const code = await fn(ctx, ...(args.slice(0, -1) as A));
       if (typeof code === 'number') process.exitCode = code;
     } finally {
       ctx.close();
@@ -52,6 +55,7 @@ export function action<A extends unknown[]>(
 /** Parses a whole number argument or throws a UsageError naming it. */
 export function intArg(name: string, raw: string): number {
   const n = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(n)) throw new UsageError(`${name} must be an integer, got '${raw}'`);
+  if (raw.trim() === '' || !Number.isInteger(n))
+    throw new UsageError(`${name} must be an integer, got '${raw}'`);
   return n;
 }

@@ -33,7 +33,12 @@ export function liveOwner(db: Db, now = Date.now()): Owner | undefined {
  * dispatch the same sessions. Keeps a heartbeat while running; `release()` gives it up.
  */
 export function claimOwner(db: Db): { release(): void } {
-  const me: Owner = { pid: process.pid, host: hostname(), started: new Date().toISOString(), heartbeat: Date.now() };
+  const me: Owner = {
+    pid: process.pid,
+    host: hostname(),
+    started: new Date().toISOString(),
+    heartbeat: Date.now(),
+  };
   db.transaction(() => {
     const other = liveOwner(db);
     if (other && !(other.pid === me.pid && other.host === me.host)) {
@@ -57,7 +62,8 @@ export function claimOwner(db: Db): { release(): void } {
       clearInterval(timer);
       try {
         const cur = getState(db, KEY);
-        if (cur && (JSON.parse(cur) as Owner).pid === me.pid) db.prepare('DELETE FROM router_state WHERE key = ?').run(KEY);
+        if (cur && (JSON.parse(cur) as Owner).pid === me.pid)
+          db.prepare('DELETE FROM router_state WHERE key = ?').run(KEY);
       } catch {
         // the database may already be closed
       }

@@ -63,4 +63,3 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = 1;
   }
 }
-

@@ -56,8 +56,12 @@ export class DaemonDispatcher {
        FROM messages WHERE state = 'daemon' AND (not_before IS NULL OR not_before <= ?) ORDER BY id LIMIT 50`,
     );
     this.doneStmt = db.prepare(`UPDATE messages SET state = 'done', error = NULL WHERE id = ?`);
-    this.retryStmt = db.prepare(`UPDATE messages SET attempts = attempts + 1, not_before = ?, error = ? WHERE id = ?`);
-    this.failStmt = db.prepare(`UPDATE messages SET state = 'failed', attempts = attempts + 1, error = ? WHERE id = ?`);
+    this.retryStmt = db.prepare(
+      `UPDATE messages SET attempts = attempts + 1, not_before = ?, error = ? WHERE id = ?`,
+    );
+    this.failStmt = db.prepare(
+      `UPDATE messages SET state = 'failed', attempts = attempts + 1, error = ? WHERE id = ?`,
+    );
     this.nextStmt = db.prepare(`SELECT min(not_before) FROM messages WHERE state = 'daemon'`).pluck();
   }
 
@@ -128,7 +132,10 @@ export class DaemonDispatcher {
     const delay = Math.min(cap, base * 2 ** Math.min(row.attempts, 20));
     const jittered = Math.round(delay * (0.5 + Math.random() / 2));
     this.retryStmt.run(this.now() + jittered, error, row.id);
-    this.opts.log.info({ msgId: row.id, attempt: row.attempts + 1, delayMs: jittered, error }, 'daemon delivery will retry');
+    this.opts.log.info(
+      { msgId: row.id, attempt: row.attempts + 1, delayMs: jittered, error },
+      'daemon delivery will retry',
+    );
   }
 
   private schedule(): void {

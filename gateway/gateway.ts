@@ -41,9 +41,15 @@ export interface Gateway {
 /** Logs the invalid rows of a newly compiled routing table: once per change, never per message. */
 function reportCatalog(log: Logger, catalog: Catalog): void {
   const problems = catalog.table.problems();
-  for (const p of problems) log.warn({ routeId: p.id, reason: p.reason }, 'route row is invalid and never matches');
+  for (const p of problems)
+    log.warn({ routeId: p.id, reason: p.reason }, 'route row is invalid and never matches');
   log.info(
-    { version: catalog.version, routes: catalog.table.routes.length, invalid: problems.length, groups: catalog.groups.size },
+    {
+      version: catalog.version,
+      routes: catalog.table.routes.length,
+      invalid: problems.length,
+      groups: catalog.groups.size,
+    },
     'routing table loaded',
   );
 }
@@ -52,8 +58,22 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
 export function createGateway(opts: GatewayOptions): Gateway {
   const { db, log, queue } = opts;
   const routes = new RouteSource(db, (c) => reportCatalog(log, c));
-  const pipeline = new Pipeline({ db, config: opts.config, log, routes, queue, ...(opts.metrics ? { metrics: opts.metrics } : {}) });
-  const daemons = new DaemonDispatcher({ db, routes, log: log.child({ part: 'daemons' }), ...(opts.now ? { now: opts.now } : {}), ...(opts.fetch ? { fetch: opts.fetch } : {}), ...opts.daemonRetry });
+  const pipeline = new Pipeline({
+    db,
+    config: opts.config,
+    log,
+    routes,
+    queue,
+    ...(opts.metrics ? { metrics: opts.metrics } : {}),
+  });
+  const daemons = new DaemonDispatcher({
+    db,
+    routes,
+    log: log.child({ part: 'daemons' }),
+    ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    ...opts.daemonRetry,
+  });
   const loop = new PollLoop({
     db,
     pipeline,

@@ -136,7 +136,10 @@ export class Pipeline {
       case 'folder': {
         if (!env.catalog.groups.has(target.folder)) {
           const error = `group '${target.folder}' is not registered`;
-          this.opts.log.warn({ msgId: msg.id, chat: msg.chat_jid, group: target.folder }, 'message not dispatched: group not registered');
+          this.opts.log.warn(
+            { msgId: msg.id, chat: msg.chat_jid, group: target.folder },
+            'message not dispatched: group not registered',
+          );
           this.settleStmt.run({ id: msg.id, state: 'unrouted', target: targetText, route_id, error });
           return;
         }
@@ -148,7 +151,9 @@ export class Pipeline {
           content: draft.content,
           target: targetText,
           route_id,
-          weight: Object.hasOwn(impulse.weights, msg.verb) ? impulse.weights[msg.verb] : impulse.defaultWeight,
+          weight: Object.hasOwn(impulse.weights, msg.verb)
+            ? impulse.weights[msg.verb]
+            : impulse.defaultWeight,
           threshold: impulse.threshold,
           max_hold_ms: impulse.maxHoldMs,
           now,

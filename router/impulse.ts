@@ -38,10 +38,12 @@ export function parseImpulseConfig(raw: string | null | undefined): ImpulseConfi
   } catch {
     return { error: 'impulse_config is not valid JSON' };
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: 'impulse_config must be a JSON object' };
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    return { error: 'impulse_config must be a JSON object' };
   const o = v as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (!['threshold', 'weights', 'max_hold_ms'].includes(k)) return { error: `impulse_config: unknown field '${k}'` };
+    if (!['threshold', 'weights', 'max_hold_ms'].includes(k))
+      return { error: `impulse_config: unknown field '${k}'` };
   }
   if (o.threshold !== undefined && !nonNegInt(o.threshold)) {
     return { error: 'impulse_config.threshold must be a non-negative integer' };

@@ -36,7 +36,12 @@ export function parseMatch(match: string): Predicate[] | { error: string } {
     seen.add(key);
     const bad = globError(glob);
     if (bad) return { error: `malformed glob '${glob}' for ${key}: ${bad}` };
-    preds.push({ key, glob, test: compileGlob(glob), literal: isLiteral(glob) ? literalValue(glob) : undefined });
+    preds.push({
+      key,
+      glob,
+      test: compileGlob(glob),
+      literal: isLiteral(glob) ? literalValue(glob) : undefined,
+    });
   }
   return preds;
 }

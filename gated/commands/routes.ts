@@ -21,7 +21,17 @@ export function routesCommand(program: Command): void {
         ctx.out(['id', 'seq', 'hits', 'match', 'target', 'impulse', 'status'].join('\t'));
         for (const r of rows) {
           const status = problems.has(r.id) ? `INVALID: ${problems.get(r.id)}` : 'ok';
-          ctx.out([r.id, r.seq, hits.get(r.id) ?? 0, r.match || '(all)', r.target, r.impulse_config ?? '', status].join('\t'));
+          ctx.out(
+            [
+              r.id,
+              r.seq,
+              hits.get(r.id) ?? 0,
+              r.match || '(all)',
+              r.target,
+              r.impulse_config ?? '',
+              status,
+            ].join('\t'),
+          );
         }
       }),
     );
@@ -31,11 +41,20 @@ export function routesCommand(program: Command): void {
     .description('add a route; an invalid row is refused')
     .argument('<target>', 'krons/content | folder:PATH | builtin:ping | builtin:drop | daemon:NAME')
     .option('--seq <n>', 'position: lower is tried first', '0')
-    .option('--match <pairs>', "space-separated key=glob pairs (keys: platform room chat_jid sender verb)", '')
+    .option(
+      '--match <pairs>',
+      'space-separated key=glob pairs (keys: platform room chat_jid sender verb)',
+      '',
+    )
     .option('--impulse <json>', 'impulse_config JSON, e.g. {"threshold":300}')
     .action(
       action((ctx, target: string, opts: { seq: string; match: string; impulse?: string }) => {
-        const row = { seq: intArg('--seq', opts.seq), match: opts.match, target, impulse_config: opts.impulse ?? null };
+        const row = {
+          seq: intArg('--seq', opts.seq),
+          match: opts.match,
+          target,
+          impulse_config: opts.impulse ?? null,
+        };
         const reason = checkRoute(row);
         if (reason) throw new UsageError(`route refused: ${reason}`);
         ctx.out(String(addRoute(ctx.db(), row)));

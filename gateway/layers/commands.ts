@@ -71,7 +71,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
       const { msg } = draft;
       env.afterCommit(async () => {
         const stopped = await env.queue.stop(key, msg.chat_jid);
-        env.db.transaction(() => env.answer(msg, stopped ? `stopped ${sessionKeyId(key)}` : 'nothing is running'))();
+        env.db.transaction(() =>
+          env.answer(msg, stopped ? `stopped ${sessionKeyId(key)}` : 'nothing is running'),
+        )();
       });
     },
   },
@@ -101,7 +103,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
   help: {
     help: '/help: this list',
     run(draft, _args, env) {
-      env.answer(draft.msg, Object.values(COMMANDS).map((c) => c.help).join('\n'));
+      env.answer(
+        draft.msg,
+        Object.values(COMMANDS)
+          .map((c) => c.help)
+          .join('\n'),
+      );
     },
   },
 };

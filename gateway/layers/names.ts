@@ -6,7 +6,11 @@ import type { Catalog } from '../store/routes.js';
  * (`@content` in a chat of `krons` → `krons/content`), then an absolute folder. Undefined when no
  * registered group has that name.
  */
-export function resolveGroupName(name: string, chatGroup: string | undefined, catalog: Catalog): string | undefined {
+export function resolveGroupName(
+  name: string,
+  chatGroup: string | undefined,
+  catalog: Catalog,
+): string | undefined {
   if (chatGroup) {
     const child = `${chatGroup}/${name}`;
     if (isValidFolder(child) && catalog.groups.has(child)) return child;

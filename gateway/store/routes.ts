@@ -3,11 +3,16 @@ import type { Db } from './db.js';
 
 /** Reads `routes` rows in table order. */
 export function listRoutes(db: Db): RouteRow[] {
-  return db.prepare('SELECT id, seq, match, target, impulse_config FROM routes ORDER BY seq, id').all() as RouteRow[];
+  return db
+    .prepare('SELECT id, seq, match, target, impulse_config FROM routes ORDER BY seq, id')
+    .all() as RouteRow[];
 }
 
 /** Inserts a route row; the caller validated it. Returns the new id. */
-export function addRoute(db: Db, row: { seq: number; match: string; target: string; impulse_config?: string | null }) {
+export function addRoute(
+  db: Db,
+  row: { seq: number; match: string; target: string; impulse_config?: string | null },
+) {
   const info = db
     .prepare('INSERT INTO routes (seq, match, target, impulse_config) VALUES (?, ?, ?, ?)')
     .run(row.seq, row.match, row.target, row.impulse_config ?? null);
@@ -21,7 +26,10 @@ export function removeRoute(db: Db, id: number): boolean {
 
 /** Hit counts by route id. */
 export function routeHits(db: Db): Map<number, number> {
-  const rows = db.prepare('SELECT route_id, hits FROM route_hits').all() as { route_id: number; hits: number }[];
+  const rows = db.prepare('SELECT route_id, hits FROM route_hits').all() as {
+    route_id: number;
+    hits: number;
+  }[];
   return new Map(rows.map((r) => [r.route_id, r.hits]));
 }
 

@@ -2,7 +2,8 @@ import type { Db } from './db.js';
 
 /** Reads a router_state value. */
 export function getState(db: Db, key: string): string | undefined {
-  const row = db.prepare('SELECT value FROM router_state WHERE key = ?').get(key) as { value: string } | undefined;
+  const row = db.prepare('SELECT value FROM router_state WHERE key = ?').get(key) as
+    { value: string } | undefined;
   return row?.value;
 }
 
@@ -26,7 +27,9 @@ export class StickyStore {
   private readonly setTopicStmt;
 
   constructor(db: Db) {
-    this.getStmt = db.prepare('SELECT sticky_group AS "group", sticky_topic AS topic FROM chat_state WHERE chat_jid = ?');
+    this.getStmt = db.prepare(
+      'SELECT sticky_group AS "group", sticky_topic AS topic FROM chat_state WHERE chat_jid = ?',
+    );
     const upsert = (col: string) =>
       db.prepare(
         `INSERT INTO chat_state (chat_jid, ${col}) VALUES (?, ?)

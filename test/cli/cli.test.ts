@@ -77,10 +77,21 @@ describe('gated CLI', () => {
     expect(bad.err).toMatch(/route refused: malformed glob/);
     expect(gated(db, 'routes', 'add', '--match', 'platform=x', '../etc')).toMatchObject({ code: 2 });
     expect(gated(db, 'routes', 'add', '--seq', 'ten', 'a/b')).toMatchObject({ code: 2 });
-    const add = gated(db, 'routes', 'add', '--seq', '5', '--match', 'platform=discord verb=mention', 'folder:a/b');
+    const add = gated(
+      db,
+      'routes',
+      'add',
+      '--seq',
+      '5',
+      '--match',
+      'platform=discord verb=mention',
+      'folder:a/b',
+    );
     expect(add.code).toBe(0);
     const id = add.out.trim();
-    expect(gated(db, 'routes', 'list').out).toMatch(new RegExp(`^${id}\\t5\\t0\\tplatform=discord verb=mention\\tfolder:a/b`, 'm'));
+    expect(gated(db, 'routes', 'list').out).toMatch(
+      new RegExp(`^${id}\\t5\\t0\\tplatform=discord verb=mention\\tfolder:a/b`, 'm'),
+    );
     expect(gated(db, 'routes', 'rm', id)).toMatchObject({ code: 0 });
     expect(gated(db, 'routes', 'rm', id)).toMatchObject({ code: 2 });
     expect(gated(db, 'routes', 'explain', 'colour=red')).toMatchObject({ code: 2 });
@@ -100,7 +111,10 @@ describe('gated CLI', () => {
     expect(gated(db, 'groups', 'rm', 'nope')).toMatchObject({ code: 2 });
     const s = gated(db, 'send', 'telegram:-5075870332', 'hello there', '--sender', '42', '--verb', 'mention');
     expect(s.code).toBe(0);
-    const row = sqlite(db, `SELECT chat_jid, sender, content, verb, is_from_me FROM messages WHERE id = ${s.out.trim()};`);
+    const row = sqlite(
+      db,
+      `SELECT chat_jid, sender, content, verb, is_from_me FROM messages WHERE id = ${s.out.trim()};`,
+    );
     expect(row.trim()).toBe('telegram:-5075870332|42|hello there|mention|0');
     expect(gated(db, 'send', 'nocolon', 'x')).toMatchObject({ code: 2 });
     expect(gated(db, 'status').out).toMatch(/groups \(1\): krons\/content/);

@@ -51,7 +51,9 @@ describe('daemon: targets', () => {
     const { db, gateway } = setup(d.url);
     const id = insertInbound(db, { chat_jid: 'discord:1', sender: 'u', content: 'index me' })!;
     await until(() => row(db, id).state === 'done');
-    expect(d.bodies).toEqual([expect.objectContaining({ id, chat_jid: 'discord:1', content: 'index me', verb: 'message' })]);
+    expect(d.bodies).toEqual([
+      expect.objectContaining({ id, chat_jid: 'discord:1', content: 'index me', verb: 'message' }),
+    ]);
     gateway.stop();
   });
 

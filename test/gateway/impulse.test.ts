@@ -70,7 +70,9 @@ describe('impulse gate', () => {
 
   it('releases on the max-hold timer even when the poll interval is much longer', async () => {
     const { db } = freshDb();
-    db.prepare(`INSERT INTO routes (seq, match, target, impulse_config) VALUES (0, '', 'g', '{"max_hold_ms":3000}')`).run();
+    db.prepare(
+      `INSERT INTO routes (seq, match, target, impulse_config) VALUES (0, '', 'g', '{"max_hold_ms":3000}')`,
+    ).run();
     const { gateway } = testGateway(db, { groups: ['g'], pollMs: 3_600_000 });
     gateway.start();
     await vi.advanceTimersByTimeAsync(0);

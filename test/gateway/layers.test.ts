@@ -17,10 +17,23 @@ const TG = 'telegram:-100';
 function setup(opts: { admins?: string[]; groups?: string[] } = {}) {
   const { db, reopen } = freshDb();
   loadExampleRoutes(db);
-  const t = testGateway(db, { groups: opts.groups ?? [...EXAMPLE_GROUPS, 'rhias/mentions/deep'], admins: opts.admins ?? [] });
+  const t = testGateway(db, {
+    groups: opts.groups ?? [...EXAMPLE_GROUPS, 'rhias/mentions/deep'],
+    admins: opts.admins ?? [],
+  });
   t.gateway.start();
-  const send = async (content: string, chat = TG, extra: { verb?: string; sender?: string; topic?: string } = {}) => {
-    const id = insertInbound(db, { chat_jid: chat, sender: extra.sender ?? 'u1', content, verb: extra.verb ?? 'message', topic: extra.topic ?? '' })!;
+  const send = async (
+    content: string,
+    chat = TG,
+    extra: { verb?: string; sender?: string; topic?: string } = {},
+  ) => {
+    const id = insertInbound(db, {
+      chat_jid: chat,
+      sender: extra.sender ?? 'u1',
+      content,
+      verb: extra.verb ?? 'message',
+      topic: extra.topic ?? '',
+    })!;
     await vi.advanceTimersByTimeAsync(2000);
     return id;
   };
@@ -98,7 +111,9 @@ describe('layer 2: commands', () => {
 
   it('/ping answers pong first, then group, session and queue facts', async () => {
     const { db, send, gateway } = setup();
-    db.prepare(`INSERT INTO sessions (group_folder, topic, session_id) VALUES ('default/firehose', '', 'sess-1')`).run();
+    db.prepare(
+      `INSERT INTO sessions (group_folder, topic, session_id) VALUES ('default/firehose', '', 'sess-1')`,
+    ).run();
     const id = await send('/ping');
     expect(row(db, id).state).toBe('command');
     const a = answers(db, TG).at(-1)!.split('\n');
@@ -111,7 +126,9 @@ describe('layer 2: commands', () => {
 
   it('/new drops the session of the default topic; /new #topic only that topic', async () => {
     const { db, send, queue, gateway } = setup();
-    const ins = db.prepare(`INSERT INTO sessions (group_folder, topic, session_id) VALUES ('default/firehose', ?, ?)`);
+    const ins = db.prepare(
+      `INSERT INTO sessions (group_folder, topic, session_id) VALUES ('default/firehose', ?, ?)`,
+    );
     ins.run('', 's0');
     ins.run('sales', 's1');
     await send('/new #sales');
@@ -148,8 +165,8 @@ describe('layer 2: commands', () => {
 
   it('handles every command of a batch, not only the last, and none reaches an agent', async () => {
     const { db, gateway } = setup();
-    const ids = ['/ping', 'hello', '/chatid', '/help', 'bye'].map(
-      (content) => insertInbound(db, { chat_jid: TG, sender: 'u', content })!,
+    const ids = ['/ping', 'hello', '/chatid', '/help', 'bye'].map((content) =>
+      insertInbound(db, { chat_jid: TG, sender: 'u', content })!,
     );
     await vi.advanceTimersByTimeAsync(2000);
     expect(ids.map((id) => row(db, id).state)).toEqual(['command', 'ready', 'command', 'command', 'ready']);
@@ -178,7 +195,11 @@ describe('layer 3: prefix', () => {
   it('#topic text goes to that topic of the chat group, stripped', async () => {
     const { db, send, gateway } = setup();
     const id = await send('#billing where is my invoice');
-    expect(row(db, id)).toMatchObject({ group_folder: 'default/firehose', session_topic: 'billing', content: 'where is my invoice' });
+    expect(row(db, id)).toMatchObject({
+      group_folder: 'default/firehose',
+      session_topic: 'billing',
+      content: 'where is my invoice',
+    });
     gateway.stop();
   });
 
@@ -196,7 +217,10 @@ describe('layer 3: prefix', () => {
     const c = await send('ping @krons/content later');
     expect(row(db, a)).toMatchObject({ content: 'mail bob@example.com please', session_topic: '' });
     expect(row(db, b)).toMatchObject({ content: 'we are #1', session_topic: '' });
-    expect(row(db, c)).toMatchObject({ content: 'ping @krons/content later', group_folder: 'default/firehose' });
+    expect(row(db, c)).toMatchObject({
+      content: 'ping @krons/content later',
+      group_folder: 'default/firehose',
+    });
     gateway.stop();
   });
 });
@@ -223,7 +247,9 @@ describe('layer 4: routing', () => {
   it('stores but never dispatches an unrouted message, and answers builtin:ping / drops builtin:drop', async () => {
     const { db, send, gateway } = setup();
     db.prepare('DELETE FROM routes').run();
-    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, 'verb=typing', 'builtin:drop'), (2, 'room=pinger', 'builtin:ping')`).run();
+    db.prepare(
+      `INSERT INTO routes (seq, match, target) VALUES (1, 'verb=typing', 'builtin:drop'), (2, 'room=pinger', 'builtin:ping')`,
+    ).run();
     const u = await send('nobody routes me', 'discord:1');
     const d = await send('', 'discord:1', { verb: 'typing' });
     const p = await send('anything', 'discord:pinger');
@@ -236,7 +262,9 @@ describe('layer 4: routing', () => {
 
   it('sees a route edited with SQL on the next poll', async () => {
     const { db, send, gateway } = setup();
-    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (-1, 'platform=discord', 'krons/notifs')`).run();
+    db.prepare(
+      `INSERT INTO routes (seq, match, target) VALUES (-1, 'platform=discord', 'krons/notifs')`,
+    ).run();
     const id = await send('x', 'discord:1');
     expect(row(db, id).group_folder).toBe('krons/notifs');
     gateway.stop();
@@ -258,7 +286,10 @@ describe('layer 4: routing', () => {
   it('keeps a message for an unregistered group as unrouted with the reason', async () => {
     const { db, send, gateway } = setup({ groups: [] });
     const id = await send('hi', 'discord:1');
-    expect(row(db, id)).toMatchObject({ state: 'unrouted', error: "group 'default/firehose' is not registered" });
+    expect(row(db, id)).toMatchObject({
+      state: 'unrouted',
+      error: "group 'default/firehose' is not registered",
+    });
     gateway.stop();
   });
 });

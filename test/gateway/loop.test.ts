@@ -33,7 +33,9 @@ describe('poll loop', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(row(db2, later).state).toBe('ready');
     expect(row(db2, before).state).toBe('ready');
-    expect(db2.prepare('SELECT count(*) FROM messages WHERE is_from_me = 0 AND state IS NULL').pluck().get()).toBe(0);
+    expect(
+      db2.prepare('SELECT count(*) FROM messages WHERE is_from_me = 0 AND state IS NULL').pluck().get(),
+    ).toBe(0);
     g2.stop();
   });
 
@@ -60,7 +62,8 @@ describe('poll loop', () => {
     const wakesBefore = queue.wakes;
     const insert = db.transaction(() => {
       for (let c = 0; c < 300; c++) {
-        for (let k = 0; k < 2; k++) insertInbound(db, { chat_jid: `discord:${c}`, sender: 'u', content: `${c}/${k}` });
+        for (let k = 0; k < 2; k++)
+          insertInbound(db, { chat_jid: `discord:${c}`, sender: 'u', content: `${c}/${k}` });
       }
     });
     insert();
@@ -96,7 +99,7 @@ describe('poll loop', () => {
     gateway.stop();
   });
 
-  it("wakes at once for a row stored through the in-process sink", async () => {
+  it('wakes at once for a row stored through the in-process sink', async () => {
     const { db } = freshDb();
     loadExampleRoutes(db);
     const { gateway } = testGateway(db, { groups: EXAMPLE_GROUPS, pollMs: 60_000 });
@@ -105,7 +108,9 @@ describe('poll loop', () => {
     const id = gateway.sink({ chat_jid: 'discord:5', sender: 'x', content: 'fast', platform_msg_id: 'p1' })!;
     await vi.advanceTimersByTimeAsync(0);
     expect(row(db, id).state).toBe('ready');
-    expect(gateway.sink({ chat_jid: 'discord:5', sender: 'x', content: 'fast', platform_msg_id: 'p1' })).toBeNull();
+    expect(
+      gateway.sink({ chat_jid: 'discord:5', sender: 'x', content: 'fast', platform_msg_id: 'p1' }),
+    ).toBeNull();
     gateway.stop();
   });
 

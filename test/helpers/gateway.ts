@@ -34,13 +34,16 @@ export class RecordingQueue implements QueueControl {
 }
 
 /** A gateway on `db` with a recording queue, groups registered, polling every 2 s. */
-export function testGateway(db: Db, opts: {
+export function testGateway(
+  db: Db,
+  opts: {
     groups?: string[];
     admins?: string[];
     pollMs?: number;
     batchSize?: number;
     daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
-  } = {},) {
+  } = {},
+) {
   const groupsDir = tempDir();
   for (const g of opts.groups ?? []) addGroup(db, groupsDir, g);
   const queue = new RecordingQueue();
@@ -92,4 +95,11 @@ export function loadExampleRoutes(db: Db): void {
   ins.run(99, '', 'default/firehose');
 }
 
-export const EXAMPLE_GROUPS = ['krons', 'krons/content', 'rhias/mentions', 'krons/notifs', 'bsky/feed', 'default/firehose'];
+export const EXAMPLE_GROUPS = [
+  'krons',
+  'krons/content',
+  'rhias/mentions',
+  'krons/notifs',
+  'bsky/feed',
+  'default/firehose',
+];

@@ -32,7 +32,12 @@ const CASES: Array<[string, Partial<RouteFields>, Expect, string]> = [
   ['platform=telegram verb=mention', {}, 'no', 'second pair fails'],
   ['platform=telegram   verb=message', {}, 'match', 'several spaces between pairs'],
   ['platform=telegram\tverb=message', {}, 'match', 'tab between pairs'],
-  ['verb=message platform=telegram room=-5075870332 sender=42 chat_jid=telegram:-5075870332', {}, 'match', 'all five keys'],
+  [
+    'verb=message platform=telegram room=-5075870332 sender=42 chat_jid=telegram:-5075870332',
+    {},
+    'match',
+    'all five keys',
+  ],
   // *
   ['room=*', {}, 'match', '* matches any value'],
   ['room=-50*', {}, 'match', '* as suffix'],

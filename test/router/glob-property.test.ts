@@ -26,7 +26,9 @@ describe('glob translation agrees with Go path.Match', () => {
       const bad = globError(pattern) !== null;
       expect(bad, `well-formedness of ${JSON.stringify(pattern)}`).toBe(want === 'bad');
       if (!bad) {
-        expect(compileGlob(pattern)(name), `${JSON.stringify(pattern)} vs ${JSON.stringify(name)}`).toBe(want);
+        expect(compileGlob(pattern)(name), `${JSON.stringify(pattern)} vs ${JSON.stringify(name)}`).toBe(
+          want,
+        );
         checked++;
       }
     }

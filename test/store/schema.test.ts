@@ -6,7 +6,9 @@ import { join } from 'node:path';
 
 /** The query plan's detail lines for `sql`. */
 function plan(db: Database.Database, sql: string, ...params: unknown[]): string {
-  return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail).join(' | ');
+  return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])
+    .map((r) => r.detail)
+    .join(' | ');
 }
 
 describe('schema.sql', () => {
@@ -52,7 +54,8 @@ describe('schema.sql', () => {
 
   it('bumps routes_version on every change to routes', () => {
     const { db } = freshDb();
-    const v = () => Number(db.prepare(`SELECT value FROM router_state WHERE key = 'routes_version'`).pluck().get());
+    const v = () =>
+      Number(db.prepare(`SELECT value FROM router_state WHERE key = 'routes_version'`).pluck().get());
     const v0 = v();
     db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, '', 'a')`).run();
     db.prepare(`UPDATE routes SET seq = 2`).run();
@@ -64,18 +67,46 @@ describe('schema.sql', () => {
     const { db } = freshDb();
     const checks: Array<[string, unknown[], RegExp]> = [
       // the poll, by integer cursor, inbound only
-      ['SELECT id FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT 500', [0], /idx_messages_inbound|INTEGER PRIMARY KEY/],
+      [
+        'SELECT id FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT 500',
+        [0],
+        /idx_messages_inbound|INTEGER PRIMARY KEY/,
+      ],
       // a chat's history
-      ['SELECT id FROM messages WHERE chat_jid = ? ORDER BY id DESC LIMIT 50', ['web:demo'], /idx_messages_chat/],
+      [
+        'SELECT id FROM messages WHERE chat_jid = ? ORDER BY id DESC LIMIT 50',
+        ['web:demo'],
+        /idx_messages_chat/,
+      ],
       // the impulse gate's per-chat sum
       [`SELECT sum(weight) FROM messages WHERE state = 'held' AND chat_jid = ?`, ['x'], /idx_messages_held/],
-      [`UPDATE messages SET state = 'ready' WHERE state = 'held' AND chat_jid = ?`, ['x'], /idx_messages_held/],
+      [
+        `UPDATE messages SET state = 'ready' WHERE state = 'held' AND chat_jid = ?`,
+        ['x'],
+        /idx_messages_held/,
+      ],
       // ready lanes in order of readiness
-      [`SELECT group_folder, session_topic, min(ready_at) FROM messages WHERE state = 'ready' GROUP BY group_folder, session_topic`, [], /idx_messages_ready/],
-      [`SELECT id FROM messages WHERE state = 'ready' ORDER BY ready_at, id LIMIT 10`, [], /idx_messages_ready_order/],
+      [
+        `SELECT group_folder, session_topic, min(ready_at) FROM messages WHERE state = 'ready' GROUP BY group_folder, session_topic`,
+        [],
+        /idx_messages_ready/,
+      ],
+      [
+        `SELECT id FROM messages WHERE state = 'ready' ORDER BY ready_at, id LIMIT 10`,
+        [],
+        /idx_messages_ready_order/,
+      ],
       [`SELECT id FROM messages WHERE state = 'running' AND run_id = ?`, [1], /idx_messages_running/],
-      [`SELECT id FROM messages WHERE state = 'daemon' AND (not_before IS NULL OR not_before <= ?) ORDER BY id`, [1], /idx_messages_daemon/],
-      [`SELECT DISTINCT chat_jid FROM messages WHERE state = 'held' AND held_at + max_hold_ms <= ?`, [1], /idx_messages_held/],
+      [
+        `SELECT id FROM messages WHERE state = 'daemon' AND (not_before IS NULL OR not_before <= ?) ORDER BY id`,
+        [1],
+        /idx_messages_daemon/,
+      ],
+      [
+        `SELECT DISTINCT chat_jid FROM messages WHERE state = 'held' AND held_at + max_hold_ms <= ?`,
+        [1],
+        /idx_messages_held/,
+      ],
       // a session's ready batch
       [
         `SELECT id FROM messages WHERE state = 'ready' AND group_folder = ? AND session_topic = ? AND chat_jid = ? ORDER BY id`,
@@ -83,13 +114,25 @@ describe('schema.sql', () => {
         /idx_messages_ready/,
       ],
       // the outbox of a chat
-      [`SELECT id FROM messages WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id`, ['x'], /idx_messages_outbox/],
+      [
+        `SELECT id FROM messages WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id`,
+        ['x'],
+        /idx_messages_outbox/,
+      ],
       // dedup of a platform event
-      ['SELECT id FROM messages WHERE chat_jid = ? AND platform_msg_id = ?', ['x', 'y'], /idx_messages_platform|idx_messages_chat/],
+      [
+        'SELECT id FROM messages WHERE chat_jid = ? AND platform_msg_id = ?',
+        ['x', 'y'],
+        /idx_messages_platform|idx_messages_chat/,
+      ],
       // routes in order
       ['SELECT * FROM routes ORDER BY seq', [], /idx_routes_seq/],
       // session log of a key
-      ['SELECT * FROM session_log WHERE group_folder = ? AND topic = ? ORDER BY id DESC LIMIT 10', ['g', ''], /idx_session_log_key/],
+      [
+        'SELECT * FROM session_log WHERE group_folder = ? AND topic = ? ORDER BY id DESC LIMIT 10',
+        ['g', ''],
+        /idx_session_log_key/,
+      ],
     ];
     for (const [sql, params, want] of checks) {
       const p = plan(db, sql, ...params);
