@@ -34,15 +34,9 @@ export interface WebPost {
 }
 
 /** The fields of a messages row that decide how it is shown. */
-export interface ChatRow {
-  id: number;
+export interface ChatRow extends Omit<ChatLine, 'role'> {
   is_from_me: number;
   kind: string | null;
-  content: string;
-  sender: string;
-  sender_name: string | null;
-  topic: string;
-  timestamp: string;
 }
 
 /** Longest web message, in characters; replies longer than this are split by the outbound deliverer. */

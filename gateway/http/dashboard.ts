@@ -6,7 +6,7 @@ import {
   MATCH_KEYS,
   type ExplainLine,
 } from '../../router/index.js';
-import type { Queries } from './queries.js';
+import type { Queries, RouteHitRow } from './queries.js';
 import type { LaneInfo, StatusSnapshot } from './types.js';
 
 /** What the dashboard's read endpoints need. */
@@ -17,16 +17,9 @@ export interface DashboardDeps {
 }
 
 /** A route as the dashboard shows it. `reason` is set for invalid rows and for fallen-back impulse configs. */
-export interface DashboardRoute {
-  id: number;
-  seq: number;
-  match: string;
-  target: string;
-  impulse_config: string | null;
+export interface DashboardRoute extends RouteHitRow {
   valid: boolean;
   reason: string | null;
-  hits: number;
-  last_hit_at: string | null;
 }
 
 /** One explain verdict, flattened for the page. */
@@ -61,16 +54,11 @@ export function dashboardRoutes(q: Queries, memHits: Map<number, number>): Dashb
   const reasons = new Map<number, string>();
   for (const p of table.problems()) if (!reasons.has(p.id)) reasons.set(p.id, p.reason);
   return rows.map((r) => ({
-    id: r.id,
-    seq: r.seq,
-    match: r.match,
-    target: r.target,
-    impulse_config: r.impulse_config,
+    ...r,
     valid: !invalid.has(r.id),
     reason: reasons.get(r.id) ?? null,
     // The gateway may count in memory before it writes route_hits; the larger number is the true one.
     hits: Math.max(r.hits, memHits.get(r.id) ?? 0),
-    last_hit_at: r.last_hit_at,
   }));
 }
 

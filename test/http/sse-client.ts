@@ -79,6 +79,17 @@ export class SseClient {
     for (const f of w) f();
   }
 
+  /** Resolves on the next event or end of stream, or after `ms`. */
+  private nextChange(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.waiters.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+  }
+
   /** True once the server ended the stream (or close() was called). */
   get done(): boolean {
     return this.ended;
@@ -95,13 +106,7 @@ export class SseClient {
       const left = deadline - Date.now();
       if (left <= 0)
         throw new Error(`timed out waiting for ${count} '${event}' events on ${this.url}, got ${got.length}`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+      await this.nextChange(left);
     }
   }
 
@@ -111,13 +116,7 @@ export class SseClient {
     while (!this.ended) {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`stream ${this.url} did not end`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+      await this.nextChange(left);
     }
   }
 
