@@ -1,0 +1,279 @@
+/**
+ * The Bluesky channel against a real local atproto network (PLC, PDS, AppView on PostgreSQL and Redis),
+ * driven by the real @atproto/api on both sides: users post, follow and like; the channel stores
+ * notifications as inbound rows and posts threaded replies.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { DeliveryError } from '../../core/errors.js';
+import type { BlueskyChannel } from '../../gateway/channels/bluesky/index.js';
+import { SEEN_KEY } from '../../gateway/channels/bluesky/index.js';
+import type { Db } from '../../gateway/store/db.js';
+import { freshDb } from '../helpers/db.js';
+import {
+  makeAccounts,
+  makeChannel,
+  postAs,
+  readPost,
+  sinkFor,
+  waitFor,
+  type Accounts,
+} from '../infra/atproto/harness.js';
+import { startAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
+
+let net: AtprotoNetwork;
+const started: BlueskyChannel[] = [];
+
+beforeAll(async () => {
+  net = await startAtprotoNetwork('bsky_channel');
+});
+afterAll(async () => {
+  await net?.close();
+});
+afterEach(async () => {
+  while (started.length) await started.pop()!.stop();
+});
+
+async function startChannel(db: Db, acc: Accounts, extra: Parameters<typeof makeChannel>[3] = {}) {
+  const ch = makeChannel(net, db, acc, extra);
+  started.push(ch);
+  await ch.start(sinkFor(db));
+  return ch;
+}
+
+interface Row {
+  id: number;
+  chat_jid: string;
+  sender: string;
+  sender_name: string | null;
+  content: string;
+  verb: string;
+  platform_msg_id: string | null;
+  reply_to: string | null;
+}
+
+function rows(db: Db): Row[] {
+  return db.prepare('SELECT * FROM messages WHERE is_from_me = 0 ORDER BY id').all() as Row[];
+}
+
+describe('inbound notifications', () => {
+  test('a mention becomes one row with verb mention, the author as chat and sender, the post uri as id', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const post = await postAs(acc.user.agent, `@${acc.bot.handle} hello there`);
+    await net.processAll();
+    const res = await ch.pollNow();
+    expect(res.stored).toBe(1);
+    const [row, ...more] = rows(db);
+    expect(more).toEqual([]);
+    expect(row).toMatchObject({
+      chat_jid: `bluesky:${acc.user.did}`,
+      sender: acc.user.did,
+      sender_name: acc.user.handle,
+      verb: 'mention',
+      // the opening mention of the bot is stripped so commands and prefixes work: `@bot /ping`
+      content: 'hello there',
+      platform_msg_id: post.uri,
+    });
+    // the cursor moved, and the server's read marker too
+    expect(db.prepare('SELECT value FROM router_state WHERE key = ?').pluck().get(SEEN_KEY)).toBe(res.cursor);
+    const list = await acc.bot.agent.app.bsky.notification.listNotifications({ limit: 5 });
+    expect(list.data.seenAt).toBe(res.cursor);
+  });
+
+  test('the poll loop picks up a mention by itself', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    await startChannel(db, acc, { pollMs: 50 });
+    const post = await postAs(acc.user.agent, `@${acc.bot.handle} anyone home?`);
+    await net.processAll();
+    const row = await waitFor('the mention row', () => rows(db)[0]);
+    expect(row.platform_msg_id).toBe(post.uri);
+  });
+
+  test('after a restart the same notification is not stored again: cursor first, dedup as backstop', async () => {
+    const { db, reopen } = freshDb();
+    const acc = await makeAccounts(net);
+    const first = await startChannel(db, acc);
+    await postAs(acc.user.agent, `@${acc.bot.handle} once only`);
+    await net.processAll();
+    expect((await first.pollNow()).stored).toBe(1);
+    await first.stop();
+
+    // a restart: new process state, same database
+    const db2 = reopen();
+    const second = await startChannel(db2, acc, { overlapMs: 0 });
+    expect(await second.pollNow()).toMatchObject({ seen: 0, stored: 0 });
+    expect(rows(db2)).toHaveLength(1);
+
+    // a cursor that lost ground (restored backup): the notification is read again, the dedup keeps one row
+    db2.prepare('UPDATE router_state SET value = ? WHERE key = ?').run('2000-01-01T00:00:00.000Z', SEEN_KEY);
+    expect(await second.pollNow()).toMatchObject({ seen: 1, stored: 0 });
+    expect(rows(db2)).toHaveLength(1);
+
+    // and the cursor alone keeps it out: with the row gone, nothing comes back
+    db2.prepare('DELETE FROM messages').run();
+    expect(await second.pollNow()).toMatchObject({ seen: 0, stored: 0 });
+    expect(rows(db2)).toHaveLength(0);
+  });
+
+  test('a reply to the bot becomes verb reply with reply_to the post it answers', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const botPost = await acc.bot.agent.post({ text: 'a post by the bot' });
+    const ref = { uri: botPost.uri, cid: botPost.cid };
+    const answer = await postAs(acc.user.agent, 'nice one', { root: ref, parent: ref });
+    await net.processAll();
+    await ch.pollNow();
+    expect(rows(db)).toMatchObject([
+      { verb: 'reply', content: 'nice one', platform_msg_id: answer.uri, reply_to: botPost.uri },
+    ]);
+  });
+
+  test('a follow becomes verb follow and a like verb reaction', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const follow = await acc.user.agent.follow(acc.bot.did);
+    const botPost = await acc.bot.agent.post({ text: 'like me' });
+    const like = await acc.user.agent.like(botPost.uri, botPost.cid);
+    await net.processAll();
+    expect((await ch.pollNow()).stored).toBe(2);
+    expect(rows(db)).toMatchObject([
+      { verb: 'follow', chat_jid: `bluesky:${acc.user.did}`, platform_msg_id: follow.uri, reply_to: null },
+      {
+        verb: 'reaction',
+        chat_jid: `bluesky:${acc.user.did}`,
+        platform_msg_id: like.uri,
+        reply_to: botPost.uri,
+      },
+    ]);
+    expect(rows(db)[0]!.content).toContain('followed you');
+  });
+});
+
+describe('outbound posts', () => {
+  test('a reply is posted under the mention, with facets, and reaches the user as a reply notification', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} what is new?`);
+    await net.processAll();
+    await ch.pollNow();
+    const id = await ch.send({
+      messageId: 1,
+      chatJid: `bluesky:${acc.user.did}`,
+      text: `all good @${acc.user.handle}, see https://example.com/news`,
+      part: 0,
+      replyTo: mention.uri,
+      topic: '',
+      previousPartId: null,
+    });
+    const [uri, cid] = id!.split('|');
+    expect(cid).toBeTruthy();
+    const record = await readPost(acc.bot.agent, uri!);
+    expect(record.reply).toEqual({ root: mention, parent: mention });
+    const features = record.facets!.flatMap((f) => f.features);
+    expect(features).toContainEqual({ $type: 'app.bsky.richtext.facet#mention', did: acc.user.did });
+    expect(features).toContainEqual({
+      $type: 'app.bsky.richtext.facet#link',
+      uri: 'https://example.com/news',
+    });
+    await net.processAll();
+    const notes = await acc.user.agent.app.bsky.notification.listNotifications({ limit: 10 });
+    // the AppView files a reply that also mentions the user under `mention`
+    expect(notes.data.notifications.map((n) => [n.reason, n.uri])).toEqual([['mention', uri]]);
+  });
+
+  test('a mention deep in a thread is answered under it, with the thread root as root', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const root = await postAs(acc.user.agent, 'a thread about nothing');
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} thoughts?`, { root, parent: root });
+    await net.processAll();
+    await ch.pollNow();
+    expect(rows(db)[0]).toMatchObject({ verb: 'mention', reply_to: root.uri });
+    const id = await ch.send({
+      messageId: 1,
+      chatJid: `bluesky:${acc.user.did}`,
+      text: 'none',
+      part: 0,
+      replyTo: mention.uri,
+      topic: '',
+      previousPartId: null,
+    });
+    expect((await readPost(acc.bot.agent, id!.split('|')[0]!)).reply).toEqual({ root, parent: mention });
+  });
+
+  test('a 700-grapheme reply becomes a chain of 3 posts, each under the previous, even across a restart', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} tell me a long story`);
+    await net.processAll();
+    // 700 graphemes, many of them several UTF-16 units: a family emoji counts once
+    const text = Array.from({ length: 700 }, (_, i) => (i % 7 === 0 ? '👨‍👩‍👧' : 'ab'[i % 2]!)).join('');
+    const seg = [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(text)].map(
+      (s) => s.segment,
+    );
+    expect(seg).toHaveLength(700);
+    const parts = [seg.slice(0, 300), seg.slice(300, 600), seg.slice(600)].map((p) => p.join(''));
+    const base = { messageId: 7, chatJid: `bluesky:${acc.user.did}`, replyTo: mention.uri, topic: '' };
+    const id0 = await ch.send({ ...base, part: 0, text: parts[0]!, previousPartId: null });
+    const id1 = await ch.send({ ...base, part: 1, text: parts[1]!, previousPartId: id0 });
+    await ch.stop();
+    // a fresh channel (empty root cache) resumes the chain: the root comes from the bot's own repo
+    const again = await startChannel(db, acc);
+    const id2 = await again.send({ ...base, part: 2, text: parts[2]!, previousPartId: id1 });
+    const ids = [id0, id1, id2].map((id) => ({ uri: id!.split('|')[0]!, cid: id!.split('|')[1]! }));
+    const records = await Promise.all(ids.map((r) => readPost(acc.bot.agent, r.uri)));
+    expect(records.map((r) => r.text).join('')).toBe(text);
+    expect(records.map((r) => r.reply)).toEqual([
+      { root: mention, parent: mention },
+      { root: mention, parent: ids[0] },
+      { root: mention, parent: ids[1] },
+    ]);
+  });
+
+  test('a message with no post to answer becomes a new post that mentions the user', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const id = await ch.send({
+      messageId: 3,
+      chatJid: `bluesky:${acc.user.did}`,
+      text: 'thanks for the follow',
+      part: 0,
+      replyTo: null,
+      topic: '',
+      previousPartId: null,
+    });
+    const record = await readPost(acc.bot.agent, id!.split('|')[0]!);
+    expect(record.text).toBe(`@${acc.user.handle} thanks for the follow`);
+    expect(record.reply).toBeUndefined();
+    await net.processAll();
+    const notes = await acc.user.agent.app.bsky.notification.listNotifications({ limit: 5 });
+    expect(notes.data.notifications.map((n) => n.reason)).toEqual(['mention']);
+  });
+
+  test('a chat that is not bluesky:<did> is refused as permanent', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const err = await ch
+      .send({
+        messageId: 1,
+        chatJid: 'bluesky:alice',
+        text: 'x',
+        part: 0,
+        replyTo: null,
+        topic: '',
+        previousPartId: null,
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeliveryError);
+    expect(err).toMatchObject({ failure: 'permanent' });
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * A real local atproto network for the Bluesky tests: PLC, PDS and the AppView (which the notifications
+ * need) from `@atproto/dev-env`, on a PostgreSQL and a Redis this module starts on loopback. dev-env lives
+ * in this folder's own node_modules (pinned for Node 20, installed by scripts/setup.d/30-atproto.sh), so it
+ * is loaded at run time and the root package stays light.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AtpAgent } from '@atproto/api';
+import { startPostgres, type PostgresServer } from '../postgres.js';
+import { startRedis, type RedisServer } from '../redis.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/** The part of dev-env's TestNetwork these tests use. */
+interface DevEnvNetwork {
+  pds: { url: string; jwtSecretKey(): import('node:crypto').KeyObject };
+  bsky: { url: string };
+  plc: { url: string };
+  processAll(timeout?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface DevEnvModule {
+  TestNetwork: {
+    create(params: { dbPostgresUrl: string; dbPostgresSchema: string }): Promise<DevEnvNetwork>;
+  };
+}
+
+/** A user account on the local PDS, logged in. */
+export interface TestUser {
+  did: string;
+  handle: string;
+  password: string;
+  agent: AtpAgent;
+}
+
+/** A running local network. `close` stops everything it started, by pid, and removes its data. */
+export interface AtprotoNetwork {
+  readonly pdsUrl: string;
+  readonly appviewUrl: string;
+  readonly dev: DevEnvNetwork;
+  /** Waits until the AppView has indexed everything the PDS has emitted (notifications are then listable). */
+  processAll(): Promise<void>;
+  /** Creates an account (handle must end in `.test`; some names such as `bot.test` are reserved). */
+  createUser(handle: string): Promise<TestUser>;
+  /** Creates an app password for a user, as an operator would for gated. */
+  appPassword(user: TestUser, name?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+function loadDevEnv(): DevEnvModule {
+  const req = createRequire(join(HERE, 'package.json'));
+  try {
+    return req('@atproto/dev-env') as DevEnvModule;
+  } catch (err) {
+    throw new Error(
+      `@atproto/dev-env cannot be loaded from test/infra/atproto (run scripts/setup.d/30-atproto.sh): ${String(err)}`,
+    );
+  }
+}
+
+/**
+ * Starts PostgreSQL, Redis and a dev-env TestNetwork (about 3 s once the servers are up). `schema` names the
+ * AppView's PostgreSQL schema: letters and `_` only.
+ */
+export async function startAtprotoNetwork(schema = 'gated'): Promise<AtprotoNetwork> {
+  const devEnv = loadDevEnv();
+  const stops: Array<() => Promise<void>> = [];
+  const close = async () => {
+    // Every step runs even when an earlier one fails, so no server outlives the suite.
+    const errors: unknown[] = [];
+    while (stops.length) await stops.pop()!().catch((e: unknown) => errors.push(e));
+    if (errors.length) throw errors[0];
+  };
+  try {
+    const pg: PostgresServer = await startPostgres();
+    stops.push(() => pg.stop());
+    const redis: RedisServer = await startRedis();
+    stops.push(() => redis.stop());
+    // dev-env reads the Redis address from the environment only.
+    process.env.REDIS_HOST = redis.host;
+    const dev = await devEnv.TestNetwork.create({ dbPostgresUrl: pg.url, dbPostgresSchema: schema });
+    stops.push(() => dev.close());
+    return {
+      pdsUrl: dev.pds.url,
+      appviewUrl: dev.bsky.url,
+      dev,
+      processAll: () => dev.processAll(10_000),
+      createUser: (handle) => createUser(dev.pds.url, handle),
+      appPassword: async (user, name = 'gated') => {
+        const res = await user.agent.com.atproto.server.createAppPassword({ name });
+        return res.data.password;
+      },
+      close,
+    };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function createUser(pdsUrl: string, handle: string): Promise<TestUser> {
+  const agent = new AtpAgent({ service: pdsUrl });
+  const password = `pw-${handle}`;
+  const name = handle.split('.')[0]!;
+  await agent.createAccount({ handle, password, email: `${name}@example.test` });
+  await agent.login({ identifier: handle, password });
+  return { did: agent.session!.did, handle, password, agent };
+}
