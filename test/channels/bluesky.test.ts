@@ -19,6 +19,7 @@ import {
   type Accounts,
 } from '../infra/atproto/harness.js';
 import { startAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
+import { startFaultProxy, type FaultProxy } from '../infra/atproto/fault-proxy.js';
 
 let net: AtprotoNetwork;
 const started: BlueskyChannel[] = [];
@@ -29,8 +30,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await net?.close();
 });
+const proxies: FaultProxy[] = [];
 afterEach(async () => {
   while (started.length) await started.pop()!.stop();
+  while (proxies.length) await proxies.pop()!.close();
 });
 
 async function startChannel(db: Db, acc: Accounts, extra: Parameters<typeof makeChannel>[3] = {}) {
@@ -275,5 +278,87 @@ describe('outbound posts', () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeliveryError);
     expect(err).toMatchObject({ failure: 'permanent' });
+  });
+});
+
+describe('failures', () => {
+  /** A bot that reaches its PDS through a proxy that can fail calls, and a mention to answer. */
+  async function viaProxy() {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const proxy = await startFaultProxy(net.pdsUrl);
+    proxies.push(proxy);
+    const ch = await startChannel(db, acc, { service: proxy.url });
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} ping`);
+    await net.processAll();
+    const part = {
+      messageId: 1,
+      chatJid: `bluesky:${acc.user.did}`,
+      text: 'pong',
+      part: 0,
+      replyTo: mention.uri,
+      topic: '',
+      previousPartId: null,
+    };
+    const sendError = (p = part) =>
+      ch.send(p).then(
+        () => undefined,
+        (e: unknown) => e as DeliveryError,
+      );
+    return { db, acc, proxy, ch, part, sendError };
+  }
+
+  test('429 is rate_limited with the wait from ratelimit-reset, and the retry is delivered', async () => {
+    const { proxy, ch, part, sendError } = await viaProxy();
+    const reset = Math.ceil(Date.now() / 1000) + 30;
+    proxy.failNext('com.atproto.repo.createRecord', {
+      status: 429,
+      error: 'RateLimitExceeded',
+      headers: { 'ratelimit-reset': String(reset), 'ratelimit-remaining': '0' },
+    });
+    const err = await sendError();
+    expect(err).toBeInstanceOf(DeliveryError);
+    expect(err).toMatchObject({ failure: 'rate_limited', status: 429 });
+    expect(err!.retryAfterMs).toBeGreaterThan(25_000);
+    expect(err!.retryAfterMs).toBeLessThanOrEqual(31_000);
+    expect(await ch.send(part)).toMatch(/^at:\/\/.+\|.+/);
+  });
+
+  test('5xx and a dropped connection are transient; 403 and an invalid record are permanent', async () => {
+    const { proxy, part, sendError } = await viaProxy();
+    proxy.failNext('com.atproto.repo.createRecord', { status: 502, error: 'UpstreamFailure' });
+    expect(await sendError()).toMatchObject({ failure: 'transient', status: 502 });
+    proxy.failNext('app.bsky.feed.getPosts', { status: 503 });
+    expect(await sendError()).toMatchObject({ failure: 'transient', status: 503 });
+    proxy.failNext('com.atproto.repo.createRecord', { drop: true });
+    expect(await sendError()).toMatchObject({ failure: 'transient' });
+    proxy.failNext('com.atproto.repo.createRecord', { status: 403, error: 'Forbidden' });
+    expect(await sendError()).toMatchObject({ failure: 'permanent', status: 403 });
+    // a real refusal by the PDS: 301 graphemes break the post record's limit
+    expect(await sendError({ ...part, text: 'x'.repeat(301) })).toMatchObject({
+      failure: 'permanent',
+      status: 400,
+    });
+  });
+
+  test('a session whose tokens are both refused logs in again and the call goes through', async () => {
+    const { proxy, ch, acc, db } = await viaProxy();
+    const logins = () => proxy.calls.filter((c) => c === 'com.atproto.server.createSession').length;
+    expect(logins()).toBe(1);
+    proxy.failNext('app.bsky.notification.listNotifications', { status: 401, error: 'InvalidToken' });
+    proxy.failNext('com.atproto.server.refreshSession', { status: 400, error: 'ExpiredToken' });
+    expect(await ch.pollNow()).toMatchObject({ stored: 1 });
+    expect(logins()).toBe(2);
+    expect(rows(db)).toMatchObject([{ sender: acc.user.did, verb: 'mention' }]);
+  });
+
+  test('wrong credentials fail start with a reason that names no secret', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = makeChannel(net, db, { ...acc, botPassword: 'aaaa-bbbb-cccc-dddd' });
+    const err = (await ch.start(sinkFor(db)).catch((e: unknown) => e)) as Error;
+    expect(err).toBeInstanceOf(Error);
+    expect(err.message).not.toContain('aaaa-bbbb-cccc-dddd');
+    expect(err.message).toMatch(/password|credential|auth/i);
   });
 });

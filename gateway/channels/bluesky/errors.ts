@@ -48,3 +48,12 @@ export function toDeliveryError(err: unknown, now: number = Date.now()): Deliver
   const e = err instanceof Error ? err : new Error(String(err));
   return new DeliveryError('transient', `bluesky: ${e.message}`);
 }
+
+/**
+ * The wait before the next notification poll after `failures` failed ones in a row: a 429's own reset
+ * time, otherwise the interval doubled per failure up to `maxMs`.
+ */
+export function pollDelayAfter(err: DeliveryError, failures: number, pollMs: number, maxMs: number): number {
+  if (err.failure === 'rate_limited' && err.retryAfterMs !== undefined) return err.retryAfterMs;
+  return Math.min(maxMs, pollMs * 2 ** Math.min(failures, 16));
+}

@@ -8,7 +8,7 @@ import type { Channel, InboundSink, SendPart } from '../channel.js';
 import { NotificationPoller, type PollResult } from './poller.js';
 import { POST_LIMIT, ReplyPoster } from './poster.js';
 import { BlueskySession } from './session.js';
-import { toDeliveryError } from './errors.js';
+import { pollDelayAfter, toDeliveryError } from './errors.js';
 
 export { SEEN_KEY } from './poller.js';
 export { blueskyJid, didOfJid, decodeRef, encodeRef } from './refs.js';
@@ -77,10 +77,7 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
     } catch (err) {
       failures += 1;
       const e = toDeliveryError(err);
-      const delay =
-        e.failure === 'rate_limited' && e.retryAfterMs !== undefined
-          ? e.retryAfterMs
-          : Math.min(maxBackoffMs, pollMs * 2 ** Math.min(failures, 16));
+      const delay = pollDelayAfter(e, failures, pollMs, maxBackoffMs);
       log.warn({ err: e.message, failures, retryInMs: delay }, 'bluesky: poll failed');
       return delay;
     }

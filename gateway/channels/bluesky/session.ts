@@ -10,8 +10,6 @@ export interface SessionOptions {
   identifier: string;
   password: string;
   log: Logger;
-  /** The fetch the agent uses; the global one unless a caller routes through a proxy. */
-  fetch?: typeof globalThis.fetch;
 }
 
 /**
@@ -31,7 +29,6 @@ export class BlueskySession {
     this.agent = new AtpAgent({
       service: opts.service,
       persistSession: (evt: AtpSessionEvent) => this.onSessionEvent(evt),
-      ...(opts.fetch ? { fetch: opts.fetch } : {}),
     });
   }
 
