@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
+import type { Message } from '../../core/types.js';
 import type { BlueskyChannel } from '../../gateway/channels/bluesky/index.js';
 import { SEEN_KEY } from '../../gateway/channels/bluesky/index.js';
 import type { Db } from '../../gateway/store/db.js';
@@ -43,19 +44,8 @@ async function startChannel(db: Db, acc: Accounts, extra: Parameters<typeof make
   return ch;
 }
 
-interface Row {
-  id: number;
-  chat_jid: string;
-  sender: string;
-  sender_name: string | null;
-  content: string;
-  verb: string;
-  platform_msg_id: string | null;
-  reply_to: string | null;
-}
-
-function rows(db: Db): Row[] {
-  return db.prepare('SELECT * FROM messages WHERE is_from_me = 0 ORDER BY id').all() as Row[];
+function rows(db: Db): Message[] {
+  return db.prepare('SELECT * FROM messages WHERE is_from_me = 0 ORDER BY id').all() as Message[];
 }
 
 describe('inbound notifications', () => {
@@ -126,6 +116,8 @@ describe('inbound notifications', () => {
     const ch = await startChannel(db, acc);
     const botPost = await acc.bot.agent.post({ text: 'a post by the bot' });
     const ref = { uri: botPost.uri, cid: botPost.cid };
+    // The AppView indexes repos in parallel: a reply indexed before its parent notifies no one.
+    await net.processAll();
     const answer = await postAs(acc.user.agent, 'nice one', { root: ref, parent: ref });
     await net.processAll();
     await ch.pollNow();

@@ -4,10 +4,9 @@
  * the tests are root it runs as the unprivileged `gated-test` user (made by scripts/setup.d/30-atproto.sh)
  * or, failing that, the `postgres` user of the Debian package.
  */
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, lookupUser, run, spawnUntilReady } from './atproto/proc.js';
+import { freePort, inTempDir, lookupUser, run, spawnUntilReady } from './atproto/proc.js';
 
 /** A running PostgreSQL; `stop` ends it by pid and removes its data. */
 export interface PostgresServer {
@@ -45,26 +44,34 @@ function runAs(): { uid: number; gid: number } | undefined {
 }
 
 /** Starts a fresh PostgreSQL on a free loopback port. Rejects with the server's own words if it cannot. */
-export async function startPostgres(): Promise<PostgresServer> {
+export function startPostgres(): Promise<PostgresServer> {
   const bin = binDir();
   const user = runAs();
-  const dir = mkdtempSync(join(tmpdir(), 'gated-pg-'));
-  const data = join(dir, 'data');
-  const sock = join(dir, 'sock');
-  mkdirSync(sock);
-  if (user) {
-    chownSync(dir, user.uid, user.gid);
-    chownSync(sock, user.uid, user.gid);
-  }
-  const asUser = user ? { uid: user.uid, gid: user.gid } : {};
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: dir };
-  try {
-    await run(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync'], {
-      ...asUser,
-      env,
+  return inTempDir('gated-pg-', async (dir) => {
+    const data = join(dir, 'data');
+    const sock = join(dir, 'sock');
+    mkdirSync(sock);
+    if (user) {
+      chownSync(dir, user.uid, user.gid);
+      chownSync(sock, user.uid, user.gid);
+    }
+    const opts = {
+      ...(user ?? {}),
       cwd: dir,
-    });
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: dir },
+    };
+    await run(
+      join(bin, 'initdb'),
+      ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync'],
+      opts,
+    );
     const port = await freePort();
+    const settings = [
+      'listen_addresses=127.0.0.1',
+      'fsync=off',
+      'synchronous_commit=off',
+      'full_page_writes=off',
+    ];
     const proc = await spawnUntilReady(
       'postgres',
       join(bin, 'postgres'),
@@ -75,32 +82,18 @@ export async function startPostgres(): Promise<PostgresServer> {
         sock,
         '-p',
         String(port),
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        'fsync=off',
-        '-c',
-        'synchronous_commit=off',
-        '-c',
-        'full_page_writes=off',
+        ...settings.flatMap((kv) => ['-c', kv]),
         '-c',
         'max_connections=200',
       ],
       /database system is ready to accept connections/,
-      { ...asUser, env, cwd: dir },
+      opts,
     );
-    let stopped: Promise<void> | undefined;
     return {
       url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
       port,
       pid: proc.pid,
-      stop() {
-        stopped ??= proc.stop().finally(() => rmSync(dir, { recursive: true, force: true }));
-        return stopped;
-      },
+      stop: () => proc.stop(),
     };
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
-  }
+  });
 }

@@ -2,10 +2,7 @@
  * A throwaway Redis for tests on 127.0.0.1 and a free port, with persistence off and its working folder in
  * a temporary directory that `stop` removes.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { freePort, spawnUntilReady } from './atproto/proc.js';
+import { freePort, inTempDir, spawnUntilReady } from './atproto/proc.js';
 
 /** A running Redis; `stop` ends it by pid. */
 export interface RedisServer {
@@ -17,9 +14,8 @@ export interface RedisServer {
 }
 
 /** Starts redis-server on a free loopback port. Rejects with its own words if it cannot. */
-export async function startRedis(): Promise<RedisServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'gated-redis-'));
-  try {
+export function startRedis(): Promise<RedisServer> {
+  return inTempDir('gated-redis-', async (dir) => {
     const port = await freePort();
     const proc = await spawnUntilReady(
       'redis-server',
@@ -28,22 +24,10 @@ export async function startRedis(): Promise<RedisServer> {
       /Ready to accept connections/,
       { cwd: dir },
     ).catch((err: Error) => {
-      throw (err as NodeJS.ErrnoException).code === 'ENOENT' || /ENOENT/.test(err.message)
+      throw /ENOENT/.test(err.message)
         ? new Error('redis-server is not installed: run scripts/setup.d/30-atproto.sh')
         : err;
     });
-    let stopped: Promise<void> | undefined;
-    return {
-      host: `127.0.0.1:${port}`,
-      port,
-      pid: proc.pid,
-      stop() {
-        stopped ??= proc.stop().finally(() => rmSync(dir, { recursive: true, force: true }));
-        return stopped;
-      },
-    };
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
-  }
+    return { host: `127.0.0.1:${port}`, port, pid: proc.pid, stop: () => proc.stop() };
+  });
 }

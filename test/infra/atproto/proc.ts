@@ -3,8 +3,10 @@
  * loopback port, a spawn that resolves when the server prints its ready line, and a stop by pid.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** A free TCP port on 127.0.0.1 (asked of the kernel, so two suites never pick the same one by rule). */
 export function freePort(): Promise<number> {
@@ -108,4 +110,26 @@ export function run(cmd: string, args: string[], opts: SpawnOptions = {}): Promi
       code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}: ${out.slice(-2000)}`)),
     );
   });
+}
+
+/**
+ * Starts a server in a fresh temporary folder. The folder is removed when `start` fails, and after the
+ * server has stopped; `stop` of the result is idempotent.
+ */
+export async function inTempDir<T extends { stop(): Promise<void> }>(
+  prefix: string,
+  start: (dir: string) => Promise<T>,
+): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  let server: T;
+  try {
+    server = await start(dir);
+  } catch (err) {
+    remove();
+    throw err;
+  }
+  let stopped: Promise<void> | undefined;
+  const stopServer = server.stop.bind(server);
+  return Object.assign(server, { stop: () => (stopped ??= stopServer().finally(remove)) });
 }
