@@ -9,6 +9,10 @@ import type { Message } from '../../core/types.js';
 import type { BlueskyChannel } from '../../gateway/channels/bluesky/index.js';
 import { SEEN_KEY } from '../../gateway/channels/bluesky/index.js';
 import type { Db } from '../../gateway/store/db.js';
+import { createDelivery } from '../../gateway/outbound/delivery.js';
+import { graphemeLength } from '../../gateway/outbound/split.js';
+import { insertOutbound } from '../../gateway/store/messages.js';
+import { silentLogger } from '../../core/log.js';
 import { freshDb } from '../helpers/db.js';
 import {
   makeAccounts,
@@ -230,6 +234,56 @@ describe('outbound posts', () => {
       { root: mention, parent: ids[0] },
       { root: mention, parent: ids[1] },
     ]);
+  });
+
+  test('through the delivery worker, a 700-grapheme reply row is posted as a chain of 3 replies', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const ch = await startChannel(db, acc);
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} and then?`);
+    await net.processAll();
+    const words = Array.from({ length: 150 }, (_, i) => (i % 5 === 0 ? 'né🙂' : 'word') + String(i % 10));
+    const all = [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(words.join(' '))];
+    const text = all
+      .slice(0, 700)
+      .map((g) => g.segment)
+      .join('')
+      .replace(/ $/, 'x');
+    expect(graphemeLength(text)).toBe(700);
+    const id = insertOutbound(db, {
+      chat_jid: `bluesky:${acc.user.did}`,
+      content: text,
+      kind: 'reply',
+      reply_to: mention.uri,
+    });
+    const delivery = createDelivery({ db, channels: [ch], log: silentLogger(), pollMs: 0 });
+    delivery.start();
+    try {
+      await waitFor('delivery', () =>
+        db.prepare("SELECT 1 FROM messages WHERE id = ? AND delivery = 'sent'").pluck().get(id),
+      );
+    } finally {
+      await delivery.stop();
+    }
+    const parts = db
+      .prepare('SELECT platform_msg_id FROM outbound_parts WHERE message_id = ? ORDER BY part')
+      .pluck()
+      .all(id) as string[];
+    expect(parts).toHaveLength(3);
+    const refs = parts.map((p) => ({ uri: p.split('|')[0]!, cid: p.split('|')[1]! }));
+    const records = await Promise.all(refs.map((r) => readPost(acc.bot.agent, r.uri)));
+    expect(records.map((r) => r.reply)).toEqual([
+      { root: mention, parent: mention },
+      { root: mention, parent: refs[0] },
+      { root: mention, parent: refs[1] },
+    ]);
+    for (const r of records) expect(graphemeLength(r.text)).toBeLessThanOrEqual(300);
+    expect(
+      records
+        .map((r) => r.text)
+        .join(' ')
+        .replace(/\s+/g, ' '),
+    ).toBe(text.replace(/\s+/g, ' '));
   });
 
   test('a message with no post to answer becomes a new post that mentions the user', async () => {

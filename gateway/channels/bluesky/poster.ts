@@ -1,6 +1,7 @@
 import { AppBskyFeedPost, RichText } from '@atproto/api';
 import { DeliveryError } from '../../../core/errors.js';
 import type { SendPart } from '../channel.js';
+import { graphemeLength } from '../../outbound/split.js';
 import { toDeliveryError } from './errors.js';
 import {
   POST_COLLECTION,
@@ -18,13 +19,6 @@ export const POST_LIMIT = 300;
 
 /** Roots remembered for posts gated made, so the next part of a chain needs no lookup. */
 const ROOT_CACHE_SIZE = 1000;
-
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
-function graphemes(s: string): number {
-  let n = 0;
-  for (const _ of segmenter.segment(s)) n += 1;
-  return n;
-}
 
 /**
  * Posts the parts of outbound replies. A part answering a post becomes a reply under it with the thread's
@@ -97,7 +91,7 @@ export class ReplyPoster {
   private async withMention(did: string, text: string): Promise<string> {
     const profile = await this.session.agent.getProfile({ actor: did });
     const withHandle = `@${profile.data.handle} ${text}`;
-    return graphemes(withHandle) <= POST_LIMIT ? withHandle : text;
+    return graphemeLength(withHandle) <= POST_LIMIT ? withHandle : text;
   }
 
   private remember(uri: string, root: PostRef): void {
