@@ -398,6 +398,21 @@ describe('failures', () => {
     expect(rows(db)).toMatchObject([{ sender: acc.user.did, verb: 'mention' }]);
   });
 
+  test('a PDS that is down at start does not fail start: the loop logs in once it answers', async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const proxy = await startFaultProxy(net.pdsUrl);
+    proxies.push(proxy);
+    proxy.failNext('com.atproto.server.createSession', { status: 503, times: 2 });
+    const ch = await startChannel(db, acc, { service: proxy.url, pollMs: 20 });
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} are you up now?`);
+    await net.processAll();
+    const row = await waitFor('the mention after a late login', () => rows(db)[0]);
+    expect(row.platform_msg_id).toBe(mention.uri);
+    expect(proxy.calls.filter((c) => c === 'com.atproto.server.createSession').length).toBe(3);
+    expect(ch.did).toBe(acc.bot.did);
+  });
+
   test('wrong credentials fail start with a reason that names no secret', async () => {
     const { db } = freshDb();
     const acc = await makeAccounts(net);

@@ -100,14 +100,25 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
     },
     async start(s: InboundSink) {
       if (running) return;
-      await session.login();
       poller.ensureCursor();
+      try {
+        await session.login();
+      } catch (err) {
+        const e = toDeliveryError(err);
+        // Refused credentials do not fix themselves: fail start. An unreachable PDS may come back: the
+        // poll loop logs in as soon as it answers.
+        if (e.failure === 'permanent') throw new Error(`bluesky: login refused: ${e.message}`);
+        log.warn({ err: e.message }, 'bluesky: PDS unreachable at start; the poll loop keeps trying');
+      }
       sink = s;
       running = true;
       // The first poll belongs to start, so what arrived while gated was down is stored before start
       // resolves; the loop takes over after one interval.
       schedule(await pollAndPace());
-      log.info({ did: session.did, pollMs, cursor: poller.cursor() }, 'bluesky: channel started');
+      log.info(
+        { did: session.agent.session?.did, pollMs, cursor: poller.cursor() },
+        'bluesky: channel started',
+      );
     },
     async stop() {
       running = false;
