@@ -1,0 +1,267 @@
+/**
+ * The streaming reader of an agent's stdout (CONTRACT §7). Only blocks between a whole line
+ * `---GATED_OUTPUT_START---` and a whole line `---GATED_OUTPUT_END---` count; everything else is noise.
+ *
+ * Hazards handled here, because agents print whatever they like and a pipe splits it anywhere:
+ * - markers split across chunks, CRLF line ends, whitespace around a marker;
+ * - a START inside an open block discards the unfinished block and opens a new one;
+ * - an END with no open block is noise;
+ * - memory stays bounded: outside a block a line is kept only while it could still be a marker, and a
+ *   block larger than `maxBlockBytes` is dropped (and counted) while the parser keeps looking for markers;
+ * - nothing here throws on any input; bad blocks are reported through `onProblem`.
+ */
+
+/** The start marker line of a block. */
+export const OUTPUT_START = '---GATED_OUTPUT_START---';
+/** The end marker line of a block. */
+export const OUTPUT_END = '---GATED_OUTPUT_END---';
+
+/** What one block held, once parsed as JSON. */
+export interface OutputBlock {
+  status: 'ok' | 'error';
+  result: string | null;
+  newSessionId?: string;
+  error?: string;
+}
+
+/** Why a block (or part of the stream) was not used. */
+export type ProblemKind = 'oversize' | 'invalid_json' | 'invalid_shape' | 'unterminated' | 'restarted';
+
+/** Counters of one stream, for logs and session_log. */
+export interface ParserStats {
+  blocks: number;
+  oversize: number;
+  invalidJson: number;
+  invalidShape: number;
+  unterminated: number;
+  restarted: number;
+  noiseBytes: number;
+}
+
+/** Callbacks and limits of a parser. */
+export interface ParserOptions {
+  /** Largest block body kept, in bytes (CONTRACT default 10 MiB). */
+  maxBlockBytes: number;
+  onBlock: (block: OutputBlock) => void;
+  onProblem?: (kind: ProblemKind, detail: string) => void;
+}
+
+/** A push parser: feed it chunks in order, then `end()`. */
+export interface OutputParser {
+  push(chunk: Buffer | string): void;
+  end(): void;
+  readonly stats: ParserStats;
+  /** Bytes held right now (the open line and block): stays within maxBlockBytes plus a marker's length. */
+  buffered(): number;
+}
+
+// The longest line outside a block worth keeping: a marker plus a little slack. Anything longer, once its
+// surrounding whitespace is gone, cannot be a marker.
+const MARKER_MAX = Math.max(OUTPUT_START.length, OUTPUT_END.length);
+const LINE_COMPACT_AT = 1024;
+
+function isSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === 0x0b || byte === 0x0c;
+}
+
+function trimBytes(buf: Buffer): Buffer {
+  let s = 0;
+  let e = buf.length;
+  while (s < e && isSpace(buf[s]!)) s++;
+  while (e > s && isSpace(buf[e - 1]!)) e--;
+  return buf.subarray(s, e);
+}
+
+function markerOf(line: Buffer): 'start' | 'end' | null {
+  const trimmed = trimBytes(line);
+  if (trimmed.length > MARKER_MAX) return null;
+  const text = trimmed.toString('latin1');
+  if (text === OUTPUT_START) return 'start';
+  if (text === OUTPUT_END) return 'end';
+  return null;
+}
+
+/** Checks the JSON shape of a block; returns a reason when it is not a usable block. */
+function toBlock(value: unknown): OutputBlock | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const v = value as Record<string, unknown>;
+  if (v.status !== 'ok' && v.status !== 'error') return `status must be "ok" or "error"`;
+  if (v.result !== undefined && v.result !== null && typeof v.result !== 'string') {
+    return 'result must be a string or null';
+  }
+  const block: OutputBlock = { status: v.status, result: typeof v.result === 'string' ? v.result : null };
+  if (typeof v.newSessionId === 'string' && v.newSessionId !== '') block.newSessionId = v.newSessionId;
+  if (typeof v.error === 'string') block.error = v.error;
+  return block;
+}
+
+/** Creates a parser for one agent's stdout. */
+export function createOutputParser(opts: ParserOptions): OutputParser {
+  const stats: ParserStats = {
+    blocks: 0,
+    oversize: 0,
+    invalidJson: 0,
+    invalidShape: 0,
+    unterminated: 0,
+    restarted: 0,
+    noiseBytes: 0,
+  };
+  const problem = (kind: ProblemKind, detail: string) => {
+    try {
+      opts.onProblem?.(kind, detail);
+    } catch {
+      // a reporting hook must never break the stream
+    }
+  };
+
+  let inBlock = false;
+  let oversize = false;
+  let body: Buffer[] = [];
+  let bodyBytes = 0;
+  // The current, unfinished line. Outside a block (or in a dropped oversize block) it is kept only while it
+  // could still be a marker; `lineIsNoise` then swallows the rest of it.
+  let line: Buffer[] = [];
+  let lineBytes = 0;
+  let lineIsNoise = false;
+
+  const keepsContent = () => inBlock && !oversize;
+
+  const openBlock = () => {
+    if (inBlock) {
+      stats.restarted++;
+      problem('restarted', 'START inside an open block: the unfinished block was discarded');
+    }
+    inBlock = true;
+    oversize = false;
+    body = [];
+    bodyBytes = 0;
+  };
+
+  const closeBlock = () => {
+    const wasOversize = oversize;
+    const raw = Buffer.concat(body).toString('utf8');
+    inBlock = false;
+    oversize = false;
+    body = [];
+    bodyBytes = 0;
+    if (wasOversize) {
+      stats.oversize++;
+      problem('oversize', `block larger than ${opts.maxBlockBytes} bytes discarded`);
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (err) {
+      stats.invalidJson++;
+      problem('invalid_json', (err as Error).message);
+      return;
+    }
+    const block = toBlock(parsed);
+    if (typeof block === 'string') {
+      stats.invalidShape++;
+      problem('invalid_shape', block);
+      return;
+    }
+    stats.blocks++;
+    try {
+      opts.onBlock(block);
+    } catch (err) {
+      problem('invalid_shape', `block handler failed: ${(err as Error).message}`);
+    }
+  };
+
+  const dropToOversize = () => {
+    oversize = true;
+    body = [];
+    bodyBytes = 0;
+  };
+
+  /** A whole line (without its `\n`) has arrived. */
+  const finishLine = (tail: Buffer) => {
+    const parts = lineIsNoise ? [] : [...line, tail];
+    const wasNoise = lineIsNoise;
+    line = [];
+    lineBytes = 0;
+    lineIsNoise = false;
+    if (wasNoise) return;
+    const full = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    const marker = markerOf(full);
+    if (marker === 'start') return openBlock();
+    if (marker === 'end') {
+      if (inBlock) closeBlock();
+      return;
+    }
+    if (!inBlock) {
+      stats.noiseBytes += full.length + 1;
+      return;
+    }
+    if (oversize) return;
+    if (bodyBytes + full.length + 1 > opts.maxBlockBytes) return dropToOversize();
+    // Copy: `full` may be a view into a large chunk that must not stay alive with the block.
+    body.push(Buffer.from(full), NEWLINE);
+    bodyBytes += full.length + 1;
+  };
+
+  /** Part of a line (no `\n` in it) has arrived. */
+  const growLine = (piece: Buffer) => {
+    if (lineIsNoise || piece.length === 0) return;
+    line.push(Buffer.from(piece));
+    lineBytes += piece.length;
+    if (keepsContent()) {
+      if (bodyBytes + lineBytes > opts.maxBlockBytes) {
+        // Too big to keep; from here on this line only matters if it is a marker, which it can be only
+        // after its whitespace is trimmed, so compact it like a noise line.
+        dropToOversize();
+        compactLine();
+      }
+      return;
+    }
+    if (lineBytes > LINE_COMPACT_AT) compactLine();
+  };
+
+  const compactLine = () => {
+    const trimmed = trimBytes(Buffer.concat(line));
+    if (trimmed.length > MARKER_MAX) {
+      if (!inBlock) stats.noiseBytes += lineBytes;
+      lineIsNoise = true;
+      line = [];
+      lineBytes = 0;
+      return;
+    }
+    // Markers are compared after trimming, so the trimmed text stands in for the whole line.
+    line = [Buffer.from(trimmed)];
+    lineBytes = trimmed.length;
+  };
+
+  return {
+    stats,
+    buffered: () => lineBytes + bodyBytes,
+    push(chunk) {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+      let from = 0;
+      for (;;) {
+        const nl = buf.indexOf(0x0a, from);
+        if (nl < 0) {
+          growLine(buf.subarray(from));
+          return;
+        }
+        finishLine(buf.subarray(from, nl));
+        from = nl + 1;
+      }
+    },
+    end() {
+      if (lineBytes > 0 || lineIsNoise) finishLine(Buffer.alloc(0));
+      if (inBlock) {
+        stats.unterminated++;
+        problem('unterminated', 'stream ended inside a block');
+        inBlock = false;
+        oversize = false;
+        body = [];
+        bodyBytes = 0;
+      }
+    },
+  };
+}
+
+const NEWLINE = Buffer.from('\n');

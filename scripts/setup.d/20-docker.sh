@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Docker engine (Debian docker.io) that the docker runtime's tests start on their own socket
+# (test/infra/dockerd.ts). Idempotent: does nothing when dockerd is already present. No service is started
+# here; the tests start and stop their own dockerd.
+set -euo pipefail
+
+if command -v dockerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1; then
+  exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if [ "$(id -u)" -ne 0 ]; then
+  echo "20-docker.sh: root is needed to install docker.io" >&2
+  exit 1
+fi
+# Other setup scripts may run apt at the same moment: wait for dpkg's lock instead of failing.
+apt_opts=(-o DPkg::Lock::Timeout=600)
+apt-get "${apt_opts[@]}" update -qq
+apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends docker.io >/dev/null
+command -v dockerd >/dev/null
+echo "20-docker.sh: docker.io installed ($(dockerd --version))"
