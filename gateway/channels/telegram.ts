@@ -1,0 +1,197 @@
+import { Telegram, TelegramError } from 'telegraf';
+import type { Update } from 'telegraf/types';
+import { coerceError, DeliveryError } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
+import { parseJid, type Jid } from '../../core/types.js';
+import { abortableSleep, backoffDelay, type Sleep } from '../outbound/retry.js';
+import type { Db } from '../store/db.js';
+import { getState, setState } from '../store/state.js';
+import type { Channel, InboundSink, SendPart } from './channel.js';
+import { ALLOWED_UPDATES, messageIdOf, updateToInbound, type TelegramBotIdentity } from './telegram-map.js';
+
+/** router_state key of the next update id to ask for. */
+export const TELEGRAM_OFFSET_KEY = 'telegram.offset';
+
+/** What the Telegram channel needs. */
+export interface TelegramChannelOptions {
+  token: string;
+  /** Bot API base (TELEGRAM_API_ROOT); default https://api.telegram.org. */
+  apiRoot?: string;
+  /** Where the update offset is kept (router_state). */
+  db: Db;
+  log: Logger;
+  /** Long-poll hold in seconds. Default 30. */
+  pollTimeoutS?: number;
+  /** Waits between failed polls (tests inject it). */
+  sleep?: Sleep;
+}
+
+/**
+ * Telegram through telegraf's Bot API client, by long polling. The poll loop is ours rather than
+ * `bot.launch()`: it persists the offset in router_state after each batch is stored, so a restart neither
+ * replays nor skips (an update replayed after a crash mid-batch is caught by the platform_msg_id dedup), and
+ * it stops cleanly by aborting the held request.
+ *
+ * Groups, supergroups and DMs are `telegram:<chat id>`; a forum topic's thread id is the row's topic and
+ * replies go back to that thread. In groups with privacy mode on, Telegram shows the bot only commands,
+ * mentions and replies to it (see docs/CHANNELS.md).
+ */
+export class TelegramChannel implements Channel {
+  readonly platform = 'telegram';
+  readonly limit = 4096;
+  readonly limitUnit = 'chars' as const;
+  private readonly telegram: Telegram;
+  private readonly log: Logger;
+  private readonly sleep: Sleep;
+  private bot: TelegramBotIdentity | undefined;
+  private abort = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly opts: TelegramChannelOptions) {
+    // An apiRoot with a path must end in '/': telegraf resolves `./bot<token>/<method>` against it.
+    const apiRoot = opts.apiRoot && !opts.apiRoot.endsWith('/') ? `${opts.apiRoot}/` : opts.apiRoot;
+    this.telegram = new Telegram(opts.token, apiRoot ? { apiRoot } : {});
+    this.log = opts.log;
+    this.sleep = opts.sleep ?? abortableSleep;
+  }
+
+  /** The bot's identity once started. */
+  get identity(): TelegramBotIdentity | undefined {
+    return this.bot;
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    if (this.loop) return;
+    const me = await this.telegram.getMe();
+    this.bot = { id: me.id, username: me.username };
+    // getUpdates answers 409 while a webhook is set; pending updates are kept.
+    await this.telegram.callApi('deleteWebhook', { drop_pending_updates: false });
+    this.abort = new AbortController();
+    this.loop = this.poll(sink, this.bot);
+    this.log.info({ bot: me.username }, 'telegram polling');
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  private async poll(sink: InboundSink, bot: TelegramBotIdentity): Promise<void> {
+    const signal = this.abort.signal;
+    let offset = Number(getState(this.opts.db, TELEGRAM_OFFSET_KEY) ?? 0);
+    let saved = offset;
+    let failures = 0;
+    while (!signal.aborted) {
+      let updates: Update[];
+      try {
+        updates = await this.telegram.callApi(
+          'getUpdates',
+          { offset, timeout: this.opts.pollTimeoutS ?? 30, allowed_updates: [...ALLOWED_UPDATES] },
+          // telegraf types the signal with an AbortController shim; node-fetch takes Node's own.
+          { signal: signal as never },
+        );
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        const wait = this.pollErrorWait(err, ++failures);
+        if (wait === undefined) return;
+        await this.sleep(wait, signal);
+        continue;
+      }
+      try {
+        for (const u of updates) {
+          this.store(u, bot, sink);
+          offset = u.update_id + 1;
+        }
+      } catch (err) {
+        // The store failed (database locked, disk full): keep the offset at the update that failed, so it
+        // is asked for again after a pause instead of being skipped.
+        this.log.error({ err: coerceError(err).message, offset }, 'telegram update not stored; retrying');
+        await this.sleep(backoffDelay(++failures), signal);
+      } finally {
+        if (offset !== saved) setState(this.opts.db, TELEGRAM_OFFSET_KEY, String((saved = offset)));
+      }
+    }
+  }
+
+  private store(u: Update, bot: TelegramBotIdentity, sink: InboundSink): void {
+    let msg;
+    try {
+      msg = updateToInbound(u, bot);
+    } catch (err) {
+      // An update shape we do not understand must not stall the chat behind it.
+      this.log.warn({ update: u.update_id, err: coerceError(err).message }, 'telegram update skipped');
+      return;
+    }
+    if (msg) sink(msg);
+  }
+
+  /** How long to wait after a failed getUpdates, or undefined when polling cannot go on. */
+  private pollErrorWait(err: unknown, failures: number): number | undefined {
+    if (err instanceof TelegramError) {
+      if (err.code === 401 || err.code === 404) {
+        this.log.error({ code: err.code }, 'telegram refused the bot token; polling stopped');
+        return undefined;
+      }
+      if (err.code === 429) return (err.parameters?.retry_after ?? 1) * 1000;
+      if (err.code === 409) this.log.warn('telegram: another getUpdates or a webhook is active for this bot');
+    }
+    const wait = backoffDelay(failures, { baseMs: 1000, maxMs: 30_000 });
+    this.log.warn({ err: coerceError(err).message, waitMs: wait }, 'telegram poll failed');
+    return wait;
+  }
+
+  async send(part: SendPart): Promise<string | null> {
+    const chatId = roomOf(part.chatJid);
+    const replyTo = part.part === 0 ? messageIdOf(part.replyTo) : undefined;
+    const thread = Number(part.topic);
+    const extra = {
+      // The General topic (id 1) must not be named when sending.
+      ...(Number.isInteger(thread) && thread > 1 ? { message_thread_id: thread } : {}),
+      ...(replyTo !== undefined
+        ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
+        : {}),
+    };
+    try {
+      const sent = await this.telegram.sendMessage(chatId, part.text, extra);
+      return String(sent.message_id);
+    } catch (err) {
+      throw toDeliveryError(err);
+    }
+  }
+
+  async typing(chatJid: Jid, on: boolean): Promise<void> {
+    if (!on) return; // Telegram's typing status ends by itself after 5 s or with the next message.
+    try {
+      await this.telegram.sendChatAction(roomOf(chatJid), 'typing');
+    } catch (err) {
+      this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'telegram typing failed');
+    }
+  }
+}
+
+function roomOf(chatJid: Jid): string {
+  const { platform, room } = parseJid(chatJid);
+  if (platform !== 'telegram' || room === '')
+    throw new DeliveryError('permanent', `not a telegram chat: ${chatJid}`);
+  return room;
+}
+
+/**
+ * Sorts a failed Bot API call: 429 waits retry_after; 5xx and network errors are transient; 401 is
+ * transient too (a revoked token is the operator's to fix, the reply is not at fault); other 4xx (400 bad
+ * request, 403 bot kicked or blocked) are permanent.
+ */
+export function toDeliveryError(err: unknown): DeliveryError {
+  if (err instanceof DeliveryError) return err;
+  if (err instanceof TelegramError) {
+    const code = err.code;
+    const msg = `${code}: ${err.description}`;
+    if (code === 429)
+      return new DeliveryError('rate_limited', msg, (err.parameters?.retry_after ?? 1) * 1000, code);
+    if (code >= 500 || code === 401) return new DeliveryError('transient', msg, undefined, code);
+    return new DeliveryError('permanent', msg, undefined, code);
+  }
+  return new DeliveryError('transient', coerceError(err).message);
+}

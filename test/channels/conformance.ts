@@ -1,0 +1,281 @@
+/**
+ * The one conformance suite every channel passes (Telegram, Discord, local here; Bluesky calls it from
+ * test/channels/bluesky.test.ts). Each channel's test file calls `channelConformance(name, makeHarness)`.
+ *
+ * A harness wraps the real channel and the real (local) platform behind it: the suite injects platform
+ * events through the harness, stores them with the real insertInbound into a fresh SQLite database, and
+ * delivers outbound rows with the real createDelivery, then asks the harness what the platform received.
+ * Delivery waits go through a recording sleep that returns at once, so retry_after and backoff are
+ * asserted as numbers instead of being slept through.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DeliveryError } from '../../core/errors.js';
+import { silentLogger } from '../../core/log.js';
+import type { Jid } from '../../core/types.js';
+import type { Channel, InboundSink } from '../../gateway/channels/channel.js';
+import { createDelivery, type Delivery } from '../../gateway/outbound/delivery.js';
+import { measure } from '../../gateway/outbound/split.js';
+import type { Db } from '../../gateway/store/db.js';
+import { insertOutbound } from '../../gateway/store/messages.js';
+import { freshDb } from '../helpers/db.js';
+import { manualSleep } from '../outbound/script-channel.js';
+import { inboundRows, recordingSink } from './sink.js';
+
+/** A refusal the platform can be told to answer the next sends with. */
+export type ConformanceFault = 'rate_limited' | 'server_error' | 'forbidden';
+
+/** What the stored row of an injected event must say (chat_jid is the harness' jid). */
+export interface ExpectedInbound {
+  sender: string;
+  verb: string;
+  platform_msg_id: string | null;
+  content: string;
+}
+
+/** One message the platform accepted from the bot. */
+export interface ReceivedMessage {
+  text: string;
+  /** The platform id the message answers (reply target / thread parent), or null. */
+  replyTo: string | null;
+}
+
+/**
+ * The platform side of a channel under test. Everything is real: the harness starts the platform's local
+ * server (or stream) in `makeHarness` and stops it in `close`.
+ */
+export interface ChannelHarness {
+  /** The chat the suite talks in. */
+  readonly jid: Jid;
+  /**
+   * A new, unstarted channel talking to the platform, storing its state (cursors) in `db`. Called a second
+   * time with a reopened database to simulate a restart.
+   */
+  makeChannel(db: Db): Channel;
+  /** A user writes `text` in the chat. Resolves with what the stored row must say. */
+  inject(text: string): Promise<ExpectedInbound>;
+  /**
+   * The platform delivers the last injected event again (as after a lost confirmation). Absent only where
+   * the platform has no event ids to redeliver (the local terminal).
+   */
+  redeliverLast?(): Promise<void>;
+  /** Messages the platform accepted in the chat, oldest first. */
+  received(): ReceivedMessage[];
+  /** The next `n` sends are refused with `fault` (one of the capabilities' faults). */
+  failNext(fault: ConformanceFault, n: number): void;
+  /** The wait, in ms, that the platform's rate-limit fault announces. */
+  readonly retryAfterMs: number;
+  /** Stops the platform side. */
+  close(): Promise<void>;
+}
+
+/** Builds a harness for one test (a fresh platform state every time). */
+export type MakeHarness = () => Promise<ChannelHarness>;
+
+/**
+ * What the platform can do at all. A terminal has no event ids to redeliver and no rate limits or 5xx:
+ * the tests of what a platform cannot do are not registered. Default: everything.
+ */
+export interface Capabilities {
+  redelivery: boolean;
+  faults: readonly ConformanceFault[];
+}
+
+const ALL: Capabilities = { redelivery: true, faults: ['rate_limited', 'server_error', 'forbidden'] };
+
+function outRow(db: Db, id: number) {
+  return db
+    .prepare('SELECT delivery, delivery_attempts, delivery_error, parts_sent FROM messages WHERE id = ?')
+    .get(id) as {
+    delivery: string;
+    delivery_attempts: number;
+    delivery_error: string | null;
+    parts_sent: number;
+  };
+}
+
+/** A reply of about 2.5 limits made of paragraphs, so it splits into three parts. */
+function longReply(channel: Channel): string {
+  const paras: string[] = [];
+  for (let i = 0; measure(paras.join('\n\n'), channel.limitUnit) < channel.limit * 2.5; i += 1) {
+    paras.push(`Paragraph ${i}: ${'lorem ipsum dolor sit amet '.repeat(3).trim()}.`);
+  }
+  return paras.join('\n\n');
+}
+
+const squash = (s: string) => s.replace(/\s+/g, '');
+
+/** Registers the conformance suite for one channel. */
+export function channelConformance(name: string, makeHarness: MakeHarness, caps: Capabilities = ALL): void {
+  describe(`${name} channel conformance`, () => {
+    const cleanups: Array<() => Promise<unknown>> = [];
+    afterEach(async () => {
+      while (cleanups.length) await cleanups.pop()!();
+    });
+
+    async function setup() {
+      const h = await makeHarness();
+      cleanups.push(() => h.close());
+      const { db, reopen } = freshDb();
+      const rec = recordingSink(db);
+      const channel = await startChannel(h, db, rec.sink);
+      return { h, db, reopen, rec, channel };
+    }
+
+    async function startChannel(h: ChannelHarness, db: Db, sink: InboundSink): Promise<Channel> {
+      const channel = h.makeChannel(db);
+      await channel.start(sink);
+      cleanups.push(() => channel.stop());
+      return channel;
+    }
+
+    function deliver(db: Db, channel: Channel) {
+      const waits = manualSleep(true);
+      const d: Delivery = createDelivery({
+        db,
+        channels: [channel],
+        log: silentLogger(),
+        pollMs: 0,
+        sleep: waits.sleep,
+      });
+      cleanups.push(() => d.stop());
+      d.start();
+      return { d, waits };
+    }
+
+    it('stores an inbound text as a row with the right jid, sender, verb and platform_msg_id', async () => {
+      const { h, db, rec } = await setup();
+      const expected = await h.inject('hello there');
+      await rec.waitCalls(1);
+      const rows = inboundRows(db);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ chat_jid: h.jid, ...expected });
+      expect(expected.content).toBe('hello there');
+    });
+
+    it('stores two events with equal text as two rows', async () => {
+      const { h, db, rec } = await setup();
+      await h.inject('same words');
+      await h.inject('same words');
+      await rec.waitCalls(2);
+      expect(inboundRows(db).map((r) => r.content)).toEqual(['same words', 'same words']);
+    });
+
+    if (caps.redelivery) {
+      it('stores the same platform event delivered twice once', async () => {
+        const { h, db, rec } = await setup();
+        expect(h.redeliverLast, 'the harness must implement redeliverLast').toBeDefined();
+        const expected = await h.inject('only once');
+        await rec.waitCalls(1);
+        await h.redeliverLast!();
+        await rec.waitCalls(2);
+        const rows = inboundRows(db);
+        expect(rows).toHaveLength(1);
+        expect(rows[0]).toMatchObject({ chat_jid: h.jid, ...expected });
+      });
+    }
+
+    it('delivers a reply split at the platform limit, answering the inbound message', async () => {
+      const { h, db, rec, channel } = await setup();
+      const expected = await h.inject('please answer at length');
+      await rec.waitCalls(1);
+      const content = longReply(channel);
+      const id = insertOutbound(db, {
+        chat_jid: h.jid,
+        content,
+        kind: 'reply',
+        reply_to: expected.platform_msg_id,
+      });
+      const { d } = deliver(db, channel);
+      await d.idle();
+      const got = h.received();
+      expect(got.length).toBe(3);
+      for (const m of got) expect(measure(m.text, channel.limitUnit)).toBeLessThanOrEqual(channel.limit);
+      expect(squash(got.map((m) => m.text).join(''))).toBe(squash(content));
+      if (expected.platform_msg_id !== null) expect(got[0]!.replyTo).toBe(expected.platform_msg_id);
+      expect(outRow(db, id)).toMatchObject({ delivery: 'sent', parts_sent: 3, delivery_attempts: 0 });
+    });
+
+    it('resumes a split reply after a restart and delivers the rest exactly once', async () => {
+      const { h, db, reopen, channel } = await setup();
+      const content = longReply(channel);
+      const id = insertOutbound(db, { chat_jid: h.jid, content, kind: 'reply' });
+      // The first process gets part 0 out, then dies before part 1 (a send that never happens).
+      const crashing: Channel = {
+        platform: channel.platform,
+        limit: channel.limit,
+        limitUnit: channel.limitUnit,
+        start: () => channel.start(() => null),
+        stop: () => channel.stop(),
+        send: (p) =>
+          p.part === 0 ? channel.send(p) : Promise.reject(new DeliveryError('transient', 'process killed')),
+      };
+      const first = deliver(db, crashing);
+      await first.waits.waitedTimes(1);
+      await first.d.stop();
+      expect(outRow(db, id).parts_sent).toBe(1);
+      expect(h.received()).toHaveLength(1);
+
+      await channel.stop();
+      const db2 = reopen();
+      const restarted = await startChannel(h, db2, recordingSink(db2).sink);
+      const second = deliver(db2, restarted);
+      await second.d.idle();
+      const texts = h.received().map((m) => m.text);
+      expect(texts).toHaveLength(3);
+      expect(new Set(texts).size).toBe(3);
+      expect(squash(texts.join(''))).toBe(squash(content));
+      expect(outRow(db2, id)).toMatchObject({ delivery: 'sent', parts_sent: 3 });
+    });
+
+    const faultTest = (fault: ConformanceFault, title: string, body: (s: FaultCtx) => Promise<void>) => {
+      if (caps.faults.includes(fault)) it(title, async () => body(await setup()));
+    };
+    type FaultCtx = Awaited<ReturnType<typeof setup>>;
+
+    faultTest(
+      'rate_limited',
+      'waits retry_after on a 429, then delivers once',
+      async ({ h, db, channel }) => {
+        const id = insertOutbound(db, { chat_jid: h.jid, content: 'after the rate limit', kind: 'reply' });
+        h.failNext('rate_limited', 1);
+        const { d, waits } = deliver(db, channel);
+        await d.idle();
+        expect(waits.waits).toHaveLength(1);
+        expect(waits.waits[0]!.ms).toBeGreaterThanOrEqual(h.retryAfterMs);
+        expect(waits.waits[0]!.ms).toBeLessThan(h.retryAfterMs + 1000);
+        expect(h.received().map((m) => m.text)).toEqual(['after the rate limit']);
+        expect(outRow(db, id)).toMatchObject({ delivery: 'sent', delivery_attempts: 1 });
+      },
+    );
+
+    faultTest(
+      'server_error',
+      'retries a 5xx with backoff, then delivers once',
+      async ({ h, db, channel }) => {
+        const id = insertOutbound(db, { chat_jid: h.jid, content: 'after two errors', kind: 'reply' });
+        h.failNext('server_error', 2);
+        const { d, waits } = deliver(db, channel);
+        await d.idle();
+        expect(waits.waits).toHaveLength(2);
+        expect(h.received().map((m) => m.text)).toEqual(['after two errors']);
+        expect(outRow(db, id)).toMatchObject({ delivery: 'sent', delivery_attempts: 2 });
+      },
+    );
+
+    faultTest(
+      'forbidden',
+      'records a 403 as a permanent failure, without retrying',
+      async ({ h, db, channel }) => {
+        const id = insertOutbound(db, { chat_jid: h.jid, content: 'nobody will see this', kind: 'reply' });
+        h.failNext('forbidden', 1);
+        const { d, waits } = deliver(db, channel);
+        await d.idle();
+        expect(waits.waits).toHaveLength(0);
+        expect(h.received()).toEqual([]);
+        const row = outRow(db, id);
+        expect(row).toMatchObject({ delivery: 'failed', delivery_attempts: 1 });
+        expect(row.delivery_error).toBeTruthy();
+      },
+    );
+  });
+}

@@ -1,0 +1,90 @@
+/** The terminal channel (`gated chat`): lines from a readable in, replies to a writable out. */
+import { userInfo } from 'node:os';
+import { PassThrough, Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { DeliveryError } from '../../core/errors.js';
+import { LocalChannel } from '../../gateway/channels/local.js';
+import { freshDb } from '../helpers/db.js';
+import { channelConformance } from './conformance.js';
+import { inboundRows, recordingSink } from './sink.js';
+
+/** A terminal: what the user types goes into `input`; `lines` collects what the channel wrote. */
+function terminal() {
+  const input = new PassThrough();
+  const lines: string[] = [];
+  let refuse = 0;
+  const output = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      if (refuse > 0) {
+        refuse -= 1;
+        return cb(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+      }
+      lines.push(chunk.toString('utf8'));
+      cb();
+    },
+  });
+  return { input, output, lines, refuseNext: (n: number) => (refuse += n) };
+}
+
+channelConformance(
+  'local',
+  async () => {
+    const t = terminal();
+    return {
+      jid: 'local:demo',
+      makeChannel: () =>
+        new LocalChannel({ folder: 'demo', input: t.input, output: t.output, sender: 'tester' }),
+      async inject(text) {
+        t.input.write(`${text}\n`);
+        return { sender: 'tester', verb: 'message', platform_msg_id: null, content: text };
+      },
+      received: () => t.lines.map((l) => ({ text: l.replace(/\n$/, ''), replyTo: null })),
+      failNext: (_fault, n) => t.refuseNext(n),
+      retryAfterMs: 0,
+      close: async () => {
+        t.input.end();
+      },
+    };
+  },
+  // A terminal has no event ids to redeliver and no rate limits or server errors; a failed write is final.
+  { redelivery: false, faults: ['forbidden'] },
+);
+
+describe('local channel', () => {
+  it('stores trimmed non-empty lines as the operating-system user and skips blank ones', async () => {
+    const { db } = freshDb();
+    const t = terminal();
+    const rec = recordingSink(db);
+    const ch = new LocalChannel({ folder: 'krons/content', input: t.input, output: t.output });
+    await ch.start(rec.sink);
+    t.input.write('  hello  \n\n   \r\nsecond line\r\n');
+    await rec.waitCalls(2);
+    await ch.stop();
+    const me = userInfo().username;
+    expect(inboundRows(db)).toMatchObject([
+      { chat_jid: 'local:krons/content', sender: me, sender_name: me, content: 'hello', verb: 'message' },
+      { chat_jid: 'local:krons/content', content: 'second line' },
+    ]);
+  });
+
+  it('writes a reply as a line, keeps other chats for their own terminal, and fails once output is gone', async () => {
+    const t = terminal();
+    const ch = new LocalChannel({ folder: 'demo', input: t.input, output: t.output });
+    const part = {
+      messageId: 1,
+      chatJid: 'local:demo',
+      text: 'hi there',
+      part: 0,
+      replyTo: null,
+      topic: '',
+      previousPartId: null,
+    };
+    await expect(ch.send(part)).resolves.toBeNull();
+    expect(t.lines).toEqual(['hi there\n']);
+    const other = await ch.send({ ...part, chatJid: 'local:other' }).catch((e: DeliveryError) => e);
+    expect(other).toMatchObject({ failure: 'transient' });
+    t.output.end();
+    const closed = await ch.send(part).catch((e: DeliveryError) => e);
+    expect(closed).toMatchObject({ failure: 'permanent' });
+  });
+});

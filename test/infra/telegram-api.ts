@@ -1,0 +1,324 @@
+/**
+ * A small Telegram Bot API server on 127.0.0.1 that telegraf talks to, for tests: `POST /bot<token>/<method>`
+ * with JSON in and `{ok, result}` or `{ok:false, error_code, description, parameters}` out, as the real API.
+ *
+ * It keeps updates the way Telegram does: getUpdates returns those at or above `offset`, holds an empty
+ * answer up to `timeout` seconds, drops everything below `offset` (confirmation) and answers 409 to a long
+ * poll that a newer getUpdates replaced. Tests inject messages, edits, reactions and joins, read what the
+ * bot sent, and make the next sends fail with 429 (retry_after), 5xx or 403.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Chat, Message, MessageEntity, Update, User } from 'telegraf/types';
+
+/** A failure the next calls of a method answer with. */
+export type TelegramFault =
+  | { status: 429; retryAfterS: number }
+  | { status: 500 | 502 | 503 }
+  | { status: 400 | 403; description?: string };
+
+/** One message the bot sent (sendMessage), as the server stored it. */
+export interface SentMessage {
+  chat_id: number;
+  message_id: number;
+  text: string;
+  reply_to_message_id: number | undefined;
+  message_thread_id: number | undefined;
+}
+
+/** What a test says about an injected user message. */
+export interface InjectMessage {
+  chat: Chat;
+  from: User;
+  text: string;
+  entities?: MessageEntity[];
+  /** Reply to this message id of the chat. */
+  replyTo?: number;
+  /** Forum topic: the thread id (the topic's creation message id). */
+  thread?: number;
+}
+
+interface Poll {
+  offset: number;
+  limit: number;
+  res: ServerResponse;
+  timer: NodeJS.Timeout;
+}
+
+type Json = Record<string, unknown>;
+
+/** The running server; `close()` stops it and cuts every open connection. */
+export class TelegramApiServer {
+  readonly sent: SentMessage[] = [];
+  /** Every method called, in order (with its JSON payload). */
+  readonly calls: Array<{ method: string; payload: Json }> = [];
+  /** Keep confirmed updates (simulates a crash before the confirming getUpdates reached Telegram). */
+  retainConfirmed = false;
+  /** The update injected last. */
+  lastUpdate: Update | undefined;
+  private updates: Update[] = [];
+  private nextUpdateId = 1000;
+  private readonly messages = new Map<number, Map<number, Message>>();
+  private readonly chats = new Map<number, Chat>();
+  private readonly faults = new Map<string, TelegramFault[]>();
+  private poll: Poll | undefined;
+  private pollWaiters: Array<() => void> = [];
+  private sentWaiters: Array<() => void> = [];
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly token: string,
+    readonly bot: User,
+  ) {}
+
+  /** Starts a server for `token` on a free loopback port. */
+  static async start(token = '123456:TEST-token', bot: Partial<User> = {}): Promise<TelegramApiServer> {
+    const me: User = { id: 123456, is_bot: true, first_name: 'Gated', username: 'gated_test_bot', ...bot };
+    let api!: TelegramApiServer;
+    const server = createServer((req, res) => void api.handle(req, res));
+    api = new TelegramApiServer(server, token, me);
+    server.on('connection', (s) => {
+      api.sockets.add(s);
+      s.on('close', () => api.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    return api;
+  }
+
+  /** The apiRoot for telegraf (`TELEGRAM_API_ROOT`). */
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Queues a raw update (its update_id assigned here) and answers a waiting long poll. */
+  inject(update: Omit<Update, 'update_id'>): Update {
+    const full = { ...update, update_id: this.nextUpdateId++ } as Update;
+    this.updates.push(full);
+    this.lastUpdate = full;
+    this.flushPoll();
+    return full;
+  }
+
+  /** Injects a user message; returns the message as the bot will see it. */
+  message(m: InjectMessage): Message.TextMessage {
+    this.addChat(m.chat);
+    const chatMsgs = this.chatMessages(m.chat.id);
+    const message_id = this.nextMessageId(m.chat.id);
+    const msg: Json = {
+      message_id,
+      date: Math.floor(Date.now() / 1000),
+      chat: m.chat,
+      from: m.from,
+      text: m.text,
+    };
+    if (m.entities) msg.entities = m.entities;
+    if (m.thread !== undefined) Object.assign(msg, { message_thread_id: m.thread, is_topic_message: true });
+    const replied = m.replyTo ?? m.thread;
+    if (replied !== undefined && chatMsgs.has(replied)) msg.reply_to_message = chatMsgs.get(replied);
+    chatMsgs.set(message_id, msg as unknown as Message);
+    this.inject({ message: msg } as unknown as Omit<Update, 'update_id'>);
+    return msg as unknown as Message.TextMessage;
+  }
+
+  /** Injects the same message again as a new update, as Telegram does when a confirmation was lost. */
+  redeliver(update: Update): Update {
+    const { update_id: _, ...rest } = update;
+    return this.inject(rest);
+  }
+
+  /** Stores a service message (e.g. a forum topic's creation) without an update; returns its id. */
+  serviceMessage(chat: Chat, from: User, fields: Json): number {
+    this.addChat(chat);
+    const message_id = this.nextMessageId(chat.id);
+    const msg = { message_id, date: Math.floor(Date.now() / 1000), chat, from, ...fields };
+    this.chatMessages(chat.id).set(message_id, msg as unknown as Message);
+    return message_id;
+  }
+
+  /** The next `n` calls of `method` fail with `fault`. */
+  failNext(method: string, fault: TelegramFault, n = 1): void {
+    const list = this.faults.get(method) ?? [];
+    for (let i = 0; i < n; i += 1) list.push(fault);
+    this.faults.set(method, list);
+  }
+
+  /** Resolves when a getUpdates is parked waiting for updates (the bot is polling). */
+  waitForPoll(): Promise<void> {
+    if (this.poll) return Promise.resolve();
+    return new Promise((resolve) => this.pollWaiters.push(resolve));
+  }
+
+  /** Resolves once at least `n` messages were sent. */
+  async waitForSent(n: number): Promise<SentMessage[]> {
+    while (this.sent.length < n) await new Promise<void>((resolve) => this.sentWaiters.push(resolve));
+    return this.sent;
+  }
+
+  /** Number of calls of `method` so far. */
+  count(method: string): number {
+    return this.calls.filter((c) => c.method === method).length;
+  }
+
+  async close(): Promise<void> {
+    if (this.poll) clearTimeout(this.poll.timer);
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Makes a chat known (the bot can send to it) without a message in it. */
+  addChat(chat: Chat): void {
+    this.chats.set(chat.id, chat);
+  }
+
+  private chatMessages(chatId: number): Map<number, Message> {
+    let m = this.messages.get(chatId);
+    if (!m) this.messages.set(chatId, (m = new Map()));
+    return m;
+  }
+
+  private nextMessageId(chatId: number): number {
+    return this.chatMessages(chatId).size + 1;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const m = /^\/bot([^/]+)\/(\w+)$/.exec(req.url ?? '');
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (!m) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    if (m[1] !== this.token)
+      return reply(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
+    const method = m[2]!;
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const payload = (raw ? JSON.parse(raw) : {}) as Json;
+    this.calls.push({ method, payload });
+    const fault = this.faults.get(method)?.shift();
+    if (fault) return this.fail(res, fault);
+    switch (method) {
+      case 'getMe':
+        return ok(res, this.bot);
+      case 'deleteWebhook':
+      case 'sendChatAction':
+      case 'setMyCommands':
+        return ok(res, true);
+      case 'getUpdates':
+        return this.getUpdates(payload, res);
+      case 'sendMessage':
+        return this.sendMessage(payload, res);
+      default:
+        return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found: method not found' });
+    }
+  }
+
+  private fail(res: ServerResponse, f: TelegramFault): void {
+    if (f.status === 429) {
+      const d = `Too Many Requests: retry after ${f.retryAfterS}`;
+      return reply(res, 429, {
+        ok: false,
+        error_code: 429,
+        description: d,
+        parameters: { retry_after: f.retryAfterS },
+      });
+    }
+    if (f.status >= 500)
+      return reply(res, f.status, { ok: false, error_code: f.status, description: 'Bad Gateway' });
+    const d =
+      'description' in f && f.description ? f.description : 'Forbidden: bot was kicked from the group chat';
+    reply(res, f.status, { ok: false, error_code: f.status, description: d });
+  }
+
+  private getUpdates(p: Json, res: ServerResponse): void {
+    const offset = typeof p.offset === 'number' ? p.offset : 0;
+    const limit = typeof p.limit === 'number' ? p.limit : 100;
+    if (!this.retainConfirmed) this.updates = this.updates.filter((u) => u.update_id >= offset);
+    if (this.poll) {
+      // Telegram answers the older of two concurrent long polls with 409.
+      const old = this.poll;
+      this.poll = undefined;
+      clearTimeout(old.timer);
+      const d = 'Conflict: terminated by other getUpdates request';
+      reply(old.res, 409, { ok: false, error_code: 409, description: d });
+    }
+    const ready = this.pending(offset, limit);
+    const timeoutS = typeof p.timeout === 'number' ? p.timeout : 0;
+    if (ready.length > 0 || timeoutS <= 0) return ok(res, ready);
+    const poll: Poll = {
+      offset,
+      limit,
+      res,
+      timer: setTimeout(() => this.answerPoll(poll), timeoutS * 1000),
+    };
+    this.poll = poll;
+    res.on('close', () => {
+      if (this.poll === poll) {
+        clearTimeout(poll.timer);
+        this.poll = undefined;
+      }
+    });
+    for (const w of this.pollWaiters.splice(0)) w();
+  }
+
+  private pending(offset: number, limit: number): Update[] {
+    return this.updates.filter((u) => u.update_id >= offset).slice(0, limit);
+  }
+
+  private answerPoll(poll: Poll): void {
+    if (this.poll !== poll) return;
+    this.poll = undefined;
+    clearTimeout(poll.timer);
+    ok(poll.res, this.pending(poll.offset, poll.limit));
+  }
+
+  private flushPoll(): void {
+    if (this.poll && this.pending(this.poll.offset, 1).length > 0) this.answerPoll(this.poll);
+  }
+
+  private sendMessage(p: Json, res: ServerResponse): void {
+    const chatId = Number(p.chat_id);
+    const text = typeof p.text === 'string' ? p.text : '';
+    const bad = (d: string) =>
+      reply(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${d}` });
+    const chat = this.chats.get(chatId);
+    if (!chat) return bad('chat not found');
+    if (text.trim() === '') return bad('message text is empty');
+    if (text.length > 4096) return bad('message is too long');
+    const thread = typeof p.message_thread_id === 'number' ? p.message_thread_id : undefined;
+    const chatMsgs = this.chatMessages(chatId);
+    // The General topic (id 1) cannot be addressed by id; other threads must exist.
+    if (thread !== undefined && (thread === 1 || !chatMsgs.has(thread)))
+      return bad('message thread not found');
+    const rp = p.reply_parameters as
+      { message_id?: number; allow_sending_without_reply?: boolean } | undefined;
+    const replyTo = rp?.message_id ?? (p.reply_to_message_id as number | undefined);
+    if (replyTo !== undefined && !chatMsgs.has(replyTo) && !rp?.allow_sending_without_reply) {
+      return bad('message to be replied not found');
+    }
+    const message_id = this.nextMessageId(chatId);
+    const msg = { message_id, date: Math.floor(Date.now() / 1000), chat, from: this.bot, text };
+    if (thread !== undefined) Object.assign(msg, { message_thread_id: thread, is_topic_message: true });
+    chatMsgs.set(message_id, msg as unknown as Message);
+    this.sent.push({
+      chat_id: chatId,
+      message_id,
+      text,
+      reply_to_message_id: replyTo,
+      message_thread_id: thread,
+    });
+    for (const w of this.sentWaiters.splice(0)) w();
+    ok(res, msg);
+  }
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  if (res.writableEnded || res.destroyed) return;
+  const data = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) });
+  res.end(data);
+}
+
+function ok(res: ServerResponse, result: unknown): void {
+  reply(res, 200, { ok: true, result });
+}
