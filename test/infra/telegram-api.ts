@@ -75,9 +75,9 @@ export class TelegramApiServer {
   /** Starts a server for `token` on a free loopback port. */
   static async start(token = '123456:TEST-token', bot: Partial<User> = {}): Promise<TelegramApiServer> {
     const me: User = { id: 123456, is_bot: true, first_name: 'Gated', username: 'gated_test_bot', ...bot };
-    let api!: TelegramApiServer;
-    const server = createServer((req, res) => void api.handle(req, res));
-    api = new TelegramApiServer(server, token, me);
+    const server = createServer();
+    const api = new TelegramApiServer(server, token, me);
+    server.on('request', (req, res) => void api.handle(req, res));
     server.on('connection', (s) => {
       api.sockets.add(s);
       s.on('close', () => api.sockets.delete(s));
