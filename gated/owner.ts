@@ -6,6 +6,8 @@ import { getState, setState } from '../gateway/store/state.js';
 
 /** Who runs the gateway on a database: one `gated run` at a time may own it. */
 export interface Owner {
+  /** Random per process start: two gateways in one process are two owners too. */
+  token: string;
   pid: number;
   host: string;
   started: string;
@@ -16,13 +18,25 @@ const KEY = 'owner';
 /** A heartbeat older than this means the owner is gone (crashed or killed). */
 export const OWNER_STALE_MS = 15_000;
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** The live owner of the database, if any (a stale heartbeat does not count). */
 export function liveOwner(db: Db, now = Date.now()): Owner | undefined {
   const raw = getState(db, KEY);
   if (!raw) return undefined;
   try {
     const o = JSON.parse(raw) as Owner;
-    return now - o.heartbeat < OWNER_STALE_MS ? o : undefined;
+    if (now - o.heartbeat >= OWNER_STALE_MS) return undefined;
+    // A gated killed with -9 leaves a fresh heartbeat; on this host its pid tells the truth at once.
+    if (o.host === hostname() && !alive(o.pid)) return undefined;
+    return o;
   } catch {
     return undefined;
   }
@@ -41,7 +55,7 @@ export function claimOwner(db: Db): { release(): void } {
   };
   db.transaction(() => {
     const other = liveOwner(db);
-    if (other && !(other.pid === me.pid && other.host === me.host)) {
+    if (other) {
       throw new UsageError(
         `another gated (pid ${other.pid} on ${other.host}) runs on this database; stop it first, or use 'gated chat' to talk through it`,
       );

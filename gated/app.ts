@@ -1,0 +1,178 @@
+import type { Config } from '../core/config.js';
+import { coerceError } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/log.js';
+import type { Channel } from '../gateway/channels/channel.js';
+import { WebChannel } from '../gateway/channels/web.js';
+import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { createHttpApp, startHttpServer, type HttpServer } from '../gateway/http/app.js';
+import type { StatusSnapshot } from '../gateway/http/types.js';
+import { createMetrics, type Metrics } from '../gateway/metrics.js';
+import { createDelivery, type Delivery } from '../gateway/outbound/delivery.js';
+import { openDatabase, type Db } from '../gateway/store/db.js';
+import { addGroup, listGroups } from '../gateway/store/groups.js';
+import { createQueue, type WorkQueue } from '../queue/queue.js';
+import { createDockerRuntime } from '../queue/runtime/docker.js';
+import { createProcessRuntime } from '../queue/runtime/process.js';
+import type { Runtime } from '../queue/runtime/types.js';
+import { claimOwner, instanceId } from './owner.js';
+import { platformChannels } from './channels.js';
+
+/** How to start gated; everything beyond `config` has a production default. */
+export interface StartOptions {
+  config: Config;
+  log?: Logger;
+  /** Replaces the platform channels made from the configuration (the web channel is always added). */
+  channels?: Channel[];
+  /** Replaces the runtime made from the configuration. */
+  runtime?: Runtime;
+  /** Serve the web chat, dashboard and /metrics. Default true. */
+  http?: boolean;
+  /** Register a `demo` group when the database has no groups yet (the embedded default). Default false. */
+  demo?: boolean;
+  /** Refuse to start when another gated owns the database. Default true. */
+  exclusive?: boolean;
+}
+
+/** A running gated. `close()` is idempotent and runs every step even when one fails. */
+export interface Gated {
+  db: Db;
+  config: Config;
+  log: Logger;
+  gateway: Gateway;
+  queue: WorkQueue;
+  delivery: Delivery;
+  web: WebChannel;
+  metrics: Metrics;
+  channels: Channel[];
+  /** The web chat's URL when HTTP is on. */
+  url: string | undefined;
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Makes the runtime the configuration names. */
+function makeRuntime(config: Config, db: Db, log: Logger): Runtime {
+  if (config.runtime === 'docker') {
+    return createDockerRuntime({
+      image: config.agentImage,
+      instanceId: instanceId(db),
+      groupsDir: config.groupsDir,
+      mountAllow: config.mountAllow,
+      log: log.child({ part: 'docker' }),
+    });
+  }
+  return createProcessRuntime({ cmd: config.agentCmd });
+}
+
+/**
+ * Starts the whole gateway on `config`: database, runtime, queue, poll loop, delivery, channels and the
+ * HTTP server. The only place that wires real I/O together.
+ */
+export async function startGated(opts: StartOptions): Promise<Gated> {
+  const { config } = opts;
+  const log = opts.log ?? createLogger(config.logLevel);
+  const db = openDatabase(config.db);
+  const owner = opts.exclusive === false ? undefined : claimOwner(db);
+  const metrics = createMetrics({ processMetrics: true });
+  if (opts.demo && listGroups(db).length === 0) {
+    addGroup(db, config.groupsDir, 'demo', 'Demo');
+    log.info('registered the demo group (web chats of web:demo reach it)');
+  }
+
+  const web = new WebChannel(db);
+  const channels: Channel[] = [web, ...(opts.channels ?? (await platformChannels(config, db, log)))];
+  const delivery = createDelivery({ db, channels, log: log.child({ part: 'delivery' }), metrics });
+  const runtime = opts.runtime ?? makeRuntime(config, db, log);
+  const queue = createQueue({
+    db,
+    runtime,
+    config,
+    log: log.child({ part: 'queue' }),
+    onOutbound: () => delivery.wake(),
+    metrics,
+  });
+  queue.recover();
+  const gateway = createGateway({
+    db,
+    config,
+    log: log.child({ part: 'gateway' }),
+    queue,
+    onOutbound: () => delivery.wake(),
+    metrics: {
+      messageIn: (m) => metrics.messagesIn(m.chat_jid.slice(0, Math.max(0, m.chat_jid.indexOf(':'))), m.verb),
+      routed: (t) => metrics.routed(t),
+      unrouted: () => metrics.unrouted(),
+      pollTick: (s) => metrics.pollTick(s),
+    },
+  });
+
+  const started: Channel[] = [];
+  for (const ch of channels) {
+    try {
+      await ch.start(gateway.sink);
+      started.push(ch);
+      log.info({ channel: ch.platform }, 'channel started');
+    } catch (err) {
+      // A dead platform must not take the others down; its outbox rows wait for the next start.
+      log.error({ channel: ch.platform, err: coerceError(err).message }, 'channel failed to start');
+    }
+  }
+  gateway.start();
+  delivery.start();
+
+  let http: HttpServer | undefined;
+  if (opts.http !== false) {
+    const status = (): StatusSnapshot => ({
+      lanes: queue.snapshot(),
+      held: gateway.pipeline.gate.held().map((h) => ({ ...h, oldest_ms: h.oldest })),
+      routeHits: new Map(),
+    });
+    const app = createHttpApp({
+      db,
+      config,
+      log: log.child({ part: 'http' }),
+      metrics,
+      web,
+      sink: gateway.sink,
+      status,
+      pingRuntime: () => runtime.ping(),
+    });
+    http = await startHttpServer(app, { host: config.httpHost, port: config.httpPort });
+    log.info({ url: http.url }, 'web chat and dashboard listening');
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = 10_000): Promise<void> =>
+    (closing ??= (async () => {
+      const steps: Array<[string, () => unknown]> = [
+        ['channels', () => Promise.all(started.map((c) => c.stop()))],
+        ['gateway', () => gateway.stop()],
+        ['queue', () => queue.close(graceMs)],
+        ['delivery', () => delivery.stop()],
+        ['http', () => http?.close()],
+        ['runtime', () => runtime.close?.()],
+        ['owner', () => owner?.release()],
+        ['database', () => db.close()],
+      ];
+      for (const [name, step] of steps) {
+        try {
+          await step();
+        } catch (err) {
+          log.error({ step: name, err: coerceError(err).message }, 'shutdown step failed');
+        }
+      }
+    })());
+
+  return {
+    db,
+    config,
+    log,
+    gateway,
+    queue,
+    delivery,
+    web,
+    metrics,
+    channels: started,
+    url: http?.url,
+    close,
+  };
+}

@@ -1,0 +1,115 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { openDatabase } from '../../gateway/store/db.js';
+import { addGroup } from '../../gateway/store/groups.js';
+import { insertInbound } from '../../gateway/store/messages.js';
+import { tempDir } from '../helpers/db.js';
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/**
+ * Starts `gated run` as one real process on the sources (`node --import tsx`, not the tsx binary, which
+ * would put a wrapper process between the test's signals and gated).
+ */
+function gatedRun(env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', packageFile('gated', 'cli.ts'), 'run'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-4000)));
+  child.on('exit', (code) => {
+    if (code !== 0 && code !== null) console.error(`gated exited ${code}: ${err}`);
+  });
+  children.push(child);
+  return child;
+}
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const exited = (c: ChildProcess) =>
+  new Promise<number | null>((r) =>
+    c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code)),
+  );
+
+describe('gated run across kill -9', () => {
+  it('re-runs the interrupted batches after restart: every message answered exactly once', async () => {
+    const dir = tempDir();
+    const dbPath = join(dir, 'gated.db');
+    const env = {
+      GATED_DB: dbPath,
+      GATED_GROUPS_DIR: join(dir, 'groups'),
+      GATED_HTTP_PORT: '0',
+      GATED_POLL_MS: '100',
+      GATED_IDLE_TIMEOUT_MS: '300',
+      GATED_MAX_CONCURRENT: '2',
+      GATED_LOG_LEVEL: 'warn',
+      // Slow to start, so runs are in flight when the gateway dies.
+      GATED_AGENT_CMD: 'sleep 1; exec node "$GATED_HOME/agents/example/agent.mjs"',
+    };
+    const groups = ['g1', 'g2', 'g3', 'g4'];
+    const seed = openDatabase(dbPath);
+    for (const g of groups) addGroup(seed, env.GATED_GROUPS_DIR, g);
+    const sent: string[] = [];
+    for (const g of groups) {
+      for (let i = 0; i < 5; i++) {
+        const text = `m-${g}-${i}`;
+        insertInbound(seed, { chat_jid: `web:${g}`, sender: 'u', content: text });
+        sent.push(text);
+      }
+    }
+    seed.close();
+
+    const watch = new Database(dbPath, { readonly: true });
+    const count = (sql: string) => watch.prepare(sql).pluck().get() as number;
+    const first = gatedRun(env);
+    await until(
+      () => count(`SELECT count(*) FROM session_log WHERE result IS NULL`) >= 2,
+      20_000,
+      'runs in flight',
+    );
+    first.kill('SIGKILL');
+    await exited(first);
+    expect(count(`SELECT count(*) FROM messages WHERE state = 'running'`)).toBeGreaterThan(0);
+
+    const second = gatedRun(env);
+    await until(
+      () => count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND state = 'done'`) === sent.length,
+      30_000,
+      'every message answered',
+    );
+    second.kill('SIGTERM');
+    expect(await exited(second)).toBe(0);
+
+    const replies = watch
+      .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND kind = 'reply'`)
+      .pluck()
+      .all() as string[];
+    const echoed = replies
+      .join('\n')
+      .split('\n')
+      .filter((l) => l.startsWith('echo: '));
+    for (const text of sent)
+      expect(
+        echoed.filter((l) => l === `echo: ${text}`),
+        text,
+      ).toHaveLength(1);
+    expect(echoed).toHaveLength(sent.length);
+    const interrupted = count(`SELECT count(*) FROM session_log WHERE error LIKE 'interrupted%'`);
+    expect(interrupted).toBeGreaterThanOrEqual(2);
+    expect(count(`SELECT count(*) FROM session_log WHERE result IS NULL`)).toBe(0);
+    watch.close();
+  }, 90_000);
+});
