@@ -109,10 +109,12 @@ describe('ids', () => {
 describe('errors and pacing', () => {
   const now = 1_700_000_000_000;
 
-  test('429 waits until ratelimit-reset (epoch seconds), else retry-after, never less than a second', () => {
+  test('429 waits retry-after, else until ratelimit-reset (epoch seconds), never less than a second', () => {
     expect(retryAfterMs({ 'ratelimit-reset': String(now / 1000 + 42) }, now)).toBe(42_000);
     expect(retryAfterMs({ 'ratelimit-reset': String(now / 1000 - 5) }, now)).toBe(1000);
     expect(retryAfterMs({ 'retry-after': '7' }, now)).toBe(7000);
+    // relative beats absolute: it does not depend on the clocks agreeing
+    expect(retryAfterMs({ 'retry-after': '3', 'ratelimit-reset': String(now / 1000 + 42) }, now)).toBe(3000);
     expect(retryAfterMs(undefined, now)).toBe(60_000);
   });
 

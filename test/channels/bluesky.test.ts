@@ -25,6 +25,8 @@ import {
 } from '../infra/atproto/harness.js';
 import { startAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
 import { startFaultProxy, type FaultProxy } from '../infra/atproto/fault-proxy.js';
+import { blueskyHarness } from '../infra/atproto/conformance-harness.js';
+import { channelConformance } from './conformance.js';
 
 let net: AtprotoNetwork;
 const started: BlueskyChannel[] = [];
@@ -51,6 +53,9 @@ async function startChannel(db: Db, acc: Accounts, extra: Parameters<typeof make
 function rows(db: Db): Message[] {
   return db.prepare('SELECT * FROM messages WHERE is_from_me = 0 ORDER BY id').all() as Message[];
 }
+
+// The suite every channel passes, on the real network (redelivery = a cursor behind the last event).
+channelConformance('bluesky', () => blueskyHarness(net));
 
 describe('inbound notifications', () => {
   test('a mention becomes one row with verb mention, the author as chat and sender, the post uri as id', async () => {

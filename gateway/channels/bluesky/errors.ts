@@ -14,17 +14,18 @@ export function isAuthError(err: unknown): boolean {
 }
 
 /**
- * How long a 429 asks us to wait: `ratelimit-reset` is the epoch second when the window reopens (atproto's
- * convention), `retry-after` is seconds from now. At least one second, so a reset in the past never spins.
+ * How long a 429 asks us to wait. `retry-after` (seconds from now) wins when present: it does not depend on
+ * our clock agreeing with the server's. Otherwise `ratelimit-reset`, the epoch second when the window
+ * reopens (what atproto servers send). At least one second, so a reset in the past never spins.
  */
 export function retryAfterMs(
   headers: Record<string, string | undefined> | undefined,
   now: number = Date.now(),
 ): number {
+  const after = headers?.['retry-after']?.trim();
+  if (after && Number(after) >= 0) return Math.max(1000, Number(after) * 1000);
   const reset = Number(headers?.['ratelimit-reset']);
   if (Number.isFinite(reset) && reset > 0) return Math.max(1000, reset * 1000 - now);
-  const after = Number(headers?.['retry-after']);
-  if (Number.isFinite(after) && after >= 0) return Math.max(1000, after * 1000);
   return DEFAULT_RATE_LIMIT_WAIT_MS;
 }
 

@@ -26,7 +26,7 @@ export interface PollerOptions {
 
 /** What one poll did. */
 export interface PollResult {
-  /** Notifications newer than the cursor (minus the overlap) that were looked at. */
+  /** Notifications offered to the sink: newer than the cursor less the overlap, not handled before. */
   seen: number;
   /** Inbound rows written (not counting duplicates and skipped reasons). */
   stored: number;
@@ -42,6 +42,9 @@ export interface PollResult {
 export class NotificationPoller {
   private readonly read;
   private readonly write;
+  /** URIs this process handled within the overlap window, so a re-read does not offer them again. */
+  private readonly handled = new Map<string, number>();
+  private lastWritten: string | undefined;
 
   constructor(private readonly opts: PollerOptions) {
     this.read = opts.db.prepare('SELECT value FROM router_state WHERE key = ?').pluck();
@@ -73,15 +76,22 @@ export class NotificationPoller {
   async pollOnce(sink: InboundSink): Promise<PollResult> {
     const { session, log } = this.opts;
     const cursor = this.ensureCursor();
-    const fresh = await this.fetchNew(cursor);
+    // A cursor this process did not write (an operator's replay, a restored backup) offers everything
+    // after it again; the dedup decides what is new.
+    if (cursor !== this.lastWritten) this.handled.clear();
+    const fresh = (await this.fetchNew(cursor)).filter((n) => !this.handled.has(n.uri));
     const botDid = session.did;
     let stored = 0;
     let newest = cursor;
     for (const n of fresh.reverse()) {
       const row = toInbound(n, botDid);
       if (row && sink(row) !== null) stored += 1;
+      this.handled.set(n.uri, Date.parse(n.indexedAt));
       if (Date.parse(n.indexedAt) > Date.parse(newest)) newest = n.indexedAt;
     }
+    const floor = Date.parse(newest) - this.opts.overlapMs;
+    for (const [uri, at] of this.handled) if (at <= floor) this.handled.delete(uri);
+    this.lastWritten = newest;
     if (newest !== cursor) {
       this.write.run(SEEN_KEY, newest);
       // Best effort: the server's seen marker only serves other clients and a first start elsewhere.

@@ -23,6 +23,8 @@ export interface FaultProxy {
   readonly url: string;
   /** XRPC method names of every request seen, in order. */
   readonly calls: string[];
+  /** JSON bodies of the procedure calls (POSTs) the PDS accepted with a 2xx, in order. */
+  readonly accepted: Array<{ nsid: string; input: unknown }>;
   /** Makes the next call(s) of `nsid` fail. */
   failNext(nsid: string, fault: Fault): void;
   close(): Promise<void>;
@@ -38,6 +40,7 @@ const SESSION_METHODS = new Set([
 export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const faults = new Map<string, Fault & { left: number }>();
   const calls: string[] = [];
+  const accepted: Array<{ nsid: string; input: unknown }> = [];
   let self = '';
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -65,6 +68,9 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
       ...(hasBody ? { body: Buffer.concat(chunks) } : {}),
     });
     let body = Buffer.from(await up.arrayBuffer());
+    if (up.ok && req.method === 'POST' && /json/.test(req.headers['content-type'] ?? '')) {
+      accepted.push({ nsid, input: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+    }
     if (SESSION_METHODS.has(nsid)) body = Buffer.from(body.toString('utf8').split(origin(target)).join(self));
     const out: Record<string, string> = {};
     up.headers.forEach((v, k) => {
@@ -86,6 +92,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   return {
     url: self,
     calls,
+    accepted,
     failNext(nsid, fault) {
       faults.set(nsid, { ...fault, left: fault.times ?? 1 });
     },

@@ -66,6 +66,7 @@ function loadDevEnv(): DevEnvModule {
  * AppView's PostgreSQL schema: letters and `_` only.
  */
 export async function startAtprotoNetwork(schema = 'gated'): Promise<AtprotoNetwork> {
+  if (!/^[A-Za-z_]+$/.test(schema)) throw new Error(`AppView schema '${schema}': letters and _ only`);
   const devEnv = loadDevEnv();
   const stops: Array<() => Promise<void>> = [];
   const close = async () => {
