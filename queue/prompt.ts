@@ -1,0 +1,74 @@
+/**
+ * What an agent reads on stdin (CONTRACT §7): the first line (`AgentInput`) and follow-up lines
+ * (`AgentFollowUp`), and `prompt`, the batch formatted for a model. Message content is used as stored: the
+ * gateway already stripped any `@name`/`#topic` prefix before it released the row.
+ */
+
+/** One message as the agent receives it. */
+export interface AgentMessage {
+  id: number;
+  sender: string;
+  sender_name: string | null;
+  content: string;
+  verb: string;
+  timestamp: string;
+  platform_msg_id: string | null;
+}
+
+/** The first stdin line of a run. */
+export interface AgentInput {
+  prompt: string;
+  sessionId: string | null;
+  group: string;
+  topic: string;
+  chatJid: string;
+  messages: AgentMessage[];
+  /** Operator-configured secrets (API keys): only ever on stdin, never in env, image or mounts. */
+  secrets?: Record<string, string>;
+}
+
+/** A further stdin line: messages that arrived while the agent was running for the same chat. */
+export interface AgentFollowUp {
+  type: 'message';
+  prompt: string;
+  messages: AgentMessage[];
+}
+
+function escapeText(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function escapeAttr(s: string): string {
+  return escapeText(s).replace(/"/g, '&quot;');
+}
+
+/**
+ * Formats messages (and pending system notes) for a model: one `<message>` element per message with who,
+ * when and what kind of event, content escaped so a user cannot forge markup of their own.
+ */
+export function formatPrompt(messages: readonly AgentMessage[], systemNotes: readonly string[] = []): string {
+  const lines: string[] = [];
+  for (const note of systemNotes) lines.push(`<system>${escapeText(note)}</system>`);
+  lines.push('<messages>');
+  for (const m of messages) {
+    const who = m.sender_name && m.sender_name !== '' ? m.sender_name : m.sender;
+    const verb = m.verb === 'message' ? '' : ` verb="${escapeAttr(m.verb)}"`;
+    lines.push(
+      `<message sender="${escapeAttr(who)}" time="${escapeAttr(m.timestamp)}"${verb}>` +
+        `${escapeText(m.content)}</message>`,
+    );
+  }
+  lines.push('</messages>');
+  return lines.join('\n');
+}
+
+/** The first stdin line, `\n`-terminated. */
+export function inputLine(input: AgentInput): string {
+  return JSON.stringify(input) + '\n';
+}
+
+/** A follow-up stdin line, `\n`-terminated. */
+export function followUpLine(messages: readonly AgentMessage[]): string {
+  const line: AgentFollowUp = { type: 'message', prompt: formatPrompt(messages), messages: [...messages] };
+  return JSON.stringify(line) + '\n';
+}

@@ -1,0 +1,121 @@
+import { realpathSync } from 'node:fs';
+import { basename, isAbsolute, posix, relative, sep } from 'node:path';
+import type { MountRequest } from './types.js';
+
+/**
+ * What may enter a container besides the group's own folder: only paths the operator allow-listed
+ * (GATED_MOUNT_ALLOW), checked after every symlink is resolved, so a link inside an allowed root cannot
+ * reach outside it. Anything doubtful is refused with a MountError naming the path and the reason.
+ */
+
+/** A mount that was asked for and is not allowed. */
+export class MountError extends Error {
+  override readonly name = 'MountError';
+}
+
+/** A validated bind mount. */
+export interface ResolvedMount {
+  /** Real host path (symlinks resolved). */
+  source: string;
+  /** Absolute, normalized path inside the container. */
+  target: string;
+  readOnly: boolean;
+}
+
+/** The container path of the group's folder (its working directory). */
+export const WORKSPACE = '/workspace';
+
+/** Extra mounts live under this container path, so none can cover the agent's code, /tmp or the system. */
+export const MOUNT_ROOT = '/mnt';
+
+function hasDotDot(p: string): boolean {
+  return p.split(/[\\/]+/).includes('..');
+}
+
+function inside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel));
+}
+
+function real(path: string, what: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    throw new MountError(`${what} ${path} does not exist`);
+  }
+}
+
+/**
+ * The group's folder as a real path, which must lie inside the groups root after symlinks are resolved
+ * (a folder replaced by a link to /etc must not be mounted).
+ */
+export function resolveGroupDir(groupsRoot: string, groupDir: string): string {
+  const root = real(groupsRoot, 'groups folder');
+  const dir = real(groupDir, 'group folder');
+  if (!inside(root, dir)) throw new MountError(`group folder ${groupDir} resolves outside ${groupsRoot}`);
+  return dir;
+}
+
+/** Reads registered_groups.mounts: a JSON list of paths or {path, target?, rw?}. */
+export function parseMountList(json: string | null | undefined): MountRequest[] {
+  if (json === null || json === undefined || json.trim() === '') return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new MountError('registered_groups.mounts is not valid JSON');
+  }
+  if (!Array.isArray(value)) throw new MountError('registered_groups.mounts must be a JSON list');
+  return value.map((v): MountRequest => {
+    if (typeof v === 'string') return { path: v };
+    if (typeof v === 'object' && v !== null && typeof (v as MountRequest).path === 'string') {
+      const m = v as MountRequest;
+      return {
+        path: m.path,
+        ...(typeof m.target === 'string' ? { target: m.target } : {}),
+        rw: m.rw === true,
+      };
+    }
+    throw new MountError('each mount must be a path or {"path", "target"?, "rw"?}');
+  });
+}
+
+/**
+ * Checks each requested mount against the allow-listed roots. A path must be absolute, contain no `..`, and
+ * resolve (symlinks followed) inside one of the roots; its target must be absolute, free of `..`, and under
+ * /mnt. Read-only unless `rw` is asked for.
+ */
+export function validateMounts(
+  requests: readonly MountRequest[],
+  allowRoots: readonly string[],
+): ResolvedMount[] {
+  if (requests.length === 0) return [];
+  const roots = allowRoots
+    .filter((r) => r !== '')
+    .flatMap((r) => {
+      try {
+        return [realpathSync(r)];
+      } catch {
+        return [];
+      }
+    });
+  const seen = new Set<string>();
+  return requests.map((req) => {
+    if (!isAbsolute(req.path)) throw new MountError(`mount ${req.path} is not an absolute path`);
+    if (hasDotDot(req.path)) throw new MountError(`mount ${req.path} contains '..'`);
+    const source = real(req.path, 'mount');
+    if (!roots.some((root) => inside(root, source))) {
+      throw new MountError(`mount ${req.path} is not inside an allowed root (GATED_MOUNT_ALLOW)`);
+    }
+    const target = req.target ?? posix.join(MOUNT_ROOT, basename(source));
+    if (!posix.isAbsolute(target) || hasDotDot(target)) {
+      throw new MountError(`mount target ${target} must be an absolute path without '..'`);
+    }
+    const norm = posix.normalize(target).replace(/\/+$/, '');
+    if (!norm.startsWith(MOUNT_ROOT + '/'))
+      throw new MountError(`mount target ${norm} must be under ${MOUNT_ROOT}/`);
+    if (seen.has(norm)) throw new MountError(`mount target ${norm} is used twice`);
+    seen.add(norm);
+    return { source, target: norm, readOnly: req.rw !== true };
+  });
+}

@@ -1,0 +1,98 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * The seam between the queue and whatever runs agents. Both runtimes (`process`, `docker`) implement it and
+ * pass one shared conformance suite (test/queue/runtime-conformance.ts).
+ */
+
+/** An extra host path a group asks to have in its container (registered_groups.mounts). */
+export interface MountRequest {
+  /** Absolute host path; must resolve inside an operator allow-listed root. */
+  path: string;
+  /** Absolute path in the container; default `/mnt/<basename of path>`. */
+  target?: string;
+  /** Read-write only when asked for; read-only by default. */
+  rw?: boolean;
+}
+
+/** What a runtime needs to start one agent run. */
+export interface RunSpec {
+  /** session_log.id of the run (labels, logs). */
+  runId: number;
+  /** The group's folder path (`krons/content`). */
+  group: string;
+  topic: string;
+  /** Absolute host path of the group's folder: the agent's working directory. Created when missing. */
+  groupDir: string;
+  /** The group's own image (registered_groups.image), else the runtime's default. Docker only. */
+  image?: string | null;
+  /** The group may use the network (registered_groups.network = 1). Docker only. */
+  network?: boolean;
+  /** Extra mounts asked for by the group, validated against the allow-list. Docker only. */
+  mounts?: MountRequest[];
+}
+
+/** How an agent ended. */
+export interface AgentExit {
+  /** Exit status, or null when a signal ended it (process runtime). */
+  code: number | null;
+  signal: string | null;
+  /** The last few KiB of stderr, for session_log and logs. */
+  stderrTail: string;
+}
+
+/** One running agent. */
+export interface AgentHandle {
+  /** The agent's stdout; ends when the agent has exited and all output was read. */
+  readonly stdout: Readable;
+  /**
+   * Writes one line to stdin. False when stdin can no longer take it (closed by us, or the agent is gone):
+   * the caller then keeps the message for a later run.
+   */
+  write(line: string): boolean;
+  /** True until closeStdin() or the agent's exit: a write may still reach the agent. */
+  readonly stdinOpen: boolean;
+  /** End of stdin: the agent is expected to finish and exit. Idempotent. */
+  closeStdin(): void;
+  /** Ends the agent now (SIGKILL to its process group / container). Idempotent. */
+  kill(): void;
+  /** Resolves once the agent has exited and its stdout and stderr are drained. Never rejects. */
+  readonly exited: Promise<AgentExit>;
+}
+
+/** Starts agents. */
+export interface Runtime {
+  readonly name: string;
+  /** Starts an agent; rejects when it cannot be started (no image, engine down, bad mount). */
+  start(spec: RunSpec): Promise<AgentHandle>;
+  /** Resolves when the runtime can start agents (engine reachable); rejects saying why not. */
+  ping(): Promise<void>;
+  /** Releases what the runtime holds (connections). Does not touch running agents. */
+  close?(): Promise<void>;
+}
+
+/** Bytes of stderr kept for the tail. */
+export const STDERR_TAIL_BYTES = 4096;
+
+/** Keeps the last `max` bytes written to it: stderr tails in bounded memory. */
+export class TailBuffer {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  constructor(private readonly max: number = STDERR_TAIL_BYTES) {}
+
+  /** Appends a chunk, dropping the oldest bytes beyond the limit. */
+  push(chunk: Buffer | string): void {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.chunks.push(buf);
+    this.bytes += buf.length;
+    while (this.bytes - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) {
+      this.bytes -= this.chunks.shift()!.length;
+    }
+  }
+
+  /** The tail as text (a cut multi-byte character at the start is replaced, never thrown on). */
+  toString(): string {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.max)).toString('utf8');
+  }
+}

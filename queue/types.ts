@@ -1,0 +1,94 @@
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import type { SessionKey } from '../core/types.js';
+import type { Db } from '../gateway/store/db.js';
+import type { Runtime } from './runtime/types.js';
+
+/** How a run ended (session_log.result). */
+export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
+
+/** What the queue reports to metrics; gateway/metrics.ts's Metrics satisfies it. */
+export interface QueueMetrics {
+  runFinished(result: RunResult, seconds: number): void;
+  lanes(active: number, waiting: number): void;
+}
+
+/** Everything the queue is built from. I/O enters here; nothing real is constructed inside. */
+export interface QueueOptions {
+  db: Db;
+  runtime: Runtime;
+  config: Pick<Config, 'groupsDir' | 'maxConcurrent' | 'idleTimeoutMs' | 'runTimeoutMs' | 'maxOutputBytes'>;
+  log: Logger;
+  /** The clock for rows (ready_at, not_before, session_log); timers use setTimeout. Default Date.now. */
+  now?: () => number;
+  /** Called after a reply (or error) row commits, so delivery wakes at once. */
+  onOutbound?: (outboundId: number) => void;
+  /** Passed to every agent in its first stdin line; never in env, image or mounts. */
+  secrets?: Record<string, string>;
+  metrics?: QueueMetrics;
+  /** Uniform [0, 1) source for backoff jitter (tests pin it). Default Math.random. */
+  random?: () => number;
+  /** Consecutive failures of a (key, chat) before its messages are parked. Default 3. */
+  maxFailures?: number;
+}
+
+/**
+ * Where a lane is: `running` (its agent is working), `idle` (its agent waits for a follow-up), `waiting`
+ * (ready, no slot free), `backoff` (a failed run's messages wait for their retry time).
+ */
+export type LaneState = 'running' | 'idle' | 'waiting' | 'backoff';
+
+/** One session lane, for /status, the dashboard and metrics (same shape as gateway/http/types.ts). */
+export interface LaneInfo {
+  group: string;
+  topic: string;
+  /** The chat whose batch the lane serves (or would serve next). */
+  chat_jid: string | null;
+  state: LaneState;
+  /** Epoch ms when the lane entered this state. */
+  since_ms: number;
+  /** Epoch ms when its agent started (running and idle lanes). */
+  agent_started_ms: number | null;
+  /** session_log.id of the live run. */
+  run_id: number | null;
+  /** Epoch ms of the next retry (backoff lanes). */
+  not_before_ms: number | null;
+}
+
+/** Facts about one lane, for /ping. */
+export interface LaneFacts {
+  running: boolean;
+  runId: number | null;
+  chatJid: string | null;
+  /** ISO start time of the live run. */
+  startedAt: string | null;
+  /** Ready rows of the key (eligible now or in backoff). */
+  waiting: number;
+  /** When no ready row is eligible yet: the earliest retry time (epoch ms). */
+  backoffUntil: number | null;
+}
+
+/** The serialized session lanes under a global cap. */
+export interface WorkQueue {
+  /** New ready rows may exist. Cheap and coalesced: call it as often as you like. */
+  wake(): void;
+  /**
+   * /stop: kills the lane's run (only if it serves `chatJid`, when given); its rows become 'stopped' and are
+   * never retried; session_log result 'stopped'. Resolves once the run is finalized; false if nothing ran.
+   */
+  stop(key: SessionKey, chatJid?: string): Promise<boolean>;
+  /** /new: deletes the sessions row; a running agent gets its stdin closed so the next run starts fresh. */
+  resetSession(key: SessionKey): void;
+  facts(key: SessionKey): LaneFacts;
+  snapshot(): { active: LaneInfo[]; waiting: LaneInfo[] };
+  /**
+   * Startup: rows 'running' of runs that never ended go back to 'ready' (they run again with their
+   * messages); those session_log rows get result 'error', 'interrupted: gated restarted'.
+   */
+  recover(): void;
+  /**
+   * Stops taking work; running agents get their stdin closed and `graceMs` to finish, then are killed;
+   * the unanswered rows of killed runs go back to 'ready'. Idempotent.
+   */
+  close(graceMs: number): Promise<void>;
+}

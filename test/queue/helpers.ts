@@ -1,0 +1,173 @@
+/**
+ * Queue test kit: a Runtime whose agents the test drives by hand (it stands in for the agent program, not
+ * for any of our code), ready rows written the way the gateway writes them, and a real-setImmediate flush
+ * that still works while vitest fakes the timers.
+ */
+import { PassThrough } from 'node:stream';
+import type { Db } from '../../gateway/store/db.js';
+import { insertInbound } from '../../gateway/store/messages.js';
+import { silentLogger } from '../../core/log.js';
+import { OUTPUT_END, OUTPUT_START } from '../../queue/protocol/parser.js';
+import { createQueue } from '../../queue/queue.js';
+import type { AgentExit, AgentHandle, Runtime, RunSpec } from '../../queue/runtime/types.js';
+import type { QueueOptions, WorkQueue } from '../../queue/types.js';
+
+const realSetImmediate = globalThis.setImmediate;
+
+/** Lets streams, microtasks and the queue's coalesced pump run (real event-loop turns, fake clock). */
+export async function flush(turns = 5): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((r) => realSetImmediate(r));
+}
+
+/** A promise with its resolve/reject in hand. */
+export function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((a, b) => {
+    resolve = a;
+    reject = b;
+  });
+  return { promise, resolve, reject };
+}
+
+/** One agent, driven by the test. */
+export class HandAgent implements AgentHandle {
+  readonly stdout = new PassThrough();
+  readonly lines: string[] = [];
+  stdinClosed = false;
+  killed = false;
+  /** When false, writes fail as they would to an agent that is exiting. */
+  accepting = true;
+  private exit!: (e: AgentExit) => void;
+  readonly exited = new Promise<AgentExit>((r) => (this.exit = r));
+  /** True once the agent has exited. */
+  ended = false;
+
+  constructor(readonly spec: RunSpec) {}
+
+  get stdinOpen(): boolean {
+    return !this.stdinClosed && !this.ended && this.accepting;
+  }
+
+  write(line: string): boolean {
+    if (!this.stdinOpen) return false;
+    this.lines.push(line);
+    return true;
+  }
+
+  closeStdin(): void {
+    this.stdinClosed = true;
+  }
+
+  kill(): void {
+    this.killed = true;
+    this.finish({ code: null, signal: 'SIGKILL', stderrTail: '' });
+  }
+
+  /** The parsed stdin lines. */
+  inputs(): Array<Record<string, unknown> & { messages: Array<{ id: number; content: string }> }> {
+    return this.lines.map((l) => JSON.parse(l));
+  }
+
+  /** Prints one output block (with some noise around it). */
+  reply(result: string | null, extra: Record<string, unknown> = {}): void {
+    this.stdout.write(
+      `thinking...\n${OUTPUT_START}\n${JSON.stringify({ status: 'ok', result, ...extra })}\n`,
+    );
+    this.stdout.write(`${OUTPUT_END}\n`);
+  }
+
+  /** The agent exits: stdout ends, then `exited` resolves. */
+  finish(e: Partial<AgentExit> = {}): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.stdout.end();
+    this.exit({
+      code: e.code === undefined ? 0 : e.code,
+      signal: e.signal ?? null,
+      stderrTail: e.stderrTail ?? '',
+    });
+  }
+}
+
+/** A Runtime whose agents are HandAgents; `startFails` makes the next starts reject. */
+export class HandRuntime implements Runtime {
+  readonly name = 'hand';
+  readonly agents: HandAgent[] = [];
+  startFails = 0;
+  private waiters: Array<(a: HandAgent) => void> = [];
+
+  async start(spec: RunSpec): Promise<AgentHandle> {
+    if (this.startFails > 0) {
+      this.startFails--;
+      throw new Error('no such image');
+    }
+    const a = new HandAgent(spec);
+    this.agents.push(a);
+    this.waiters.shift()?.(a);
+    return a;
+  }
+
+  async ping(): Promise<void> {}
+
+  /** Agents alive (not finished). */
+  live(): HandAgent[] {
+    return this.agents.filter((a) => !a.ended);
+  }
+}
+
+/** Writes an inbound row and releases it as the gateway does: state 'ready', key, ready_at. */
+export function ready(
+  db: Db,
+  row: { chat?: string; group?: string; topic?: string; content?: string; readyAt?: number; msgId?: string },
+): number {
+  const id = insertInbound(db, {
+    chat_jid: row.chat ?? 'test:1',
+    sender: 'u1',
+    sender_name: 'Ursula',
+    content: row.content ?? 'hello',
+    platform_msg_id: row.msgId ?? null,
+  })!;
+  db.prepare(
+    `UPDATE messages SET state = 'ready', group_folder = ?, session_topic = ?, ready_at = ?, target = ? WHERE id = ?`,
+  ).run(row.group ?? 'g1', row.topic ?? '', row.readyAt ?? id, row.group ?? 'g1', id);
+  return id;
+}
+
+/** The state column of some rows, by id. */
+export function states(db: Db, ids: number[]): string[] {
+  return ids.map((id) => db.prepare('SELECT state FROM messages WHERE id = ?').pluck().get(id) as string);
+}
+
+/** A queue on `db` with a HandRuntime and small, explicit limits. */
+export function handQueue(
+  db: Db,
+  over: Partial<QueueOptions['config']> & {
+    onOutbound?: (id: number) => void;
+    secrets?: Record<string, string>;
+  } = {},
+): { queue: WorkQueue; runtime: HandRuntime; outbound: number[] } {
+  const runtime = new HandRuntime();
+  const outbound: number[] = [];
+  const { onOutbound, secrets, ...config } = over;
+  const queue = createQueue({
+    db,
+    runtime,
+    config: {
+      groupsDir: '/nonexistent/groups',
+      maxConcurrent: 5,
+      idleTimeoutMs: 30_000,
+      runTimeoutMs: 600_000,
+      maxOutputBytes: 1 << 20,
+      ...config,
+    },
+    log: silentLogger(),
+    random: () => 0.5,
+    onOutbound: (id) => {
+      outbound.push(id);
+      onOutbound?.(id);
+    },
+    ...(secrets ? { secrets } : {}),
+  });
+  return { queue, runtime, outbound };
+}
