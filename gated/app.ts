@@ -79,7 +79,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   }
 
   const web = new WebChannel(db);
-  const channels: Channel[] = [web, ...(opts.channels ?? (await platformChannels(config, db, log)))];
+  const channels: Channel[] = [web, ...(opts.channels ?? platformChannels(config, db, log))];
   const delivery = createDelivery({ db, channels, log: log.child({ part: 'delivery' }), metrics });
   const runtime = opts.runtime ?? makeRuntime(config, db, log);
   const queue = createQueue({

@@ -2,6 +2,7 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import { createBlueskyChannel } from '../gateway/channels/bluesky/index.js';
 import type { Channel } from '../gateway/channels/channel.js';
+import { DiscordChannel } from '../gateway/channels/discord.js';
 import { TelegramChannel } from '../gateway/channels/telegram.js';
 import type { Db } from '../gateway/store/db.js';
 
@@ -9,7 +10,7 @@ import type { Db } from '../gateway/store/db.js';
  * The platform channels whose credentials are set. A platform without credentials is not started, and the
  * log says so (never with the token).
  */
-export async function platformChannels(config: Config, db: Db, log: Logger): Promise<Channel[]> {
+export function platformChannels(config: Config, db: Db, log: Logger): Channel[] {
   const out: Channel[] = [];
   const skip = (platform: string, vars: string) =>
     log.info({ channel: platform }, `${platform} not started: ${vars} not set`);
@@ -27,12 +28,10 @@ export async function platformChannels(config: Config, db: Db, log: Logger): Pro
     out.push(createBlueskyChannel({ db, ...config.bluesky, log }));
   } else skip('bluesky', 'BLUESKY_IDENTIFIER / BLUESKY_APP_PASSWORD');
   if (config.discord) {
-    const { DiscordChannel } = await import('../gateway/channels/discord.js');
     out.push(
       new DiscordChannel({
         token: config.discord.token,
         ...(config.discord.apiRoot ? { apiRoot: config.discord.apiRoot } : {}),
-        db,
         log: log.child({ channel: 'discord' }),
       }),
     );

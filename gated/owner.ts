@@ -48,6 +48,7 @@ export function liveOwner(db: Db, now = Date.now()): Owner | undefined {
  */
 export function claimOwner(db: Db): { release(): void } {
   const me: Owner = {
+    token: randomUUID(),
     pid: process.pid,
     host: hostname(),
     started: new Date().toISOString(),

@@ -1,0 +1,92 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { tempDir } from '../helpers/db.js';
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** Runs the real CLI as one process on the sources. */
+function cli(args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', packageFile('gated', 'cli.ts'), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  return child;
+}
+
+/** Feeds `lines` to `gated chat`, closes its stdin and collects what it printed until it exits. */
+async function chat(env: Record<string, string>, lines: string[]) {
+  const child = cli(['chat', 'demo'], env);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.stderr!.on('data', (d) => (err += String(d)));
+  child.stdin!.end(lines.map((l) => l + '\n').join(''));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  return { code, out, err };
+}
+
+function envFor(dir: string): Record<string, string> {
+  return {
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_HTTP_PORT: '0',
+    GATED_POLL_MS: '100',
+    GATED_IDLE_TIMEOUT_MS: '300',
+    GATED_LOG_LEVEL: 'warn',
+  };
+}
+
+describe('gated chat', () => {
+  it('runs a gateway in the terminal when none is running and prints the example agent reply', async () => {
+    const r = await chat(envFor(tempDir()), ['hello from the terminal', '/ping']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/gated runs in this terminal/);
+    expect(r.out).toContain('echo: hello from the terminal');
+    expect(r.out).toMatch(/^pong$/m);
+  }, 60_000);
+
+  it('talks through a running gated when one owns the database', async () => {
+    const dir = tempDir();
+    const env = envFor(dir);
+    const daemon = cli(['run'], env);
+    const db = () => new Database(env.GATED_DB!, { readonly: true, fileMustExist: true });
+    const end = Date.now() + 30_000;
+    for (;;) {
+      try {
+        const d = db();
+        const owner = d.prepare(`SELECT value FROM router_state WHERE key = 'owner'`).pluck().get();
+        const demo = d.prepare(`SELECT 1 FROM registered_groups WHERE folder = 'demo'`).pluck().get();
+        d.close();
+        if (owner && demo) break;
+      } catch {
+        // not created yet
+      }
+      if (Date.now() > end) throw new Error('gated run did not start');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const r = await chat(env, ['through the daemon']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/through the running gated \(pid \d+\)/);
+    expect(r.out).toContain('echo: through the daemon');
+    daemon.kill('SIGTERM');
+    expect(await new Promise((res) => daemon.once('exit', (c) => res(c)))).toBe(0);
+  }, 60_000);
+
+  it('refuses an unknown group with exit 2', async () => {
+    const dir = tempDir();
+    const child = cli(['chat', 'nope/x'], envFor(dir));
+    child.stdin!.end();
+    let err = '';
+    child.stderr!.on('data', (d) => (err += String(d)));
+    const code = await new Promise((r) => child.once('exit', (c) => r(c)));
+    expect(code).toBe(2);
+    expect(err).toMatch(/no group 'nope\/x'/);
+  });
+});
