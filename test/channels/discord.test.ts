@@ -1,0 +1,233 @@
+/**
+ * The Discord channel: real discord.js (gateway websocket and REST) against the local Discord server
+ * (test/infra/discord-api.ts), a real SQLite database and the real delivery.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DeliveryError } from '../../core/errors.js';
+import { silentLogger } from '../../core/log.js';
+import { DiscordChannel } from '../../gateway/channels/discord.js';
+import { createDelivery } from '../../gateway/outbound/delivery.js';
+import { insertOutbound } from '../../gateway/store/messages.js';
+import { freshDb } from '../helpers/db.js';
+import { DiscordApiServer, type DiscordFault, type DiscordUser } from '../infra/discord-api.js';
+import { channelConformance, type ConformanceFault } from './conformance.js';
+import { inboundRows, recordingSink } from './sink.js';
+
+const ada: DiscordUser = { id: '700000000000000042', username: 'ada', global_name: 'Ada Lovelace' };
+
+const FAULTS: Record<ConformanceFault, DiscordFault> = {
+  rate_limited: { status: 429, retryAfterS: 2 },
+  server_error: { status: 502 },
+  forbidden: { status: 403 },
+};
+
+const channelFor = (api: DiscordApiServer) =>
+  new DiscordChannel({ token: api.token, apiRoot: api.apiRoot, log: silentLogger() });
+
+channelConformance('discord', async () => {
+  const api = await DiscordApiServer.start();
+  let last: Record<string, unknown> | undefined;
+  return {
+    jid: `discord:${api.textChannelId}`,
+    makeChannel: () => channelFor(api),
+    async inject(text) {
+      last = api.push({ channelId: api.textChannelId, author: ada, content: text });
+      return { sender: ada.id, verb: 'message', platform_msg_id: last.id as string, content: text };
+    },
+    async redeliverLast() {
+      api.replay(last!);
+    },
+    received: () =>
+      api.posted
+        .filter((p) => p.channel_id === api.textChannelId)
+        .map((p) => ({ text: p.content, replyTo: p.message_reference?.message_id ?? null })),
+    failNext: (fault, n) => api.failNext(FAULTS[fault], n),
+    retryAfterMs: 2000,
+    close: () => api.close(),
+  };
+});
+
+describe('discord channel', () => {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup() {
+    const api = await DiscordApiServer.start();
+    cleanups.push(() => api.close());
+    const { db } = freshDb();
+    const rec = recordingSink(db);
+    const channel = channelFor(api);
+    await channel.start(rec.sink);
+    cleanups.push(() => channel.stop());
+    return { api, db, rec, channel };
+  }
+
+  it('tells mentions and replies to the bot apart in channels, threads and DMs, and ignores bots', async () => {
+    const { api, db, rec, channel } = await setup();
+    const bot = api.bot;
+    const mine = await channel.send({
+      messageId: 1,
+      chatJid: `discord:${api.textChannelId}`,
+      text: 'an earlier answer',
+      part: 0,
+      replyTo: null,
+      topic: '',
+      previousPartId: null,
+    });
+    api.push({ channelId: api.textChannelId, author: bot, content: 'my own message' });
+    api.push({
+      channelId: api.textChannelId,
+      author: { ...ada, id: '3', bot: true },
+      content: 'another bot',
+    });
+    api.push({
+      channelId: api.textChannelId,
+      author: ada,
+      nick: 'Countess',
+      content: `<@${bot.id}> hello`,
+      mentions: [bot],
+    });
+    api.push({ channelId: api.textChannelId, author: ada, content: 'thanks', replyTo: mine! });
+    api.push({
+      channelId: api.threadId,
+      author: ada,
+      content: `what does <@!${bot.id}> think?`,
+      mentions: [bot],
+    });
+    api.push({ channelId: api.dmChannelId, author: ada, content: 'just us' });
+    await rec.waitCalls(4);
+    const rows = inboundRows(db).map(({ chat_jid, verb, content, reply_to, sender, sender_name }) => ({
+      chat_jid,
+      verb,
+      content,
+      reply_to,
+      sender,
+      sender_name,
+    }));
+    const text = `discord:${api.textChannelId}`;
+    expect(rows).toEqual([
+      {
+        chat_jid: text,
+        verb: 'mention',
+        content: 'hello',
+        reply_to: null,
+        sender: ada.id,
+        sender_name: 'Countess',
+      },
+      {
+        chat_jid: text,
+        verb: 'reply',
+        content: 'thanks',
+        reply_to: mine,
+        sender: ada.id,
+        sender_name: 'Ada Lovelace',
+      },
+      {
+        chat_jid: `discord:${api.threadId}`,
+        verb: 'mention',
+        content: 'what does @gated think?',
+        reply_to: null,
+        sender: ada.id,
+        sender_name: 'Ada Lovelace',
+      },
+      {
+        chat_jid: `discord:${api.dmChannelId}`,
+        verb: 'message',
+        content: 'just us',
+        reply_to: null,
+        sender: ada.id,
+        sender_name: 'Ada Lovelace',
+      },
+    ]);
+  });
+
+  it('answers with a message reference on the first part only, and never pings @everyone or roles', async () => {
+    const { api, db, rec, channel } = await setup();
+    const msg = api.push({
+      channelId: api.textChannelId,
+      author: ada,
+      content: `<@${api.bot.id}> long please`,
+      mentions: [api.bot],
+    });
+    await rec.waitCalls(1);
+    const content = `@everyone ${'word '.repeat(500)}`;
+    insertOutbound(db, {
+      chat_jid: `discord:${api.textChannelId}`,
+      content,
+      kind: 'reply',
+      reply_to: msg.id as string,
+    });
+    const d = createDelivery({ db, channels: [channel], log: silentLogger(), pollMs: 0 });
+    cleanups.push(() => d.stop());
+    d.start();
+    await d.idle();
+    expect(api.posted.map((p) => p.message_reference?.message_id)).toEqual([msg.id, undefined]);
+    for (const p of api.posted) expect(p.allowed_mentions).toEqual({ parse: ['users'], replied_user: true });
+  });
+
+  it('maps send errors: 400 and 404 permanent, 429 with its retry-after, 5xx and network down transient', async () => {
+    const { api, channel } = await setup();
+    const part = {
+      messageId: 1,
+      chatJid: `discord:${api.textChannelId}`,
+      text: 'x',
+      part: 0,
+      replyTo: null,
+      topic: '',
+      previousPartId: null,
+    };
+    const failure = (p = part) =>
+      channel.send(p).then(
+        () => undefined,
+        (e: unknown) => e as DeliveryError,
+      );
+    api.failNext({ status: 400 });
+    expect(await failure()).toMatchObject({ failure: 'permanent', status: 400 });
+    expect(await failure({ ...part, text: '' })).toMatchObject({ failure: 'permanent', status: 400 });
+    expect(await failure({ ...part, chatJid: 'telegram:5' })).toMatchObject({ failure: 'permanent' });
+    api.failNext({ status: 429, retryAfterS: 3 });
+    const limited = await failure();
+    expect(limited).toMatchObject({ failure: 'rate_limited', status: 429 });
+    expect(limited!.retryAfterMs).toBeGreaterThanOrEqual(3000);
+    api.failNext({ status: 503 });
+    expect(await failure({ ...part, chatJid: `discord:${api.threadId}` })).toMatchObject({
+      failure: 'transient',
+      status: 503,
+    });
+    await api.close();
+    expect(await failure({ ...part, chatJid: `discord:${api.dmChannelId}` })).toMatchObject({
+      failure: 'transient',
+    });
+  });
+
+  it('refuses to start with a bad token, without the token in the error', async () => {
+    const api = await DiscordApiServer.start('right-token');
+    cleanups.push(() => api.close());
+    const channel = new DiscordChannel({
+      token: 'wrong-secret-token',
+      apiRoot: api.apiRoot,
+      log: silentLogger(),
+    });
+    const err = await channel
+      .start(() => null)
+      .then(
+        () => undefined,
+        (e: Error) => e,
+      );
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err?.message)).not.toContain('wrong-secret-token');
+  });
+
+  it('shows typing and never throws from it', async () => {
+    const { api, channel } = await setup();
+    await channel.typing(`discord:${api.textChannelId}`, true);
+    await channel.typing(`discord:${api.textChannelId}`, false);
+    expect(api.requests.filter((r) => r.endsWith('/typing'))).toEqual([
+      `POST /api/v10/channels/${api.textChannelId}/typing`,
+    ]);
+    await api.close();
+    await expect(channel.typing(`discord:${api.textChannelId}`, true)).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,329 @@
+/**
+ * A small Discord API on 127.0.0.1 that discord.js connects to, for tests: REST under `/api/v10` (gateway/bot,
+ * users/@me, channels/:id, channels/:id/messages, channels/:id/typing) and a websocket gateway on the same
+ * port speaking HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat → ACK, and MESSAGE_CREATE pushed by the
+ * test. The next message sends can be made to answer 429 (Retry-After), 5xx or 403 the way Discord does.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+
+/** A user as the gateway and REST return it. */
+export interface DiscordUser {
+  id: string;
+  username: string;
+  global_name: string | null;
+  bot?: boolean;
+}
+
+/** A failure the next message sends answer with. */
+export type DiscordFault =
+  { status: 429; retryAfterS: number } | { status: 500 | 502 | 503 } | { status: 403 | 400 | 404 };
+
+/** One message the bot posted, as the server stored it. */
+export interface PostedMessage {
+  id: string;
+  channel_id: string;
+  content: string;
+  message_reference: { message_id: string } | undefined;
+  allowed_mentions: unknown;
+}
+
+/** What a test says about a user message pushed to the bot. */
+export interface PushMessage {
+  channelId: string;
+  author: DiscordUser;
+  content: string;
+  /** Users mentioned with `<@id>` in content (the gateway lists them). */
+  mentions?: DiscordUser[];
+  /** Reply to this message (a stored id of the channel). */
+  replyTo?: string;
+  /** Nickname in the guild (guild channels only). */
+  nick?: string;
+}
+
+type Json = Record<string, unknown>;
+
+const GUILD_ID = '900000000000000001';
+const DISCORD_EPOCH = 1_420_070_400_000n;
+let increment = 0n;
+/** A snowflake as Discord makes them: milliseconds since 2015 in the high bits (discord.js reads dates from it). */
+const nextId = () => String(((BigInt(Date.now()) - DISCORD_EPOCH) << 22n) | (increment++ & 4095n));
+
+/** The running server. */
+export class DiscordApiServer {
+  readonly guildId = GUILD_ID;
+  /** A guild text channel and a thread under it, in the guild the bot is in. */
+  readonly textChannelId = '900000000000000010';
+  readonly threadId = '900000000000000011';
+  /** A DM channel (not in any guild). */
+  readonly dmChannelId = '900000000000000020';
+  readonly posted: PostedMessage[] = [];
+  /** Every REST request, as `METHOD /path`. */
+  readonly requests: string[] = [];
+  private readonly messages = new Map<string, Json>();
+  private readonly faults: DiscordFault[] = [];
+  private readonly sockets = new Set<Socket>();
+  private readonly wss: WebSocketServer;
+  private conn: { ws: WebSocket; seq: number } | undefined;
+  private identifyWaiters: Array<() => void> = [];
+
+  private constructor(
+    private readonly server: Server,
+    readonly token: string,
+    readonly bot: DiscordUser,
+  ) {
+    this.wss = new WebSocketServer({ server });
+    this.wss.on('connection', (ws) => this.onConnection(ws));
+  }
+
+  /** Starts a server for `token` on a free loopback port. */
+  static async start(token = 'discord-test-token'): Promise<DiscordApiServer> {
+    const bot: DiscordUser = { id: '800000000000000001', username: 'gated', global_name: 'Gated', bot: true };
+    const server = createServer();
+    const api = new DiscordApiServer(server, token, bot);
+    server.on('request', (req, res) => void api.handle(req, res));
+    server.on('connection', (s) => {
+      api.sockets.add(s);
+      s.on('close', () => api.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    return api;
+  }
+
+  private get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** The REST base for discord.js (`DISCORD_API_ROOT`). */
+  get apiRoot(): string {
+    return `http://127.0.0.1:${this.port}/api`;
+  }
+
+  /** Pushes a MESSAGE_CREATE to the connected bot; returns the message payload. */
+  push(m: PushMessage): Json {
+    const inGuild = m.channelId !== this.dmChannelId;
+    const msg: Json = {
+      id: nextId(),
+      channel_id: m.channelId,
+      author: m.author,
+      content: m.content,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: m.mentions ?? [],
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      type: m.replyTo ? 19 : 0,
+      channel_type: m.channelId === this.dmChannelId ? 1 : m.channelId === this.threadId ? 11 : 0,
+    };
+    if (inGuild) {
+      msg.guild_id = GUILD_ID;
+      msg.member = {
+        nick: m.nick ?? null,
+        roles: [],
+        joined_at: new Date(0).toISOString(),
+        deaf: false,
+        mute: false,
+      };
+    }
+    if (m.replyTo) {
+      msg.message_reference = {
+        message_id: m.replyTo,
+        channel_id: m.channelId,
+        guild_id: inGuild ? GUILD_ID : undefined,
+      };
+      msg.referenced_message = this.messages.get(m.replyTo) ?? null;
+    }
+    this.messages.set(msg.id as string, msg);
+    this.dispatch('MESSAGE_CREATE', msg);
+    return msg;
+  }
+
+  /** Pushes the same MESSAGE_CREATE again (a gateway resume replays events). */
+  replay(msg: Json): void {
+    this.dispatch('MESSAGE_CREATE', msg);
+  }
+
+  /** The next `n` message sends fail with `fault`. */
+  failNext(fault: DiscordFault, n = 1): void {
+    for (let i = 0; i < n; i += 1) this.faults.push(fault);
+  }
+
+  /** Resolves when a client has identified (the bot is connected). */
+  waitForIdentify(): Promise<void> {
+    if (this.conn) return Promise.resolve();
+    return new Promise((resolve) => this.identifyWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.wss.clients) c.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private dispatch(t: string, d: unknown): void {
+    if (!this.conn) throw new Error(`no bot connected to receive ${t}`);
+    this.conn.seq += 1;
+    this.conn.ws.send(JSON.stringify({ op: 0, t, s: this.conn.seq, d }));
+  }
+
+  private onConnection(ws: WebSocket): void {
+    ws.send(JSON.stringify({ op: 10, d: { heartbeat_interval: 41_250 } }));
+    ws.on('message', (raw) => {
+      const p = JSON.parse(String(raw)) as { op: number; d: Json };
+      if (p.op === 1) ws.send(JSON.stringify({ op: 11 }));
+      else if (p.op === 2) this.identify(ws, p.d);
+    });
+    ws.on('close', () => {
+      if (this.conn?.ws === ws) this.conn = undefined;
+    });
+  }
+
+  private identify(ws: WebSocket, d: Json): void {
+    if (d.token !== this.token) return ws.close(4004, 'Authentication failed.');
+    this.conn = { ws, seq: 0 };
+    const url = `ws://127.0.0.1:${this.port}`;
+    this.dispatch('READY', {
+      v: 10,
+      user: this.bot,
+      guilds: [{ id: GUILD_ID, unavailable: true }],
+      session_id: 'session-1',
+      resume_gateway_url: url,
+      shard: [0, 1],
+      application: { id: this.bot.id, flags: 0 },
+    });
+    const channel = (id: string, type: number, extra: Json = {}) => ({
+      id,
+      type,
+      guild_id: GUILD_ID,
+      position: 0,
+      permission_overwrites: [],
+      ...extra,
+    });
+    this.dispatch('GUILD_CREATE', {
+      id: GUILD_ID,
+      name: 'Test guild',
+      icon: null,
+      owner_id: '700000000000000001',
+      roles: [
+        {
+          id: GUILD_ID,
+          name: '@everyone',
+          permissions: '0',
+          position: 0,
+          color: 0,
+          hoist: false,
+          managed: false,
+          mentionable: false,
+        },
+      ],
+      emojis: [],
+      stickers: [],
+      features: [],
+      member_count: 2,
+      members: [],
+      presences: [],
+      voice_states: [],
+      joined_at: new Date(0).toISOString(),
+      large: false,
+      unavailable: false,
+      channels: [channel(this.textChannelId, 0, { name: 'general' })],
+      threads: [
+        channel(this.threadId, 11, {
+          name: 'a thread',
+          parent_id: this.textChannelId,
+          owner_id: '700000000000000001',
+          thread_metadata: {
+            archived: false,
+            auto_archive_duration: 60,
+            archive_timestamp: new Date(0).toISOString(),
+            locked: false,
+          },
+        }),
+      ],
+    });
+    for (const w of this.identifyWaiters.splice(0)) w();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const path = (req.url ?? '').split('?')[0]!;
+    const method = req.method ?? 'GET';
+    this.requests.push(`${method} ${path}`);
+    if (req.headers.authorization !== `Bot ${this.token}`)
+      return send(res, 401, { message: '401: Unauthorized', code: 0 });
+    if (method === 'GET' && path === '/api/v10/gateway/bot') {
+      const limit = { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 };
+      return send(res, 200, { url: `ws://127.0.0.1:${this.port}`, shards: 1, session_start_limit: limit });
+    }
+    if (method === 'GET' && path === '/api/v10/users/@me') return send(res, 200, this.bot);
+    const m = /^\/api\/v10\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
+    if (!m) return send(res, 404, { message: '404: Not Found', code: 0 });
+    const [, channelId, sub] = m as unknown as [string, string, string | undefined];
+    if (method === 'POST' && sub === '/typing') return void res.writeHead(204).end();
+    if (method === 'POST' && sub === '/messages') {
+      const fault = this.faults.shift();
+      if (fault) return this.fail(res, fault);
+      return this.createMessage(channelId, JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json, res);
+    }
+    send(res, 404, { message: 'Unknown Channel', code: 10003 });
+  }
+
+  private fail(res: ServerResponse, f: DiscordFault): void {
+    if (f.status === 429) {
+      const body = { message: 'You are being rate limited.', retry_after: f.retryAfterS, global: false };
+      return send(res, 429, body, { 'retry-after': String(f.retryAfterS), 'x-ratelimit-scope': 'user' });
+    }
+    if (f.status >= 500) return send(res, f.status, { message: 'Bad Gateway', code: 0 });
+    send(res, f.status, { message: 'Missing Access', code: 50001 });
+  }
+
+  private createMessage(channelId: string, body: Json, res: ServerResponse): void {
+    const content = typeof body.content === 'string' ? body.content : '';
+    if (content.trim() === '' || content.length > 2000) {
+      return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    }
+    const ref = body.message_reference as { message_id: string } | undefined;
+    const msg = {
+      id: nextId(),
+      channel_id: channelId,
+      author: this.bot,
+      content,
+      timestamp: new Date().toISOString(),
+      type: ref ? 19 : 0,
+    };
+    this.messages.set(msg.id, msg);
+    this.posted.push({
+      id: msg.id,
+      channel_id: channelId,
+      content,
+      message_reference: ref,
+      allowed_mentions: body.allowed_mentions,
+    });
+    send(res, 200, msg);
+  }
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const data = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(data),
+    ...headers,
+  });
+  res.end(data);
+}
