@@ -5,7 +5,7 @@
  * same mention is not answered again.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
+import { afterEach, beforeEach, expect, test } from 'vitest';
 import { loadConfig, type Config } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
@@ -13,16 +13,14 @@ import { openDatabase } from '../../gateway/store/db.js';
 import { addGroup } from '../../gateway/store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { makeAccounts, postAs, readPost, type Accounts } from '../infra/atproto/harness.js';
-import { startAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
+import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
 
+const network = useAtprotoNetwork('bsky_endtoend');
 let net: AtprotoNetwork;
 const running: Gated[] = [];
 
-beforeAll(async () => {
-  net = await startAtprotoNetwork('bsky_endtoend');
-});
-afterAll(async () => {
-  await net?.close();
+beforeEach(() => {
+  net = network();
 });
 afterEach(async () => {
   while (running.length) await running.pop()!.close(2000);

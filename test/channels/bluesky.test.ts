@@ -3,7 +3,7 @@
  * driven by the real @atproto/api on both sides: users post, follow and like; the channel stores
  * notifications as inbound rows and posts threaded replies.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import type { Message } from '../../core/types.js';
 import type { BlueskyChannel } from '../../gateway/channels/bluesky/index.js';
@@ -16,6 +16,7 @@ import { silentLogger } from '../../core/log.js';
 import { freshDb } from '../helpers/db.js';
 import {
   makeAccounts,
+  firstPart,
   makeChannel,
   postAs,
   readPost,
@@ -23,19 +24,17 @@ import {
   waitFor,
   type Accounts,
 } from '../infra/atproto/harness.js';
-import { startAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
+import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
 import { startFaultProxy, type FaultProxy } from '../infra/atproto/fault-proxy.js';
 import { blueskyHarness } from '../infra/atproto/conformance-harness.js';
 import { channelConformance } from './conformance.js';
 
+const network = useAtprotoNetwork('bsky_channel');
 let net: AtprotoNetwork;
 const started: BlueskyChannel[] = [];
 
-beforeAll(async () => {
-  net = await startAtprotoNetwork('bsky_channel');
-});
-afterAll(async () => {
-  await net?.close();
+beforeEach(() => {
+  net = network();
 });
 const proxies: FaultProxy[] = [];
 afterEach(async () => {
@@ -55,7 +54,7 @@ function rows(db: Db): Message[] {
 }
 
 // The suite every channel passes, on the real network (redelivery = a cursor behind the last event).
-channelConformance('bluesky', () => blueskyHarness(net));
+channelConformance('bluesky', () => blueskyHarness(network()));
 
 describe('inbound notifications', () => {
   test('a mention becomes one row with verb mention, the author as chat and sender, the post uri as id', async () => {
@@ -165,15 +164,9 @@ describe('outbound posts', () => {
     const mention = await postAs(acc.user.agent, `@${acc.bot.handle} what is new?`);
     await net.processAll();
     await ch.pollNow();
-    const id = await ch.send({
-      messageId: 1,
-      chatJid: `bluesky:${acc.user.did}`,
-      text: `all good @${acc.user.handle}, see https://example.com/news`,
-      part: 0,
-      replyTo: mention.uri,
-      topic: '',
-      previousPartId: null,
-    });
+    const id = await ch.send(
+      firstPart(acc.user, `all good @${acc.user.handle}, see https://example.com/news`, mention.uri),
+    );
     const [uri, cid] = id!.split('|');
     expect(cid).toBeTruthy();
     const record = await readPost(acc.bot.agent, uri!);
@@ -199,15 +192,7 @@ describe('outbound posts', () => {
     await net.processAll();
     await ch.pollNow();
     expect(rows(db)[0]).toMatchObject({ verb: 'mention', reply_to: root.uri });
-    const id = await ch.send({
-      messageId: 1,
-      chatJid: `bluesky:${acc.user.did}`,
-      text: 'none',
-      part: 0,
-      replyTo: mention.uri,
-      topic: '',
-      previousPartId: null,
-    });
+    const id = await ch.send(firstPart(acc.user, 'none', mention.uri));
     expect((await readPost(acc.bot.agent, id!.split('|')[0]!)).reply).toEqual({ root, parent: mention });
   });
 
@@ -295,15 +280,7 @@ describe('outbound posts', () => {
     const { db } = freshDb();
     const acc = await makeAccounts(net);
     const ch = await startChannel(db, acc);
-    const id = await ch.send({
-      messageId: 3,
-      chatJid: `bluesky:${acc.user.did}`,
-      text: 'thanks for the follow',
-      part: 0,
-      replyTo: null,
-      topic: '',
-      previousPartId: null,
-    });
+    const id = await ch.send(firstPart(acc.user, 'thanks for the follow'));
     const record = await readPost(acc.bot.agent, id!.split('|')[0]!);
     expect(record.text).toBe(`@${acc.user.handle} thanks for the follow`);
     expect(record.reply).toBeUndefined();
@@ -317,15 +294,7 @@ describe('outbound posts', () => {
     const acc = await makeAccounts(net);
     const ch = await startChannel(db, acc);
     const err = await ch
-      .send({
-        messageId: 1,
-        chatJid: 'bluesky:alice',
-        text: 'x',
-        part: 0,
-        replyTo: null,
-        topic: '',
-        previousPartId: null,
-      })
+      .send({ ...firstPart(acc.user, 'x'), chatJid: 'bluesky:alice' })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeliveryError);
     expect(err).toMatchObject({ failure: 'permanent' });
@@ -342,15 +311,7 @@ describe('failures', () => {
     const ch = await startChannel(db, acc, { service: proxy.url });
     const mention = await postAs(acc.user.agent, `@${acc.bot.handle} ping`);
     await net.processAll();
-    const part = {
-      messageId: 1,
-      chatJid: `bluesky:${acc.user.did}`,
-      text: 'pong',
-      part: 0,
-      replyTo: mention.uri,
-      topic: '',
-      previousPartId: null,
-    };
+    const part = firstPart(acc.user, 'pong', mention.uri);
     const sendError = (p = part) =>
       ch.send(p).then(
         () => undefined,

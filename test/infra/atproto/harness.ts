@@ -10,6 +10,7 @@ import {
   type BlueskyChannel,
   type BlueskyChannelOptions,
 } from '../../../gateway/channels/bluesky/index.js';
+import type { SendPart } from '../../../gateway/channels/channel.js';
 import type { Db } from '../../../gateway/store/db.js';
 import { insertInbound } from '../../../gateway/store/messages.js';
 import type { AtprotoNetwork, TestUser } from './network.js';
@@ -88,4 +89,17 @@ export async function waitFor<T>(what: string, check: () => T | undefined, ms = 
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The first (or only) part of a reply to `user`, answering `replyTo` when given. */
+export function firstPart(user: TestUser, text: string, replyTo: string | null = null): SendPart {
+  return {
+    messageId: 1,
+    chatJid: `bluesky:${user.did}`,
+    text,
+    part: 0,
+    replyTo,
+    topic: '',
+    previousPartId: null,
+  };
 }

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AtpAgent } from '@atproto/api';
+import { afterAll, beforeAll } from 'vitest';
 import { startPostgres, type PostgresServer } from '../postgres.js';
 import { startRedis, type RedisServer } from '../redis.js';
 
@@ -109,4 +110,22 @@ async function createUser(pdsUrl: string, handle: string): Promise<TestUser> {
   await agent.createAccount({ handle, password, email: `${name}@example.test` });
   await agent.login({ identifier: handle, password });
   return { did: agent.session!.did, handle, password, agent };
+}
+
+/**
+ * One network for a whole test file: started before its first test, closed after its last. Returns a
+ * getter, since the network exists only once the file's tests run.
+ */
+export function useAtprotoNetwork(schema: string): () => AtprotoNetwork {
+  let net: AtprotoNetwork | undefined;
+  beforeAll(async () => {
+    net = await startAtprotoNetwork(schema);
+  });
+  afterAll(async () => {
+    await net?.close();
+  });
+  return () => {
+    if (!net) throw new Error('the atproto network is not up (used outside a test?)');
+    return net;
+  };
 }
