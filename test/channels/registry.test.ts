@@ -1,0 +1,80 @@
+import { PassThrough } from 'node:stream';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { DiscordChannel } from '../../gateway/channels/discord.js';
+import { LocalChannel } from '../../gateway/channels/local.js';
+import { createChannels, startChannels, type ChannelFactory } from '../../gateway/channels/registry.js';
+import { TelegramChannel } from '../../gateway/channels/telegram.js';
+import { freshDb } from '../helpers/db.js';
+import { TelegramApiServer } from '../infra/telegram-api.js';
+
+/** A logger whose lines the test reads. */
+function capture() {
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, { write: (s: string) => lines.push(s) });
+  return { log, text: () => lines.join('') };
+}
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+describe('createChannels', () => {
+  it('makes only the channels whose credentials are set and says why the others are off', () => {
+    const { db } = freshDb();
+    const none = capture();
+    expect(createChannels(loadConfig({}), { db, log: none.log })).toEqual([]);
+    expect(none.text()).toContain('telegram not started: TELEGRAM_BOT_TOKEN not set');
+    expect(none.text()).toContain('discord not started: DISCORD_BOT_TOKEN not set');
+
+    const both = capture();
+    const env = {
+      TELEGRAM_BOT_TOKEN: '42:very-secret',
+      DISCORD_BOT_TOKEN: 'also-secret',
+      TELEGRAM_API_ROOT: 'http://127.0.0.1:1',
+    };
+    const channels = createChannels(loadConfig(env), { db, log: both.log });
+    expect(channels.map((c) => c.constructor)).toEqual([TelegramChannel, DiscordChannel]);
+    expect(both.text()).toContain('telegram channel configured');
+    expect(both.text()).not.toContain('secret');
+  });
+
+  it('adds the extra factories after the built-in ones, first factory per platform wins', () => {
+    const { db } = freshDb();
+    const made: string[] = [];
+    const factory = (platform: string, on: boolean): ChannelFactory => ({
+      platform,
+      settings: `${platform.toUpperCase()}_SETTING`,
+      create: () => {
+        made.push(platform);
+        return on
+          ? new LocalChannel({ folder: platform, input: new PassThrough(), output: new PassThrough() })
+          : undefined;
+      },
+    });
+    const { log, text } = capture();
+    const extra = [factory('web', true), factory('bluesky', false), factory('web', true)];
+    const channels = createChannels(loadConfig({}), { db, log, extra });
+    expect(channels).toHaveLength(1);
+    expect(made).toEqual(['web', 'bluesky']);
+    expect(text()).toContain('bluesky not started: BLUESKY_SETTING not set');
+  });
+});
+
+describe('startChannels', () => {
+  it('starts what can start and leaves out, with a log line, what cannot', async () => {
+    const api = await TelegramApiServer.start('1:right');
+    cleanups.push(() => api.close());
+    const { db } = freshDb();
+    const { log, text } = capture();
+    const badTelegram = new TelegramChannel({ token: '1:wrong', apiRoot: api.url, db, log });
+    const local = new LocalChannel({ folder: 'demo', input: new PassThrough(), output: new PassThrough() });
+    const started = await startChannels([badTelegram, local], () => null, log);
+    cleanups.push(() => local.stop());
+    expect(started).toEqual([local]);
+    expect(text()).toContain('channel failed to start');
+    expect(text()).not.toContain('1:wrong');
+  });
+});
