@@ -1,0 +1,50 @@
+// The example agent shipped with gated: plain Node, no dependencies. It speaks the agent protocol
+// (CONTRACT §7) and answers every input line with one output block that proves it read each message:
+// `echo: <content>`. It keeps a session id (the one gated passes in, or a new one) and exits on end of stdin.
+//
+// Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on
+// stdout, log to stderr, never print secrets.
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+
+const START = '---GATED_OUTPUT_START---';
+const END = '---GATED_OUTPUT_END---';
+
+let sessionId = null;
+let turns = 0;
+
+function emit(block) {
+  process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
+}
+
+function answer(messages) {
+  turns += 1;
+  const lines = messages.map((m) => `echo: ${m.content}`);
+  emit({ status: 'ok', result: lines.join('\n'), newSessionId: sessionId });
+}
+
+const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+let first = true;
+
+rl.on('line', (line) => {
+  if (line.trim() === '') return;
+  let input;
+  try {
+    input = JSON.parse(line);
+  } catch {
+    process.stderr.write('example agent: a stdin line was not JSON\n');
+    return;
+  }
+  if (first) {
+    first = false;
+    sessionId =
+      typeof input.sessionId === 'string' && input.sessionId ? input.sessionId : `example-${randomUUID()}`;
+    process.stderr.write(`example agent: group=${input.group} topic=${input.topic} session=${sessionId}\n`);
+  }
+  answer(Array.isArray(input.messages) ? input.messages : []);
+});
+
+rl.on('close', () => {
+  process.stderr.write(`example agent: stdin closed after ${turns} turn(s)\n`);
+  process.exitCode = 0;
+});

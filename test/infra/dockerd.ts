@@ -1,0 +1,179 @@
+/**
+ * A real Docker engine for the suites that need one: dockerd (Debian docker.io, installed by
+ * scripts/setup.d/20-docker.sh) on its own socket, data root and exec root under a temp folder, with no
+ * iptables and no bridge so the host network is never touched (ENVIRONMENT.md). Images are built offline by
+ * docker/build-offline.sh (this machine's node binary imported as a base). Teardown stops dockerd by pid,
+ * unmounts what it left mounted (exec/netns/default and any overlay) and removes the folder.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, closeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { packageFile } from '../../core/paths.js';
+
+const run = promisify(execFile);
+
+/** A running test engine. */
+export interface TestDockerd {
+  /** The folder holding the socket, data root, exec root and log. */
+  readonly dir: string;
+  readonly socketPath: string;
+  /** `unix://…`, for DOCKER_HOST. */
+  readonly host: string;
+  readonly docker: Docker;
+  /** Builds an agent image with docker/build-offline.sh; returns the tag. */
+  buildAgentImage(tag: string, agentDir?: string, agentFile?: string): Promise<string>;
+  /** Stops dockerd and removes everything it left. Idempotent. */
+  stop(): Promise<void>;
+}
+
+function findDockerd(): string {
+  for (const p of ['/usr/sbin/dockerd', '/usr/bin/dockerd', '/usr/local/bin/dockerd'])
+    if (existsSync(p)) return p;
+  throw new Error('dockerd is not installed: run scripts/setup.d/20-docker.sh (Debian docker.io)');
+}
+
+function logTail(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').slice(-3000);
+  } catch {
+    return '(no log)';
+  }
+}
+
+function readPid(path: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 1 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function killIfAlive(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** Mount points at or under `dir`, deepest first, from this process's view of the mount table. */
+function mountsUnder(dir: string): string[] {
+  const points = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((p): p is string => p !== undefined && (p === dir || p.startsWith(dir + '/')));
+  return points.sort((a, b) => b.length - a.length);
+}
+
+async function unmountAll(dir: string): Promise<void> {
+  for (let pass = 0; pass < 3; pass++) {
+    const points = mountsUnder(dir);
+    if (points.length === 0) return;
+    for (const p of points) await run('umount', ['-l', p]).catch(() => undefined);
+  }
+  const left = mountsUnder(dir);
+  if (left.length) throw new Error(`dockerd left mounts behind: ${left.join(', ')}`);
+}
+
+function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+/**
+ * Starts dockerd and waits for `_ping`. Rejects with dockerd's log tail when it cannot start: a suite that
+ * needs the engine then fails saying why.
+ */
+export async function startDockerd(timeoutMs = 60_000): Promise<TestDockerd> {
+  const bin = findDockerd();
+  const dir = mkdtempSync(join(tmpdir(), 'gated-dockerd-'));
+  const socketPath = join(dir, 'docker.sock');
+  const logPath = join(dir, 'dockerd.log');
+  const logFd = openSync(logPath, 'a');
+  const child = spawn(
+    bin,
+    [
+      `--host=unix://${socketPath}`,
+      `--data-root=${join(dir, 'data')}`,
+      `--exec-root=${join(dir, 'exec')}`,
+      `--pidfile=${join(dir, 'dockerd.pid')}`,
+      '--iptables=false',
+      '--ip6tables=false',
+      '--bridge=none',
+      '--storage-driver=overlay2',
+    ],
+    { stdio: ['ignore', logFd, logFd] },
+  );
+  closeSync(logFd);
+  const docker = new Docker({ socketPath });
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // dockerd starts its own containerd; a dockerd that had to be killed leaves it running.
+      const containerdPid = readPid(join(dir, 'exec', 'containerd', 'containerd.pid'));
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        if (!(await waitExit(child, 20_000))) {
+          child.kill('SIGKILL');
+          await waitExit(child, 5_000);
+          if (containerdPid !== undefined) killIfAlive(containerdPid);
+        }
+      }
+      await unmountAll(dir);
+      rmSync(dir, { recursive: true, force: true });
+    })());
+
+  const started = Date.now();
+  let lastErr = 'no answer';
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      const tail = logTail(logPath);
+      await stop();
+      throw new Error(`dockerd exited during start (${child.exitCode ?? child.signalCode}):\n${tail}`);
+    }
+    try {
+      await docker.ping();
+      break;
+    } catch (err) {
+      lastErr = (err as Error).message;
+    }
+    if (Date.now() - started > timeoutMs) {
+      const tail = logTail(logPath);
+      await stop();
+      throw new Error(`dockerd did not answer _ping within ${timeoutMs} ms (${lastErr}):\n${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  const host = `unix://${socketPath}`;
+  return {
+    dir,
+    socketPath,
+    host,
+    docker,
+    stop,
+    async buildAgentImage(tag, agentDir, agentFile) {
+      const env: NodeJS.ProcessEnv = { ...process.env, DOCKER_HOST: host };
+      if (agentDir) env.GATED_AGENT_DIR = agentDir;
+      if (agentFile) env.GATED_AGENT_FILE = agentFile;
+      try {
+        await run('bash', [packageFile('docker', 'build-offline.sh'), tag], { env, maxBuffer: 1 << 24 });
+      } catch (err) {
+        const e = err as Error & { stderr?: string };
+        throw new Error(`building ${tag} failed: ${e.message}\n${e.stderr ?? ''}`);
+      }
+      return tag;
+    },
+  };
+}
