@@ -1,0 +1,241 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { loadConfig } from '../core/config.js';
+import { silentLogger } from '../core/log.js';
+import { packageFile } from '../core/paths.js';
+import { startGated, type Gated } from '../gated/app.js';
+import { openDatabase } from '../gateway/store/db.js';
+import { BenchChannel } from './channel.js';
+
+/** Percentile of sorted numbers. */
+export function pct(sorted: readonly number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** CPU seconds of this process's reaped children (the agents), from /proc. */
+function childCpuSeconds(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  // cutime and cstime are fields 16 and 17 of stat (1-based), 14 and 15 after the comm split.
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+/** A bench instance: `groups` groups b/gN, each fed by chat bench:gN through one route per group. */
+export async function benchInstance(opts: {
+  groups: number;
+  maxConcurrent: number;
+  idleMs: number;
+  pollMs?: number;
+}) {
+  const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
+  const dbPath = join(dir, 'gated.db');
+  const groupsDir = join(dir, 'groups');
+  const db = openDatabase(dbPath);
+  db.transaction(() => {
+    const g = db.prepare('INSERT INTO registered_groups (folder) VALUES (?)');
+    const r = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
+    for (let i = 0; i < opts.groups; i++) {
+      g.run(`b/g${i}`);
+      r.run(i, `platform=bench room=g${i}`, `b/g${i}`);
+      mkdirSync(join(groupsDir, 'b', `g${i}`), { recursive: true });
+    }
+  })();
+  db.close();
+  const config = loadConfig({
+    GATED_DB: dbPath,
+    GATED_GROUPS_DIR: groupsDir,
+    GATED_MAX_CONCURRENT: String(opts.maxConcurrent),
+    GATED_IDLE_TIMEOUT_MS: String(opts.idleMs),
+    GATED_POLL_MS: String(opts.pollMs ?? 2000),
+    GATED_RUNTIME: 'process',
+    // mawk buffers a piped stdin until it fills unless told it is interactive.
+    GATED_AGENT_CMD: `exec awk -W interactive -f '${packageFile('bench', 'agent.awk')}'`,
+  });
+  const channel = new BenchChannel();
+  const gated: Gated = await startGated({ config, log: silentLogger(), channels: [channel], http: false });
+  return {
+    dbPath,
+    gated,
+    channel,
+    async close() {
+      await gated.close(2000);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Runs bench/writer.ts as a separate process and resolves with its report. */
+export function externalWriter(
+  dbPath: string,
+  groups: number,
+  perGroup: number,
+  rate = 0,
+  firstToken = 0,
+): Promise<{ count: number; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        packageFile('bench', 'writer.ts'),
+        dbPath,
+        String(groups),
+        String(perGroup),
+        String(rate),
+        String(firstToken),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d) => (out += String(d)));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`writer exited ${code}`)),
+    );
+  });
+}
+
+/** Per-token facts read back from the database and the bench channel. */
+function trace(inst: Awaited<ReturnType<typeof benchInstance>>, expected: number) {
+  const db = inst.gated.db;
+  const rows = db
+    .prepare(
+      `SELECT content, timestamp, dispatched_at FROM messages WHERE is_from_me = 0 AND chat_jid LIKE 'bench:%'`,
+    )
+    .all() as { content: string; timestamp: string; dispatched_at: number | null }[];
+  const dispatch: number[] = [];
+  const reply: number[] = [];
+  let duplicates = 0;
+  let delivered = 0;
+  for (const r of rows) {
+    const ingest = Date.parse(r.timestamp);
+    if (r.dispatched_at) dispatch.push(r.dispatched_at - ingest);
+    const times = inst.channel.deliveries.get(r.content);
+    if (!times) continue;
+    delivered += 1;
+    duplicates += times.length - 1;
+    reply.push(times[0]! - ingest);
+  }
+  dispatch.sort((a, b) => a - b);
+  reply.sort((a, b) => a - b);
+  return {
+    sent: expected,
+    stored: rows.length,
+    delivered,
+    lost: expected - delivered,
+    duplicates,
+    dispatch,
+    reply,
+  };
+}
+
+/** Scenario 1: many groups × many messages written at once by an external writer. */
+export async function burst(groups: number, perGroup: number, timeoutMs: number) {
+  const inst = await benchInstance({ groups, maxConcurrent: 5, idleMs: 1000 });
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  let peakRss = process.memoryUsage().rss;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+  const cpu0 = process.cpuUsage();
+  const child0 = childCpuSeconds();
+  const t0 = Date.now();
+  try {
+    const total = groups * perGroup;
+    const writer = externalWriter(inst.dbPath, groups, perGroup);
+    const w = await writer;
+    await inst.channel.waitFor(total, timeoutMs);
+    const wall = (Math.max(inst.channel.lastDelivery, t0) - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const t = trace(inst, total);
+    return {
+      scenario: 'burst',
+      groups,
+      perGroup,
+      sent: t.sent,
+      delivered: t.delivered,
+      lost: t.lost,
+      duplicates: t.duplicates,
+      wallSeconds: round(wall),
+      ingestPerSecond: Math.round(w.count / (w.ms / 1000)),
+      dispatchP50ms: pct(t.dispatch, 50),
+      dispatchP95ms: pct(t.dispatch, 95),
+      dispatchP99ms: pct(t.dispatch, 99),
+      replyP50ms: pct(t.reply, 50),
+      replyP95ms: pct(t.reply, 95),
+      replyP99ms: pct(t.reply, 99),
+      gatedCpuSeconds: round((cpu.user + cpu.system) / 1e6),
+      agentCpuSeconds: round(childCpuSeconds() - child0),
+      peakRssMB: Math.round(peakRss / 2 ** 20),
+      eventLoopDelayP99ms: round(loop.percentile(99) / 1e6),
+    };
+  } finally {
+    clearInterval(sampler);
+    loop.disable();
+    await inst.close();
+  }
+}
+
+/** Scenario 2: light traffic, in-process (adapter path) and external (poll path). */
+export async function light(groups: number, perGroup: number, rate: number) {
+  const inst = await benchInstance({ groups, maxConcurrent: 5, idleMs: 30_000 });
+  try {
+    const total = groups * perGroup;
+    // Adapter path: the in-process sink, which wakes the loop at once.
+    let tok = 0;
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        const g = tok % groups;
+        inst.channel.sink!({ chat_jid: `bench:g${g}`, sender: 'bench', content: `tok-${tok++}` });
+        if (tok >= total) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 1000 / rate);
+    });
+    await inst.channel.waitFor(total, 30_000);
+    const inProc = trace(inst, total);
+    // Poll path: another process writes; gated sees the rows on its next poll.
+    await externalWriter(inst.dbPath, groups, perGroup, rate, total);
+    await inst.channel.waitFor(2 * total, 30_000);
+    const both = trace(inst, 2 * total);
+    const servedGroups = new Set(
+      inst.gated.db.prepare(`SELECT DISTINCT group_folder FROM session_log`).pluck().all() as string[],
+    ).size;
+    const extReply = externalLatencies(inst, total);
+    return {
+      scenario: 'light',
+      groups,
+      perGroup,
+      rate,
+      groupsServed: servedGroups,
+      delivered: both.delivered,
+      lost: both.lost,
+      duplicates: both.duplicates,
+      inProcessReplyP50ms: pct(inProc.reply, 50),
+      inProcessReplyP95ms: pct(inProc.reply, 95),
+      externalReplyP50ms: pct(extReply, 50),
+      externalReplyP95ms: pct(extReply, 95),
+    };
+  } finally {
+    await inst.close();
+  }
+}
+
+/** Ingest→reply latencies of the tokens numbered from `first` (the external writer's). */
+function externalLatencies(inst: Awaited<ReturnType<typeof benchInstance>>, first: number): number[] {
+  const rows = inst.gated.db
+    .prepare(`SELECT content, timestamp FROM messages WHERE is_from_me = 0 AND chat_jid LIKE 'bench:%'`)
+    .all() as { content: string; timestamp: string }[];
+  const out: number[] = [];
+  for (const r of rows) {
+    if (Number(r.content.slice(4)) < first) continue;
+    const t = inst.channel.deliveries.get(r.content)?.[0];
+    if (t !== undefined) out.push(t - Date.parse(r.timestamp));
+  }
+  return out.sort((a, b) => a - b);
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
