@@ -67,6 +67,7 @@ export class DiscordApiServer {
   private readonly wss: WebSocketServer;
   private conn: { ws: WebSocket; seq: number } | undefined;
   private identifyWaiters: Array<() => void> = [];
+  private postWaiters: Array<() => void> = [];
 
   private constructor(
     private readonly server: Server,
@@ -154,6 +155,12 @@ export class DiscordApiServer {
   /** The next `n` message sends fail with `fault`. */
   failNext(fault: DiscordFault, n = 1): void {
     for (let i = 0; i < n; i += 1) this.faults.push(fault);
+  }
+
+  /** Resolves once the bot posted at least `n` messages. */
+  async waitForPosted(n: number): Promise<PostedMessage[]> {
+    while (this.posted.length < n) await new Promise<void>((resolve) => this.postWaiters.push(resolve));
+    return this.posted;
   }
 
   /** Resolves when a client has identified (the bot is connected). */
@@ -309,6 +316,7 @@ export class DiscordApiServer {
       message_reference: ref,
       allowed_mentions: body.allowed_mentions,
     });
+    for (const w of this.postWaiters.splice(0)) w();
     send(res, 200, msg);
   }
 }

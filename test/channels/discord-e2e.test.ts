@@ -1,0 +1,68 @@
+/**
+ * Discord end to end with the whole gateway (startGated with the process runtime and the example agent)
+ * and real discord.js against the local Discord REST + gateway server.
+ */
+import { join } from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { silentLogger } from '../../core/log.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import { openDatabase } from '../../gateway/store/db.js';
+import { addGroup } from '../../gateway/store/groups.js';
+import { tempDir } from '../helpers/db.js';
+import { DiscordApiServer } from '../infra/discord-api.js';
+
+let api: DiscordApiServer | undefined;
+let gated: Gated | undefined;
+
+afterEach(async () => {
+  await gated?.close(2000);
+  await api?.close();
+});
+
+test('a mention in a guild channel reaches the example agent and is answered as a reply', async () => {
+  api = await DiscordApiServer.start();
+  const dir = tempDir('gated-dc-e2e-');
+  const config = loadConfig({
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_POLL_MS: '50',
+    GATED_RUNTIME: 'process',
+    GATED_IDLE_TIMEOUT_MS: '300',
+    DISCORD_BOT_TOKEN: api.token,
+    DISCORD_API_ROOT: api.apiRoot,
+  });
+  const setup = openDatabase(config.db);
+  addGroup(setup, config.groupsDir, 'dc/mentions', 'Discord mentions');
+  setup
+    .prepare(
+      `INSERT INTO routes (seq, match, target) VALUES (10, 'platform=discord verb=mention', 'dc/mentions')`,
+    )
+    .run();
+  setup.close();
+  gated = await startGated({ config, log: silentLogger(), http: false });
+  expect(gated.channels.map((c) => c.platform)).toContain('discord');
+
+  const user = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
+  api.push({ channelId: api.textChannelId, author: user, content: 'not for the bot' });
+  const msg = api.push({
+    channelId: api.textChannelId,
+    author: user,
+    content: `<@${api.bot.id}> hello`,
+    mentions: [api.bot],
+  });
+  const [reply, ...more] = await api.waitForPosted(1);
+  expect(reply).toMatchObject({
+    channel_id: api.textChannelId,
+    content: 'echo: hello',
+    message_reference: { message_id: msg.id },
+  });
+  expect(more).toEqual([]);
+  const states = gated.db
+    .prepare(`SELECT content, verb, state FROM messages WHERE is_from_me = 0 ORDER BY id`)
+    .all();
+  expect(states).toEqual([
+    { content: 'not for the bot', verb: 'message', state: 'unrouted' },
+    { content: 'hello', verb: 'mention', state: 'done' },
+  ]);
+});
