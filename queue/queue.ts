@@ -53,7 +53,16 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     maxOutputBytes: config.maxOutputBytes,
     now,
     onReply(run, text) {
-      notify(store.commitReply(run.runId, text, run.lastRow));
+      let id: number;
+      try {
+        id = store.commitReply(run.runId, text, run.lastRow);
+      } catch (err) {
+        // Nothing was committed: the rows stay 'running' and the run's end decides their fate.
+        log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a reply failed');
+        return false;
+      }
+      notify(id);
+      return true;
     },
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now());

@@ -37,8 +37,8 @@ export interface RunHooks {
   runTimeoutMs: number;
   maxOutputBytes: number;
   now: () => number;
-  /** A block with a non-empty visible result: commit it as a reply. */
-  onReply(run: Run, text: string): void;
+  /** A block with a non-empty visible result: commit it as a reply. False when it could not be stored. */
+  onReply(run: Run, text: string): boolean;
   onSessionId(run: Run, sessionId: string): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: Run): void;
@@ -190,10 +190,7 @@ export class Run {
       );
     }
     const text = block.result === null ? '' : cleanResult(block.result);
-    if (text !== '') {
-      this.replies++;
-      this.hooks.onReply(this, text);
-    }
+    if (text !== '' && this.hooks.onReply(this, text)) this.replies++;
     if (this.phase !== 'running') return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {

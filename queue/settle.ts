@@ -48,11 +48,13 @@ function describe(
   }
   const { code, signal } = end.exit;
   if (code === 0 && signal === null) return { result: 'ok', error: null, failed: false };
-  return {
-    result: 'error',
-    error: signal !== null ? `killed by ${signal}` : `exit code ${code}`,
-    failed: true,
-  };
+  const error =
+    signal !== null
+      ? `killed by ${signal}`
+      : code === null
+        ? 'no exit status (the engine lost the agent)'
+        : `exit code ${code}`;
+  return { result: 'error', error, failed: true };
 }
 
 /** The settlement of a run that ended at `t`. */

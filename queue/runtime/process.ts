@@ -17,6 +17,9 @@ export interface ProcessRuntimeOptions {
 
 type Child = ChildProcessByStdio<Writable, Readable, Readable>;
 
+// How long output may still arrive after the agent's exit before its pipes are closed from our side.
+const DRAIN_MS = 2000;
+
 /** The minimal environment of an agent: enough to find programs and the example agent, nothing secret. */
 function agentEnv(extra: Record<string, string> | undefined): Record<string, string> {
   return {
@@ -54,13 +57,20 @@ function handleOf(child: Child): AgentHandle {
   child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
 
   const exited = new Promise<AgentExit>((resolve) => {
+    let drain: NodeJS.Timeout | undefined;
     child.once('exit', (code, signal) => {
       stdinOpen = false;
       exitInfo = { code, signal };
       // The agent is over: children it left behind would hold its pipes open and outlive the run.
       signalGroup(child, 'SIGKILL');
+      // A child that left the process group (setsid) can still hold the pipes: stop waiting for them.
+      drain = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }, DRAIN_MS);
     });
     child.once('close', (code, signal) => {
+      clearTimeout(drain);
       const info = exitInfo ?? { code, signal };
       resolve({ code: info.code, signal: info.signal, stderrTail: stderr.toString() });
     });
