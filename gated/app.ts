@@ -11,7 +11,6 @@ import { createDelivery, type Delivery } from '../gateway/outbound/delivery.js';
 import { openDatabase, type Db } from '../gateway/store/db.js';
 import { addGroup, listGroups } from '../gateway/store/groups.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
-import { createDockerRuntime } from '../queue/runtime/docker.js';
 import { createProcessRuntime } from '../queue/runtime/process.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { claimOwner, instanceId } from './owner.js';
@@ -49,9 +48,10 @@ export interface Gated {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Makes the runtime the configuration names. */
-function makeRuntime(config: Config, db: Db, log: Logger): Runtime {
+/** Makes the runtime the configuration names (dockerode is loaded only for the docker runtime). */
+async function makeRuntime(config: Config, db: Db, log: Logger): Promise<Runtime> {
   if (config.runtime === 'docker') {
+    const { createDockerRuntime } = await import('../queue/runtime/docker.js');
     return createDockerRuntime({
       image: config.agentImage,
       instanceId: instanceId(db),
@@ -79,9 +79,9 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   }
 
   const web = new WebChannel(db);
-  const channels: Channel[] = [web, ...(opts.channels ?? platformChannels(config, db, log))];
+  const channels: Channel[] = [web, ...(opts.channels ?? (await platformChannels(config, db, log)))];
   const delivery = createDelivery({ db, channels, log: log.child({ part: 'delivery' }), metrics });
-  const runtime = opts.runtime ?? makeRuntime(config, db, log);
+  const runtime = opts.runtime ?? (await makeRuntime(config, db, log));
   const queue = createQueue({
     db,
     runtime,
