@@ -123,18 +123,25 @@ export function splitText(text: string, limit: number, unit: LimitUnit = 'chars'
   let pos = skipBlankLines(body, 0);
   while (pos < body.length) {
     // Bounded window: never more than the limit needs, so a 10 MiB reply splits in linear time.
-    let windowLen = unit === 'chars' ? limit + 1 : limit * 4 + 64;
+    let windowLen = limit + 1;
     let s = reopen + body.slice(pos, pos + windowLen);
-    while (unit === 'graphemes' && pos + windowLen < body.length && graphemeLength(s) <= limit) {
-      windowLen *= 2;
+    // Plain ASCII has a grapheme per character ("\r\n" counts as two, which only errs on the short side),
+    // so Intl.Segmenter, slow per grapheme, is needed only for windows with other characters.
+    const u: LimitUnit = unit === 'graphemes' && !ASCII.test(s) ? 'graphemes' : 'chars';
+    if (u === 'graphemes') {
+      windowLen = limit * 2 + 64;
       s = reopen + body.slice(pos, pos + windowLen);
+      while (pos + windowLen < body.length && graphemeLength(s) <= limit) {
+        windowLen *= 2;
+        s = reopen + body.slice(pos, pos + windowLen);
+      }
     }
     const reachesEnd = pos + windowLen >= body.length;
-    if (reachesEnd && measure(s, unit) <= limit) {
+    if (reachesEnd && measure(s, u) <= limit) {
       parts.push(s);
       break;
     }
-    const cut = chooseCut(s, limit, unit, reopen.length);
+    const cut = chooseCut(s, limit, u, reopen.length);
     const piece = s.slice(0, cut.at).replace(/\s+$/, '') + (cut.close ? FENCE_CLOSE : '');
     if (piece.trim() !== '') parts.push(piece);
     // Map the cut back to the original text (the window began with the reopened fence line).
@@ -146,6 +153,7 @@ export function splitText(text: string, limit: number, unit: LimitUnit = 'chars'
 }
 
 const BLANK_LINES = /(?:[ \t]*\n)+/y;
+const ASCII = /^[\x00-\x7f]*$/;
 
 /** Index after the blank lines starting at `pos` (a sticky regex, so no copy of the rest of the text). */
 function skipBlankLines(s: string, pos: number): number {
