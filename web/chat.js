@@ -38,7 +38,7 @@ class Pane {
   constructor(group, topic) {
     this.group = group;
     this.topic = topic;
-    this.shown = new Set();
+    this.shown = new Map();
     this.maxId = 0;
     this.root = el('section', 'pane', null, { 'data-topic': topic });
     const head = el('div', 'pane-head');
@@ -98,15 +98,33 @@ class Pane {
     this.conn.dataset.state = text;
   }
 
+  /**
+   * Shows a line. A whole row (part null) creates its line or replaces the parts shown so far; a live part
+   * creates the line or is appended when it is the next one; anything already covered is dropped.
+   */
   add(line) {
-    if (this.shown.has(line.id)) return;
-    this.shown.add(line.id);
+    const part = typeof line.part === 'number' ? line.part : null;
+    const have = this.shown.get(line.id);
+    if (have) {
+      if (have.whole) return;
+      if (part === null) {
+        have.texts.replaceChildren(el('span', 'text', line.content));
+        have.whole = true;
+      } else if (part === have.next) {
+        have.texts.append(el('span', 'text', line.content));
+        have.next += 1;
+      }
+      return;
+    }
     this.maxId = Math.max(this.maxId, line.id);
     const li = el('li', `line ${line.role}`, null, { 'data-id': line.id });
     const who =
       line.role === 'user' ? line.sender_name || 'you' : line.role === 'agent' ? 'agent' : line.role;
-    li.append(el('span', 'who', who), el('span', 'text', line.content));
+    const texts = el('span', 'texts');
+    texts.append(el('span', 'text', line.content));
+    li.append(el('span', 'who', who), texts);
     li.title = line.timestamp;
+    this.shown.set(line.id, { texts, whole: part === null, next: (part ?? 0) + 1 });
     // Lines arrive in id order except when a live echo overtakes a replayed reply; keep the list sorted.
     let before = null;
     for (

@@ -1,25 +1,36 @@
 import { UsageError } from '../../core/errors.js';
 import { isoNow, isValidFolder, TOPIC_RE, type Jid } from '../../core/types.js';
+import { splitText } from '../outbound/split.js';
 import type { Db } from '../store/db.js';
 import type { Channel, InboundSink, SendPart } from './channel.js';
 
 /** How the web chat shows a line: the user's message, the agent's reply, a tool/status line, or the gateway. */
 export type ChatRole = 'user' | 'agent' | 'status' | 'gateway' | 'error';
 
-/** One line of a web chat as the browser receives it (SSE `message` event data, history rows). */
+/**
+ * One line of a web chat as the browser receives it (SSE `message` event data, history rows). `part` is
+ * null for a whole stored row (history, replay, posts) and the part index for a live delivery of a reply,
+ * which arrives as the outbox splits it: parts 0, 1, … with the same id.
+ */
 export interface ChatLine {
   id: number;
   role: ChatRole;
+  part: number | null;
   content: string;
   sender: string;
   sender_name: string | null;
   topic: string;
   timestamp: string;
+  /** The platform id of the post this reply answers (`<client>-<clientMsgId>`), if known. */
+  reply_to: string | null;
 }
 
-/** What a subscriber (one SSE connection) is pushed. */
+/**
+ * What a subscriber (one SSE connection) is pushed. `cursor` says whether the browser may move its replay
+ * cursor (SSE `id:`) to this line: only for the last part of a reply, never for a post (see chat.ts).
+ */
 export type WebEvent =
-  { type: 'message'; line: ChatLine } | { type: 'typing'; on: boolean } | { type: 'close' };
+  { type: 'message'; line: ChatLine; cursor: boolean } | { type: 'typing'; on: boolean } | { type: 'close' };
 
 /** A browser tab's post, as the HTTP layer hands it over (already checked against registered_groups). */
 export interface WebPost {
@@ -34,10 +45,13 @@ export interface WebPost {
 }
 
 /** The fields of a messages row that decide how it is shown. */
-export interface ChatRow extends Omit<ChatLine, 'role'> {
+export interface ChatRow extends Omit<ChatLine, 'role' | 'part'> {
   is_from_me: number;
   kind: string | null;
 }
+
+/** The messages columns a ChatRow is read from. */
+export const CHAT_COLUMNS = 'id, is_from_me, kind, content, sender, sender_name, topic, timestamp, reply_to';
 
 /** Longest web message, in characters; replies longer than this are split by the outbound deliverer. */
 export const WEB_LIMIT = 65_536;
@@ -69,11 +83,13 @@ export function toChatLine(row: ChatRow): ChatLine {
   return {
     id: row.id,
     role: shown.role,
+    part: null,
     content: shown.content,
     sender: row.sender,
     sender_name: row.sender_name,
     topic: row.topic,
     timestamp: row.timestamp,
+    reply_to: row.reply_to,
   };
 }
 
@@ -94,9 +110,7 @@ export class WebChannel implements Channel {
 
   /** `db` is read to push a delivered reply whole, with its kind, exactly as history shows it. */
   constructor(db: Db) {
-    this.rowById = db.prepare<[number], ChatRow>(
-      `SELECT id, is_from_me, kind, content, sender, sender_name, topic, timestamp FROM messages WHERE id = ?`,
-    );
+    this.rowById = db.prepare<[number], ChatRow>(`SELECT ${CHAT_COLUMNS} FROM messages WHERE id = ?`);
   }
 
   /** Starts accepting posts; the sink stores them and wakes the poll loop. */
@@ -147,13 +161,15 @@ export class WebChannel implements Channel {
       const line: ChatLine = {
         id,
         role: 'user',
+        part: null,
         content: p.content,
         sender,
         sender_name,
         topic: p.topic,
         timestamp,
+        reply_to: null,
       };
-      this.emit(chat_jid, p.topic, { type: 'message', line });
+      this.emit(chat_jid, p.topic, { type: 'message', line, cursor: false });
     }
     return id;
   }
@@ -183,29 +199,37 @@ export class WebChannel implements Channel {
   }
 
   /**
-   * Pushes a reply to the tabs following its chat and topic. The whole stored row goes out with part 0
-   * and later parts are only acknowledged: a browser has no message size limit, and the line then looks
-   * exactly as history will show it. A tab that is not connected gets it from the messages table when it
-   * reconnects, so delivery succeeds whether anyone listens or not.
+   * Pushes one part of a reply to the tabs following its chat and topic, as the outbox splits it. A tab
+   * that is not connected gets the whole row from the messages table when it reconnects, so delivery
+   * succeeds whether anyone listens or not.
    */
   async send(part: SendPart): Promise<string | null> {
-    if (part.part === 0) {
-      const row = this.rowById.get(part.messageId);
-      const line = row
-        ? toChatLine(row)
-        : toChatLine({
-            id: part.messageId,
-            is_from_me: 1,
-            kind: 'reply',
-            content: part.text,
-            sender: 'gated',
-            sender_name: null,
-            topic: part.topic,
-            timestamp: isoNow(),
-          });
-      this.emit(part.chatJid, line.topic, { type: 'message', line });
-    }
+    const row = this.rowById.get(part.messageId);
+    const whole = toChatLine(
+      row ?? {
+        id: part.messageId,
+        is_from_me: 1,
+        kind: 'reply',
+        content: part.text,
+        sender: 'gated',
+        sender_name: null,
+        topic: part.topic,
+        timestamp: isoNow(),
+        reply_to: part.replyTo,
+      },
+    );
+    // A status marker opens the reply, so only part 0 carries it.
+    const content = part.part === 0 ? replyRole(row?.kind ?? 'reply', part.text).content : part.text;
+    const line: ChatLine = { ...whole, part: part.part, content, reply_to: part.replyTo };
+    // The cursor may pass this row only with its last part: a tab that drops out mid-reply then gets the
+    // whole row replayed instead of missing the rest. The outbox splits with splitText at this limit.
+    const last = !row || part.part >= this.partCount(row.content) - 1;
+    this.emit(part.chatJid, line.topic, { type: 'message', line, cursor: last });
     return `web-${part.messageId}-${part.part}`;
+  }
+
+  private partCount(content: string): number {
+    return content.length <= this.limit ? 1 : splitText(content, this.limit, this.limitUnit).length;
   }
 
   /** Tells every tab of the chat that the agent is (or stopped) working. */

@@ -36,12 +36,14 @@ function nonNegInt(raw: string | undefined): number | undefined {
 /**
  * The web chat's API: groups to pick from, history, posting, and the reply stream.
  *
- * SSE protocol (`GET /api/chat/stream?group=&topic=&after=`): `message` events carry one ChatLine as JSON
- * with `id:` set to its messages.id; `typing` events carry `{"on":bool}`. On connect the server replays
- * every row of the topic after the cursor (the Last-Event-ID header when the browser reconnects, else
- * `after`; no cursor at all means live only), then follows live. A user's own message is echoed live
- * without an `id:` so a reply still undelivered at that moment is not skipped by the cursor on reconnect;
- * the browser drops lines whose id it already shows.
+ * SSE protocol (`GET /api/chat/stream?group=&topic=&after=`): `message` events carry one ChatLine as JSON;
+ * `typing` events carry `{"on":bool}`. On connect the server replays every row of the topic after the
+ * cursor (the Last-Event-ID header when the browser reconnects, else `after`; no cursor at all means live
+ * only) as whole lines with `id:` set to their messages.id, then follows live. A live reply arrives part by
+ * part as the outbox splits it, and only its last part carries `id:`; a post is echoed without one. So the
+ * cursor never passes a row the tab has not fully seen: a reply cut off by a disconnect, or one stored
+ * before a post but delivered after it, is replayed whole on reconnect. The browser drops or replaces
+ * lines by id.
  */
 export function chatRoutes(deps: ChatDeps): Hono {
   const { q, web, log } = deps;
@@ -147,10 +149,11 @@ export function chatRoutes(deps: ChatDeps): Hono {
           await stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
           continue;
         }
+        // A row this stream already showed whole (replayed, or a post) needs none of its parts again.
         if (sent.has(ev.line.id)) continue;
-        sent.add(ev.line.id);
-        const id = ev.line.role === 'user' ? undefined : String(ev.line.id);
-        await stream.writeSSE({ event: 'message', data: JSON.stringify(ev.line), ...(id ? { id } : {}) });
+        if (ev.line.part === null) sent.add(ev.line.id);
+        const id = ev.cursor ? { id: String(ev.line.id) } : {};
+        await stream.writeSSE({ event: 'message', data: JSON.stringify(ev.line), ...id });
       }
     } finally {
       clearInterval(keepAlive);

@@ -1,5 +1,5 @@
 import type { RouteRow } from '../../router/index.js';
-import type { ChatRow } from '../channels/web.js';
+import { CHAT_COLUMNS, type ChatRow } from '../channels/web.js';
 import type { Db } from '../store/db.js';
 
 /** A registered group as the chat and dashboard list it. */
@@ -43,7 +43,7 @@ export interface OutboxRow {
   timestamp: string;
 }
 
-const CHAT_COLS = 'id, is_from_me, kind, content, sender, sender_name, topic, timestamp';
+const CHAT_COLS = CHAT_COLUMNS;
 
 /**
  * The dashboard's and the chat's reads, prepared once per connection. Every

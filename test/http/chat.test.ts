@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { WEB_LIMIT } from '../../gateway/channels/web.js';
+import { splitText } from '../../gateway/outbound/split.js';
 import { getJson, postJson, reply, startWebServer } from './harness.js';
 import { SseClient } from './sse-client.js';
 
@@ -160,6 +162,55 @@ describe('web chat: SSE stream', () => {
     const f = await reply(s, 'demo', 't', 'six');
     const all = await again.waitFor('message', 4);
     expect(lines(all).map((l) => l.id)).toEqual([c, d, e, f]);
+  });
+
+  it('streams a split reply part by part; only its last part moves the cursor; a cut-off tab gets it whole', async () => {
+    const s = await startWebServer();
+    const content = `${'a'.repeat(WEB_LIMIT - 10)}\n\n${'b'.repeat(100)}`;
+    const parts = splitText(content, s.web.limit, s.web.limitUnit);
+    expect(parts).toHaveLength(2);
+    const id = Number(
+      s.db
+        .prepare(
+          `INSERT INTO messages (chat_jid, sender, content, topic, is_from_me, delivery, kind)
+           VALUES ('web:demo', 'gated', ?, '', 1, 'pending', 'reply')`,
+        )
+        .run(content).lastInsertRowid,
+    );
+    const part = (n: number) => ({
+      messageId: id,
+      chatJid: 'web:demo',
+      text: parts[n]!,
+      part: n,
+      replyTo: null,
+      topic: '',
+      previousPartId: null,
+    });
+    // Live only: a tab that opened after its history was loaded.
+    const tab = await SseClient.open(`${s.url}/api/chat/stream?group=demo`);
+    await tab.waitFor('ready', 1);
+    await s.web.send(part(0));
+    const [p0] = await tab.waitFor('message', 1);
+    expect(p0!.id).toBeUndefined();
+    expect(JSON.parse(p0!.data)).toMatchObject({ id, part: 0, content: parts[0] });
+    // The tab drops out between the parts; its cursor never passed the row.
+    expect(tab.lastEventId()).toBeUndefined();
+    tab.close();
+    await s.web.send(part(1));
+    const back = await SseClient.open(`${s.url}/api/chat/stream?group=demo&after=0`);
+    const [whole] = await back.waitFor('message', 1);
+    expect(whole!.id).toBe(String(id));
+    expect(JSON.parse(whole!.data)).toMatchObject({ id, part: null, content });
+    // A tab that stays connected sees both parts, the last one with the id.
+    const live = await SseClient.open(`${s.url}/api/chat/stream?group=demo`);
+    await live.waitFor('ready', 1);
+    await s.web.send(part(0));
+    await s.web.send(part(1));
+    const got = await live.waitFor('message', 2);
+    expect(got.map((e) => [e.id, (JSON.parse(e.data) as { part: number }).part])).toEqual([
+      [undefined, 0],
+      [String(id), 1],
+    ]);
   });
 
   it('uses ?after= when there is no Last-Event-ID, and follows live only without either', async () => {
