@@ -1,6 +1,7 @@
 import { isoNow, type SessionKey } from '../core/types.js';
 import type { Db } from '../gateway/store/db.js';
 import { insertOutbound } from '../gateway/store/messages.js';
+import type { AgentMessage } from './prompt.js';
 
 /**
  * The queue's view of the database: lanes, batches, sessions, session_log. Statements are prepared once per
@@ -10,16 +11,10 @@ import { insertOutbound } from '../gateway/store/messages.js';
  * NULL read as '' (the default topic), whoever wrote the row.
  */
 
-/** One message of a batch, as the run needs it. */
-export interface BatchRow {
-  id: number;
+/** One message of a batch: what the agent receives, plus where a reply to it goes. */
+export interface BatchRow extends AgentMessage {
   chat_jid: string;
-  sender: string;
-  sender_name: string | null;
-  content: string;
-  verb: string;
-  timestamp: string;
-  platform_msg_id: string | null;
+  /** The inbound topic (platform thread), for the reply row. */
   topic: string;
 }
 

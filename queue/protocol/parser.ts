@@ -126,24 +126,25 @@ export function createOutputParser(opts: ParserOptions): OutputParser {
 
   const keepsContent = () => inBlock && !oversize;
 
-  const openBlock = () => {
-    if (inBlock) {
-      stats.restarted++;
-      problem('restarted', 'START inside an open block: the unfinished block was discarded');
-    }
-    inBlock = true;
+  const setBlock = (open: boolean) => {
+    inBlock = open;
     oversize = false;
     body = [];
     bodyBytes = 0;
   };
 
+  const openBlock = () => {
+    if (inBlock) {
+      stats.restarted++;
+      problem('restarted', 'START inside an open block: the unfinished block was discarded');
+    }
+    setBlock(true);
+  };
+
   const closeBlock = () => {
     const wasOversize = oversize;
     const raw = Buffer.concat(body).toString('utf8');
-    inBlock = false;
-    oversize = false;
-    body = [];
-    bodyBytes = 0;
+    setBlock(false);
     if (wasOversize) {
       stats.oversize++;
       problem('oversize', `block larger than ${opts.maxBlockBytes} bytes discarded`);
@@ -255,10 +256,7 @@ export function createOutputParser(opts: ParserOptions): OutputParser {
       if (inBlock) {
         stats.unterminated++;
         problem('unterminated', 'stream ended inside a block');
-        inBlock = false;
-        oversize = false;
-        body = [];
-        bodyBytes = 0;
+        setBlock(false);
       }
     },
   };

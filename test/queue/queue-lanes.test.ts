@@ -230,6 +230,29 @@ describe('queue: lanes', () => {
     expect(runtime.agents[1]!.inputs()[0]!.messages.map((m) => m.content)).toEqual(['late']);
   });
 
+  it('never writes to an agent it asked to finish, even while its stdin still looks open', async () => {
+    const { db, queue, runtime } = setup({ maxConcurrent: 1 });
+    ready(db, { chat: 'tg:A' });
+    queue.wake();
+    await flush();
+    const agent = runtime.agents[0]!;
+    // A handle whose close takes effect late: only the queue's own bookkeeping can keep the row back.
+    agent.closeStdin = () => undefined;
+    ready(db, { group: 'other' });
+    agent.reply('ok');
+    await flush();
+    const late = ready(db, { chat: 'tg:A', content: 'after close' });
+    queue.wake();
+    await flush();
+    expect(agent.stdinOpen).toBe(true);
+    expect(agent.lines).toHaveLength(1);
+    expect(states(db, [late])).toEqual(['ready']);
+    agent.finish();
+    await flush();
+    expect(runtime.agents.map((a) => a.spec.group)).toEqual(['g1', 'other']);
+    expect(states(db, [late])).toEqual(['ready']);
+  });
+
   it('gives a follow-up back when the agent exits without answering it', async () => {
     const { db, queue, runtime } = setup();
     const first = ready(db, { chat: 'tg:A' });

@@ -121,6 +121,28 @@ describe('docker runtime on a real engine', () => {
     }
   });
 
+  it('honours DOCKER_HOST when no client is given', async () => {
+    const groups = tempDir('gated-docker-groups-');
+    const saved = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = engine!.host;
+    try {
+      const rt = createDockerRuntime({ image: CONFORMANCE_IMAGE, instanceId: INSTANCE, groupsDir: groups });
+      await rt.ping();
+      const handle = await rt.start({ runId: 45, group: 'g', topic: '', groupDir: join(groups, 'g') });
+      let out = '';
+      handle.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      handle.write(
+        JSON.stringify({ sessionId: null, messages: [{ content: 'echo via DOCKER_HOST' }] }) + '\n',
+      );
+      handle.closeStdin();
+      expect((await handle.exited).code).toBe(0);
+      expect(out).toContain('"result":"echo: via DOCKER_HOST"');
+    } finally {
+      if (saved === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = saved;
+    }
+  });
+
   it('refuses a mount outside the allow-list and leaves no container', async () => {
     const groups = tempDir('gated-docker-groups-');
     const rt = dockerRuntime(groups, { mountAllow: [tempDir('gated-docker-allow-')] });
