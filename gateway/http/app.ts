@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import { createAuth } from './auth.js';
 import { chatRoutes } from './chat.js';
@@ -18,6 +19,9 @@ export {
   type LaneState,
   type StatusSnapshot,
 } from './types.js';
+
+/** Largest request body any endpoint accepts. */
+export const MAX_BODY_BYTES = 300 * 1024;
 
 /**
  * The HTTP surface of gated as one hono app: the web chat (`/`, `/api/chat/*`), the dashboard
@@ -49,6 +53,12 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
     }),
   );
   app.use(auth.noTokenInUrl);
+  // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an
+  // endpoint accepts is larger, and the parsers buffer whole bodies.
+  app.use(
+    '/api/*',
+    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => c.json({ error: 'request body too large' }, 413) }),
+  );
   app.use(async (c, next) => {
     const t0 = performance.now();
     await next();

@@ -53,7 +53,7 @@ export interface StatusSnapshot {
 /** Everything the HTTP app is built from. I/O enters here; nothing is constructed inside. */
 export interface HttpAppOptions {
   db: Db;
-  config: Pick<Config, 'adminToken' | 'httpHost'>;
+  config: Pick<Config, 'adminToken'>;
   log: Logger;
   metrics: Metrics;
   web: WebChannel;

@@ -72,6 +72,10 @@ describe('web chat: posting', () => {
       body: new URLSearchParams({ group: 'demo', content: 'x' }),
     });
     expect(form.status).toBe(415);
+    const tooLong = await send({ group: 'demo', content: 'x'.repeat(WEB_LIMIT + 1) });
+    expect(tooLong).toEqual({ status: 400, body: { error: `message longer than ${WEB_LIMIT} characters` } });
+    const huge = await send({ group: 'demo', content: '\u{1F600}'.repeat(WEB_LIMIT * 2) });
+    expect(huge).toEqual({ status: 413, body: { error: 'request body too large' } });
     expect(s.db.prepare('SELECT count(*) AS n FROM messages').get()).toEqual({ n: 0 });
   });
 

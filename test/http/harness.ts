@@ -68,7 +68,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
   const status = opts.status ?? emptyStatus();
   const app = createHttpApp({
     db,
-    config: { adminToken: opts.adminToken, httpHost: '127.0.0.1' },
+    config: { adminToken: opts.adminToken },
     log,
     metrics,
     web,

@@ -22,7 +22,8 @@ async function startWholeGated(): Promise<Gated> {
     GATED_RUNTIME: 'process',
     GATED_HTTP_PORT: '0',
     GATED_POLL_MS: '50',
-    GATED_IDLE_TIMEOUT_MS: '1000',
+    // Agents stay up 5 s after answering, so the dashboard can show their lanes.
+    GATED_IDLE_TIMEOUT_MS: '5000',
     GATED_LOG_LEVEL: 'silent',
   });
   const gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] });
@@ -108,6 +109,8 @@ describe('the whole gated in chromium', () => {
     const bad = page.locator(`#routes tr.invalid[data-id="${invalid}"]`);
     expect(await bad.textContent()).toContain("invalid: unknown key 'colour'");
     await page.locator('#runs tr.run', { hasText: 'support' }).first().waitFor();
+    // The agent that answered the Telegram chat is still up (idle, or running): its lane is listed.
+    await page.locator('#lanes tr.lane', { hasText: 'telegram:42' }).waitFor({ timeout: 10_000 });
     await page.fill('#explain input[name="platform"]', 'telegram');
     await page.fill('#explain input[name="room"]', '42');
     await page.click('#explain button');
