@@ -135,7 +135,6 @@ function prepare(db: Db) {
        VALUES (@group, @topic, @chat, @session, @at, @n)`,
     ),
     addMessages: db.prepare(`UPDATE session_log SET messages = messages + ? WHERE id = ?`),
-    doneRunning: db.prepare(`UPDATE messages SET state = 'done' WHERE run_id = ? AND state = 'running'`),
     addReply: db.prepare(`UPDATE session_log SET replies = replies + 1 WHERE id = ?`),
     setState: db.prepare(
       `UPDATE messages SET state = @state WHERE id = @id AND run_id = @runId AND state = 'running'`,
@@ -159,6 +158,7 @@ function prepare(db: Db) {
            AND coalesce(n.session_topic, '') = coalesce(messages.session_topic, '')
            AND n.chat_jid = messages.chat_jid AND n.id > messages.id)`,
     ),
+    anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' LIMIT 1`).pluck(),
     nextRetry: db
       .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`)
       .pluck(),
@@ -198,6 +198,8 @@ export class QueueStore {
 
   /** Parked rows of a (key, chat) that got a newer ready row rejoin it: back to ready, attempts 0. */
   rejoinParked(): number {
+    // Checked first with a read: the pump runs often, and an UPDATE would take the write lock every time.
+    if (this.s.anyParked.get() === undefined) return 0;
     return this.s.rejoin.run().changes;
   }
 
@@ -248,18 +250,17 @@ export class QueueStore {
     })();
   }
 
-  sessionId(key: SessionKey): string | null {
-    return (this.s.session.get(key.group, key.topic) as string | undefined) ?? null;
-  }
-
+  /** Stores the agent's session id for the key (a block's newSessionId). */
   saveSession(key: SessionKey, sessionId: string, now: number): void {
     this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
   }
 
+  /** Drops the key's session: the next run starts fresh. */
   deleteSession(key: SessionKey): void {
     this.s.deleteSession.run(key.group, key.topic);
   }
 
+  /** The registered group's container settings, if the folder is registered. */
   group(folder: string): GroupRow | undefined {
     return this.s.group.get(folder) as GroupRow | undefined;
   }
@@ -278,7 +279,7 @@ export class QueueStore {
         reply_to: replyTo.platform_msg_id,
         topic: replyTo.topic,
       });
-      this.s.doneRunning.run(runId);
+      this.s.allRunning.run({ state: 'done', runId });
       this.s.addReply.run(runId);
       return id;
     })();
