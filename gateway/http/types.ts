@@ -4,30 +4,10 @@ import type { InboundSink } from '../channels/channel.js';
 import type { WebChannel } from '../channels/web.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/db.js';
+import type { LaneInfo } from '../../queue/types.js';
 
-/**
- * Where a lane is: `running` (its agent is working on a batch), `idle` (its agent is alive, waiting for a
- * follow-up until the idle timeout), `waiting` (ready, no slot free under the global cap), `backoff`
- * (a failed run's messages wait for their retry time).
- */
-export type LaneState = 'running' | 'idle' | 'waiting' | 'backoff';
-
-/** One session lane as the queue reports it. */
-export interface LaneInfo {
-  group: string;
-  topic: string;
-  /** The chat whose batch the lane serves (or waits for), when there is one. */
-  chat_jid: string | null;
-  state: LaneState;
-  /** Epoch ms when the lane entered this state (the age shown is now minus this). */
-  since_ms: number;
-  /** Epoch ms when its agent started (running and idle lanes); null otherwise. */
-  agent_started_ms: number | null;
-  /** session_log.id of the run, when one is live. */
-  run_id: number | null;
-  /** Epoch ms of the next retry (backoff lanes). */
-  not_before_ms?: number | null;
-}
+// Lanes are the queue's vocabulary; the dashboard shows them as the queue reports them.
+export type { LaneInfo, LaneState } from '../../queue/types.js';
 
 /** One chat whose messages the impulse gate holds. */
 export interface HeldChat {

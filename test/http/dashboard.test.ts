@@ -95,6 +95,7 @@ describe('dashboard JSON', () => {
       since_ms: now - 1500,
       agent_started_ms: now - 4000,
       run_id: 7,
+      not_before_ms: null,
     });
     s.status.lanes.waiting.push({
       group: 'krons/content',
