@@ -117,5 +117,5 @@ describe('the whole gated in chromium', () => {
     await page.locator('#explain-out .outcome', { hasText: 'target: demo' }).waitFor();
     await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
     expect(errors).toEqual([]);
-  });
+  }, 120_000);
 });

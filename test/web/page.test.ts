@@ -44,7 +44,7 @@ describe('web pages in chromium (HTTP app only)', () => {
       'agentecho: hello from the browser',
     ]);
     expect(errors).toEqual([]);
-  });
+  }, 60_000);
 
   it('shows routes with hits and reasons, explains, and edits only with the token', async () => {
     const token = 'dash-token-0123456789';
@@ -84,5 +84,5 @@ describe('web pages in chromium (HTTP app only)', () => {
     });
     expect(await page.content()).not.toContain(token);
     expect(errors).toEqual([]);
-  });
+  }, 60_000);
 });
