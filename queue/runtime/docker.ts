@@ -123,7 +123,11 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
       await docker.ping();
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
-      await (swept ??= sweep());
+      // Once per runtime; a failed sweep (engine down) is tried again by the next start.
+      await (swept ??= sweep().catch((err: unknown) => {
+        swept = undefined;
+        throw err;
+      }));
       mkdirSync(spec.groupDir, { recursive: true });
       const groupDir = resolveGroupDir(opts.groupsDir, spec.groupDir);
       const mounts = validateMounts(spec.mounts ?? [], opts.mountAllow ?? []);
