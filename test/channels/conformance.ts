@@ -8,7 +8,7 @@
  * Delivery waits go through a recording sleep that returns at once, so retry_after and backoff are
  * asserted as numbers instead of being slept through.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import { silentLogger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
@@ -19,7 +19,7 @@ import type { Db } from '../../gateway/store/db.js';
 import { insertOutbound } from '../../gateway/store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { manualSleep } from '../outbound/script-channel.js';
-import { inboundRows, recordingSink } from './sink.js';
+import { cleanupAfterEach, inboundRows, recordingSink } from './support.js';
 
 /** A refusal the platform can be told to answer the next sends with. */
 export type ConformanceFault = 'rate_limited' | 'server_error' | 'forbidden';
@@ -107,14 +107,11 @@ const squash = (s: string) => s.replace(/\s+/g, '');
 /** Registers the conformance suite for one channel. */
 export function channelConformance(name: string, makeHarness: MakeHarness, caps: Capabilities = ALL): void {
   describe(`${name} channel conformance`, () => {
-    const cleanups: Array<() => Promise<unknown>> = [];
-    afterEach(async () => {
-      while (cleanups.length) await cleanups.pop()!();
-    });
+    const defer = cleanupAfterEach();
 
     async function setup() {
       const h = await makeHarness();
-      cleanups.push(() => h.close());
+      defer(() => h.close());
       const { db, reopen } = freshDb();
       const rec = recordingSink(db);
       const channel = await startChannel(h, db, rec.sink);
@@ -124,7 +121,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
     async function startChannel(h: ChannelHarness, db: Db, sink: InboundSink): Promise<Channel> {
       const channel = h.makeChannel(db);
       await channel.start(sink);
-      cleanups.push(() => channel.stop());
+      defer(() => channel.stop());
       return channel;
     }
 
@@ -137,7 +134,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         pollMs: 0,
         sleep: waits.sleep,
       });
-      cleanups.push(() => d.stop());
+      defer(() => d.stop());
       d.start();
       return { d, waits };
     }
@@ -168,8 +165,8 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         await rec.waitCalls(1);
         await h.redeliverLast!();
         // Events are handled in order: once the next one is stored, the redelivered one was handled.
-        await h.inject('next');
-        await vi.waitFor(() => expect(inboundRows(db).map((r) => r.content)).toContain('next'));
+        const next = await h.inject('next');
+        await rec.waitSeen((m) => m.platform_msg_id === next.platform_msg_id && m.content === next.content);
         const rows = inboundRows(db).filter((r) => r.content === 'only once');
         expect(rows).toHaveLength(1);
         expect(rows[0]).toMatchObject({ chat_jid: h.jid, ...expected });

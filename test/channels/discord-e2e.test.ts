@@ -2,15 +2,12 @@
  * Discord end to end with the whole gateway (startGated with the process runtime and the example agent)
  * and real discord.js against the local Discord REST + gateway server.
  */
-import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
-import { openDatabase } from '../../gateway/store/db.js';
-import { addGroup } from '../../gateway/store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
+import { e2eConfig } from './support.js';
 
 let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
@@ -22,24 +19,14 @@ afterEach(async () => {
 
 test('a mention in a guild channel reaches the example agent and is answered as a reply', async () => {
   api = await DiscordApiServer.start();
-  const dir = tempDir('gated-dc-e2e-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_POLL_MS: '50',
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '300',
-    DISCORD_BOT_TOKEN: api.token,
-    DISCORD_API_ROOT: api.apiRoot,
-  });
-  const setup = openDatabase(config.db);
-  addGroup(setup, config.groupsDir, 'dc/mentions', 'Discord mentions');
-  setup
-    .prepare(
-      `INSERT INTO routes (seq, match, target) VALUES (10, 'platform=discord verb=mention', 'dc/mentions')`,
-    )
-    .run();
-  setup.close();
+  const config = e2eConfig(
+    tempDir('gated-dc-e2e-'),
+    { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot },
+    {
+      groups: [['dc/mentions', 'Discord mentions']],
+      routes: [[10, 'platform=discord verb=mention', 'dc/mentions']],
+    },
+  );
   gated = await startGated({ config, log: silentLogger(), http: false });
   expect(gated.channels.map((c) => c.platform)).toContain('discord');
 

@@ -2,8 +2,7 @@
  * The Discord channel: real discord.js (gateway websocket and REST) against the local Discord server
  * (test/infra/discord-api.ts), a real SQLite database and the real delivery.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import type { DeliveryError } from '../../core/errors.js';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
 import { DiscordChannel } from '../../gateway/channels/discord.js';
 import { createDelivery } from '../../gateway/outbound/delivery.js';
@@ -11,7 +10,7 @@ import { insertOutbound } from '../../gateway/store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { DiscordApiServer, type DiscordFault, type DiscordUser } from '../infra/discord-api.js';
 import { channelConformance, type ConformanceFault } from './conformance.js';
-import { inboundRows, recordingSink } from './sink.js';
+import { cleanupAfterEach, inboundRows, recordingSink, sendFailure, testPart } from './support.js';
 
 const ada: DiscordUser = { id: '700000000000000042', username: 'ada', global_name: 'Ada Lovelace' };
 
@@ -48,34 +47,23 @@ channelConformance('discord', async () => {
 });
 
 describe('discord channel', () => {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const defer = cleanupAfterEach();
 
   async function setup() {
     const api = await DiscordApiServer.start();
-    cleanups.push(() => api.close());
+    defer(() => api.close());
     const { db } = freshDb();
     const rec = recordingSink(db);
     const channel = channelFor(api);
     await channel.start(rec.sink);
-    cleanups.push(() => channel.stop());
+    defer(() => channel.stop());
     return { api, db, rec, channel };
   }
 
   it('tells mentions and replies to the bot apart in channels, threads and DMs, and ignores bots', async () => {
     const { api, db, rec, channel } = await setup();
     const bot = api.bot;
-    const mine = await channel.send({
-      messageId: 1,
-      chatJid: `discord:${api.textChannelId}`,
-      text: 'an earlier answer',
-      part: 0,
-      replyTo: null,
-      topic: '',
-      previousPartId: null,
-    });
+    const mine = await channel.send(testPart(`discord:${api.textChannelId}`, { text: 'an earlier answer' }));
     api.push({ channelId: api.textChannelId, author: bot, content: 'my own message' });
     api.push({
       channelId: api.textChannelId,
@@ -160,7 +148,7 @@ describe('discord channel', () => {
       reply_to: msg.id as string,
     });
     const d = createDelivery({ db, channels: [channel], log: silentLogger(), pollMs: 0 });
-    cleanups.push(() => d.stop());
+    defer(() => d.stop());
     d.start();
     await d.idle();
     expect(api.posted.map((p) => p.message_reference?.message_id)).toEqual([msg.id, undefined]);
@@ -169,20 +157,8 @@ describe('discord channel', () => {
 
   it('maps send errors: 400 and 404 permanent, 429 with its retry-after, 5xx and network down transient', async () => {
     const { api, channel } = await setup();
-    const part = {
-      messageId: 1,
-      chatJid: `discord:${api.textChannelId}`,
-      text: 'x',
-      part: 0,
-      replyTo: null,
-      topic: '',
-      previousPartId: null,
-    };
-    const failure = (p = part) =>
-      channel.send(p).then(
-        () => undefined,
-        (e: unknown) => e as DeliveryError,
-      );
+    const part = testPart(`discord:${api.textChannelId}`);
+    const failure = (p = part) => sendFailure(channel, p);
     api.failNext({ status: 400 });
     expect(await failure()).toMatchObject({ failure: 'permanent', status: 400 });
     expect(await failure({ ...part, text: '' })).toMatchObject({ failure: 'permanent', status: 400 });
@@ -204,7 +180,7 @@ describe('discord channel', () => {
 
   it('refuses to start with a bad token, without the token in the error', async () => {
     const api = await DiscordApiServer.start('right-token');
-    cleanups.push(() => api.close());
+    defer(() => api.close());
     const channel = new DiscordChannel({
       token: 'wrong-secret-token',
       apiRoot: api.apiRoot,

@@ -6,7 +6,7 @@ import { DeliveryError } from '../../core/errors.js';
 import { LocalChannel } from '../../gateway/channels/local.js';
 import { freshDb } from '../helpers/db.js';
 import { channelConformance } from './conformance.js';
-import { inboundRows, recordingSink } from './sink.js';
+import { inboundRows, recordingSink, testPart } from './support.js';
 
 /** A terminal: what the user types goes into `input`; `lines` collects what the channel wrote. */
 function terminal() {
@@ -70,15 +70,7 @@ describe('local channel', () => {
   it('writes a reply as a line, keeps other chats for their own terminal, and fails once output is gone', async () => {
     const t = terminal();
     const ch = new LocalChannel({ folder: 'demo', input: t.input, output: t.output });
-    const part = {
-      messageId: 1,
-      chatJid: 'local:demo',
-      text: 'hi there',
-      part: 0,
-      replyTo: null,
-      topic: '',
-      previousPartId: null,
-    };
+    const part = testPart('local:demo', { text: 'hi there' });
     await expect(ch.send(part)).resolves.toBeNull();
     expect(t.lines).toEqual(['hi there\n']);
     const other = await ch.send({ ...part, chatJid: 'local:other' }).catch((e: DeliveryError) => e);

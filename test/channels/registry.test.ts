@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { DiscordChannel } from '../../gateway/channels/discord.js';
 import { LocalChannel } from '../../gateway/channels/local.js';
@@ -8,6 +8,7 @@ import { createChannels, startChannels, type ChannelFactory } from '../../gatewa
 import { TelegramChannel } from '../../gateway/channels/telegram.js';
 import { freshDb } from '../helpers/db.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
+import { cleanupAfterEach } from './support.js';
 
 /** A logger whose lines the test reads. */
 function capture() {
@@ -16,10 +17,7 @@ function capture() {
   return { log, text: () => lines.join('') };
 }
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!();
-});
+const defer = cleanupAfterEach();
 
 describe('createChannels', () => {
   it('makes only the channels whose credentials are set and says why the others are off', () => {
@@ -66,13 +64,13 @@ describe('createChannels', () => {
 describe('startChannels', () => {
   it('starts what can start and leaves out, with a log line, what cannot', async () => {
     const api = await TelegramApiServer.start('1:right');
-    cleanups.push(() => api.close());
+    defer(() => api.close());
     const { db } = freshDb();
     const { log, text } = capture();
     const badTelegram = new TelegramChannel({ token: '1:wrong', apiRoot: api.url, db, log });
     const local = new LocalChannel({ folder: 'demo', input: new PassThrough(), output: new PassThrough() });
     const started = await startChannels([badTelegram, local], () => null, log);
-    cleanups.push(() => local.stop());
+    defer(() => local.stop());
     expect(started).toEqual([local]);
     expect(text()).toContain('channel failed to start');
     expect(text()).not.toContain('1:wrong');

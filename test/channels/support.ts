@@ -1,6 +1,12 @@
+/** Helpers shared by the channel tests: a recording sink, row readers, cleanups, e2e configuration. */
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import { loadConfig, type Config } from '../../core/config.js';
+import type { DeliveryError } from '../../core/errors.js';
 import type { NewInbound } from '../../core/types.js';
-import type { InboundSink } from '../../gateway/channels/channel.js';
-import type { Db } from '../../gateway/store/db.js';
+import type { Channel, InboundSink, SendPart } from '../../gateway/channels/channel.js';
+import { openDatabase, type Db } from '../../gateway/store/db.js';
+import { addGroup } from '../../gateway/store/groups.js';
 import { insertInbound } from '../../gateway/store/messages.js';
 
 /** A sink that stores with the real insertInbound and lets a test await its n-th call. */
@@ -10,6 +16,8 @@ export interface RecordingSink {
   readonly seen: NewInbound[];
   /** Resolves once the sink was called at least `n` times. */
   waitCalls(n: number): Promise<void>;
+  /** Resolves once the sink was handed a message that satisfies `pred`. */
+  waitSeen(pred: (msg: NewInbound) => boolean): Promise<void>;
 }
 
 /** Makes a RecordingSink writing into `db`. */
@@ -26,6 +34,9 @@ export function recordingSink(db: Db): RecordingSink {
     },
     async waitCalls(n) {
       while (seen.length < n) await new Promise<void>((resolve) => waiters.push(resolve));
+    },
+    async waitSeen(pred) {
+      while (!seen.some(pred)) await new Promise<void>((resolve) => waiters.push(resolve));
     },
   };
 }
@@ -50,4 +61,66 @@ export function inboundRows(db: Db): InboundRow[] {
        FROM messages WHERE is_from_me = 0 ORDER BY id`,
     )
     .all() as InboundRow[];
+}
+
+/**
+ * Registers an afterEach that runs the deferred cleanups in reverse order (delivery before its channel,
+ * the channel before its server). Returns `defer`, which adds one.
+ */
+export function cleanupAfterEach(): (fn: () => Promise<unknown>) => void {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+  return (fn) => cleanups.push(fn);
+}
+
+/** One part to hand to a channel's send in a test. */
+export function testPart(chatJid: string, extra: Partial<SendPart> = {}): SendPart {
+  return {
+    messageId: 1,
+    chatJid,
+    text: 'x',
+    part: 0,
+    replyTo: null,
+    topic: '',
+    previousPartId: null,
+    ...extra,
+  };
+}
+
+/** The DeliveryError a send rejects with, or undefined when it was accepted. */
+export function sendFailure(channel: Channel, part: SendPart): Promise<DeliveryError | undefined> {
+  return channel.send(part).then(
+    () => undefined,
+    (e: unknown) => e as DeliveryError,
+  );
+}
+
+/**
+ * A whole-gateway configuration for end-to-end tests in `dir` (fast poll, process runtime with the example
+ * agent, short idle timeout) plus the platform settings in `env`, with groups and routes already stored.
+ */
+export function e2eConfig(
+  dir: string,
+  env: Record<string, string>,
+  seed: {
+    groups: Array<[folder: string, name: string]>;
+    routes: Array<[seq: number, match: string, target: string]>;
+  },
+): Config {
+  const config = loadConfig({
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_POLL_MS: '50',
+    GATED_RUNTIME: 'process',
+    GATED_IDLE_TIMEOUT_MS: '300',
+    ...env,
+  });
+  const db = openDatabase(config.db);
+  for (const [folder, name] of seed.groups) addGroup(db, config.groupsDir, folder, name);
+  const route = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
+  for (const r of seed.routes) route.run(...r);
+  db.close();
+  return config;
 }

@@ -2,16 +2,13 @@
  * Telegram end to end with the whole gateway (startGated: poll loop, layers, queue, process runtime with
  * the example agent, delivery) and real telegraf against the local Bot API server.
  */
-import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
-import { openDatabase } from '../../gateway/store/db.js';
-import { addGroup } from '../../gateway/store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
+import { e2eConfig } from './support.js';
 
 const group: Chat.SupergroupChat = { id: -1009876543210, type: 'supergroup', title: 'Team' };
 const forum = {
@@ -27,28 +24,20 @@ let gated: Gated;
 
 beforeEach(async () => {
   api = await TelegramApiServer.start();
-  const dir = tempDir('gated-tg-e2e-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_POLL_MS: '50',
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '300',
-    TELEGRAM_BOT_TOKEN: api.token,
-    TELEGRAM_API_ROOT: api.url,
-  });
-  const setup = openDatabase(config.db);
-  addGroup(setup, config.groupsDir, 'tg/mentions', 'Mentions');
-  addGroup(setup, config.groupsDir, 'tg/helpdesk', 'Help desk');
-  setup
-    .prepare(`INSERT INTO routes (seq, match, target) VALUES (0, ?, 'tg/helpdesk')`)
-    .run(`room=${forum.id}`);
-  setup
-    .prepare(
-      `INSERT INTO routes (seq, match, target) VALUES (10, 'platform=telegram verb=mention', 'tg/mentions')`,
-    )
-    .run();
-  setup.close();
+  const config = e2eConfig(
+    tempDir('gated-tg-e2e-'),
+    { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url },
+    {
+      groups: [
+        ['tg/mentions', 'Mentions'],
+        ['tg/helpdesk', 'Help desk'],
+      ],
+      routes: [
+        [0, `room=${forum.id}`, 'tg/helpdesk'],
+        [10, 'platform=telegram verb=mention', 'tg/mentions'],
+      ],
+    },
+  );
   gated = await startGated({ config, log: silentLogger(), http: false });
   expect(gated.channels.map((c) => c.platform)).toContain('telegram');
 });

@@ -3,7 +3,7 @@
  * SQLite database and the real delivery.
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import { silentLogger } from '../../core/log.js';
 import { TELEGRAM_OFFSET_KEY, TelegramChannel } from '../../gateway/channels/telegram.js';
@@ -15,7 +15,7 @@ import { freshDb } from '../helpers/db.js';
 import { manualSleep } from '../outbound/script-channel.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { channelConformance, type ConformanceFault } from './conformance.js';
-import { inboundRows, recordingSink } from './sink.js';
+import { cleanupAfterEach, inboundRows, recordingSink, sendFailure, testPart } from './support.js';
 
 const group: Chat.SupergroupChat = { id: -1001234567890, type: 'supergroup', title: 'Test group' };
 const ada: User = { id: 42, is_bot: false, first_name: 'Ada', last_name: 'Lovelace', username: 'ada' };
@@ -68,19 +68,16 @@ channelConformance('telegram', async () => {
 });
 
 describe('telegram channel', () => {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const defer = cleanupAfterEach();
 
   async function setup() {
     const api = await TelegramApiServer.start();
-    cleanups.push(() => api.close());
+    defer(() => api.close());
     const { db, reopen } = freshDb();
     const rec = recordingSink(db);
     const channel = channelFor(api, db);
     await channel.start(rec.sink);
-    cleanups.push(() => channel.stop());
+    defer(() => channel.stop());
     return { api, db, reopen, rec, channel };
   }
 
@@ -166,7 +163,7 @@ describe('telegram channel', () => {
     });
     insertOutbound(db, { chat_jid: jid, content: 'answer in General', kind: 'reply', topic: '1' });
     const d = createDelivery({ db, channels: [channel], log: silentLogger(), pollMs: 0 });
-    cleanups.push(() => d.stop());
+    defer(() => d.stop());
     d.start();
     await d.idle();
     expect(api.sent).toEqual([
@@ -202,7 +199,7 @@ describe('telegram channel', () => {
     const rec2 = recordingSink(db2);
     const again = channelFor(api, db2);
     await again.start(rec2.sink);
-    cleanups.push(() => again.stop());
+    defer(() => again.stop());
     await rec2.waitCalls(1);
     await api.waitForPoll();
     expect(rec2.seen.map((m) => m.content)).toEqual(['three, while down']);
@@ -212,7 +209,7 @@ describe('telegram channel', () => {
 
   it('waits retry_after when getUpdates is rate limited, backs off on 5xx, and recovers', async () => {
     const api = await TelegramApiServer.start();
-    cleanups.push(() => api.close());
+    defer(() => api.close());
     const { db } = freshDb();
     const rec = recordingSink(db);
     const s = manualSleep(true);
@@ -220,7 +217,7 @@ describe('telegram channel', () => {
     api.failNext('getUpdates', { status: 502 });
     const channel = channelFor(api, db, { sleep: s.sleep });
     await channel.start(rec.sink);
-    cleanups.push(() => channel.stop());
+    defer(() => channel.stop());
     api.message({ chat: group, from: ada, text: 'got through' });
     await rec.waitCalls(1);
     expect(s.waits[0]!.ms).toBe(7000);
@@ -231,7 +228,7 @@ describe('telegram channel', () => {
 
   it('refuses to start with a bad token, without the token in the error', async () => {
     const api = await TelegramApiServer.start('999:right-token');
-    cleanups.push(() => api.close());
+    defer(() => api.close());
     const { db } = freshDb();
     const channel = new TelegramChannel({
       token: '999:wrong-token',
@@ -252,20 +249,8 @@ describe('telegram channel', () => {
   it('maps send errors: 400 permanent, 429 rate limited with retry_after, 5xx and network transient', async () => {
     const { api, channel } = await setup();
     api.addChat(group);
-    const part = {
-      messageId: 1,
-      chatJid: `telegram:${group.id}`,
-      text: 'x',
-      part: 0,
-      replyTo: null,
-      topic: '',
-      previousPartId: null,
-    };
-    const failure = (p = part) =>
-      channel.send(p).then(
-        () => undefined,
-        (e: unknown) => e as DeliveryError,
-      );
+    const part = testPart(`telegram:${group.id}`);
+    const failure = (p = part) => sendFailure(channel, p);
     api.failNext('sendMessage', { status: 400, description: 'Bad Request: chat not found' });
     expect(await failure()).toMatchObject({ failure: 'permanent', status: 400 });
     api.failNext('sendMessage', { status: 429, retryAfterS: 3 });

@@ -4,8 +4,8 @@
  * port speaking HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat → ACK, and MESSAGE_CREATE pushed by the
  * test. The next message sends can be made to answer 429 (Retry-After), 5xx or 403 the way Discord does.
  */
+import { listenLoopback, type Loopback } from './loopback.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 
 /** A user as the gateway and REST return it. */
@@ -63,14 +63,15 @@ export class DiscordApiServer {
   readonly requests: string[] = [];
   private readonly messages = new Map<string, Json>();
   private readonly faults: DiscordFault[] = [];
-  private readonly sockets = new Set<Socket>();
   private readonly wss: WebSocketServer;
   private conn: { ws: WebSocket; seq: number } | undefined;
   private identifyWaiters: Array<() => void> = [];
   private postWaiters: Array<() => void> = [];
 
+  private loopback!: Loopback;
+
   private constructor(
-    private readonly server: Server,
+    server: Server,
     readonly token: string,
     readonly bot: DiscordUser,
   ) {
@@ -84,19 +85,12 @@ export class DiscordApiServer {
     const server = createServer();
     const api = new DiscordApiServer(server, token, bot);
     server.on('request', (req, res) => void api.handle(req, res));
-    server.on('connection', (s) => {
-      api.sockets.add(s);
-      s.on('close', () => api.sockets.delete(s));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
-    });
+    api.loopback = await listenLoopback(server);
     return api;
   }
 
   private get port(): number {
-    return (this.server.address() as AddressInfo).port;
+    return this.loopback.port;
   }
 
   /** The REST base for discord.js (`DISCORD_API_ROOT`). */
@@ -172,8 +166,7 @@ export class DiscordApiServer {
   async close(): Promise<void> {
     for (const c of this.wss.clients) c.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.loopback.close();
   }
 
   private dispatch(t: string, d: unknown): void {

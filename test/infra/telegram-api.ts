@@ -7,8 +7,8 @@
  * poll that a newer getUpdates replaced. Tests inject messages, edits, reactions and joins, read what the
  * bot sent, and make the next sends fail with 429 (retry_after), 5xx or 403.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { listenLoopback, type Loopback } from './loopback.js';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Chat, Message, MessageEntity, Update, User } from 'telegraf/types';
 
 /** A failure the next calls of a method answer with. */
@@ -64,10 +64,10 @@ export class TelegramApiServer {
   private poll: Poll | undefined;
   private pollWaiters: Array<() => void> = [];
   private sentWaiters: Array<() => void> = [];
-  private readonly sockets = new Set<Socket>();
+
+  private loopback!: Loopback;
 
   private constructor(
-    private readonly server: Server,
     readonly token: string,
     readonly bot: User,
   ) {}
@@ -76,22 +76,15 @@ export class TelegramApiServer {
   static async start(token = '123456:TEST-token', bot: Partial<User> = {}): Promise<TelegramApiServer> {
     const me: User = { id: 123456, is_bot: true, first_name: 'Gated', username: 'gated_test_bot', ...bot };
     const server = createServer();
-    const api = new TelegramApiServer(server, token, me);
+    const api = new TelegramApiServer(token, me);
     server.on('request', (req, res) => void api.handle(req, res));
-    server.on('connection', (s) => {
-      api.sockets.add(s);
-      s.on('close', () => api.sockets.delete(s));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
-    });
+    api.loopback = await listenLoopback(server);
     return api;
   }
 
   /** The apiRoot for telegraf (`TELEGRAM_API_ROOT`). */
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return `http://127.0.0.1:${this.loopback.port}`;
   }
 
   /** Queues a raw update (its update_id assigned here) and answers a waiting long poll. */
@@ -165,8 +158,7 @@ export class TelegramApiServer {
 
   async close(): Promise<void> {
     if (this.poll) clearTimeout(this.poll.timer);
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.loopback.close();
   }
 
   /** Makes a chat known (the bot can send to it) without a message in it. */
