@@ -29,6 +29,8 @@ export async function benchInstance(opts: {
   maxConcurrent: number;
   idleMs: number;
   pollMs?: number;
+  /** The docker runtime on this engine and image; default the process runtime with the awk agent. */
+  runtime?: { kind: 'docker'; host: string; image: string };
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
@@ -50,9 +52,11 @@ export async function benchInstance(opts: {
     GATED_MAX_CONCURRENT: String(opts.maxConcurrent),
     GATED_IDLE_TIMEOUT_MS: String(opts.idleMs),
     GATED_POLL_MS: String(opts.pollMs ?? 2000),
-    GATED_RUNTIME: 'process',
     // mawk buffers a piped stdin until it fills unless told it is interactive.
     GATED_AGENT_CMD: `exec awk -W interactive -f '${packageFile('bench', 'agent.awk')}'`,
+    ...(opts.runtime
+      ? { GATED_RUNTIME: 'docker', DOCKER_HOST: opts.runtime.host, GATED_AGENT_IMAGE: opts.runtime.image }
+      : { GATED_RUNTIME: 'process' }),
   });
   const channel = new BenchChannel();
   const gated: Gated = await startGated({ config, log: silentLogger(), channels: [channel], http: false });

@@ -4,6 +4,7 @@ import { createLogger, type Logger } from '../core/log.js';
 import type { Channel } from '../gateway/channels/channel.js';
 import { WebChannel } from '../gateway/channels/web.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { watchCommits } from '../gateway/watch.js';
 import { createHttpApp, startHttpServer, type HttpServer } from '../gateway/http/app.js';
 import type { StatusSnapshot } from '../gateway/http/types.js';
 import { createMetrics, type Metrics } from '../gateway/metrics.js';
@@ -48,11 +49,24 @@ export interface Gated {
   close(graceMs?: number): Promise<void>;
 }
 
+/**
+ * Engine connection options from DOCKER_HOST as configured (`unix:///path/docker.sock`,
+ * `tcp://host:2375`); undefined leaves dockerode's own defaults (the environment, then the local socket).
+ */
+export function dockerOptions(host: string | undefined): Record<string, unknown> | undefined {
+  if (!host) return undefined;
+  if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
+  const url = new URL(host.replace(/^tcp:/, 'http:'));
+  return { host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol.replace(':', '') };
+}
+
 /** Makes the runtime the configuration names (dockerode is loaded only for the docker runtime). */
 async function makeRuntime(config: Config, db: Db, log: Logger): Promise<Runtime> {
   if (config.runtime === 'docker') {
     const { createDockerRuntime } = await import('../queue/runtime/docker.js');
+    const { default: Docker } = await import('dockerode');
     return createDockerRuntime({
+      docker: new Docker(dockerOptions(config.dockerHost)),
       image: config.agentImage,
       instanceId: instanceId(db),
       groupsDir: config.groupsDir,
@@ -118,6 +132,15 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   }
   gateway.start();
   delivery.start();
+  // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
+  const commits = watchCommits(
+    config.db,
+    () => {
+      gateway.loop.wake();
+      delivery.wake();
+    },
+    log,
+  );
 
   let http: HttpServer | undefined;
   if (opts.http !== false) {
@@ -145,7 +168,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     (closing ??= (async () => {
       const steps: Array<[string, () => unknown]> = [
         ['channels', () => Promise.all(started.map((c) => c.stop()))],
-        ['gateway', () => gateway.stop()],
+        ['gateway', () => (commits.close(), gateway.stop())],
         ['queue', () => queue.close(graceMs)],
         ['delivery', () => delivery.stop()],
         ['http', () => http?.close()],

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench [-- --quick] [-- --only burst,light,...]`: every scenario of bench/README.md against a
+ * real gated (real SQLite file, real loop, real queue, process runtime; the docker scenario on a real
+ * engine). Prints a table per scenario with its target, and writes everything as JSON to bench/results/.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { packageFile } from '../core/paths.js';
+import { burst, light } from './pipeline.js';
+import { benchPollTick } from './poll.js';
+import { benchRouting } from './routing.js';
+
+const quick = process.argv.includes('--quick');
+const onlyArg = process.argv.find((a) => a.startsWith('--only='));
+const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',')) : undefined;
+const want = (name: string) => !only || only.has(name);
+const results: Record<string, unknown> = {};
+
+function table(title: string, rows: Array<Record<string, unknown>>, target: string): void {
+  console.log(`\n## ${title}   (target: ${target})`);
+  for (const r of rows) {
+    console.log(
+      Object.entries(r)
+        .filter(([k]) => k !== 'scenario')
+        .map(([k, v]) => `${k}=${typeof v === 'number' ? v.toLocaleString('en') : String(v)}`)
+        .join('  '),
+    );
+  }
+}
+
+function verdict(ok: boolean): string {
+  return ok ? 'MET' : 'NOT MET';
+}
+
+const machine = {
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model,
+  memGB: Math.round(totalmem() / 2 ** 30),
+  node: process.version,
+};
+console.log(
+  `gated bench ${quick ? '(quick)' : '(full)'} on ${machine.cpus} × ${machine.cpuModel}, ${machine.memGB} GB, node ${machine.node}`,
+);
+
+if (want('burst')) {
+  const [groups, per] = quick ? [100, 20] : [1000, 100];
+  const r = await burst(groups, per, quick ? 60_000 : 180_000);
+  results.burst = r;
+  const ok = r.lost === 0 && r.duplicates === 0 && r.delivered === r.sent && r.wallSeconds < 30;
+  table(
+    `1. burst: ${groups} groups × ${per} messages, cap 5, idle 1 s — ${verdict(ok)}`,
+    [r],
+    '100 % delivered, 0 lost, 0 duplicates, < 30 s',
+  );
+}
+
+if (want('light')) {
+  const [groups, per, rate] = quick ? [10, 2, 5] : [10, 10, 2];
+  const r = await light(groups, per, rate);
+  results.light = r;
+  const ok =
+    r.groupsServed === groups && r.inProcessReplyP50ms <= 50 && r.externalReplyP50ms <= 2000 / 2 + 10;
+  table(
+    `2. light: ${groups} groups × ${per} messages at ${rate} msg/s — ${verdict(ok)}`,
+    [r],
+    'all groups served; p50 ≤ 50 ms in-process, ≤ poll/2 + 10 ms external',
+  );
+}
+
+if (want('poll')) {
+  const sizes = quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000];
+  const rows = sizes.map((n) => benchPollTick(n));
+  results.poll = rows;
+  const worst = Math.max(...rows.map((r) => r.emptyTickUs));
+  table(
+    `3. poll tick cost by stored messages — ${verdict(worst <= 2000)}`,
+    rows,
+    '≤ 2 ms (2000 µs) at 1M stored rows, flat',
+  );
+}
+
+if (want('routing')) {
+  const rows = benchRouting([10, 100, 1000, 10_000], quick ? 300 : 1500);
+  results.routing = rows;
+  const at100 = rows.find((r) => r.routes === 100)!.perSecond;
+  table(
+    `4. routing: resolutions/s by table size — ${verdict(at100 >= 1_000_000)}`,
+    rows,
+    '≥ 1,000,000/s at 100 routes',
+  );
+}
+
+if (want('docker')) {
+  const dockerd = ['/usr/bin/dockerd', '/usr/sbin/dockerd', '/usr/local/bin/dockerd'].find((p) =>
+    existsSync(p),
+  );
+  if (!dockerd) {
+    results.docker = { skipped: 'dockerd is not installed: run scripts/setup.sh (Debian docker.io)' };
+    console.log(
+      '\n## 5. docker: skipped — dockerd is not installed: run scripts/setup.sh (Debian docker.io)',
+    );
+  } else {
+    const { dockerOverhead } = await import('./docker.js');
+    const r = await dockerOverhead(quick ? 3 : 20);
+    results.docker = r;
+    table('5. docker: gated run overhead over bare dockerode, same image', [r], 'report the ratio');
+  }
+}
+
+if (want('memory')) {
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
+  const rows = [1000, 10_000].map((n) =>
+    JSON.parse(
+      execFileSync(process.execPath, [packageFile('bench', 'memory-child.mjs'), String(n)], {
+        encoding: 'utf8',
+      }),
+    ),
+  ) as Array<{ groups: number; rssMB: number }>;
+  results.memory = rows;
+  const at1k = rows.find((r) => r.groups === 1000)!.rssMB;
+  table(
+    `6. memory: RSS of a whole gated with N groups and sessions — ${verdict(at1k <= 150)}`,
+    rows,
+    'RSS ≤ 150 MB at 1k groups',
+  );
+}
+
+mkdirSync(packageFile('bench', 'results'), { recursive: true });
+const file = packageFile(
+  'bench',
+  'results',
+  `${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`,
+);
+writeFileSync(
+  file,
+  JSON.stringify({ date: new Date().toISOString(), quick, machine, results }, null, 2) + '\n',
+);
+console.log(`\nresults written to ${file}`);
