@@ -1,4 +1,3 @@
-/* global document, window, localStorage, EventSource */
 // The web chat: one pane per topic of the chosen group, side by side; each pane is its own session.
 // History comes from /api/chat/history, then an EventSource follows /api/chat/stream from the newest id
 // shown. EventSource reconnects by itself and sends Last-Event-ID; the server replays what was missed and

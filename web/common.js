@@ -1,4 +1,3 @@
-/* global document, fetch */
 // Helpers shared by the chat and the dashboard pages. Every piece of text from the server is put into the
 // page with textContent, never as HTML: message content and route fields are untrusted.
 

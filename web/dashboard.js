@@ -1,4 +1,3 @@
-/* global document, window, URLSearchParams */
 // The operator dashboard: polls the read-only JSON endpoints every few seconds and renders them. The admin
 // token, when typed, lives in this page's memory only (never in storage, a URL or the page source) and is
 // sent as a Bearer header; without it the page is read-only.

@@ -153,6 +153,8 @@ export function splitText(text: string, limit: number, unit: LimitUnit = 'chars'
 }
 
 const BLANK_LINES = /(?:[ \t]*\n)+/y;
+// Every character below U+0080 is its own grapheme, so ASCII text needs no segmenter.
+// eslint-disable-next-line no-control-regex
 const ASCII = /^[\x00-\x7f]*$/;
 
 /** Index after the blank lines starting at `pos` (a sticky regex, so no copy of the rest of the text). */
