@@ -21,8 +21,13 @@ export interface Config {
   adminToken: string | undefined;
   admins: string[];
   maxOutputBytes: number;
+  /**
+   * Secrets handed to every agent in its first stdin line (`secrets`), never in its env, image or mounts:
+   * the values of the variables GATED_AGENT_SECRETS names (comma-separated), read from gated's environment.
+   */
+  agentSecrets: Record<string, string>;
   telegram: { token: string; apiRoot: string | undefined } | undefined;
-  bluesky: { service: string; identifier: string; password: string } | undefined;
+  bluesky: { service: string; identifier: string; password: string; pollMs: number } | undefined;
   discord: { token: string; apiRoot: string | undefined } | undefined;
   logLevel: string;
 }
@@ -64,6 +69,20 @@ function str(env: Env, key: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
+function agentSecrets(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of (str(env, 'GATED_AGENT_SECRETS') ?? '').split(',').map((s) => s.trim())) {
+    if (!name) continue;
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new UsageError(`GATED_AGENT_SECRETS: bad variable name '${name}'`);
+    const value = env[name];
+    if (value === undefined || value === '')
+      throw new UsageError(`GATED_AGENT_SECRETS names ${name}, which is not set`);
+    out[name] = value;
+  }
+  return out;
+}
+
 /** Resolves the configuration from an environment (process.env by default). */
 export function loadConfig(env: Env = process.env): Config {
   const runtime = str(env, 'GATED_RUNTIME') ?? 'process';
@@ -94,6 +113,7 @@ export function loadConfig(env: Env = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     maxOutputBytes: int(env, 'GATED_MAX_OUTPUT_BYTES', 10 * 1024 * 1024, 1024),
+    agentSecrets: agentSecrets(env),
     telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
     bluesky:
       bsId && bsPass
@@ -101,6 +121,7 @@ export function loadConfig(env: Env = process.env): Config {
             service: str(env, 'BLUESKY_SERVICE') ?? 'https://bsky.social',
             identifier: bsId,
             password: bsPass,
+            pollMs: int(env, 'BLUESKY_POLL_MS', 5000, 100),
           }
         : undefined,
     discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,

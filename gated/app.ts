@@ -103,6 +103,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     log: log.child({ part: 'queue' }),
     onOutbound: () => delivery.wake(),
     metrics,
+    secrets: config.agentSecrets,
   });
   queue.recover();
   const gateway = createGateway({

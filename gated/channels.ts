@@ -25,7 +25,8 @@ export async function platformChannels(config: Config, db: Db, log: Logger): Pro
   } else skip('telegram', 'TELEGRAM_BOT_TOKEN');
   if (config.bluesky) {
     const { createBlueskyChannel } = await import('../gateway/channels/bluesky/index.js');
-    out.push(createBlueskyChannel({ db, ...config.bluesky, log }));
+    const { pollMs, ...account } = config.bluesky;
+    out.push(createBlueskyChannel({ db, ...account, pollMs, log }));
   } else skip('bluesky', 'BLUESKY_IDENTIFIER / BLUESKY_APP_PASSWORD');
   if (config.discord) {
     const { DiscordChannel } = await import('../gateway/channels/discord.js');

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig, loadDotEnv } from '../../core/config.js';
+import { UsageError } from '../../core/errors.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../helpers/db.js';
+
+describe('configuration', () => {
+  it('has the documented defaults and starts no platform without credentials', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ pollMs: 2000, maxConcurrent: 5, runtime: 'process', httpHost: '127.0.0.1' });
+    expect(c.db).toMatch(/data\/gated\.db$/);
+    expect([c.telegram, c.bluesky, c.discord]).toEqual([undefined, undefined, undefined]);
+    expect(loadConfig({ TELEGRAM_BOT_TOKEN: '  ', DISCORD_BOT_TOKEN: '' }).telegram).toBeUndefined();
+    expect(loadConfig({ BLUESKY_IDENTIFIER: 'bot' }).bluesky).toBeUndefined();
+  });
+
+  it('names the bad variable on bad input', () => {
+    expect(() => loadConfig({ GATED_POLL_MS: 'fast' })).toThrow(UsageError);
+    expect(() => loadConfig({ GATED_POLL_MS: 'fast' })).toThrow(/GATED_POLL_MS/);
+    expect(() => loadConfig({ GATED_MAX_CONCURRENT: '0' })).toThrow(
+      /GATED_MAX_CONCURRENT must be an integer >= 1/,
+    );
+    expect(() => loadConfig({ GATED_RUNTIME: 'vm' })).toThrow(/GATED_RUNTIME/);
+  });
+
+  it('collects agent secrets by name and refuses names that are not set', () => {
+    const c = loadConfig({ GATED_AGENT_SECRETS: 'API_KEY, OTHER', API_KEY: 'k1', OTHER: 'k2' });
+    expect(c.agentSecrets).toEqual({ API_KEY: 'k1', OTHER: 'k2' });
+    expect(() => loadConfig({ GATED_AGENT_SECRETS: 'MISSING' })).toThrow(/MISSING, which is not set/);
+    expect(() => loadConfig({ GATED_AGENT_SECRETS: 'bad-name', 'bad-name': 'x' })).toThrow(
+      /bad variable name/,
+    );
+  });
+
+  it('reads .env without overriding the environment', () => {
+    const file = join(tempDir(), '.env');
+    writeFileSync(
+      file,
+      '# comment\nGATED_POLL_MS=500\nexport GATED_ADMINS="a,b"\nGATED_DB=/from/file\nbroken line\n',
+    );
+    const env: Record<string, string | undefined> = { GATED_DB: '/from/env' };
+    loadDotEnv(file, env);
+    const c = loadConfig(env);
+    expect(c.pollMs).toBe(500);
+    expect(c.admins).toEqual(['a', 'b']);
+    expect(c.db).toBe('/from/env');
+  });
+});
