@@ -8,12 +8,15 @@ import {
   RateLimitError,
   REST,
   Routes,
-  type Message,
 } from 'discord.js';
 import { coerceError, DeliveryError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { parseJid, type Jid, type NewInbound, type Verb } from '../../core/types.js';
+import { parseJid, type Jid } from '../../core/types.js';
+import { abortableSleep, backoffDelay, type Sleep } from '../outbound/retry.js';
 import type { Channel, InboundSink, SendPart } from './channel.js';
+import { messageToInbound } from './discord-map.js';
+
+export { discordJid, messageToInbound } from './discord-map.js';
 
 /** What the Discord channel needs. */
 export interface DiscordChannelOptions {
@@ -21,6 +24,8 @@ export interface DiscordChannelOptions {
   /** REST base (DISCORD_API_ROOT), e.g. `http://127.0.0.1:PORT/api`; the gateway URL comes from it. */
   apiRoot?: string;
   log: Logger;
+  /** Waits between connection attempts (tests inject it). */
+  sleep?: Sleep;
 }
 
 /**
@@ -36,11 +41,6 @@ export const DISCORD_INTENTS = [
   GatewayIntentBits.DirectMessages,
 ];
 
-/** The JID of a Discord channel, thread or DM. */
-export function discordJid(channelId: string): Jid {
-  return `discord:${channelId}`;
-}
-
 /**
  * Discord through discord.js: guild text channels, threads and DMs, each `discord:<channel id>`. The
  * client (gateway websocket) receives; replies go through a separate REST client that hands rate limits and
@@ -52,14 +52,36 @@ export class DiscordChannel implements Channel {
   readonly limitUnit = 'chars' as const;
   private client: Client | undefined;
   private readonly rest: REST;
+  private readonly sleep: Sleep;
+  private abort = new AbortController();
+  private retrying: Promise<void> | undefined;
 
   constructor(private readonly opts: DiscordChannelOptions) {
     const api = opts.apiRoot ? { api: opts.apiRoot } : {};
     this.rest = new REST({ ...api, retries: 0, rejectOnRateLimit: () => true }).setToken(opts.token);
+    this.sleep = opts.sleep ?? abortableSleep;
   }
 
+  /**
+   * Connects and resolves once the guilds are loaded. A refused token or intent fails the start; an
+   * unreachable API does not: the channel keeps trying in the background (sends work meanwhile, over REST).
+   */
   async start(sink: InboundSink): Promise<void> {
-    if (this.client) return;
+    if (this.client || this.retrying) return;
+    this.abort = new AbortController();
+    try {
+      this.client = await this.connect(sink);
+    } catch (err) {
+      if (isFatal(err)) throw err;
+      this.opts.log.warn(
+        { err: coerceError(err).message },
+        'discord unreachable; retrying in the background',
+      );
+      this.retrying = this.reconnect(sink);
+    }
+  }
+
+  private async connect(sink: InboundSink): Promise<Client> {
     const client = new Client({
       intents: DISCORD_INTENTS,
       // DM channels are not cached before their first message; without this discord.js drops DMs.
@@ -75,19 +97,53 @@ export class DiscordChannel implements Channel {
       }
     });
     client.on(Events.Error, (err) => this.opts.log.warn({ err: err.message }, 'discord client error'));
-    const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+    // A gateway that closes for good (bad token, intents not enabled) never sends READY, and login's error
+    // does not say why: the close code does.
+    let closedWith: number | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      client.once(Events.ClientReady, () => resolve());
+      client.once(Events.ShardDisconnect, (ev) => {
+        closedWith = ev.code;
+        reject(new DiscordGatewayClosed(ev.code));
+      });
+    });
+    ready.catch(() => undefined); // login usually fails first; its rejection is reported below
     try {
       await client.login(this.opts.token);
       await ready;
     } catch (err) {
       await client.destroy();
-      throw err;
+      throw closedWith === undefined ? err : new DiscordGatewayClosed(closedWith);
     }
-    this.client = client;
     this.opts.log.info({ bot: client.user?.username, guilds: client.guilds.cache.size }, 'discord connected');
+    return client;
+  }
+
+  private async reconnect(sink: InboundSink): Promise<void> {
+    const signal = this.abort.signal;
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      await this.sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }), signal);
+      if (signal.aborted) return;
+      try {
+        const client = await this.connect(sink);
+        // stop() may have come while connecting; it waits for this loop, so closing here leaves nothing.
+        if (signal.aborted) await client.destroy();
+        else this.client = client;
+        return;
+      } catch (err) {
+        if (isFatal(err)) {
+          this.opts.log.error({ err: coerceError(err).message }, 'discord refused the bot; channel stopped');
+          return;
+        }
+        this.opts.log.warn({ err: coerceError(err).message, attempt: failures }, 'discord still unreachable');
+      }
+    }
   }
 
   async stop(): Promise<void> {
+    this.abort.abort();
+    await this.retrying;
+    this.retrying = undefined;
     const client = this.client;
     this.client = undefined;
     await client?.destroy();
@@ -121,46 +177,31 @@ export class DiscordChannel implements Channel {
   }
 }
 
+/** The gateway closed the connection with a code discord.js will not reconnect after. */
+export class DiscordGatewayClosed extends Error {
+  override readonly name = 'DiscordGatewayClosed';
+  constructor(readonly closeCode: number) {
+    super(`discord gateway closed the connection (${closeCode})`);
+  }
+}
+
+// Authentication failed, invalid shard, sharding required, invalid API version, invalid or disallowed intents.
+const FATAL_CLOSE_CODES = new Set([4004, 4010, 4011, 4012, 4013, 4014]);
+const FATAL_ERROR_CODES = new Set(['TokenInvalid', 'InvalidIntents', 'DisallowedIntents']);
+
+/** True when retrying cannot help: the operator must fix the token or the application's intents. */
+function isFatal(err: unknown): boolean {
+  if (err instanceof DiscordGatewayClosed) return FATAL_CLOSE_CODES.has(err.closeCode);
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && FATAL_ERROR_CODES.has(code);
+}
+
 function roomOf(chatJid: Jid): string {
   const { platform, room } = parseJid(chatJid);
   if (platform !== 'discord' || !/^\d+$/.test(room)) {
     throw new DeliveryError('permanent', `not a discord channel: ${chatJid}`);
   }
   return room;
-}
-
-/**
- * One Discord message as an inbound row, or null for bots (the bot itself included: no reply loops) and
- * system messages. An explicit `<@bot>` is a mention; a reply to one of the bot's messages is a reply. A
- * leading mention is removed (`<@bot> /ping` is a command) and others read `@name`.
- */
-export function messageToInbound(m: Message, botId: string, botName: string): NewInbound | null {
-  if (m.author.bot || m.system) return null;
-  const tag = new RegExp(`<@!?${botId}>`, 'g');
-  const mentioned = new RegExp(`<@!?${botId}>`).test(m.content);
-  let verb: Verb = 'message';
-  if (mentioned) verb = 'mention';
-  else if (m.reference?.messageId && m.mentions.repliedUser?.id === botId) verb = 'reply';
-  let content = m.content;
-  if (mentioned) {
-    const stripped = content
-      .replace(new RegExp(`^\\s*<@!?${botId}>[\\s,:]*`), '')
-      .replace(tag, `@${botName}`);
-    content = stripped === '' ? content.replace(tag, `@${botName}`) : stripped;
-  }
-  if (content === '' && m.attachments.size > 0) {
-    content = [...m.attachments.values()].map((a) => `[attachment: ${a.name}]`).join(' ');
-  }
-  return {
-    chat_jid: discordJid(m.channelId),
-    sender: m.author.id,
-    sender_name: m.member?.displayName ?? m.author.globalName ?? m.author.username,
-    verb,
-    content,
-    platform_msg_id: m.id,
-    reply_to: m.reference?.messageId ?? null,
-    timestamp: m.createdAt.toISOString(),
-  };
 }
 
 /**

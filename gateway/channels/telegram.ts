@@ -60,15 +60,49 @@ export class TelegramChannel implements Channel {
     return this.bot;
   }
 
+  /**
+   * Learns who the bot is and begins polling. A refused token fails the start; an unreachable API does not:
+   * the channel keeps trying in the background, so a gateway booted before the network still comes up.
+   */
   async start(sink: InboundSink): Promise<void> {
     if (this.loop) return;
+    this.abort = new AbortController();
+    let bot: TelegramBotIdentity | undefined;
+    try {
+      bot = await this.hello();
+    } catch (err) {
+      if (isTokenRefused(err)) throw err;
+      this.log.warn({ err: coerceError(err).message }, 'telegram unreachable; retrying in the background');
+    }
+    this.loop = this.run(sink, bot);
+  }
+
+  private async hello(): Promise<TelegramBotIdentity> {
     const me = await this.telegram.getMe();
-    this.bot = { id: me.id, username: me.username };
     // getUpdates answers 409 while a webhook is set; pending updates are kept.
     await this.telegram.callApi('deleteWebhook', { drop_pending_updates: false });
-    this.abort = new AbortController();
-    this.loop = this.poll(sink, this.bot);
+    this.bot = { id: me.id, username: me.username };
     this.log.info({ bot: me.username }, 'telegram polling');
+    return this.bot;
+  }
+
+  private async run(sink: InboundSink, known: TelegramBotIdentity | undefined): Promise<void> {
+    const signal = this.abort.signal;
+    let bot = known;
+    for (let failures = 1; !bot; failures += 1) {
+      await this.sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 30_000 }), signal);
+      if (signal.aborted) return;
+      try {
+        bot = await this.hello();
+      } catch (err) {
+        if (isTokenRefused(err)) {
+          this.log.error('telegram refused the bot token; channel stopped');
+          return;
+        }
+        this.log.warn({ err: coerceError(err).message, attempt: failures }, 'telegram still unreachable');
+      }
+    }
+    await this.poll(sink, bot);
   }
 
   async stop(): Promise<void> {
@@ -130,7 +164,7 @@ export class TelegramChannel implements Channel {
   /** How long to wait after a failed getUpdates, or undefined when polling cannot go on. */
   private pollErrorWait(err: unknown, failures: number): number | undefined {
     if (err instanceof TelegramError) {
-      if (err.code === 401 || err.code === 404) {
+      if (isTokenRefused(err)) {
         this.log.error({ code: err.code }, 'telegram refused the bot token; polling stopped');
         return undefined;
       }
@@ -169,6 +203,11 @@ export class TelegramChannel implements Channel {
       this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'telegram typing failed');
     }
   }
+}
+
+/** 401, or 404 for a token of the wrong shape: retrying cannot help. */
+function isTokenRefused(err: unknown): boolean {
+  return err instanceof TelegramError && (err.code === 401 || err.code === 404);
 }
 
 function roomOf(chatJid: Jid): string {

@@ -9,6 +9,7 @@ import { createDelivery } from '../../gateway/outbound/delivery.js';
 import { insertOutbound } from '../../gateway/store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { DiscordApiServer, type DiscordFault, type DiscordUser } from '../infra/discord-api.js';
+import { manualSleep } from '../outbound/script-channel.js';
 import { channelConformance, type ConformanceFault } from './conformance.js';
 import { cleanupAfterEach, inboundRows, recordingSink, sendFailure, testPart } from './support.js';
 
@@ -175,6 +176,43 @@ describe('discord channel', () => {
     await api.close();
     expect(await failure({ ...part, chatJid: `discord:${api.dmChannelId}` })).toMatchObject({
       failure: 'transient',
+    });
+  });
+
+  it('comes up when the API answers again after an outage at start', async () => {
+    const api = await DiscordApiServer.start();
+    defer(() => api.close());
+    const { db } = freshDb();
+    const rec = recordingSink(db);
+    const s = manualSleep(true);
+    // discord.js retries a 5xx three times itself: eight failures make two failed connection attempts.
+    api.failGateway(8);
+    const channel = new DiscordChannel({
+      token: api.token,
+      apiRoot: api.apiRoot,
+      log: silentLogger(),
+      sleep: s.sleep,
+    });
+    await channel.start(rec.sink);
+    defer(() => channel.stop());
+    await api.waitForIdentify();
+    // Events pushed after IDENTIFY queue behind READY and GUILD_CREATE; discord.js handles them in order.
+    const user = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
+    api.push({ channelId: api.textChannelId, author: user, content: 'after the outage' });
+    await rec.waitCalls(1);
+    expect(rec.seen.map((m) => m.content)).toEqual(['after the outage']);
+    expect(s.waits).toHaveLength(2);
+    expect(api.requests.filter((r) => r === 'GET /api/v10/gateway/bot')).toHaveLength(9);
+  });
+
+  it('fails the start, instead of hanging, when the gateway refuses the intents', async () => {
+    const api = await DiscordApiServer.start();
+    defer(() => api.close());
+    api.closeIdentifyWith = 4014;
+    const channel = channelFor(api);
+    await expect(channel.start(() => null)).rejects.toMatchObject({
+      name: 'DiscordGatewayClosed',
+      closeCode: 4014,
     });
   });
 

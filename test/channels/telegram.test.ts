@@ -226,6 +226,23 @@ describe('telegram channel', () => {
     expect(s.waits[1]!.ms).toBeLessThan(2000);
   });
 
+  it('comes up when the API answers again after an outage at start', async () => {
+    const api = await TelegramApiServer.start();
+    defer(() => api.close());
+    const { db } = freshDb();
+    const rec = recordingSink(db);
+    const s = manualSleep(true);
+    api.failNext('getMe', { status: 502 }, 2);
+    const channel = channelFor(api, db, { sleep: s.sleep });
+    await channel.start(rec.sink);
+    defer(() => channel.stop());
+    api.message({ chat: group, from: ada, text: 'after the outage' });
+    await rec.waitCalls(1);
+    expect(api.count('getMe')).toBe(3);
+    expect(s.waits).toHaveLength(2);
+    expect(channel.identity).toEqual({ id: api.bot.id, username: 'gated_test_bot' });
+  });
+
   it('refuses to start with a bad token, without the token in the error', async () => {
     const api = await TelegramApiServer.start('999:right-token');
     defer(() => api.close());

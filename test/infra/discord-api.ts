@@ -63,6 +63,9 @@ export class DiscordApiServer {
   readonly requests: string[] = [];
   private readonly messages = new Map<string, Json>();
   private readonly faults: DiscordFault[] = [];
+  private gatewayFaults = 0;
+  /** Close every IDENTIFY with this code (4014: the application lacks a privileged intent). */
+  closeIdentifyWith: number | undefined;
   private readonly wss: WebSocketServer;
   private conn: { ws: WebSocket; seq: number } | undefined;
   private identifyWaiters: Array<() => void> = [];
@@ -151,6 +154,11 @@ export class DiscordApiServer {
     for (let i = 0; i < n; i += 1) this.faults.push(fault);
   }
 
+  /** The next `n` GET /gateway/bot answer 502 (the API is down when the bot connects). */
+  failGateway(n: number): void {
+    this.gatewayFaults += n;
+  }
+
   /** Resolves once the bot posted at least `n` messages. */
   async waitForPosted(n: number): Promise<PostedMessage[]> {
     while (this.posted.length < n) await new Promise<void>((resolve) => this.postWaiters.push(resolve));
@@ -189,6 +197,7 @@ export class DiscordApiServer {
 
   private identify(ws: WebSocket, d: Json): void {
     if (d.token !== this.token) return ws.close(4004, 'Authentication failed.');
+    if (this.closeIdentifyWith) return ws.close(this.closeIdentifyWith, 'Disallowed intent(s).');
     this.conn = { ws, seq: 0 };
     const url = `ws://127.0.0.1:${this.port}`;
     this.dispatch('READY', {
@@ -262,6 +271,10 @@ export class DiscordApiServer {
     if (req.headers.authorization !== `Bot ${this.token}`)
       return send(res, 401, { message: '401: Unauthorized', code: 0 });
     if (method === 'GET' && path === '/api/v10/gateway/bot') {
+      if (this.gatewayFaults > 0) {
+        this.gatewayFaults -= 1;
+        return send(res, 502, { message: 'Bad Gateway', code: 0 });
+      }
       const limit = { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 };
       return send(res, 200, { url: `ws://127.0.0.1:${this.port}`, shards: 1, session_start_limit: limit });
     }
