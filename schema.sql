@@ -72,6 +72,7 @@ CREATE INDEX IF NOT EXISTS idx_messages_held
 CREATE INDEX IF NOT EXISTS idx_messages_ready
   ON messages(group_folder, session_topic, chat_jid, id) WHERE state = 'ready';
 CREATE INDEX IF NOT EXISTS idx_messages_ready_order ON messages(ready_at, id) WHERE state = 'ready';
+CREATE INDEX IF NOT EXISTS idx_messages_retry ON messages(not_before) WHERE state = 'ready';
 CREATE INDEX IF NOT EXISTS idx_messages_running ON messages(run_id) WHERE state = 'running';
 CREATE INDEX IF NOT EXISTS idx_messages_parked
   ON messages(group_folder, session_topic, chat_jid, id) WHERE state = 'parked';

@@ -165,6 +165,15 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     retryTimer.unref?.();
   };
 
+  // The exact count of waiting lanes is a scan of the backlog: metrics get it at most once a second.
+  let lanesReportedAt = -Infinity;
+  const reportLanes = (t: number) => {
+    if (!opts.metrics || t - lanesReportedAt < 1000) return;
+    lanesReportedAt = t;
+    const waiting = store.summaries(t).filter((l) => !runs.has(sessionKeyId(l))).length;
+    opts.metrics.lanes(runs.size, waiting);
+  };
+
   const pump = () => {
     scheduled = false;
     if (closing) return;
@@ -172,12 +181,15 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     try {
       store.rejoinParked();
       for (const run of runs.values()) feedFollowUps(run, t);
-      const lanes = store.readyLanes(t).filter((l) => !runs.has(sessionKeyId(l)));
+      // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
+      // yield their slots (more waiting lanes than the cap cannot free more slots).
+      const free = Math.max(0, config.maxConcurrent - runs.size);
+      const lanes = store.nextLanes(t, new Set(runs.keys()), free + config.maxConcurrent);
       let next = 0;
       while (runs.size < config.maxConcurrent && next < lanes.length) dispatch(lanes[next++]!, t);
       const waiting = lanes.length - next;
       if (waiting > 0) yieldIdle(waiting);
-      opts.metrics?.lanes(runs.size, waiting);
+      reportLanes(t);
       armRetryTimer(t);
     } catch (err) {
       log.error({ err: coerceError(err).message }, 'queue pump failed');

@@ -1,4 +1,4 @@
-import { isoNow, type SessionKey } from '../core/types.js';
+import { isoNow, sessionKeyId, type SessionKey } from '../core/types.js';
 import type { Db } from '../gateway/store/db.js';
 import { insertOutbound } from '../gateway/store/messages.js';
 import type { AgentMessage } from './prompt.js';
@@ -90,16 +90,17 @@ export interface Settled {
 }
 
 const ELIGIBLE = `state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= @now)`;
-const KEY = `group_folder = @group AND coalesce(session_topic, '') = @topic`;
+// session_topic is always set on ready rows (the gateway writes '' for the default topic); comparing it
+// plainly lets idx_messages_ready serve the whole key and chat instead of walking a chat's history.
+const KEY = `group_folder = @group AND session_topic = @topic`;
 const ROW_COLS = `id, chat_jid, sender, sender_name, content, verb, timestamp, platform_msg_id, topic`;
 
 function prepare(db: Db) {
   return {
-    lanes: db.prepare(
-      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic,
-              min(coalesce(ready_at, 0)) AS ready_at, min(id) AS first_id
-       FROM messages WHERE ${ELIGIBLE}
-       GROUP BY group_folder, coalesce(session_topic, '') ORDER BY ready_at, first_id`,
+    // Rows in readiness order, walked only as far as the next few lanes (idx_messages_ready_order).
+    walk: db.prepare(
+      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic FROM messages
+       WHERE ${ELIGIBLE} ORDER BY ready_at, id`,
     ),
     summary: db.prepare(
       `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic, count(*) AS ready,
@@ -160,7 +161,7 @@ function prepare(db: Db) {
     ),
     anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' LIMIT 1`).pluck(),
     nextRetry: db
-      .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`)
+      .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_retry
       .pluck(),
     group: db.prepare(`SELECT image, network, mounts FROM registered_groups WHERE folder = ?`),
     openRuns: db.prepare(`SELECT id FROM session_log WHERE result IS NULL`).pluck(),
@@ -186,8 +187,23 @@ export class QueueStore {
   }
 
   /** Keys with eligible rows, in the order they became ready (min ready_at, then min id). */
-  readyLanes(now: number): ReadyLane[] {
-    return this.s.lanes.all({ now }) as ReadyLane[];
+  /**
+   * The first `limit` lanes in readiness order whose key is not in `skip` (the running ones). Walks the
+   * ready index and stops early, so a pump costs what it dispatches, not the size of the backlog (a
+   * GROUP BY over all ready rows made every wake O(backlog): 42 % of CPU in a 100k-message burst).
+   */
+  nextLanes(now: number, skip: ReadonlySet<string>, limit: number): ReadyLane[] {
+    const out: ReadyLane[] = [];
+    if (limit <= 0) return out;
+    const seen = new Set(skip);
+    for (const lane of this.s.walk.iterate({ now }) as Iterable<ReadyLane>) {
+      const id = sessionKeyId(lane);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      out.push(lane);
+      if (out.length >= limit) break;
+    }
+    return out;
   }
 
   /** Every key with ready rows (eligible or not), in lane order. */

@@ -96,6 +96,16 @@ describe('schema.sql', () => {
         [],
         /idx_messages_ready_order/,
       ],
+      [
+        `SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`,
+        [1],
+        /idx_messages_retry/,
+      ],
+      [
+        `SELECT group_folder FROM messages WHERE state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= ?) ORDER BY ready_at, id`,
+        [1],
+        /idx_messages_ready_order/,
+      ],
       [`SELECT id FROM messages WHERE state = 'running' AND run_id = ?`, [1], /idx_messages_running/],
       [
         `SELECT id FROM messages WHERE state = 'daemon' AND (not_before IS NULL OR not_before <= ?) ORDER BY id`,
