@@ -2,6 +2,7 @@ import type { Config } from '../core/config.js';
 import { coerceError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { Channel } from '../gateway/channels/channel.js';
+import { createChannels, startChannels } from '../gateway/channels/registry.js';
 import { WebChannel } from '../gateway/channels/web.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { watchCommits } from '../gateway/watch.js';
@@ -15,7 +16,6 @@ import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createProcessRuntime } from '../queue/runtime/process.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { claimOwner, instanceId } from './owner.js';
-import { platformChannels } from './channels.js';
 
 /** How to start gated; everything beyond `config` has a production default. */
 export interface StartOptions {
@@ -93,15 +93,16 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   }
 
   const web = new WebChannel(db);
-  const channels: Channel[] = [web, ...(opts.channels ?? (await platformChannels(config, db, log)))];
-  const delivery = createDelivery({ db, channels, log: log.child({ part: 'delivery' }), metrics });
+  const channels: Channel[] = [web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
+  // Made once the channels have started (they need the gateway's sink); replies written before that wait.
+  const late: { delivery?: Delivery } = {};
   const runtime = opts.runtime ?? (await makeRuntime(config, db, log));
   const queue = createQueue({
     db,
     runtime,
     config,
     log: log.child({ part: 'queue' }),
-    onOutbound: () => delivery.wake(),
+    onOutbound: () => late.delivery?.wake(),
     metrics,
     secrets: config.agentSecrets,
   });
@@ -111,7 +112,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     config,
     log: log.child({ part: 'gateway' }),
     queue,
-    onOutbound: () => delivery.wake(),
+    onOutbound: () => late.delivery?.wake(),
     metrics: {
       messageIn: (m) => metrics.messagesIn(m.chat_jid.slice(0, Math.max(0, m.chat_jid.indexOf(':'))), m.verb),
       routed: (t) => metrics.routed(t),
@@ -120,25 +121,19 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     },
   });
 
-  const started: Channel[] = [];
-  for (const ch of channels) {
-    try {
-      await ch.start(gateway.sink);
-      started.push(ch);
-      log.info({ channel: ch.platform }, 'channel started');
-    } catch (err) {
-      // A dead platform must not take the others down; its outbox rows wait for the next start.
-      log.error({ channel: ch.platform, err: coerceError(err).message }, 'channel failed to start');
-    }
-  }
+  // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
+  // start that works instead of burning retries.
+  const started = await startChannels(channels, gateway.sink, log);
+  const outbox = createDelivery({ db, channels: started, log: log.child({ part: 'delivery' }), metrics });
+  late.delivery = outbox;
   gateway.start();
-  delivery.start();
+  outbox.start();
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
   const commits = watchCommits(
     config.db,
     () => {
       gateway.loop.wake();
-      delivery.wake();
+      outbox.wake();
     },
     log,
   );
@@ -171,7 +166,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
         ['channels', () => Promise.all(started.map((c) => c.stop()))],
         ['gateway', () => (commits.close(), gateway.stop())],
         ['queue', () => queue.close(graceMs)],
-        ['delivery', () => delivery.stop()],
+        ['delivery', () => outbox.stop()],
         ['http', () => http?.close()],
         ['runtime', () => runtime.close?.()],
         ['owner', () => owner?.release()],
@@ -192,7 +187,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     log,
     gateway,
     queue,
-    delivery,
+    delivery: outbox,
     web,
     metrics,
     channels: started,

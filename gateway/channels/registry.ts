@@ -3,8 +3,6 @@ import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Db } from '../store/db.js';
 import type { Channel, InboundSink } from './channel.js';
-import { DiscordChannel } from './discord.js';
-import { TelegramChannel } from './telegram.js';
 
 /** What a channel factory may use. */
 export interface ChannelDeps {
@@ -23,50 +21,67 @@ export interface ChannelFactory {
   platform: string;
   /** The settings that turn it on, for the "not started" log line (names only, never values). */
   settings: string;
-  /** The channel, or undefined when its credentials are absent. */
-  create(config: Config, deps: ChannelDeps): Channel | undefined;
+  /**
+   * The channel, or undefined when its credentials are absent. Async so a platform's client library is
+   * imported only when that platform is configured: together they are most of an idle gated's memory.
+   */
+  create(config: Config, deps: ChannelDeps): Promise<Channel | undefined>;
 }
 
 /** Telegram: on when TELEGRAM_BOT_TOKEN is set; TELEGRAM_API_ROOT points it at another Bot API server. */
 export const telegramFactory: ChannelFactory = {
   platform: 'telegram',
   settings: 'TELEGRAM_BOT_TOKEN',
-  create: (config, { db, log }) =>
-    config.telegram
-      ? new TelegramChannel({
-          token: config.telegram.token,
-          apiRoot: config.telegram.apiRoot,
-          db,
-          log: log.child({ channel: 'telegram' }),
-        })
-      : undefined,
+  async create(config, { db, log }) {
+    if (!config.telegram) return undefined;
+    const { TelegramChannel } = await import('./telegram.js');
+    return new TelegramChannel({
+      token: config.telegram.token,
+      apiRoot: config.telegram.apiRoot,
+      db,
+      log: log.child({ channel: 'telegram' }),
+    });
+  },
 };
 
 /** Discord: on when DISCORD_BOT_TOKEN is set; DISCORD_API_ROOT points it at another API server. */
 export const discordFactory: ChannelFactory = {
   platform: 'discord',
   settings: 'DISCORD_BOT_TOKEN',
-  create: (config, { log }) =>
-    config.discord
-      ? new DiscordChannel({
-          token: config.discord.token,
-          apiRoot: config.discord.apiRoot,
-          log: log.child({ channel: 'discord' }),
-        })
-      : undefined,
+  async create(config, { log }) {
+    if (!config.discord) return undefined;
+    const { DiscordChannel } = await import('./discord.js');
+    return new DiscordChannel({
+      token: config.discord.token,
+      apiRoot: config.discord.apiRoot,
+      log: log.child({ channel: 'discord' }),
+    });
+  },
+};
+
+/** Bluesky: on when BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD are set (BLUESKY_SERVICE, BLUESKY_POLL_MS). */
+export const blueskyFactory: ChannelFactory = {
+  platform: 'bluesky',
+  settings: 'BLUESKY_IDENTIFIER / BLUESKY_APP_PASSWORD',
+  async create(config, { db, log }) {
+    if (!config.bluesky) return undefined;
+    const { createBlueskyChannel } = await import('./bluesky/index.js');
+    const { pollMs, ...account } = config.bluesky;
+    return createBlueskyChannel({ db, ...account, pollMs, log });
+  },
 };
 
 /**
- * The configured platform channels (not started): Telegram and Discord, then `deps.extra`. Logs, per
+ * The configured platform channels (not started): Telegram, Discord and Bluesky, then `deps.extra`. Logs, per
  * platform, whether it will start or why not; tokens never reach the log.
  */
-export function createChannels(config: Config, deps: ChannelDeps): Channel[] {
+export async function createChannels(config: Config, deps: ChannelDeps): Promise<Channel[]> {
   const channels: Channel[] = [];
   const seen = new Set<string>();
-  for (const factory of [telegramFactory, discordFactory, ...(deps.extra ?? [])]) {
+  for (const factory of [telegramFactory, discordFactory, blueskyFactory, ...(deps.extra ?? [])]) {
     if (seen.has(factory.platform)) continue;
     seen.add(factory.platform);
-    const channel = factory.create(config, deps);
+    const channel = await factory.create(config, deps);
     if (channel) {
       channels.push(channel);
       deps.log.info({ channel: factory.platform }, `${factory.platform} channel configured`);

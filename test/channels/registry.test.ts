@@ -20,12 +20,13 @@ function capture() {
 const defer = cleanupAfterEach();
 
 describe('createChannels', () => {
-  it('makes only the channels whose credentials are set and says why the others are off', () => {
+  it('makes only the channels whose credentials are set and says why the others are off', async () => {
     const { db } = freshDb();
     const none = capture();
-    expect(createChannels(loadConfig({}), { db, log: none.log })).toEqual([]);
+    expect(await createChannels(loadConfig({}), { db, log: none.log })).toEqual([]);
     expect(none.text()).toContain('telegram not started: TELEGRAM_BOT_TOKEN not set');
     expect(none.text()).toContain('discord not started: DISCORD_BOT_TOKEN not set');
+    expect(none.text()).toContain('bluesky not started: BLUESKY_IDENTIFIER / BLUESKY_APP_PASSWORD not set');
 
     const both = capture();
     const env = {
@@ -33,19 +34,19 @@ describe('createChannels', () => {
       DISCORD_BOT_TOKEN: 'also-secret',
       TELEGRAM_API_ROOT: 'http://127.0.0.1:1',
     };
-    const channels = createChannels(loadConfig(env), { db, log: both.log });
+    const channels = await createChannels(loadConfig(env), { db, log: both.log });
     expect(channels.map((c) => c.constructor)).toEqual([TelegramChannel, DiscordChannel]);
     expect(both.text()).toContain('telegram channel configured');
     expect(both.text()).not.toContain('secret');
   });
 
-  it('adds the extra factories after the built-in ones, first factory per platform wins', () => {
+  it('adds the extra factories after the built-in ones, first factory per platform wins', async () => {
     const { db } = freshDb();
     const made: string[] = [];
     const factory = (platform: string, on: boolean): ChannelFactory => ({
       platform,
       settings: `${platform.toUpperCase()}_SETTING`,
-      create: () => {
+      create: async () => {
         made.push(platform);
         return on
           ? new LocalChannel({ folder: platform, input: new PassThrough(), output: new PassThrough() })
@@ -53,11 +54,11 @@ describe('createChannels', () => {
       },
     });
     const { log, text } = capture();
-    const extra = [factory('web', true), factory('bluesky', false), factory('web', true)];
-    const channels = createChannels(loadConfig({}), { db, log, extra });
+    const extra = [factory('web', true), factory('matrix', false), factory('web', true)];
+    const channels = await createChannels(loadConfig({}), { db, log, extra });
     expect(channels).toHaveLength(1);
-    expect(made).toEqual(['web', 'bluesky']);
-    expect(text()).toContain('bluesky not started: BLUESKY_SETTING not set');
+    expect(made).toEqual(['web', 'matrix']);
+    expect(text()).toContain('matrix not started: MATRIX_SETTING not set');
   });
 });
 
