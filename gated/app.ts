@@ -1,4 +1,5 @@
 import type { Config } from '../core/config.js';
+import { parseJid } from '../core/types.js';
 import { coerceError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { Channel } from '../gateway/channels/channel.js';
@@ -114,7 +115,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     queue,
     onOutbound: () => late.delivery?.wake(),
     metrics: {
-      messageIn: (m) => metrics.messagesIn(m.chat_jid.slice(0, Math.max(0, m.chat_jid.indexOf(':'))), m.verb),
+      messageIn: (m) => metrics.messagesIn(parseJid(m.chat_jid).platform, m.verb),
       routed: (t) => metrics.routed(t),
       unrouted: () => metrics.unrouted(),
       pollTick: (s) => metrics.pollTick(s),

@@ -62,7 +62,10 @@ export class DaemonDispatcher {
     this.failStmt = db.prepare(
       `UPDATE messages SET state = 'failed', attempts = attempts + 1, error = ? WHERE id = ?`,
     );
-    this.nextStmt = db.prepare(`SELECT min(not_before) FROM messages WHERE state = 'daemon'`).pluck();
+    // The earliest time any daemon row may be sent (0: one is due now), or NULL when none waits.
+    this.nextStmt = db
+      .prepare(`SELECT min(coalesce(not_before, 0)) FROM messages WHERE state = 'daemon'`)
+      .pluck();
   }
 
   /** Sends what is due now; safe to call often. */
@@ -141,11 +144,9 @@ export class DaemonDispatcher {
   private schedule(): void {
     if (this.stopped) return;
     const next = this.nextStmt.get() as number | null;
-    const due = this.dueStmt.all(this.now()).length > 0;
-    if (due) return this.wake();
-    if (next !== null) {
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => void this.run(), Math.max(0, next - this.now()));
-    }
+    if (next === null) return;
+    if (next <= this.now()) return this.wake();
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.run(), next - this.now());
   }
 }

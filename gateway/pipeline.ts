@@ -1,7 +1,7 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Message } from '../core/types.js';
-import { formatTarget } from '../router/index.js';
+import { formatTarget, weightOf } from '../router/index.js';
 import { commandLayer } from './layers/commands.js';
 import { prefixLayer } from './layers/prefix.js';
 import { directFolder, routeLayer, type RoutingDecision } from './layers/route.js';
@@ -151,9 +151,7 @@ export class Pipeline {
           content: draft.content,
           target: targetText,
           route_id,
-          weight: Object.hasOwn(impulse.weights, msg.verb)
-            ? impulse.weights[msg.verb]
-            : impulse.defaultWeight,
+          weight: weightOf(impulse, msg.verb),
           threshold: impulse.threshold,
           max_hold_ms: impulse.maxHoldMs,
           now,
