@@ -5,22 +5,13 @@ import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import { addGroup } from '../../gateway/store/groups.js';
 import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
 
 let gated: Gated | undefined;
 afterEach(async () => {
   await gated?.close(1000);
   gated = undefined;
 });
-
-async function until<T>(fn: () => T | undefined, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined && v !== null && v !== false) return v;
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A whole gated on a temp folder: process runtime, the example agent, HTTP on an ephemeral port. */
 async function start(env: Record<string, string> = {}) {

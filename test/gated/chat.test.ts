@@ -1,24 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { packageFile } from '../../core/paths.js';
+import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/db.js';
+import { exited, spawnGated } from '../helpers/process.js';
 
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/** Runs the real CLI as one process on the sources. */
-function cli(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', packageFile('gated', 'cli.ts'), ...args], {
-    env: { ...process.env, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  return child;
-}
+const cli = spawnGated;
 
 /** Feeds `lines` to `gated chat`, closes its stdin and collects what it printed until it exits. */
 async function chat(env: Record<string, string>, lines: string[]) {
@@ -28,7 +14,7 @@ async function chat(env: Record<string, string>, lines: string[]) {
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (err += String(d)));
   child.stdin!.end(lines.map((l) => l + '\n').join(''));
-  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  const code = await exited(child);
   return { code, out, err };
 }
 
@@ -76,7 +62,7 @@ describe('gated chat', () => {
     expect(r.out).toMatch(/through the running gated \(pid \d+\)/);
     expect(r.out).toContain('echo: through the daemon');
     daemon.kill('SIGTERM');
-    expect(await new Promise((res) => daemon.once('exit', (c) => res(c)))).toBe(0);
+    expect(await exited(daemon)).toBe(0);
   }, 60_000);
 
   it('refuses an unknown group with exit 2', async () => {
@@ -85,7 +71,7 @@ describe('gated chat', () => {
     child.stdin!.end();
     let err = '';
     child.stderr!.on('data', (d) => (err += String(d)));
-    const code = await new Promise((r) => child.once('exit', (c) => r(c)));
+    const code = await exited(child);
     expect(code).toBe(2);
     expect(err).toMatch(/no group 'nope\/x'/);
   });

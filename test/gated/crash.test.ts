@@ -1,48 +1,23 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
-import { packageFile } from '../../core/paths.js';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../gateway/store/db.js';
 import { addGroup } from '../../gateway/store/groups.js';
 import { insertInbound } from '../../gateway/store/messages.js';
 import { tempDir } from '../helpers/db.js';
+import { exited, spawnGated, until } from '../helpers/process.js';
 
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/**
- * Starts `gated run` as one real process on the sources (`node --import tsx`, not the tsx binary, which
- * would put a wrapper process between the test's signals and gated).
- */
+/** `gated run`; its stderr tail is printed if it exits with an error. */
 function gatedRun(env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', packageFile('gated', 'cli.ts'), 'run'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawnGated(['run'], env);
   let err = '';
   child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-4000)));
   child.on('exit', (code) => {
     if (code !== 0 && code !== null) console.error(`gated exited ${code}: ${err}`);
   });
-  children.push(child);
   return child;
 }
-
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const exited = (c: ChildProcess) =>
-  new Promise<number | null>((r) =>
-    c.exitCode !== null ? r(c.exitCode) : c.once('exit', (code) => r(code)),
-  );
 
 describe('gated run across kill -9', () => {
   it('re-runs the interrupted batches after restart: every message answered exactly once', async () => {

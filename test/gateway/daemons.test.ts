@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { insertInbound } from '../../gateway/store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { row, testGateway } from '../helpers/gateway.js';
+import { until } from '../helpers/process.js';
 
 let server: Server | undefined;
 afterEach(async () => {
@@ -25,14 +26,6 @@ async function daemon(statuses: number[]) {
   });
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, bodies };
-}
-
-async function until(check: () => boolean, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function setup(url: string) {
