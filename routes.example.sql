@@ -1,4 +1,4 @@
--- The example routing table of the README and CONTRACT §4.
+-- The example routing table of the README and docs/ROUTING.md.
 -- Load it into a database created by `gated init`:   sqlite3 data/gated.db < routes.example.sql
 -- Rows are tried in (seq, id) order; the first whose key=glob pairs all match gives the target.
 INSERT INTO routes (seq, match, target) VALUES (0, 'room=-5075870332', 'krons/content');

@@ -1,4 +1,4 @@
-import type { Channel, InboundSink, SendPart } from '../gateway/channels/channel.js';
+import type { Channel, InboundSink, SendPart } from '../channels/channel.js';
 
 /**
  * The benchmark's platform (`bench:`): in-process, delivers instantly, and traces every token it is asked

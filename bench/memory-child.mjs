@@ -9,7 +9,7 @@ import { join } from 'node:path';
 const n = Number(process.argv[2]);
 const { loadConfig } = await import('../dist/core/config.js');
 const { silentLogger } = await import('../dist/core/log.js');
-const { openDatabase } = await import('../dist/gateway/store/db.js');
+const { openDatabase } = await import('../dist/store/db.js');
 const { startGated } = await import('../dist/gated/app.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'gated-bench-mem-'));

@@ -7,7 +7,7 @@ import { loadConfig } from '../core/config.js';
 import { silentLogger } from '../core/log.js';
 import { packageFile } from '../core/paths.js';
 import { startGated, type Gated } from '../gated/app.js';
-import { openDatabase } from '../gateway/store/db.js';
+import { openDatabase } from '../store/db.js';
 import { BenchChannel } from './channel.js';
 
 /** Percentile of sorted numbers. */

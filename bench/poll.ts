@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../core/log.js';
 import { createGateway } from '../gateway/gateway.js';
 import type { QueueControl } from '../gateway/layers/types.js';
-import { openDatabase } from '../gateway/store/db.js';
+import { openDatabase } from '../store/db.js';
 
 const idleQueue: QueueControl = {
   wake() {},

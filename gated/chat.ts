@@ -3,11 +3,11 @@ import type { Config } from '../core/config.js';
 import { UsageError } from '../core/errors.js';
 import { createLogger } from '../core/log.js';
 import { isValidFolder } from '../core/types.js';
-import { LocalChannel } from '../gateway/channels/local.js';
-import { createDelivery } from '../gateway/outbound/delivery.js';
-import { openDatabase, type Db } from '../gateway/store/db.js';
-import { addGroup, getGroup, listGroups } from '../gateway/store/groups.js';
-import { insertInbound } from '../gateway/store/messages.js';
+import { LocalChannel } from '../channels/local/index.js';
+import { createDelivery } from '../delivery/delivery.js';
+import { openDatabase, type Db } from '../store/db.js';
+import { addGroup, getGroup, listGroups } from '../store/groups.js';
+import { insertInbound } from '../store/messages.js';
 import { startGated } from './app.js';
 import { liveOwner } from './owner.js';
 

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, loadDotEnv, type Config } from '../core/config.js';
 import { UsageError } from '../core/errors.js';
-import { openDatabase, type Db } from '../gateway/store/db.js';
+import { openDatabase, type Db } from '../store/db.js';
 
 /** What every CLI command starts from: the resolved configuration and, opened lazily, the database. */
 export interface CliContext {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { UsageError } from '../core/errors.js';
-import type { Db } from '../gateway/store/db.js';
-import { getState, setState } from '../gateway/store/state.js';
+import type { Db } from '../store/db.js';
+import { getState, setState } from '../store/state.js';
 
 /** Who runs the gateway on a database: one `gated run` at a time may own it. */
 export interface Owner {

@@ -1,7 +1,7 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
-import type { Db } from './store/db.js';
-import type { RouteSource } from './store/routes.js';
+import type { Db } from '../store/db.js';
+import type { RouteSource } from '../store/routes.js';
 
 /** Options of the daemon dispatcher. */
 export interface DaemonOptions {

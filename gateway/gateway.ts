@@ -6,9 +6,9 @@ import type { QueueControl } from './layers/types.js';
 import { PollLoop } from './loop.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 import { Pipeline } from './pipeline.js';
-import type { Db } from './store/db.js';
-import { insertInbound } from './store/messages.js';
-import { RouteSource, type Catalog } from './store/routes.js';
+import type { Db } from '../store/db.js';
+import { insertInbound } from '../store/messages.js';
+import { RouteSource, type Catalog } from '../store/routes.js';
 
 /** Options of the gateway: the database, the queue it feeds, and what it tells about replies it wrote. */
 export interface GatewayOptions {

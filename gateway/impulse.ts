@@ -1,7 +1,7 @@
-import type { Db } from './store/db.js';
+import type { Db } from '../store/db.js';
 
 /**
- * The impulse gate (CONTRACT §5). Its whole state is the `held` rows of `messages` (weight, threshold,
+ * The impulse gate (docs/ROUTING.md, "Impulse gate"). Its whole state is the `held` rows of `messages` (weight, threshold,
  * max_hold_ms, held_at recorded when each was routed), so a restart neither drops held messages nor
  * releases them early: release decisions are recomputed from the rows.
  *

@@ -1,7 +1,7 @@
 import type { Logger } from '../core/log.js';
 import type { Message } from '../core/types.js';
 import type { BatchOutcome, Pipeline } from './pipeline.js';
-import type { Db } from './store/db.js';
+import type { Db } from '../store/db.js';
 
 /** Options of the poll loop. */
 export interface PollLoopOptions {

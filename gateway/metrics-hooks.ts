@@ -1,6 +1,6 @@
 import type { Message } from '../core/types.js';
 
-/** The counters the gateway pipeline reports to; gateway/metrics.ts provides the Prometheus-backed one. */
+/** The counters the gateway pipeline reports to; core/metrics.ts provides the Prometheus-backed one. */
 export interface GatewayMetrics {
   messageIn(msg: Pick<Message, 'chat_jid' | 'verb'>): void;
   routed(target: string): void;

@@ -8,10 +8,10 @@ import { directFolder, routeLayer, type RoutingDecision } from './layers/route.j
 import { stickyLayer } from './layers/sticky.js';
 import type { Draft, LayerEnv, QueueControl } from './layers/types.js';
 import { ImpulseGate } from './impulse.js';
-import type { Db } from './store/db.js';
-import { insertOutbound } from './store/messages.js';
-import type { RouteSource } from './store/routes.js';
-import { StickyStore } from './store/state.js';
+import type { Db } from '../store/db.js';
+import { insertOutbound } from '../store/messages.js';
+import type { RouteSource } from '../store/routes.js';
+import { StickyStore } from '../store/state.js';
 import { routeFields } from '../core/types.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 

@@ -1,5 +1,5 @@
 /**
- * What an agent reads on stdin (CONTRACT §7): the first line (`AgentInput`) and follow-up lines
+ * What an agent reads on stdin (docs/PROTOCOL.md): the first line (`AgentInput`) and follow-up lines
  * (`AgentFollowUp`), and `prompt`, the batch formatted for a model. Message content is used as stored: the
  * gateway already stripped any `@name`/`#topic` prefix before it released the row.
  */

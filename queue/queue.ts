@@ -20,7 +20,7 @@ export type {
 } from './types.js';
 
 /**
- * The per-session lanes under a global cap (CONTRACT §6). Lanes are not objects: the database says which
+ * The per-session lanes under a global cap (docs/QUEUE.md). Lanes are not objects: the database says which
  * keys have ready rows, and `runs` says which keys have a live agent. `pump` is the one place that starts
  * runs and feeds follow-ups; it is cheap, synchronous and coalesced through wake().
  *

@@ -3,7 +3,7 @@ import type { Settlement } from './store.js';
 import type { RunResult } from './types.js';
 
 /**
- * The failure rule (CONTRACT §6), as one pure function from how a run ended to what happens to its rows.
+ * The failure rule (docs/QUEUE.md), as one pure function from how a run ended to what happens to its rows.
  *
  * - Clean exit: rows still held are done (the agent chose not to answer them), except follow-ups written
  *   after its last block: it may have been exiting when they were written, so they go back to 'ready'.

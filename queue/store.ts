@@ -1,6 +1,6 @@
 import { isoNow, sessionKeyId, type SessionKey } from '../core/types.js';
-import type { Db } from '../gateway/store/db.js';
-import { insertOutbound } from '../gateway/store/messages.js';
+import type { Db } from '../store/db.js';
+import { insertOutbound } from '../store/messages.js';
 import type { AgentMessage } from './prompt.js';
 
 /**

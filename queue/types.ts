@@ -1,13 +1,13 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
-import type { Db } from '../gateway/store/db.js';
+import type { Db } from '../store/db.js';
 import type { Runtime } from './runtime/types.js';
 
 /** How a run ended (session_log.result). */
 export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
 
-/** What the queue reports to metrics; gateway/metrics.ts's Metrics satisfies it. */
+/** What the queue reports to metrics; core/metrics.ts's Metrics satisfies it. */
 export interface QueueMetrics {
   runFinished(result: RunResult, seconds: number): void;
   lanes(active: number, waiting: number): void;
@@ -38,7 +38,7 @@ export interface QueueOptions {
  */
 export type LaneState = 'running' | 'idle' | 'waiting' | 'backoff';
 
-/** One session lane, for /status, the dashboard and metrics (same shape as gateway/http/types.ts). */
+/** One session lane, for /status, the dashboard and metrics (same shape as http/types.ts). */
 export interface LaneInfo {
   group: string;
   topic: string;

@@ -1,5 +1,5 @@
 /**
- * Impulse configuration of a route (CONTRACT §5): how much each verb weighs, the threshold at which a
+ * Impulse configuration of a route (docs/ROUTING.md): how much each verb weighs, the threshold at which a
  * chat's held messages are released, and the longest any message is held.
  */
 export interface ImpulseConfig {

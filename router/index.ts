@@ -1,6 +1,6 @@
 /**
  * The routing engine: pure functions and data, no I/O. Parses and validates `routes` rows, compiles them
- * into a RouteTable and answers which target takes a message (CONTRACT §4, layer 4).
+ * into a RouteTable and answers which target takes a message (docs/ROUTING.md, layer 4).
  */
 export { compileGlob, globError, isLiteral, type GlobTest } from './glob.js';
 export { DEFAULT_IMPULSE, parseImpulseConfig, weightOf, type ImpulseConfig } from './impulse.js';

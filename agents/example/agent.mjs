@@ -1,5 +1,5 @@
 // The example agent shipped with gated: plain Node, no dependencies. It speaks the agent protocol
-// (CONTRACT §7) and answers every input line with one output block that proves it read each message:
+// (docs/PROTOCOL.md) and answers every input line with one output block that proves it read each message:
 // `echo: <content>`. It keeps a session id (the one gated passes in, or a new one) and exits on end of stdin.
 //
 // Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on

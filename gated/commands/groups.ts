@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
-import { addGroup, listGroups, removeGroup } from '../../gateway/store/groups.js';
+import { addGroup, listGroups, removeGroup } from '../../store/groups.js';
 import { action } from '../context.js';
 
 /** `gated groups list | add | rm`. */

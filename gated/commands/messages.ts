@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { parseJid } from '../../core/types.js';
-import { applySchema } from '../../gateway/store/db.js';
-import { insertInbound } from '../../gateway/store/messages.js';
+import { applySchema } from '../../store/db.js';
+import { insertInbound } from '../../store/messages.js';
 import { action } from '../context.js';
 
 /** `gated init` and `gated send`. */

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { checkRoute, compileRoutes, explainFields, formatExplain } from '../../router/index.js';
-import { addRoute, listRoutes, removeRoute, routeHits } from '../../gateway/store/routes.js';
+import { addRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
 import { action, intArg } from '../context.js';
 
 /** `gated routes list | add | rm | check | explain`. */

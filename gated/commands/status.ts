@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Db } from '../../gateway/store/db.js';
+import type { Db } from '../../store/db.js';
 import { action } from '../context.js';
 
 /** The instance facts `gated status` prints, read from the database (works beside a running gated). */

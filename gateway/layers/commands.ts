@@ -15,7 +15,7 @@ function keyOf(draft: Draft, env: LayerEnv, topic?: string): SessionKey | undefi
 
 const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';
 
-/** The command table (CONTRACT §4, layer 2). Names are matched case-insensitively. */
+/** The command table (docs/ROUTING.md, layer 2). Names are matched case-insensitively. */
 export const COMMANDS: Record<string, CommandSpec> = {
   new: {
     help: '/new [#topic]: start a fresh agent session (default topic, or that topic)',

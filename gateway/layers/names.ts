@@ -1,5 +1,5 @@
 import { isValidFolder, TOPIC_RE } from '../../core/types.js';
-import type { Catalog } from '../store/routes.js';
+import type { Catalog } from '../../store/routes.js';
 
 /**
  * Resolves an `@name` the way the sticky and prefix layers do: a child of the chat's group first

@@ -1,9 +1,9 @@
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import type { Message, SessionKey } from '../../core/types.js';
-import type { Db } from '../store/db.js';
-import type { Catalog } from '../store/routes.js';
-import type { StickyStore } from '../store/state.js';
+import type { Db } from '../../store/db.js';
+import type { Catalog } from '../../store/routes.js';
+import type { StickyStore } from '../../store/state.js';
 
 /** What the gateway needs from the queue (queue/ implements it). */
 export interface QueueControl {

@@ -1,5 +1,5 @@
 /**
- * Removes the agent's private text from a result before it becomes a reply (CONTRACT §7): everything
+ * Removes the agent's private text from a result before it becomes a reply (docs/PROTOCOL.md): everything
  * inside `<internal>…</internal>` and `<think>…</think>`, nested in any mix, across lines. An unclosed
  * opening tag hides everything after it: leaking half a thought to a chat is worse than cutting a reply.
  * A stray closing tag is dropped. Tag names are matched case-insensitively.

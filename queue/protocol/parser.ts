@@ -1,5 +1,5 @@
 /**
- * The streaming reader of an agent's stdout (CONTRACT §7). Only blocks between a whole line
+ * The streaming reader of an agent's stdout (docs/PROTOCOL.md). Only blocks between a whole line
  * `---GATED_OUTPUT_START---` and a whole line `---GATED_OUTPUT_END---` count; everything else is noise.
  *
  * Hazards handled here, because agents print whatever they like and a pipe splits it anywhere:
@@ -40,7 +40,7 @@ export interface ParserStats {
 
 /** Callbacks and limits of a parser. */
 export interface ParserOptions {
-  /** Largest block body kept, in bytes (CONTRACT default 10 MiB). */
+  /** Largest block body kept, in bytes (default 10 MiB, docs/PROTOCOL.md). */
   maxBlockBytes: number;
   onBlock: (block: OutputBlock) => void;
   onProblem?: (kind: ProblemKind, detail: string) => void;

@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
  *
  * Why not `container.attach()`: dockerode sends its options as a JSON body. dockerd drops those bytes, but
  * podman forwards them into the container's stdin, where they would become the agent's first "line"
- * (ENVIRONMENT.md). docker-modem's own dial cannot send an empty body either: with nothing to write it never
+ * (docs/TESTING.md). docker-modem's own dial cannot send an empty body either: with nothing to write it never
  * flushes the request headers and the upgrade never happens. So the upgrade request is made here, with
  * `Content-Length: 0`, on the same endpoint (unix socket, http or https with the modem's TLS material) the
  * dockerode client uses, DOCKER_HOST included.

@@ -2,13 +2,9 @@
 import { XRPCError } from '@atproto/api';
 import { describe, expect, test } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
-import { pollDelayAfter, retryAfterMs, toDeliveryError } from '../../gateway/channels/bluesky/errors.js';
-import {
-  stripLeadingMention,
-  toInbound,
-  type Notification,
-} from '../../gateway/channels/bluesky/notification.js';
-import { decodeRef, didOfJid, encodeRef, isPostUri } from '../../gateway/channels/bluesky/refs.js';
+import { pollDelayAfter, retryAfterMs, toDeliveryError } from '../../channels/bluesky/errors.js';
+import { stripLeadingMention, toInbound, type Notification } from '../../channels/bluesky/map.js';
+import { decodeRef, didOfJid, encodeRef, isPostUri } from '../../channels/bluesky/refs.js';
 
 const BOT = 'did:plc:bot';
 const utf8 = (s: string) => new TextEncoder().encode(s).length;

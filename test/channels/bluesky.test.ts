@@ -6,12 +6,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import type { Message } from '../../core/types.js';
-import type { BlueskyChannel } from '../../gateway/channels/bluesky/index.js';
-import { SEEN_KEY } from '../../gateway/channels/bluesky/index.js';
-import type { Db } from '../../gateway/store/db.js';
-import { createDelivery } from '../../gateway/outbound/delivery.js';
-import { graphemeLength } from '../../gateway/outbound/split.js';
-import { insertOutbound } from '../../gateway/store/messages.js';
+import type { BlueskyChannel } from '../../channels/bluesky/index.js';
+import { SEEN_KEY } from '../../channels/bluesky/index.js';
+import type { Db } from '../../store/db.js';
+import { createDelivery } from '../../delivery/delivery.js';
+import { graphemeLength } from '../../core/text.js';
+import { insertOutbound } from '../../store/messages.js';
 import { silentLogger } from '../../core/log.js';
 import { freshDb } from '../helpers/db.js';
 import {

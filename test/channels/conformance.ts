@@ -12,13 +12,13 @@ import { describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import { silentLogger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
-import type { Channel, InboundSink } from '../../gateway/channels/channel.js';
-import { createDelivery, type Delivery } from '../../gateway/outbound/delivery.js';
-import { measure } from '../../gateway/outbound/split.js';
-import type { Db } from '../../gateway/store/db.js';
-import { insertOutbound } from '../../gateway/store/messages.js';
+import type { Channel, InboundSink } from '../../channels/channel.js';
+import { createDelivery, type Delivery } from '../../delivery/delivery.js';
+import { measure } from '../../core/text.js';
+import type { Db } from '../../store/db.js';
+import { insertOutbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
-import { manualSleep } from '../outbound/script-channel.js';
+import { manualSleep } from '../delivery/script-channel.js';
 import { cleanupAfterEach, inboundRows, recordingSink } from './support.js';
 
 /** A refusal the platform can be told to answer the next sends with. */

@@ -4,12 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
-import { DiscordChannel } from '../../gateway/channels/discord.js';
-import { createDelivery } from '../../gateway/outbound/delivery.js';
-import { insertOutbound } from '../../gateway/store/messages.js';
+import { DiscordChannel } from '../../channels/discord/index.js';
+import { createDelivery } from '../../delivery/delivery.js';
+import { insertOutbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { DiscordApiServer, type DiscordFault, type DiscordUser } from '../infra/discord-api.js';
-import { manualSleep } from '../outbound/script-channel.js';
+import { manualSleep } from '../delivery/script-channel.js';
 import { channelConformance, type ConformanceFault } from './conformance.js';
 import { cleanupAfterEach, inboundRows, recordingSink, sendFailure, testPart } from './support.js';
 

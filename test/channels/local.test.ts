@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
-import { LocalChannel } from '../../gateway/channels/local.js';
+import { LocalChannel } from '../../channels/local/index.js';
 import { freshDb } from '../helpers/db.js';
 import { channelConformance } from './conformance.js';
 import { inboundRows, recordingSink, testPart } from './support.js';

@@ -4,10 +4,10 @@ import { afterEach } from 'vitest';
 import { loadConfig, type Config } from '../../core/config.js';
 import type { DeliveryError } from '../../core/errors.js';
 import type { NewInbound } from '../../core/types.js';
-import type { Channel, InboundSink, SendPart } from '../../gateway/channels/channel.js';
-import { openDatabase, type Db } from '../../gateway/store/db.js';
-import { addGroup } from '../../gateway/store/groups.js';
-import { insertInbound } from '../../gateway/store/messages.js';
+import type { Channel, InboundSink, SendPart } from '../../channels/channel.js';
+import { openDatabase, type Db } from '../../store/db.js';
+import { addGroup } from '../../store/groups.js';
+import { insertInbound } from '../../store/messages.js';
 
 /** A sink that stores with the real insertInbound and lets a test await its n-th call. */
 export interface RecordingSink {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
-import { addGroup } from '../../gateway/store/groups.js';
+import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 

@@ -2,9 +2,9 @@ import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../gateway/store/db.js';
-import { addGroup } from '../../gateway/store/groups.js';
-import { insertInbound } from '../../gateway/store/messages.js';
+import { openDatabase } from '../../store/db.js';
+import { addGroup } from '../../store/groups.js';
+import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 

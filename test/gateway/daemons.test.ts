@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { insertInbound } from '../../gateway/store/messages.js';
+import { insertInbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { row, testGateway } from '../helpers/gateway.js';
 import { until } from '../helpers/process.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { insertInbound } from '../../gateway/store/messages.js';
+import { insertInbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { row, testGateway } from '../helpers/gateway.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { insertInbound } from '../../gateway/store/messages.js';
+import { insertInbound } from '../../store/messages.js';
 import { parseCommand } from '../../gateway/layers/commands.js';
 import { freshDb } from '../helpers/db.js';
 import { answers, EXAMPLE_GROUPS, loadExampleRoutes, row, testGateway } from '../helpers/gateway.js';

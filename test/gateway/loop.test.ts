@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { insertInbound, insertOutbound } from '../../gateway/store/messages.js';
+import { insertInbound, insertOutbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { answers, EXAMPLE_GROUPS, loadExampleRoutes, row, testGateway } from '../helpers/gateway.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { openDatabase, type Db } from '../../gateway/store/db.js';
+import { openDatabase, type Db } from '../../store/db.js';
 
 const cleanups: Array<() => void> = [];
 

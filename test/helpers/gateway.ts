@@ -2,8 +2,8 @@ import type { SessionKey } from '../../core/types.js';
 import { silentLogger } from '../../core/log.js';
 import { createGateway, type Gateway } from '../../gateway/gateway.js';
 import type { QueueControl } from '../../gateway/layers/types.js';
-import type { Db } from '../../gateway/store/db.js';
-import { addGroup } from '../../gateway/store/groups.js';
+import type { Db } from '../../store/db.js';
+import { addGroup } from '../../store/groups.js';
 import { tempDir } from './db.js';
 
 /**
@@ -85,7 +85,7 @@ export function answers(db: Db, chatJid: string): string[] {
     .all(chatJid) as string[];
 }
 
-/** Inserts the example routes of CONTRACT §4. */
+/** Inserts the example routes of docs/ROUTING.md (routes.example.sql). */
 export function loadExampleRoutes(db: Db): void {
   const ins = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
   ins.run(0, 'room=-5075870332', 'krons/content');

@@ -3,7 +3,7 @@ import { getJson, postJson, startWebServer } from './harness.js';
 
 const TOKEN = 'tok-3f9a0c1d2e-very-secret';
 const bearer = { Authorization: `Bearer ${TOKEN}` };
-const count = (s: { db: import('../../gateway/store/db.js').Db }) =>
+const count = (s: { db: import('../../store/db.js').Db }) =>
   (s.db.prepare('SELECT count(*) AS n FROM routes').get() as { n: number }).n;
 
 describe('admin token: route edits', () => {

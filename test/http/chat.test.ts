@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { WEB_LIMIT } from '../../gateway/channels/web.js';
-import { splitText } from '../../gateway/outbound/split.js';
+import { WEB_LIMIT } from '../../channels/web/index.js';
+import { splitText } from '../../core/text.js';
 import { getJson, postJson, reply, startWebServer } from './harness.js';
 import { SseClient } from './sse-client.js';
 

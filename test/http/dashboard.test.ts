@@ -5,7 +5,7 @@ import { getJson, startWebServer } from './harness.js';
 type Obj = Record<string, unknown>;
 
 function addRoute(
-  db: import('../../gateway/store/db.js').Db,
+  db: import('../../store/db.js').Db,
   seq: number,
   match: string,
   target: string,

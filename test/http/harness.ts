@@ -2,12 +2,12 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach } from 'vitest';
 import type { Logger } from '../../core/log.js';
-import type { InboundSink } from '../../gateway/channels/channel.js';
-import { WebChannel } from '../../gateway/channels/web.js';
-import { createHttpApp, emptyStatus, startHttpServer, type StatusSnapshot } from '../../gateway/http/app.js';
-import { createMetrics, type Metrics } from '../../gateway/metrics.js';
-import type { Db } from '../../gateway/store/db.js';
-import { insertInbound } from '../../gateway/store/messages.js';
+import type { InboundSink } from '../../channels/channel.js';
+import { WebChannel } from '../../channels/web/index.js';
+import { createHttpApp, emptyStatus, startHttpServer, type StatusSnapshot } from '../../http/app.js';
+import { createMetrics, type Metrics } from '../../core/metrics.js';
+import type { Db } from '../../store/db.js';
+import { insertInbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 
 const closers: Array<() => Promise<void>> = [];

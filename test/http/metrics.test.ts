@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../gateway/metrics.js';
+import { createMetrics } from '../../core/metrics.js';
 import { postJson, startWebServer } from './harness.js';
 
 /** Parses Prometheus text exposition into `name{labels}` → value (labels as written, sorted by prom-client). */

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { startHttpServer } from '../../gateway/http/app.js';
+import { startHttpServer } from '../../http/app.js';
 import { startWebServer } from './harness.js';
 import { SseClient } from './sse-client.js';
 

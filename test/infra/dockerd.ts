@@ -1,7 +1,7 @@
 /**
  * A real Docker engine for the suites that need one: dockerd (Debian docker.io, installed by
  * scripts/setup.d/20-docker.sh) on its own socket, data root and exec root under a temp folder, with no
- * iptables and no bridge so the host network is never touched (ENVIRONMENT.md). Images are built offline by
+ * iptables and no bridge so the host network is never touched (docs/TESTING.md). Images are built offline by
  * docker/build-offline.sh (this machine's node binary imported as a base). Teardown stops dockerd by pid,
  * unmounts what it left mounted (exec/netns/default and any overlay) and removes the folder.
  */

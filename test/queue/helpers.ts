@@ -4,8 +4,8 @@
  * that still works while vitest fakes the timers.
  */
 import { PassThrough } from 'node:stream';
-import type { Db } from '../../gateway/store/db.js';
-import { insertInbound } from '../../gateway/store/messages.js';
+import type { Db } from '../../store/db.js';
+import { insertInbound } from '../../store/messages.js';
 import { silentLogger } from '../../core/log.js';
 import { OUTPUT_END, OUTPUT_START } from '../../queue/protocol/parser.js';
 import { createQueue } from '../../queue/queue.js';

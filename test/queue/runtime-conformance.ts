@@ -1,5 +1,5 @@
 /**
- * One conformance suite for every Runtime (STYLE.md model 5): the same cases run against the process
+ * One conformance suite for every Runtime (one interface, one shared suite): the same cases run against the process
  * runtime and the docker runtime on a real engine, with the same test agent
  * (test/queue/agents/conformance-agent.mjs). Part of it drives the raw AgentHandle, part drives the real
  * queue on a real database, so idle and hard timeouts and /stop are proven end to end on each runtime.

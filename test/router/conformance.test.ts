@@ -171,7 +171,7 @@ describe('routing conformance: targets', () => {
   });
 });
 
-/** The example table of CONTRACT §4 (routes.example.sql), ids in insertion order. */
+/** The example table of docs/ROUTING.md (routes.example.sql), ids in insertion order. */
 export const EXAMPLE_ROWS: RouteRow[] = [
   { id: 1, seq: 0, match: 'room=-5075870332', target: 'krons/content', impulse_config: null },
   { id: 2, seq: 10, match: 'platform=telegram verb=mention', target: 'rhias/mentions', impulse_config: null },
@@ -180,7 +180,7 @@ export const EXAMPLE_ROWS: RouteRow[] = [
   { id: 5, seq: 99, match: '', target: 'default/firehose', impulse_config: null },
 ];
 
-describe('the example table of CONTRACT §4', () => {
+describe('the example table of docs/ROUTING.md', () => {
   const table = compileRoutes(EXAMPLE_ROWS);
   const cases: Array<[Partial<RouteFields>, string]> = [
     [{ platform: 'telegram', room: '-5075870332', verb: 'mention' }, 'krons/content'],

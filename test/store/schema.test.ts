@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { applySchema, openDatabase, SCHEMA_VERSION } from '../../gateway/store/db.js';
+import { applySchema, openDatabase, SCHEMA_VERSION } from '../../store/db.js';
 import { freshDb, tempDir } from '../helpers/db.js';
 import { join } from 'node:path';
 

@@ -4,8 +4,8 @@
  * ids) and follows the chat the way an SSE stream does (WebChannel.subscribe). The HTTP and SSE transport
  * around it is tested in test/http/chat.test.ts, and the real page in page.test.ts and browser.test.ts.
  */
-import { WebChannel, type ChatLine, type WebPost } from '../../gateway/channels/web.js';
-import type { Db } from '../../gateway/store/db.js';
+import { WebChannel, type ChatLine, type WebPost } from '../../channels/web/index.js';
+import type { Db } from '../../store/db.js';
 import { channelConformance } from '../channels/conformance.js';
 
 channelConformance(

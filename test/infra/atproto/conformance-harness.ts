@@ -4,8 +4,8 @@
  * which also records every post the PDS accepted from the bot.
  */
 import { silentLogger } from '../../../core/log.js';
-import { SEEN_KEY, createBlueskyChannel } from '../../../gateway/channels/bluesky/index.js';
-import type { Db } from '../../../gateway/store/db.js';
+import { SEEN_KEY, createBlueskyChannel } from '../../../channels/bluesky/index.js';
+import type { Db } from '../../../store/db.js';
 import type { ChannelHarness, ConformanceFault } from '../../channels/conformance.js';
 import { startFaultProxy, type Fault } from './fault-proxy.js';
 import { makeAccounts, postAs } from './harness.js';

@@ -9,10 +9,10 @@ import {
   createBlueskyChannel,
   type BlueskyChannel,
   type BlueskyChannelOptions,
-} from '../../../gateway/channels/bluesky/index.js';
-import type { SendPart } from '../../../gateway/channels/channel.js';
-import type { Db } from '../../../gateway/store/db.js';
-import { insertInbound } from '../../../gateway/store/messages.js';
+} from '../../../channels/bluesky/index.js';
+import type { SendPart } from '../../../channels/channel.js';
+import type { Db } from '../../../store/db.js';
+import { insertInbound } from '../../../store/messages.js';
 import type { AtprotoNetwork, TestUser } from './network.js';
 
 let seq = 0;

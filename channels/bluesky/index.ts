@@ -1,0 +1,132 @@
+/**
+ * The Bluesky channel: an app-password session, a notification poller whose cursor lives in router_state,
+ * and a poster that answers as threaded replies. JID scheme and verbs: see refs.ts and docs/BLUESKY.md.
+ */
+import type { Logger } from '../../core/log.js';
+import type { Db } from '../../store/db.js';
+import type { Channel, InboundSink, SendPart } from '../channel.js';
+import { NotificationPoller, type PollResult } from './poller.js';
+import { POST_LIMIT, ReplyPoster } from './send.js';
+import { BlueskySession } from './session.js';
+import { pollDelayAfter, toDeliveryError } from './errors.js';
+
+export { SEEN_KEY } from './poller.js';
+export { blueskyJid, didOfJid, decodeRef, encodeRef } from './refs.js';
+export { toInbound, VERB_OF_REASON } from './map.js';
+
+/** Everything the Bluesky channel needs; credentials come from BLUESKY_* settings. */
+export interface BlueskyChannelOptions {
+  db: Db;
+  /** PDS URL (BLUESKY_SERVICE). */
+  service: string;
+  /** Handle or DID (BLUESKY_IDENTIFIER). */
+  identifier: string;
+  /** App password (BLUESKY_APP_PASSWORD); never logged, never stored. */
+  password: string;
+  log: Logger;
+  /** Milliseconds between notification polls. Default 5000. */
+  pollMs?: number;
+  /** How far behind its cursor each poll looks again (dedup drops repeats). Default 120000. */
+  overlapMs?: number;
+  /** Longest wait between polls after repeated failures. Default 300000. */
+  maxBackoffMs?: number;
+}
+
+/** The Bluesky channel, plus a way to poll at once (tests, and a wake after an operator action). */
+export interface BlueskyChannel extends Channel {
+  /** Polls now (after any poll in flight) and resolves with what it stored. Needs `start` first. */
+  pollNow(): Promise<PollResult>;
+  /** The bot account's DID, known once started. */
+  readonly did: string;
+}
+
+/** Builds the Bluesky channel. Nothing touches the network until `start`. */
+export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChannel {
+  const log = opts.log.child({ channel: 'bluesky' });
+  const session = new BlueskySession({
+    service: opts.service,
+    identifier: opts.identifier,
+    password: opts.password,
+    log,
+  });
+  const poller = new NotificationPoller({ db: opts.db, session, log, overlapMs: opts.overlapMs ?? 120_000 });
+  const poster = new ReplyPoster(session);
+  const pollMs = opts.pollMs ?? 5000;
+  const maxBackoffMs = opts.maxBackoffMs ?? 300_000;
+
+  let sink: InboundSink | undefined;
+  let running = false;
+  let timer: NodeJS.Timeout | undefined;
+  let chain: Promise<unknown> = Promise.resolve();
+  let failures = 0;
+
+  const pollNow = (): Promise<PollResult> => {
+    const s = sink;
+    if (!s) return Promise.reject(new Error('bluesky: pollNow before start'));
+    const next = chain.then(() => poller.pollOnce(s));
+    chain = next.catch(() => undefined);
+    return next;
+  };
+
+  /** One poll of the loop; returns the wait before the next (backing off after failures). */
+  const pollAndPace = async (): Promise<number> => {
+    try {
+      await pollNow();
+      failures = 0;
+      return pollMs;
+    } catch (err) {
+      failures += 1;
+      const e = toDeliveryError(err);
+      const delay = pollDelayAfter(e, failures, pollMs, maxBackoffMs);
+      log.warn({ err: e.message, failures, retryInMs: delay }, 'bluesky: poll failed');
+      return delay;
+    }
+  };
+
+  const schedule = (delay: number) => {
+    if (!running) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void pollAndPace().then(schedule);
+    }, delay);
+  };
+
+  return {
+    platform: 'bluesky',
+    limit: POST_LIMIT,
+    limitUnit: 'graphemes',
+    get did() {
+      return session.did;
+    },
+    async start(s: InboundSink) {
+      if (running) return;
+      poller.ensureCursor();
+      try {
+        await session.login();
+      } catch (err) {
+        const e = toDeliveryError(err);
+        // Refused credentials do not fix themselves: fail start. An unreachable PDS may come back: the
+        // poll loop logs in as soon as it answers.
+        if (e.failure === 'permanent') throw new Error(`bluesky: login refused: ${e.message}`);
+        log.warn({ err: e.message }, 'bluesky: PDS unreachable at start; the poll loop keeps trying');
+      }
+      sink = s;
+      running = true;
+      // The first poll belongs to start, so what arrived while gated was down is stored before start
+      // resolves; the loop takes over after one interval.
+      schedule(await pollAndPace());
+      log.info(
+        { did: session.agent.session?.did, pollMs, cursor: poller.cursor() },
+        'bluesky: channel started',
+      );
+    },
+    async stop() {
+      running = false;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      await chain;
+    },
+    send: (part: SendPart) => poster.send(part),
+    pollNow,
+  };
+}

@@ -1,0 +1,41 @@
+import type { Jid, NewInbound } from '../core/types.js';
+
+/**
+ * Writes one inbound event into `messages` (deduplicated on chat_jid + platform_msg_id) and wakes the
+ * poll loop. Returns the new row id, or null when the event was already stored.
+ */
+export type InboundSink = (msg: NewInbound) => number | null;
+
+/** What a channel needs to send one part of an outbound row. */
+export interface SendPart {
+  /** The outbound messages.id (stable across retries and restarts). */
+  messageId: number;
+  chatJid: Jid;
+  text: string;
+  /** Index of this part within the split reply, from 0. */
+  part: number;
+  /** The platform message id this reply answers (the inbound row's platform_msg_id), if any. */
+  replyTo: string | null;
+  /** The topic of the inbound message (Telegram forum thread, …), '' for none. */
+  topic: string;
+  /** The platform id the previous part got (Bluesky threads each part under the previous one). */
+  previousPartId: string | null;
+}
+
+/**
+ * A platform adapter. `start` begins receiving (inbound rows go through the sink) and resolves once the
+ * channel is ready; `send` delivers one part or throws a DeliveryError that says whether to retry.
+ */
+export interface Channel {
+  /** The JID platform this channel owns: `telegram`, `bluesky`, `discord`, `web`, `local`. */
+  readonly platform: string;
+  /** Longest part the platform accepts, in `limitUnit`s. */
+  readonly limit: number;
+  readonly limitUnit: 'chars' | 'graphemes';
+  start(sink: InboundSink): Promise<void>;
+  stop(): Promise<void>;
+  /** Sends one part; returns the platform id of the sent message (or null if the platform has none). */
+  send(part: SendPart): Promise<string | null>;
+  /** Shows or hides a typing indicator; best effort, never throws. */
+  typing?(chatJid: Jid, on: boolean): Promise<void>;
+}

@@ -1,0 +1,175 @@
+import { Client, Events, GatewayIntentBits, Partials, REST, Routes } from 'discord.js';
+import { coerceError } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
+import type { Jid } from '../../core/types.js';
+import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import type { Channel, InboundSink, SendPart } from '../channel.js';
+import { messageToInbound } from './map.js';
+import { roomOf, sendDiscordPart } from './send.js';
+
+export { discordJid, messageToInbound } from './map.js';
+export { toDeliveryError } from './send.js';
+
+/** What the Discord channel needs. */
+export interface DiscordChannelOptions {
+  token: string;
+  /** REST base (DISCORD_API_ROOT), e.g. `http://127.0.0.1:PORT/api`; the gateway URL comes from it. */
+  apiRoot?: string;
+  log: Logger;
+  /** Waits between connection attempts (tests inject it). */
+  sleep?: Sleep;
+}
+
+/**
+ * The gateway intents the bot needs, each also switched on for the application in the developer portal
+ * where marked privileged: Guilds (channel and thread cache), GuildMessages (messages in guild channels
+ * and threads), MessageContent (privileged: the text of messages that do not mention the bot),
+ * DirectMessages (DMs).
+ */
+export const DISCORD_INTENTS = [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.MessageContent,
+  GatewayIntentBits.DirectMessages,
+];
+
+/**
+ * Discord through discord.js: guild text channels, threads and DMs, each `discord:<channel id>`. The
+ * client (gateway websocket) receives; replies go through a separate REST client that hands rate limits and
+ * 5xx back to delivery instead of retrying inside (delivery owns retries, and counts them on the row).
+ */
+export class DiscordChannel implements Channel {
+  readonly platform = 'discord';
+  readonly limit = 2000;
+  readonly limitUnit = 'chars' as const;
+  private client: Client | undefined;
+  private readonly rest: REST;
+  private readonly sleep: Sleep;
+  private abort = new AbortController();
+  private retrying: Promise<void> | undefined;
+
+  constructor(private readonly opts: DiscordChannelOptions) {
+    const api = opts.apiRoot ? { api: opts.apiRoot } : {};
+    this.rest = new REST({ ...api, retries: 0, rejectOnRateLimit: () => true }).setToken(opts.token);
+    this.sleep = opts.sleep ?? abortableSleep;
+  }
+
+  /**
+   * Connects and resolves once the guilds are loaded. A refused token or intent fails the start; an
+   * unreachable API does not: the channel keeps trying in the background (sends work meanwhile, over REST).
+   */
+  async start(sink: InboundSink): Promise<void> {
+    if (this.client || this.retrying) return;
+    this.abort = new AbortController();
+    try {
+      this.client = await this.connect(sink);
+    } catch (err) {
+      if (isFatal(err)) throw err;
+      this.opts.log.warn(
+        { err: coerceError(err).message },
+        'discord unreachable; retrying in the background',
+      );
+      this.retrying = this.reconnect(sink);
+    }
+  }
+
+  private async connect(sink: InboundSink): Promise<Client> {
+    const client = new Client({
+      intents: DISCORD_INTENTS,
+      // DM channels are not cached before their first message; without this discord.js drops DMs.
+      partials: [Partials.Channel],
+      ...(this.opts.apiRoot ? { rest: { api: this.opts.apiRoot } } : {}),
+    });
+    client.on(Events.MessageCreate, (m) => {
+      try {
+        const msg = messageToInbound(m, client.user!.id, client.user!.username);
+        if (msg) sink(msg);
+      } catch (err) {
+        this.opts.log.error({ message: m.id, err: coerceError(err).message }, 'discord message not stored');
+      }
+    });
+    client.on(Events.Error, (err) => this.opts.log.warn({ err: err.message }, 'discord client error'));
+    // A gateway that closes for good (bad token, intents not enabled) never sends READY, and login's error
+    // does not say why: the close code does.
+    let closedWith: number | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      client.once(Events.ClientReady, () => resolve());
+      client.once(Events.ShardDisconnect, (ev) => {
+        closedWith = ev.code;
+        reject(new DiscordGatewayClosed(ev.code));
+      });
+    });
+    ready.catch(() => undefined); // login usually fails first; its rejection is reported below
+    try {
+      await client.login(this.opts.token);
+      await ready;
+    } catch (err) {
+      await client.destroy();
+      throw closedWith === undefined ? err : new DiscordGatewayClosed(closedWith);
+    }
+    this.opts.log.info({ bot: client.user?.username, guilds: client.guilds.cache.size }, 'discord connected');
+    return client;
+  }
+
+  private async reconnect(sink: InboundSink): Promise<void> {
+    const signal = this.abort.signal;
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      await this.sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }), signal);
+      if (signal.aborted) return;
+      try {
+        const client = await this.connect(sink);
+        // stop() may have come while connecting; it waits for this loop, so closing here leaves nothing.
+        if (signal.aborted) await client.destroy();
+        else this.client = client;
+        return;
+      } catch (err) {
+        if (isFatal(err)) {
+          this.opts.log.error({ err: coerceError(err).message }, 'discord refused the bot; channel stopped');
+          return;
+        }
+        this.opts.log.warn({ err: coerceError(err).message, attempt: failures }, 'discord still unreachable');
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.retrying;
+    this.retrying = undefined;
+    const client = this.client;
+    this.client = undefined;
+    await client?.destroy();
+  }
+
+  async send(part: SendPart): Promise<string | null> {
+    return sendDiscordPart(this.rest, part);
+  }
+
+  async typing(chatJid: Jid, on: boolean): Promise<void> {
+    if (!on) return; // The indicator ends by itself after ~10 s or with the next message.
+    try {
+      await this.rest.post(Routes.channelTyping(roomOf(chatJid)));
+    } catch (err) {
+      this.opts.log.debug({ chat: chatJid, err: coerceError(err).message }, 'discord typing failed');
+    }
+  }
+}
+
+/** The gateway closed the connection with a code discord.js will not reconnect after. */
+export class DiscordGatewayClosed extends Error {
+  override readonly name = 'DiscordGatewayClosed';
+  constructor(readonly closeCode: number) {
+    super(`discord gateway closed the connection (${closeCode})`);
+  }
+}
+
+// Authentication failed, invalid shard, sharding required, invalid API version, invalid or disallowed intents.
+const FATAL_CLOSE_CODES = new Set([4004, 4010, 4011, 4012, 4013, 4014]);
+const FATAL_ERROR_CODES = new Set(['TokenInvalid', 'InvalidIntents', 'DisallowedIntents']);
+
+/** True when retrying cannot help: the operator must fix the token or the application's intents. */
+function isFatal(err: unknown): boolean {
+  if (err instanceof DiscordGatewayClosed) return FATAL_CLOSE_CODES.has(err.closeCode);
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && FATAL_ERROR_CODES.has(code);
+}

@@ -1,0 +1,199 @@
+import { Telegram, TelegramError } from 'telegraf';
+import type { Update } from 'telegraf/types';
+import { coerceError } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
+import type { Jid } from '../../core/types.js';
+import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import type { Db } from '../../store/db.js';
+import { getState, setState } from '../../store/state.js';
+import type { Channel, InboundSink, SendPart } from '../channel.js';
+import { ALLOWED_UPDATES, updateToInbound, type TelegramBotIdentity } from './map.js';
+import { roomOf, sendTelegramPart } from './send.js';
+
+export { toDeliveryError } from './send.js';
+
+/** router_state key of the next update id to ask for. */
+export const TELEGRAM_OFFSET_KEY = 'telegram.offset';
+
+/** What the Telegram channel needs. */
+export interface TelegramChannelOptions {
+  token: string;
+  /** Bot API base (TELEGRAM_API_ROOT); default https://api.telegram.org. */
+  apiRoot?: string;
+  /** Where the update offset is kept (router_state). */
+  db: Db;
+  log: Logger;
+  /** Long-poll hold in seconds. Default 30. */
+  pollTimeoutS?: number;
+  /** Waits between failed polls (tests inject it). */
+  sleep?: Sleep;
+}
+
+/**
+ * Telegram through telegraf's Bot API client, by long polling. The poll loop is ours rather than
+ * `bot.launch()`: it persists the offset in router_state after each batch is stored, so a restart neither
+ * replays nor skips (an update replayed after a crash mid-batch is caught by the platform_msg_id dedup), and
+ * it stops cleanly by aborting the held request.
+ *
+ * Groups, supergroups and DMs are `telegram:<chat id>`; a forum topic's thread id is the row's topic and
+ * replies go back to that thread. In groups with privacy mode on, Telegram shows the bot only commands,
+ * mentions and replies to it (see docs/CHANNELS.md).
+ */
+export class TelegramChannel implements Channel {
+  readonly platform = 'telegram';
+  readonly limit = 4096;
+  readonly limitUnit = 'chars' as const;
+  private readonly telegram: Telegram;
+  private readonly log: Logger;
+  private readonly sleep: Sleep;
+  private bot: TelegramBotIdentity | undefined;
+  private abort = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly opts: TelegramChannelOptions) {
+    // An apiRoot with a path must end in '/': telegraf resolves `./bot<token>/<method>` against it.
+    const apiRoot = opts.apiRoot && !opts.apiRoot.endsWith('/') ? `${opts.apiRoot}/` : opts.apiRoot;
+    this.telegram = new Telegram(opts.token, apiRoot ? { apiRoot } : {});
+    this.log = opts.log;
+    this.sleep = opts.sleep ?? abortableSleep;
+  }
+
+  /** The bot's identity once started. */
+  get identity(): TelegramBotIdentity | undefined {
+    return this.bot;
+  }
+
+  /**
+   * Learns who the bot is and begins polling. A refused token fails the start; an unreachable API does not:
+   * the channel keeps trying in the background, so a gateway booted before the network still comes up.
+   */
+  async start(sink: InboundSink): Promise<void> {
+    if (this.loop) return;
+    this.abort = new AbortController();
+    let bot: TelegramBotIdentity | undefined;
+    try {
+      bot = await this.hello();
+    } catch (err) {
+      if (isTokenRefused(err)) throw err;
+      this.log.warn({ err: coerceError(err).message }, 'telegram unreachable; retrying in the background');
+    }
+    this.loop = this.run(sink, bot);
+  }
+
+  private async hello(): Promise<TelegramBotIdentity> {
+    const me = await this.telegram.getMe();
+    // getUpdates answers 409 while a webhook is set; pending updates are kept.
+    await this.telegram.callApi('deleteWebhook', { drop_pending_updates: false });
+    this.bot = { id: me.id, username: me.username };
+    this.log.info({ bot: me.username }, 'telegram polling');
+    return this.bot;
+  }
+
+  private async run(sink: InboundSink, known: TelegramBotIdentity | undefined): Promise<void> {
+    const signal = this.abort.signal;
+    let bot = known;
+    for (let failures = 1; !bot; failures += 1) {
+      await this.sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 30_000 }), signal);
+      if (signal.aborted) return;
+      try {
+        bot = await this.hello();
+      } catch (err) {
+        if (isTokenRefused(err)) {
+          this.log.error('telegram refused the bot token; channel stopped');
+          return;
+        }
+        this.log.warn({ err: coerceError(err).message, attempt: failures }, 'telegram still unreachable');
+      }
+    }
+    await this.poll(sink, bot);
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  private async poll(sink: InboundSink, bot: TelegramBotIdentity): Promise<void> {
+    const signal = this.abort.signal;
+    let offset = Number(getState(this.opts.db, TELEGRAM_OFFSET_KEY) ?? 0);
+    let saved = offset;
+    let failures = 0;
+    while (!signal.aborted) {
+      let updates: Update[];
+      try {
+        updates = await this.telegram.callApi(
+          'getUpdates',
+          { offset, timeout: this.opts.pollTimeoutS ?? 30, allowed_updates: [...ALLOWED_UPDATES] },
+          // telegraf types the signal with an AbortController shim; node-fetch takes Node's own.
+          { signal: signal as never },
+        );
+        failures = 0;
+      } catch (err) {
+        if (signal.aborted) break;
+        const wait = this.pollErrorWait(err, ++failures);
+        if (wait === undefined) return;
+        await this.sleep(wait, signal);
+        continue;
+      }
+      try {
+        for (const u of updates) {
+          this.store(u, bot, sink);
+          offset = u.update_id + 1;
+        }
+      } catch (err) {
+        // The store failed (database locked, disk full): keep the offset at the update that failed, so it
+        // is asked for again after a pause instead of being skipped.
+        this.log.error({ err: coerceError(err).message, offset }, 'telegram update not stored; retrying');
+        await this.sleep(backoffDelay(++failures), signal);
+      } finally {
+        if (offset !== saved) setState(this.opts.db, TELEGRAM_OFFSET_KEY, String((saved = offset)));
+      }
+    }
+  }
+
+  private store(u: Update, bot: TelegramBotIdentity, sink: InboundSink): void {
+    let msg;
+    try {
+      msg = updateToInbound(u, bot);
+    } catch (err) {
+      // An update shape we do not understand must not stall the chat behind it.
+      this.log.warn({ update: u.update_id, err: coerceError(err).message }, 'telegram update skipped');
+      return;
+    }
+    if (msg) sink(msg);
+  }
+
+  /** How long to wait after a failed getUpdates, or undefined when polling cannot go on. */
+  private pollErrorWait(err: unknown, failures: number): number | undefined {
+    if (err instanceof TelegramError) {
+      if (isTokenRefused(err)) {
+        this.log.error({ code: err.code }, 'telegram refused the bot token; polling stopped');
+        return undefined;
+      }
+      if (err.code === 429) return (err.parameters?.retry_after ?? 1) * 1000;
+      if (err.code === 409) this.log.warn('telegram: another getUpdates or a webhook is active for this bot');
+    }
+    const wait = backoffDelay(failures, { baseMs: 1000, maxMs: 30_000 });
+    this.log.warn({ err: coerceError(err).message, waitMs: wait }, 'telegram poll failed');
+    return wait;
+  }
+
+  async send(part: SendPart): Promise<string | null> {
+    return sendTelegramPart(this.telegram, part);
+  }
+
+  async typing(chatJid: Jid, on: boolean): Promise<void> {
+    if (!on) return; // Telegram's typing status ends by itself after 5 s or with the next message.
+    try {
+      await this.telegram.sendChatAction(roomOf(chatJid), 'typing');
+    } catch (err) {
+      this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'telegram typing failed');
+    }
+  }
+}
+
+/** 401, or 404 for a token of the wrong shape: retrying cannot help. */
+function isTokenRefused(err: unknown): boolean {
+  return err instanceof TelegramError && (err.code === 401 || err.code === 404);
+}

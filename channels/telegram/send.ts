@@ -1,0 +1,51 @@
+import { Telegram, TelegramError } from 'telegraf';
+import { coerceError, DeliveryError } from '../../core/errors.js';
+import { parseJid, type Jid } from '../../core/types.js';
+import type { SendPart } from '../channel.js';
+import { messageIdOf } from './map.js';
+
+/** The Telegram send path: one part of an outbound row through the Bot API. */
+export async function sendTelegramPart(telegram: Telegram, part: SendPart): Promise<string | null> {
+  const chatId = roomOf(part.chatJid);
+  const replyTo = part.part === 0 ? messageIdOf(part.replyTo) : undefined;
+  const thread = Number(part.topic);
+  const extra = {
+    // The General topic (id 1) must not be named when sending.
+    ...(Number.isInteger(thread) && thread > 1 ? { message_thread_id: thread } : {}),
+    ...(replyTo !== undefined
+      ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
+      : {}),
+  };
+  try {
+    const sent = await telegram.sendMessage(chatId, part.text, extra);
+    return String(sent.message_id);
+  } catch (err) {
+    throw toDeliveryError(err);
+  }
+}
+
+/** The chat id of a `telegram:` JID; anything else is a permanent delivery error. */
+export function roomOf(chatJid: Jid): string {
+  const { platform, room } = parseJid(chatJid);
+  if (platform !== 'telegram' || room === '')
+    throw new DeliveryError('permanent', `not a telegram chat: ${chatJid}`);
+  return room;
+}
+
+/**
+ * Sorts a failed Bot API call: 429 waits retry_after; 5xx and network errors are transient; 401 is
+ * transient too (a revoked token is the operator's to fix, the reply is not at fault); other 4xx (400 bad
+ * request, 403 bot kicked or blocked) are permanent.
+ */
+export function toDeliveryError(err: unknown): DeliveryError {
+  if (err instanceof DeliveryError) return err;
+  if (err instanceof TelegramError) {
+    const code = err.code;
+    const msg = `${code}: ${err.description}`;
+    if (code === 429)
+      return new DeliveryError('rate_limited', msg, (err.parameters?.retry_after ?? 1) * 1000, code);
+    if (code >= 500 || code === 401) return new DeliveryError('transient', msg, undefined, code);
+    return new DeliveryError('permanent', msg, undefined, code);
+  }
+  return new DeliveryError('transient', coerceError(err).message);
+}

@@ -1,0 +1,89 @@
+import type { Jid } from '../../core/types.js';
+
+/** How the web chat shows a line: the user's message, the agent's reply, a tool/status line, or the gateway. */
+export type ChatRole = 'user' | 'agent' | 'status' | 'gateway' | 'error';
+
+/**
+ * One line of a web chat as the browser receives it (SSE `message` event data, history rows). `part` is
+ * null for a whole stored row (history, replay, posts) and the part index for a live delivery of a reply,
+ * which arrives as the outbox splits it: parts 0, 1, … with the same id.
+ */
+export interface ChatLine {
+  id: number;
+  role: ChatRole;
+  part: number | null;
+  content: string;
+  sender: string;
+  sender_name: string | null;
+  topic: string;
+  timestamp: string;
+  /** The platform id of the post this reply answers (`<client>-<clientMsgId>`), if known. */
+  reply_to: string | null;
+}
+
+/**
+ * What a subscriber (one SSE connection) is pushed. `cursor` says whether the browser may move its replay
+ * cursor (SSE `id:`) to this line: only for the last part of a reply, never for a post (see chat.ts).
+ */
+export type WebEvent =
+  { type: 'message'; line: ChatLine; cursor: boolean } | { type: 'typing'; on: boolean } | { type: 'close' };
+
+/** A browser tab's post, as the HTTP layer hands it over (already checked against registered_groups). */
+export interface WebPost {
+  folder: string;
+  topic: string;
+  content: string;
+  /** A stable id of the browser (localStorage); becomes the sender `web-<client>`. */
+  client?: string;
+  senderName?: string;
+  /** The tab's id for this post: a retried POST with the same id is stored once. */
+  clientMsgId?: string;
+}
+
+/** The fields of a messages row that decide how it is shown. */
+export interface ChatRow extends Omit<ChatLine, 'role' | 'part'> {
+  is_from_me: number;
+  kind: string | null;
+}
+
+/** The messages columns a ChatRow is read from. */
+export const CHAT_COLUMNS = 'id, is_from_me, kind, content, sender, sender_name, topic, timestamp, reply_to';
+
+/** Longest web message, in characters; replies longer than this are split by the outbound deliverer. */
+export const WEB_LIMIT = 65_536;
+
+// An agent marks a reply as a tool/status line by starting it with one of these (the protocol has no field
+// for it; outbound kind 'status' is the other way). The marker is shown as styling, not as text.
+const STATUS_MARKER_RE = /^\s*\[(?:status|tool)\]\s?/i;
+
+/** The JID of a group's web chat. */
+export function webJid(folder: string): Jid {
+  return `web:${folder}`;
+}
+
+/** Splits a reply's text into its role and the text shown (a status marker is removed). */
+export function replyRole(kind: string | null, content: string): { role: ChatRole; content: string } {
+  if (kind === 'gateway' || kind === 'error') return { role: kind, content };
+  if (kind === 'status') return { role: 'status', content: content.replace(STATUS_MARKER_RE, '') };
+  if (STATUS_MARKER_RE.test(content))
+    return { role: 'status', content: content.replace(STATUS_MARKER_RE, '') };
+  return { role: 'agent', content };
+}
+
+/** How a stored row is shown in the web chat. */
+export function toChatLine(row: ChatRow): ChatLine {
+  const shown = row.is_from_me
+    ? replyRole(row.kind, row.content)
+    : { role: 'user' as const, content: row.content };
+  return {
+    id: row.id,
+    role: shown.role,
+    part: null,
+    content: shown.content,
+    sender: row.sender,
+    sender_name: row.sender_name,
+    topic: row.topic,
+    timestamp: row.timestamp,
+    reply_to: row.reply_to,
+  };
+}

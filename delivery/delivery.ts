@@ -1,0 +1,205 @@
+import { coerceError, DeliveryError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { parseJid } from '../core/types.js';
+import type { Channel } from '../channels/channel.js';
+import type { OutboundOutcome } from '../core/metrics.js';
+import type { Db } from '../store/db.js';
+import { Outbox, type OutboxRow } from './outbox.js';
+import { abortableSleep, backoffDelay, type BackoffOptions, type Sleep } from '../core/backoff.js';
+import { splitText } from '../core/text.js';
+
+/** What delivery needs; only `db`, `channels` and `log` are required. */
+export interface DeliveryOptions {
+  db: Db;
+  /** The started channels. Rows of other platforms stay pending for whichever process owns them. */
+  channels: Channel[];
+  log: Logger;
+  /** Restricts this process to some chats (`gated chat` delivers only its local: chat). */
+  only?: (chatJid: string) => boolean;
+  /** Waits between attempts; injected by tests to observe and control delays. */
+  sleep?: Sleep;
+  backoff?: BackoffOptions;
+  /** How often to look for rows written by other processes, in ms; 0 turns the timer off. Default 1000. */
+  pollMs?: number;
+  /** Failed attempts after which a row is marked failed even on transient errors. Default: never. */
+  maxAttempts?: number;
+  metrics?: { outbound(outcome: OutboundOutcome): void };
+}
+
+/** Delivers outbound rows. */
+export interface Delivery {
+  /** Delivers what is pending now and starts the poll timer. Idempotent. */
+  start(): void;
+  /** Looks for new rows at once: of one chat, or of every chat when none is named. */
+  wake(chatJid?: string): void;
+  /** Resolves when no chat has delivery work in flight (tests; shutdown). */
+  idle(): Promise<void>;
+  /** Cuts retry waits short, lets a send in flight finish and be recorded, then resolves. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Creates the deliverer. Each chat has at most one worker, which takes the chat's undelivered rows in id
+ * order, splits each at its channel's limit and sends the parts not yet recorded in `parts_sent`. A chat
+ * waiting on a retry holds only itself: other chats have their own workers.
+ *
+ * Exactly-once rests on one transaction per accepted part (outbound_parts row + parts_sent) and on the
+ * split being deterministic: after a restart the same text splits the same way and sending resumes at
+ * parts_sent. The one gap no gateway can close is a crash after the platform accepted a part and before
+ * that transaction committed; that part is sent again.
+ */
+export function createDelivery(opts: DeliveryOptions): Delivery {
+  const outbox = new Outbox(opts.db);
+  const log = opts.log;
+  const sleep = opts.sleep ?? abortableSleep;
+  const maxAttempts = opts.maxAttempts ?? Number.POSITIVE_INFINITY;
+  const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
+  const workers = new Map<string, Promise<void>>();
+  const abort = new AbortController();
+  let started = false;
+  let stopped = false;
+  let timer: ReturnType<typeof setInterval> | undefined;
+
+  const channelFor = (chatJid: string): Channel | undefined => {
+    if (opts.only && !opts.only(chatJid)) return undefined;
+    return byPlatform.get(parseJid(chatJid).platform);
+  };
+
+  const spawn = (chatJid: string): void => {
+    if (!started || stopped || workers.has(chatJid)) return;
+    const channel = channelFor(chatJid);
+    if (!channel) return;
+    workers.set(chatJid, runChat(chatJid, channel));
+  };
+
+  const scan = (): void => {
+    if (!started || stopped) return;
+    try {
+      for (const chat of outbox.pendingChats()) spawn(chat);
+    } catch (err) {
+      log.error({ err: coerceError(err).message }, 'outbox scan failed');
+    }
+  };
+
+  async function runChat(chatJid: string, channel: Channel): Promise<void> {
+    try {
+      // The lookup that finds nothing and the delete in `finally` run in one synchronous step, so a wake
+      // arriving later always finds no worker and spawns one: no row is stranded.
+      for (;;) {
+        if (stopped) return;
+        const row = outbox.next(chatJid);
+        if (!row) return;
+        if (!(await deliverRow(row, channel))) return;
+      }
+    } catch (err) {
+      log.error(
+        { chat: chatJid, err: coerceError(err).message },
+        'delivery worker failed; next wake retries',
+      );
+    } finally {
+      workers.delete(chatJid);
+    }
+  }
+
+  /** Sends what is left of one row. False when the worker should stop (stopping, or the row moved on). */
+  async function deliverRow(row: OutboxRow, channel: Channel): Promise<boolean> {
+    const rlog = log.child({ chat: row.chat_jid, row: row.id });
+    const parts = splitText(row.content, channel.limit, channel.limitUnit);
+    if (parts.length === 0) {
+      outbox.markFailed(row.id, 'empty reply: nothing to send', false);
+      opts.metrics?.outbound('failed');
+      rlog.warn('empty reply marked failed');
+      return true;
+    }
+    if (row.parts_sent >= parts.length) {
+      // Every part went out before (an operator set the row back to pending): never send one twice.
+      outbox.markSent(row.id);
+      rlog.warn({ parts_sent: row.parts_sent }, 'row already fully sent; marked sent');
+      return true;
+    }
+    let attempts = row.delivery_attempts;
+    let streak = 0;
+    for (let part = row.parts_sent; part < parts.length;) {
+      if (stopped) return false;
+      const t0 = performance.now();
+      try {
+        const platformId = await channel.send({
+          messageId: row.id,
+          chatJid: row.chat_jid,
+          text: parts[part]!,
+          part,
+          replyTo: row.reply_to,
+          topic: row.topic,
+          previousPartId: part === 0 ? null : outbox.previousPartId(row.id, part),
+        });
+        const last = part === parts.length - 1;
+        if (!outbox.recordPart(row.id, part, platformId, last)) {
+          rlog.warn({ part }, 'row changed while it was being delivered; leaving it');
+          return true;
+        }
+        rlog.debug({ part, of: parts.length, ms: Math.round(performance.now() - t0) }, 'part delivered');
+        streak = 0;
+        part += 1;
+      } catch (thrown) {
+        const err = asDeliveryError(thrown);
+        attempts += 1;
+        if (err.failure === 'permanent' || attempts >= maxAttempts) {
+          outbox.markFailed(row.id, err.message, true);
+          opts.metrics?.outbound('failed');
+          rlog.warn(
+            { part, attempts, failure: err.failure, status: err.status, err: err.message },
+            'delivery failed',
+          );
+          return true;
+        }
+        outbox.recordAttempt(row.id, err.message);
+        opts.metrics?.outbound('retried');
+        streak += 1;
+        const wait =
+          err.failure === 'rate_limited' && err.retryAfterMs !== undefined
+            ? err.retryAfterMs
+            : backoffDelay(streak, opts.backoff);
+        rlog.info(
+          { part, attempt: attempts, failure: err.failure, status: err.status, waitMs: wait },
+          'delivery retry',
+        );
+        await sleep(wait, abort.signal);
+      }
+    }
+    opts.metrics?.outbound('delivered');
+    rlog.debug({ parts: parts.length }, 'reply delivered');
+    return true;
+  }
+
+  return {
+    start() {
+      if (started || stopped) return;
+      started = true;
+      const pollMs = opts.pollMs ?? 1000;
+      if (pollMs > 0) {
+        timer = setInterval(scan, pollMs);
+        timer.unref();
+      }
+      scan();
+    },
+    wake(chatJid) {
+      if (chatJid === undefined) scan();
+      else spawn(chatJid);
+    },
+    async idle() {
+      while (workers.size > 0) await Promise.all([...workers.values()]);
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearInterval(timer);
+      abort.abort();
+      await Promise.all([...workers.values()]);
+    },
+  };
+}
+
+/** Anything a channel throws, as a DeliveryError; unknown errors are transient (retrying is the safe side). */
+function asDeliveryError(thrown: unknown): DeliveryError {
+  if (thrown instanceof DeliveryError) return thrown;
+  return new DeliveryError('transient', coerceError(thrown).message);
+}

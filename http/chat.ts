@@ -1,0 +1,165 @@
+import { Hono, type Context } from 'hono';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { UsageError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { isValidFolder, TOPIC_RE } from '../core/types.js';
+import { toChatLine, webJid, type WebChannel, type WebEvent } from '../channels/web/index.js';
+import type { Queries } from './queries.js';
+
+/** What the chat API needs. */
+export interface ChatDeps {
+  q: Queries;
+  web: WebChannel;
+  log: Logger;
+  /** Milliseconds between SSE keep-alive comments (default 15 s). */
+  keepAliveMs?: number;
+}
+
+const REPLAY_PAGE = 500;
+const HISTORY_MAX = 1000;
+
+/** A chat topic named by query parameters, checked against registered_groups. */
+function chatParams(c: Context, q: Queries): { folder: string; topic: string } | Response {
+  const folder = c.req.query('group') ?? '';
+  const topic = c.req.query('topic') ?? '';
+  if (!isValidFolder(folder)) return c.json({ error: `bad group folder '${folder}'` }, 400);
+  if (topic !== '' && !TOPIC_RE.test(topic)) return c.json({ error: `bad topic '${topic}'` }, 400);
+  if (!q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
+  return { folder, topic };
+}
+
+function nonNegInt(raw: string | undefined): number | undefined {
+  if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
+  return Number(raw.trim());
+}
+
+/**
+ * The web chat's API: groups to pick from, history, posting, and the reply stream.
+ *
+ * SSE protocol (`GET /api/chat/stream?group=&topic=&after=`): `message` events carry one ChatLine as JSON;
+ * `typing` events carry `{"on":bool}`. On connect the server replays every row of the topic after the
+ * cursor (the Last-Event-ID header when the browser reconnects, else `after`; no cursor at all means live
+ * only) as whole lines with `id:` set to their messages.id, then follows live. A live reply arrives part by
+ * part as the outbox splits it, and only its last part carries `id:`; a post is echoed without one. So the
+ * cursor never passes a row the tab has not fully seen: a reply cut off by a disconnect, or one stored
+ * before a post but delivered after it, is replayed whole on reconnect. The browser drops or replaces
+ * lines by id.
+ */
+export function chatRoutes(deps: ChatDeps): Hono {
+  const { q, web, log } = deps;
+  const app = new Hono();
+
+  app.get('/groups', (c) => c.json({ groups: q.groups().map((g) => ({ folder: g.folder, name: g.name })) }));
+
+  app.get('/history', (c) => {
+    const p = chatParams(c, q);
+    if (p instanceof Response) return p;
+    const before = nonNegInt(c.req.query('before')) ?? Number.MAX_SAFE_INTEGER;
+    const limit = Math.min(nonNegInt(c.req.query('limit')) ?? 200, HISTORY_MAX);
+    const lines = q.chatTail(webJid(p.folder), p.topic, before, limit).map(toChatLine);
+    return c.json({ group: p.folder, topic: p.topic, lines });
+  });
+
+  app.post('/send', async (c) => {
+    if (!/^application\/json\b/i.test(c.req.header('content-type') ?? '')) {
+      // JSON only: a cross-site form cannot post it without a CORS preflight, which is never granted.
+      return c.json({ error: 'send application/json' }, 415);
+    }
+    const body = (await c.req.json().catch(() => null)) as Record<string, unknown> | null;
+    if (!body || typeof body !== 'object') return c.json({ error: 'body must be a JSON object' }, 400);
+    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
+    const folder = str('group') ?? '';
+    if (!web.started) return c.json({ error: 'the web chat is not started' }, 503);
+    if (isValidFolder(folder) && !q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
+    try {
+      const id = web.post({
+        folder,
+        topic: str('topic') ?? '',
+        content: str('content') ?? '',
+        client: str('client'),
+        senderName: str('name'),
+        clientMsgId: str('clientMsgId'),
+      });
+      return id === null ? c.json({ id: null, duplicate: true }, 200) : c.json({ id }, 201);
+    } catch (err) {
+      if (err instanceof UsageError) return c.json({ error: err.message }, 400);
+      throw err;
+    }
+  });
+
+  app.get('/stream', (c) => {
+    const p = chatParams(c, q);
+    if (p instanceof Response) return p;
+    const jid = webJid(p.folder);
+    const cursor = nonNegInt(c.req.header('last-event-id')) ?? nonNegInt(c.req.query('after'));
+    return streamSSE(
+      c,
+      (stream) => follow(stream, jid, p.topic, cursor),
+      async (err) => {
+        log.warn({ err, chat: jid, topic: p.topic }, 'web chat stream failed');
+      },
+    );
+  });
+
+  async function follow(stream: SSEStreamingApi, jid: string, topic: string, cursor: number | undefined) {
+    const queue: WebEvent[] = [];
+    let wake: (() => void) | undefined;
+    let done = false;
+    const finish = () => {
+      done = true;
+      wake?.();
+    };
+    // Subscribe before reading the replay so nothing delivered in between is lost; duplicates are
+    // filtered by id below.
+    const unsubscribe = web.subscribe(jid, topic, (ev) => {
+      queue.push(ev);
+      wake?.();
+    });
+    stream.onAbort(finish);
+    const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n'), deps.keepAliveMs ?? 15_000);
+    const sent = new Set<number>();
+    try {
+      await stream.writeSSE({
+        event: 'ready',
+        data: JSON.stringify({ group: jid.slice(4), topic }),
+        retry: 1000,
+      });
+      let after = cursor;
+      while (after !== undefined && !done) {
+        const rows = q.chatAfter(jid, topic, after, REPLAY_PAGE);
+        for (const row of rows) {
+          sent.add(row.id);
+          await stream.writeSSE({
+            event: 'message',
+            id: String(row.id),
+            data: JSON.stringify(toChatLine(row)),
+          });
+        }
+        after = rows.length === REPLAY_PAGE ? rows[rows.length - 1]!.id : undefined;
+      }
+      while (!done) {
+        const ev = queue.shift();
+        if (!ev) {
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+          continue;
+        }
+        if (ev.type === 'close') break;
+        if (ev.type === 'typing') {
+          await stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
+          continue;
+        }
+        // A row this stream already showed whole (replayed, or a post) needs none of its parts again.
+        if (sent.has(ev.line.id)) continue;
+        if (ev.line.part === null) sent.add(ev.line.id);
+        const id = ev.cursor ? { id: String(ev.line.id) } : {};
+        await stream.writeSSE({ event: 'message', data: JSON.stringify(ev.line), ...id });
+      }
+    } finally {
+      clearInterval(keepAlive);
+      unsubscribe();
+    }
+  }
+
+  return app;
+}

@@ -1,0 +1,126 @@
+import { Hono } from 'hono';
+import {
+  compileRoutes,
+  explainFields,
+  formatExplain,
+  MATCH_KEYS,
+  type ExplainLine,
+} from '../router/index.js';
+import type { Queries, RouteHitRow } from './queries.js';
+import type { LaneInfo, StatusSnapshot } from './types.js';
+
+/** What the dashboard's read endpoints need. */
+export interface DashboardDeps {
+  q: Queries;
+  status: () => StatusSnapshot;
+  now: () => number;
+}
+
+/** A route as the dashboard shows it. `reason` is set for invalid rows and for fallen-back impulse configs. */
+export interface DashboardRoute extends RouteHitRow {
+  valid: boolean;
+  reason: string | null;
+}
+
+/** One explain verdict, flattened for the page. */
+export interface ExplainRow {
+  id: number;
+  seq: number;
+  match: string;
+  target: string;
+  verdict: ExplainLine['verdict'];
+  detail: string;
+}
+
+function explainRow(l: ExplainLine): ExplainRow {
+  const base = { id: l.row.id, seq: l.row.seq, match: l.row.match, target: l.row.target, verdict: l.verdict };
+  switch (l.verdict) {
+    case 'matched':
+      return { ...base, detail: `takes the message → ${l.target}` };
+    case 'shadowed':
+      return { ...base, detail: 'would match, but an earlier row already did' };
+    case 'no-match':
+      return { ...base, detail: `${l.key}='${l.value}' does not match '${l.glob}'` };
+    case 'invalid':
+      return { ...base, detail: `invalid (never matches): ${l.reason}` };
+  }
+}
+
+/** The routes table with validity, reasons and hit counts, in (seq, id) order. */
+export function dashboardRoutes(q: Queries, memHits: Map<number, number>): DashboardRoute[] {
+  const rows = q.routes();
+  const table = compileRoutes(rows);
+  const invalid = new Set(table.invalidRows.map((r) => r.row.id));
+  const reasons = new Map<number, string>();
+  for (const p of table.problems()) if (!reasons.has(p.id)) reasons.set(p.id, p.reason);
+  return rows.map((r) => ({
+    ...r,
+    valid: !invalid.has(r.id),
+    reason: reasons.get(r.id) ?? null,
+    // The gateway may count in memory before it writes route_hits; the larger number is the true one.
+    hits: Math.max(r.hits, memHits.get(r.id) ?? 0),
+  }));
+}
+
+function withAge(now: number) {
+  return (l: LaneInfo) => ({
+    ...l,
+    age_ms: Math.max(0, now - l.since_ms),
+    agent_age_ms: l.agent_started_ms === null ? null : Math.max(0, now - l.agent_started_ms),
+  });
+}
+
+/** The dashboard's read-only JSON endpoints (mounted under /api/dashboard). */
+export function dashboardRoutesApi(deps: DashboardDeps): Hono {
+  const { q, status, now } = deps;
+  const app = new Hono();
+
+  app.get('/routes', (c) => c.json({ routes: dashboardRoutes(q, status().routeHits) }));
+
+  app.get('/explain', (c) => {
+    // Same words as `gated routes explain KEY=VALUE…`, so page and CLI derive chat_jid/platform alike.
+    const words: string[] = [];
+    for (const key of MATCH_KEYS) {
+      const v = c.req.query(key);
+      if (v !== undefined && v !== '') words.push(`${key}=${v}`);
+    }
+    const fields = explainFields(words);
+    if ('error' in fields) return c.json({ error: fields.error }, 400);
+    const lines = compileRoutes(q.routes()).explain(fields);
+    const hit = lines.find((l) => l.verdict === 'matched');
+    return c.json({
+      fields,
+      lines: lines.map(explainRow),
+      target: hit && hit.verdict === 'matched' ? hit.target : null,
+      text: formatExplain(lines),
+    });
+  });
+
+  app.get('/groups', (c) => c.json({ groups: q.groups() }));
+
+  app.get('/lanes', (c) => {
+    const t = now();
+    const { active, waiting } = status().lanes;
+    return c.json({ now: t, active: active.map(withAge(t)), waiting: waiting.map(withAge(t)) });
+  });
+
+  app.get('/held', (c) => {
+    const t = now();
+    return c.json({ held: status().held.map((h) => ({ ...h, age_ms: Math.max(0, t - h.oldest_ms) })) });
+  });
+
+  app.get('/runs', (c) => {
+    const limit = Math.min(Math.max(Number(c.req.query('limit')) || 50, 1), 500);
+    return c.json({ runs: q.recentRuns(limit) });
+  });
+
+  app.get('/outbox', (c) => {
+    const rows = q.outbox(500);
+    return c.json({
+      pending: rows.filter((r) => r.delivery === 'pending'),
+      failed: rows.filter((r) => r.delivery === 'failed'),
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,127 @@
+import type { RouteRow } from '../router/index.js';
+import { CHAT_COLUMNS, type ChatRow } from '../channels/web/index.js';
+import type { Db } from '../store/db.js';
+
+/** A registered group as the chat and dashboard list it. */
+export interface GroupRow {
+  folder: string;
+  name: string | null;
+  added_at: string;
+}
+
+/** A routes row with its hit count (route_hits). */
+export interface RouteHitRow extends RouteRow {
+  hits: number;
+  last_hit_at: string | null;
+}
+
+/** One session_log row. */
+export interface RunRow {
+  id: number;
+  group_folder: string;
+  topic: string;
+  chat_jid: string | null;
+  started_at: string;
+  ended_at: string | null;
+  result: string | null;
+  error: string | null;
+  messages: number;
+  replies: number;
+}
+
+/** An outbound row not (yet) delivered: pending or failed. Content is cut to a preview. */
+export interface OutboxRow {
+  id: number;
+  chat_jid: string;
+  topic: string;
+  kind: string | null;
+  preview: string;
+  delivery: 'pending' | 'failed';
+  delivery_attempts: number;
+  delivery_error: string | null;
+  parts_sent: number;
+  timestamp: string;
+}
+
+const CHAT_COLS = CHAT_COLUMNS;
+
+/**
+ * The dashboard's and the chat's reads, prepared once per connection. Every
+ * read is one statement, so a page never sees half of a gateway transaction.
+ */
+export class Queries {
+  private readonly s;
+
+  constructor(readonly db: Db) {
+    this.s = {
+      groups: db.prepare<[], GroupRow>(
+        `SELECT folder, name, added_at FROM registered_groups ORDER BY folder`,
+      ),
+      group: db.prepare<[string], { folder: string }>(
+        `SELECT folder FROM registered_groups WHERE folder = ?`,
+      ),
+      chatTail: db.prepare<[string, string, number, number], ChatRow>(
+        `SELECT * FROM (SELECT ${CHAT_COLS} FROM messages
+           WHERE chat_jid = ? AND topic = ? AND id < ? ORDER BY id DESC LIMIT ?) ORDER BY id`,
+      ),
+      chatAfter: db.prepare<[string, string, number, number], ChatRow>(
+        `SELECT ${CHAT_COLS} FROM messages WHERE chat_jid = ? AND topic = ? AND id > ? ORDER BY id LIMIT ?`,
+      ),
+      routes: db.prepare<[], RouteHitRow>(
+        `SELECT r.id, r.seq, r.match, r.target, r.impulse_config,
+                coalesce(h.hits, 0) AS hits, h.last_hit_at
+           FROM routes r LEFT JOIN route_hits h ON h.route_id = r.id ORDER BY r.seq, r.id`,
+      ),
+      runs: db.prepare<[number], RunRow>(
+        `SELECT id, group_folder, topic, chat_jid, started_at, ended_at, result, error, messages, replies
+           FROM session_log ORDER BY id DESC LIMIT ?`,
+      ),
+      outbox: db.prepare<[number], OutboxRow>(
+        `SELECT id, chat_jid, topic, kind, substr(content, 1, 200) AS preview, delivery, delivery_attempts,
+                delivery_error, parts_sent, timestamp
+           FROM messages WHERE is_from_me = 1 AND delivery IN ('pending', 'failed') ORDER BY id DESC LIMIT ?`,
+      ),
+      ping: db.prepare<[], { ok: number }>(`SELECT 1 AS ok`),
+    };
+  }
+
+  /** Registered groups by folder. */
+  groups(): GroupRow[] {
+    return this.s.groups.all();
+  }
+
+  /** True when `folder` is a registered group. */
+  hasGroup(folder: string): boolean {
+    return this.s.group.get(folder) !== undefined;
+  }
+
+  /** The last `limit` rows of a chat topic before row `beforeId` (inbound and outbound), oldest first. */
+  chatTail(chatJid: string, topic: string, beforeId: number, limit: number): ChatRow[] {
+    return this.s.chatTail.all(chatJid, topic, beforeId, limit);
+  }
+
+  /** Up to `limit` rows of a chat topic after row `afterId`, oldest first (SSE replay). */
+  chatAfter(chatJid: string, topic: string, afterId: number, limit: number): ChatRow[] {
+    return this.s.chatAfter.all(chatJid, topic, afterId, limit);
+  }
+
+  /** Every route in (seq, id) order with its stored hit count. */
+  routes(): RouteHitRow[] {
+    return this.s.routes.all();
+  }
+
+  /** The newest `limit` session_log rows, newest first. */
+  recentRuns(limit: number): RunRow[] {
+    return this.s.runs.all(limit);
+  }
+
+  /** The newest `limit` pending or failed outbound rows, newest first. */
+  outbox(limit: number): OutboxRow[] {
+    return this.s.outbox.all(limit);
+  }
+
+  /** Throws when the database does not answer. */
+  ping(): void {
+    if (this.s.ping.get()?.ok !== 1) throw new Error('SELECT 1 returned nothing');
+  }
+}

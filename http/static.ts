@@ -1,0 +1,47 @@
+import { readFile } from 'node:fs/promises';
+import { Hono, type Context } from 'hono';
+import { packageFile } from '../core/paths.js';
+
+const TYPES: Record<string, string> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  png: 'image/png',
+  svg: 'image/svg+xml',
+};
+
+// Only names of this shape are ever read, from web/ and nowhere else: no `/`, no `..`, a known type.
+const ASSET_RE = /^[a-z0-9][a-z0-9_-]*\.(js|css|png|svg)$/;
+
+async function asset(name: string): Promise<{ body: Buffer; type: string } | undefined> {
+  const ext = name.slice(name.lastIndexOf('.') + 1);
+  const type = TYPES[ext];
+  if (!type) return undefined;
+  try {
+    return { body: await readFile(packageFile('web', name)), type };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The pages and their assets from the package's web/ folder, read per request (tiny files; an edit shows
+ * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/assets/<name>` the rest.
+ */
+export function staticApi(): Hono {
+  const app = new Hono();
+  const page = (file: string) => async (c: Context) => {
+    const a = await asset(file);
+    if (!a) return c.text(`web/${file} is missing from this installation`, 500);
+    return c.body(new Uint8Array(a.body), 200, { 'Content-Type': a.type, 'Cache-Control': 'no-cache' });
+  };
+  app.get('/', page('index.html'));
+  app.get('/dashboard', page('dashboard.html'));
+  app.get('/assets/:name', async (c) => {
+    const name = c.req.param('name');
+    const a = ASSET_RE.test(name) ? await asset(name) : undefined;
+    if (!a) return c.json({ error: 'not found' }, 404);
+    return c.body(new Uint8Array(a.body), 200, { 'Content-Type': a.type, 'Cache-Control': 'no-cache' });
+  });
+  return app;
+}

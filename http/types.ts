@@ -1,0 +1,52 @@
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import type { InboundSink } from '../channels/channel.js';
+import type { WebChannel } from '../channels/web/index.js';
+import type { Metrics } from '../core/metrics.js';
+import type { Db } from '../store/db.js';
+import type { LaneInfo } from '../queue/types.js';
+
+// Lanes are the queue's vocabulary; the dashboard shows them as the queue reports them.
+export type { LaneInfo, LaneState } from '../queue/types.js';
+
+/** One chat whose messages the impulse gate holds. */
+export interface HeldChat {
+  chat_jid: string;
+  count: number;
+  /** Sum of the held messages' weights. */
+  weight: number;
+  /** Epoch ms when its oldest held message began waiting. */
+  oldest_ms: number;
+}
+
+/**
+ * What the dashboard needs from the live gateway that the database does not say. The lead's gateway and
+ * queue provide it; everything else the dashboard reads straight from SQLite.
+ */
+export interface StatusSnapshot {
+  lanes: { active: LaneInfo[]; waiting: LaneInfo[] };
+  held: HeldChat[];
+  /** Hits per route id counted in memory and not yet in route_hits (the larger of the two is shown). */
+  routeHits: Map<number, number>;
+}
+
+/** Everything the HTTP app is built from. I/O enters here; nothing is constructed inside. */
+export interface HttpAppOptions {
+  db: Db;
+  config: Pick<Config, 'adminToken'>;
+  log: Logger;
+  metrics: Metrics;
+  web: WebChannel;
+  /** The gateway's sink (insertInbound + wake); the web channel's posts go through it. */
+  sink: InboundSink;
+  status: () => StatusSnapshot;
+  /** Resolves when the agent runtime answers (docker ping; the process runtime resolves at once). */
+  pingRuntime?: () => Promise<void>;
+  /** The clock (tests). */
+  now?: () => number;
+}
+
+/** A status snapshot with nothing in it (before the gateway is wired, and in tests). */
+export function emptyStatus(): StatusSnapshot {
+  return { lanes: { active: [], waiting: [] }, held: [], routeHits: new Map() };
+}

@@ -1,0 +1,50 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { packageFile } from '../core/paths.js';
+import { migrate, SCHEMA_VERSION } from './migrate.js';
+
+/** A better-sqlite3 connection with gated's schema applied. */
+export type Db = Database.Database;
+
+/** Options for opening the database. */
+export interface OpenOptions {
+  /** Skip schema application (a read-only tool that must not write). Default false. */
+  noSchema?: boolean;
+  /** Milliseconds a writer waits for a lock held by another process. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+let schemaText: string | undefined;
+
+/** The text of schema.sql, read once. */
+export function schemaSql(): string {
+  schemaText ??= readFileSync(packageFile('schema.sql'), 'utf8');
+  return schemaText;
+}
+
+/**
+ * Opens (creating if needed) the database at `path` in WAL mode with a busy timeout and foreign keys on,
+ * and brings its schema to the current version. `:memory:` works for throwaway databases.
+ */
+export function openDatabase(path: string, opts: OpenOptions = {}): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  if (path !== ':memory:') db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  if (!opts.noSchema) applySchema(db);
+  return db;
+}
+
+/** Applies schema.sql and any migrations; idempotent. Returns the resulting schema version. */
+export function applySchema(db: Db): number {
+  db.transaction(() => {
+    db.exec(schemaSql());
+    migrate(db);
+  }).immediate();
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+export { SCHEMA_VERSION };

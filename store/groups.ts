@@ -1,0 +1,47 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { UsageError } from '../core/errors.js';
+import { isValidFolder } from '../core/types.js';
+import type { Db } from './db.js';
+
+/** A registered agent workspace. */
+export interface Group {
+  folder: string;
+  name: string | null;
+  image: string | null;
+  network: number;
+  mounts: string | null;
+  added_at: string;
+}
+
+/** Every registered group by folder. */
+export function listGroups(db: Db): Group[] {
+  return db.prepare('SELECT * FROM registered_groups ORDER BY folder').all() as Group[];
+}
+
+/** One group, or undefined. */
+export function getGroup(db: Db, folder: string): Group | undefined {
+  return db.prepare('SELECT * FROM registered_groups WHERE folder = ?').get(folder) as Group | undefined;
+}
+
+/**
+ * Registers a group and creates its folder under `groupsDir`. Refuses a malformed folder name (UsageError)
+ * before anything touches the disk; adding an existing group updates its name.
+ */
+export function addGroup(db: Db, groupsDir: string, folder: string, name?: string): void {
+  if (!isValidFolder(folder)) {
+    throw new UsageError(
+      `bad group folder '${folder}': lowercase segments of a-z0-9_- joined by '/', no '..', no leading '/'`,
+    );
+  }
+  mkdirSync(join(groupsDir, folder), { recursive: true });
+  db.prepare(
+    `INSERT INTO registered_groups (folder, name) VALUES (?, ?)
+     ON CONFLICT (folder) DO UPDATE SET name = coalesce(excluded.name, name)`,
+  ).run(folder, name ?? null);
+}
+
+/** Unregisters a group (its files stay on disk). False when it was not registered. */
+export function removeGroup(db: Db, folder: string): boolean {
+  return db.prepare('DELETE FROM registered_groups WHERE folder = ?').run(folder).changes > 0;
+}

@@ -1,0 +1,76 @@
+import type { NewInbound } from '../core/types.js';
+import type { Db } from './db.js';
+
+/** What a producer of an outbound row says about it. */
+export interface NewOutbound {
+  chat_jid: string;
+  content: string;
+  /** reply: an agent's answer; gateway: a command or sticky answer; error: a failure notice. */
+  kind: 'reply' | 'gateway' | 'error' | 'status';
+  /** The inbound messages.id this answers, if any. */
+  reply_to_id?: number | null;
+  /** The platform id of the message this answers (so the adapter can thread the reply). */
+  reply_to?: string | null;
+  /** The inbound topic (Telegram forum thread, web topic) the reply belongs to. */
+  topic?: string;
+}
+
+const stmts = new WeakMap<Db, ReturnType<typeof prepare>>();
+
+function prepare(db: Db) {
+  return {
+    inbound: db.prepare(
+      `INSERT INTO messages (chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, reply_to,
+                             timestamp)
+       VALUES (@chat_jid, @sender, @sender_name, @content, @verb, @topic, @platform_msg_id, @reply_to,
+               coalesce(@timestamp, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))
+       ON CONFLICT (chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL DO NOTHING`,
+    ),
+    outbound: db.prepare(
+      `INSERT INTO messages (chat_jid, sender, content, verb, topic, reply_to, is_from_me, delivery, kind,
+                             reply_to_id)
+       VALUES (@chat_jid, 'gated', @content, 'message', @topic, @reply_to, 1, 'pending', @kind, @reply_to_id)`,
+    ),
+  };
+}
+
+function statements(db: Db) {
+  let s = stmts.get(db);
+  if (!s) stmts.set(db, (s = prepare(db)));
+  return s;
+}
+
+/**
+ * Stores one inbound event. Returns its id, or null when (chat_jid, platform_msg_id) was stored before:
+ * a redelivered platform event is kept once.
+ */
+export function insertInbound(db: Db, msg: NewInbound): number | null {
+  const info = statements(db).inbound.run({
+    chat_jid: msg.chat_jid,
+    sender: msg.sender,
+    sender_name: msg.sender_name ?? null,
+    content: msg.content,
+    verb: msg.verb ?? 'message',
+    topic: msg.topic ?? '',
+    platform_msg_id: msg.platform_msg_id ?? null,
+    reply_to: msg.reply_to ?? null,
+    timestamp: msg.timestamp ?? null,
+  });
+  return info.changes === 0 ? null : Number(info.lastInsertRowid);
+}
+
+/**
+ * Stores one outbound row (is_from_me = 1, delivery pending). Call it inside the transaction that also
+ * records what the reply answers, so the two commit together.
+ */
+export function insertOutbound(db: Db, out: NewOutbound): number {
+  const info = statements(db).outbound.run({
+    chat_jid: out.chat_jid,
+    content: out.content,
+    topic: out.topic ?? '',
+    reply_to: out.reply_to ?? null,
+    kind: out.kind,
+    reply_to_id: out.reply_to_id ?? null,
+  });
+  return Number(info.lastInsertRowid);
+}
