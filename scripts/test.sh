@@ -11,6 +11,8 @@ fi
 bash scripts/setup.sh
 echo "test: typecheck (sources and tests)"
 npx tsc --noEmit -p tsconfig.json
+echo "test: layout (imports point down, no cycle, folder and file sizes)"
+node scripts/layout.mjs
 echo "test: lint"
 npx eslint .
 npx prettier --check . >/dev/null || { npx prettier --check . ; exit 1; }
