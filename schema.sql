@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS messages (
   --   unrouted no route matched
   --   daemon   waiting to be POSTed to a daemon; then done or failed
   --   failed   a daemon refused it permanently (see error)
+  --   denied   its sender may not reach the group (docs/ACCESS.md); never dispatched
+  --   pending  a stranger's message in an approval group, waiting for /approve; then held or denied
+  --   limited  over one of the group's limits; `gated access release` puts it back
   state            TEXT,
   group_folder     TEXT,    -- the session key the layers chose: group ...
   session_topic    TEXT,    -- ... and topic
@@ -109,7 +112,8 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   image      TEXT,                       -- docker image for this group (default GATED_AGENT_IMAGE)
   network    INTEGER NOT NULL DEFAULT 0, -- 1: the container may use the network
   mounts     TEXT,                       -- JSON list of extra host paths, checked against the allow-list
-  added_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+  added_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  access     TEXT NOT NULL DEFAULT 'open' -- open | members | approval (docs/ACCESS.md)
 );
 
 -- Registered daemons for `daemon:NAME` targets.
@@ -184,7 +188,11 @@ CREATE TABLE IF NOT EXISTS session_log (
   exit_code    INTEGER,
   messages     INTEGER NOT NULL DEFAULT 0,
   replies      INTEGER NOT NULL DEFAULT 0,
-  stderr_tail  TEXT
+  stderr_tail  TEXT,
+  -- Usage the agent reported for the run (summed over its blocks); the daily cost limit reads cost_usd.
+  input_tokens  INTEGER,
+  output_tokens INTEGER,
+  cost_usd      REAL
 );
 CREATE INDEX IF NOT EXISTS idx_session_log_key ON session_log(group_folder, topic, id);
 CREATE INDEX IF NOT EXISTS idx_session_log_open ON session_log(id) WHERE result IS NULL;
@@ -217,3 +225,198 @@ CREATE TABLE IF NOT EXISTS route_hits (
   hits        INTEGER NOT NULL DEFAULT 0,
   last_hit_at TEXT
 );
+
+-- ---------------------------------------------------------------------------------------------------
+-- Access (docs/ACCESS.md): who may reach a group's agent, pairing codes, limits, and the audit trail.
+
+-- Roles per group. `sender` is a glob (routing's Go path.Match rules) over `platform:sender_id`, e.g.
+-- `telegram:12345` or `discord:*`. blocked beats owner and member; GATED_ADMINS are owners everywhere and
+-- cannot be blocked. A group without rows of its own uses its nearest ancestor folder's rows.
+CREATE TABLE IF NOT EXISTS members (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_folder TEXT NOT NULL,
+  sender       TEXT NOT NULL,
+  role         TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('owner', 'member', 'blocked')),
+  note         TEXT,
+  added_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  UNIQUE (group_folder, sender)
+);
+
+-- Pairing codes of approval groups. A code is open while state = 'open' and expires_at (epoch ms) is in
+-- the future. member_folder is where the member row goes on approval: the folder whose rows applied.
+CREATE TABLE IF NOT EXISTS approvals (
+  code          TEXT PRIMARY KEY,
+  group_folder  TEXT NOT NULL,
+  member_folder TEXT NOT NULL,
+  chat_jid      TEXT NOT NULL,
+  sender        TEXT NOT NULL,   -- platform:sender_id
+  sender_name   TEXT,
+  message_id    INTEGER,         -- the message that asked
+  created_at    INTEGER NOT NULL,
+  expires_at    INTEGER NOT NULL,
+  state         TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'approved', 'rejected')),
+  decided_by    TEXT,
+  decided_at    INTEGER
+);
+CREATE INDEX IF NOT EXISTS idx_approvals_sender ON approvals(group_folder, sender, created_at);
+CREATE INDEX IF NOT EXISTS idx_approvals_open ON approvals(group_folder, expires_at) WHERE state = 'open';
+
+-- Limits per group; NULL is no limit. Windows are UTC clock hours and UTC days.
+CREATE TABLE IF NOT EXISTS limits (
+  group_folder     TEXT PRIMARY KEY,
+  sender_per_hour  INTEGER, -- messages one sender may send to the group per hour
+  runs_per_day     INTEGER, -- agent runs of the group per day
+  cost_per_day_usd REAL     -- agent cost of the group per day (session_log.cost_usd)
+);
+
+-- One notice per sender, limit and window: the first message over a limit is told, the rest are quiet.
+CREATE TABLE IF NOT EXISTS limit_notices (
+  group_folder TEXT NOT NULL,
+  sender       TEXT NOT NULL,
+  kind         TEXT NOT NULL,
+  window_start INTEGER NOT NULL,
+  PRIMARY KEY (group_folder, sender, kind, window_start)
+);
+
+-- Rows withheld by access, per group (approve releases a sender's pending rows; the dashboard counts).
+CREATE INDEX IF NOT EXISTS idx_messages_pending ON messages(group_folder, sender, id) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS idx_messages_limited ON messages(chat_jid, id) WHERE state = 'limited';
+-- Messages per sender per hour: the served rows of one group and sender since the window began.
+CREATE INDEX IF NOT EXISTS idx_messages_group_sender
+  ON messages(group_folder, sender, timestamp) WHERE group_folder IS NOT NULL;
+
+-- A running gated caches groups' access modes, members and limits; any change bumps this counter.
+INSERT OR IGNORE INTO router_state(key, value) VALUES ('access_version', '0');
+CREATE TRIGGER IF NOT EXISTS access_bump_members_insert AFTER INSERT ON members BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_members_update AFTER UPDATE ON members BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_members_delete AFTER DELETE ON members BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_limits_insert AFTER INSERT ON limits BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_limits_update AFTER UPDATE ON limits BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_limits_delete AFTER DELETE ON limits BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_groups_insert AFTER INSERT ON registered_groups BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_groups_update AFTER UPDATE ON registered_groups BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+CREATE TRIGGER IF NOT EXISTS access_bump_groups_delete AFTER DELETE ON registered_groups BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
+END;
+
+-- Every change of routes, groups, members, limits and approvals, by whatever process made it. Written by
+-- triggers, so edits made with sqlite3 are kept too. `actor` is router_state 'audit_actor', which gated's
+-- writers set and clear inside their own transaction (`cli:<user>`, `dashboard`, `chat:<platform:id>`,
+-- `gateway`); a change made without one (sqlite3) is recorded as 'sql'.
+CREATE TABLE IF NOT EXISTS audit (
+  id      INTEGER PRIMARY KEY AUTOINCREMENT,
+  at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  actor   TEXT NOT NULL,
+  subject TEXT NOT NULL, -- the table: routes | registered_groups | members | limits | approvals
+  action  TEXT NOT NULL, -- insert | update | delete
+  row_key TEXT,          -- the changed row's key (id, folder or code)
+  before  TEXT,          -- JSON of the row before (NULL for insert)
+  after   TEXT           -- JSON of the row after (NULL for delete)
+);
+CREATE INDEX IF NOT EXISTS idx_audit_at ON audit(at);
+CREATE TRIGGER IF NOT EXISTS audit_routes_insert AFTER INSERT ON routes BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'routes', 'insert', NEW.id,
+          NULL,
+          json_object('id', NEW.id, 'seq', NEW.seq, 'match', NEW.match, 'target', NEW.target, 'impulse_config', NEW.impulse_config));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_routes_update AFTER UPDATE ON routes BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'routes', 'update', NEW.id,
+          json_object('id', OLD.id, 'seq', OLD.seq, 'match', OLD.match, 'target', OLD.target, 'impulse_config', OLD.impulse_config),
+          json_object('id', NEW.id, 'seq', NEW.seq, 'match', NEW.match, 'target', NEW.target, 'impulse_config', NEW.impulse_config));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_routes_delete AFTER DELETE ON routes BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'routes', 'delete', OLD.id,
+          json_object('id', OLD.id, 'seq', OLD.seq, 'match', OLD.match, 'target', OLD.target, 'impulse_config', OLD.impulse_config),
+          NULL);
+END;
+CREATE TRIGGER IF NOT EXISTS audit_registered_groups_insert AFTER INSERT ON registered_groups BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'registered_groups', 'insert', NEW.folder,
+          NULL,
+          json_object('folder', NEW.folder, 'name', NEW.name, 'image', NEW.image, 'network', NEW.network, 'mounts', NEW.mounts, 'access', NEW.access));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_registered_groups_update AFTER UPDATE ON registered_groups BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'registered_groups', 'update', NEW.folder,
+          json_object('folder', OLD.folder, 'name', OLD.name, 'image', OLD.image, 'network', OLD.network, 'mounts', OLD.mounts, 'access', OLD.access),
+          json_object('folder', NEW.folder, 'name', NEW.name, 'image', NEW.image, 'network', NEW.network, 'mounts', NEW.mounts, 'access', NEW.access));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_registered_groups_delete AFTER DELETE ON registered_groups BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'registered_groups', 'delete', OLD.folder,
+          json_object('folder', OLD.folder, 'name', OLD.name, 'image', OLD.image, 'network', OLD.network, 'mounts', OLD.mounts, 'access', OLD.access),
+          NULL);
+END;
+CREATE TRIGGER IF NOT EXISTS audit_members_insert AFTER INSERT ON members BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'members', 'insert', NEW.id,
+          NULL,
+          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'sender', NEW.sender, 'role', NEW.role, 'note', NEW.note));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_members_update AFTER UPDATE ON members BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'members', 'update', NEW.id,
+          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'sender', OLD.sender, 'role', OLD.role, 'note', OLD.note),
+          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'sender', NEW.sender, 'role', NEW.role, 'note', NEW.note));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_members_delete AFTER DELETE ON members BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'members', 'delete', OLD.id,
+          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'sender', OLD.sender, 'role', OLD.role, 'note', OLD.note),
+          NULL);
+END;
+CREATE TRIGGER IF NOT EXISTS audit_limits_insert AFTER INSERT ON limits BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'limits', 'insert', NEW.group_folder,
+          NULL,
+          json_object('group_folder', NEW.group_folder, 'sender_per_hour', NEW.sender_per_hour, 'runs_per_day', NEW.runs_per_day, 'cost_per_day_usd', NEW.cost_per_day_usd));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_limits_update AFTER UPDATE ON limits BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'limits', 'update', NEW.group_folder,
+          json_object('group_folder', OLD.group_folder, 'sender_per_hour', OLD.sender_per_hour, 'runs_per_day', OLD.runs_per_day, 'cost_per_day_usd', OLD.cost_per_day_usd),
+          json_object('group_folder', NEW.group_folder, 'sender_per_hour', NEW.sender_per_hour, 'runs_per_day', NEW.runs_per_day, 'cost_per_day_usd', NEW.cost_per_day_usd));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_limits_delete AFTER DELETE ON limits BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'limits', 'delete', OLD.group_folder,
+          json_object('group_folder', OLD.group_folder, 'sender_per_hour', OLD.sender_per_hour, 'runs_per_day', OLD.runs_per_day, 'cost_per_day_usd', OLD.cost_per_day_usd),
+          NULL);
+END;
+CREATE TRIGGER IF NOT EXISTS audit_approvals_insert AFTER INSERT ON approvals BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'approvals', 'insert', NEW.code,
+          NULL,
+          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'member_folder', NEW.member_folder, 'chat_jid', NEW.chat_jid, 'sender', NEW.sender, 'state', NEW.state, 'expires_at', NEW.expires_at, 'decided_by', NEW.decided_by));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_approvals_update AFTER UPDATE ON approvals BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'approvals', 'update', NEW.code,
+          json_object('code', OLD.code, 'group_folder', OLD.group_folder, 'member_folder', OLD.member_folder, 'chat_jid', OLD.chat_jid, 'sender', OLD.sender, 'state', OLD.state, 'expires_at', OLD.expires_at, 'decided_by', OLD.decided_by),
+          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'member_folder', NEW.member_folder, 'chat_jid', NEW.chat_jid, 'sender', NEW.sender, 'state', NEW.state, 'expires_at', NEW.expires_at, 'decided_by', NEW.decided_by));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_approvals_delete AFTER DELETE ON approvals BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'approvals', 'delete', OLD.code,
+          json_object('code', OLD.code, 'group_folder', OLD.group_folder, 'member_folder', OLD.member_folder, 'chat_jid', OLD.chat_jid, 'sender', OLD.sender, 'state', OLD.state, 'expires_at', OLD.expires_at, 'decided_by', OLD.decided_by),
+          NULL);
+END;

@@ -8,6 +8,8 @@ import { directFolder, routeLayer, type RoutingDecision } from './layers/route.j
 import { stickyLayer } from './layers/sticky.js';
 import type { Draft, LayerEnv, QueueControl } from './layers/types.js';
 import { ImpulseGate } from './impulse.js';
+import { AccessGate } from './access.js';
+import { AccessSource } from '../store/access.js';
 import type { Db } from '../store/db.js';
 import { insertOutbound } from '../store/messages.js';
 import type { RouteSource } from '../store/routes.js';
@@ -40,6 +42,8 @@ export interface PipelineOptions {
  */
 export class Pipeline {
   readonly gate: ImpulseGate;
+  /** The access decision (docs/ACCESS.md), between routing and the impulse gate. */
+  readonly access: AccessGate;
   private readonly sticky: StickyStore;
   private readonly holdStmt;
   private readonly settleStmt;
@@ -49,11 +53,12 @@ export class Pipeline {
   constructor(private readonly opts: PipelineOptions) {
     const { db } = opts;
     this.gate = new ImpulseGate(db);
+    this.access = new AccessGate(db, new AccessSource(db, opts.config.admins));
     this.sticky = new StickyStore(db);
     this.holdStmt = db.prepare(
-      `UPDATE messages SET state = 'held', group_folder = @group, session_topic = @topic, content = @content,
+      `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, content = @content,
          target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
-         max_hold_ms = @max_hold_ms, held_at = @now
+         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error
        WHERE id = @id`,
     );
     this.settleStmt = db.prepare(
@@ -98,6 +103,7 @@ export class Pipeline {
       },
       afterCommit: (fn) => out.effects.push(fn),
       chatGroup: (draft) => chatGroupOf(draft, catalog.table),
+      access: this.access,
     };
     for (const msg of rows) {
       this.opts.metrics?.messageIn(msg);
@@ -144,8 +150,14 @@ export class Pipeline {
           return;
         }
         const impulse = decision.impulse;
+        // Withheld rows keep their routing, so an approval or a release can put them in the gate as is.
+        const verdict = this.access.decide(msg, target.folder, now);
+        if (verdict.state !== 'serve' && verdict.notice) env.answer(msg, verdict.notice);
         this.holdStmt.run({
           id: msg.id,
+          state: verdict.state === 'serve' ? 'held' : verdict.state,
+          error: verdict.state === 'serve' ? null : verdict.reason,
+          held_at: verdict.state === 'serve' ? now : null,
           group: target.folder,
           topic: draft.topic ?? msg.topic,
           content: draft.content,
@@ -154,9 +166,8 @@ export class Pipeline {
           weight: weightOf(impulse, msg.verb),
           threshold: impulse.threshold,
           max_hold_ms: impulse.maxHoldMs,
-          now,
         });
-        touched.add(msg.chat_jid);
+        if (verdict.state === 'serve') touched.add(msg.chat_jid);
         return;
       }
       case 'builtin':

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -11,7 +11,23 @@ export const SCHEMA_VERSION = 1;
 const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 0 → 1: the first released schema; schema.sql created everything.
   0: () => {},
+  // 1 → 2: access (docs/ACCESS.md): a group's access mode, and the usage a run reported.
+  1: (db) => {
+    addColumn(db, 'registered_groups', 'access', "TEXT NOT NULL DEFAULT 'open'");
+    addColumn(db, 'session_log', 'input_tokens', 'INTEGER');
+    addColumn(db, 'session_log', 'output_tokens', 'INTEGER');
+    addColumn(db, 'session_log', 'cost_usd', 'REAL');
+  },
 };
+
+/**
+ * Adds a column unless the table has it: schema.sql already creates the newest tables on a fresh database,
+ * and another step may have added the same column first.
+ */
+function addColumn(db: Database.Database, table: string, column: string, decl: string): void {
+  const cols = db.pragma(`table_info(${table})`) as { name: string }[];
+  if (!cols.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${decl}`);
+}
 
 /** Runs the missing steps inside the caller's transaction. Refuses a database newer than this code. */
 export function migrate(db: Database.Database): void {

@@ -100,6 +100,18 @@ export const COMMANDS: Record<string, CommandSpec> = {
       );
     },
   },
+  approve: {
+    help: '/approve CODE: let the stranger with this pairing code in (owners of its group)',
+    run(draft, args, env) {
+      env.answer(draft.msg, env.access.decideFromChat(draft.msg, args[0], true, env.now));
+    },
+  },
+  reject: {
+    help: '/reject CODE: turn the stranger with this pairing code away (owners of its group)',
+    run(draft, args, env) {
+      env.answer(draft.msg, env.access.decideFromChat(draft.msg, args[0], false, env.now));
+    },
+  },
   help: {
     help: '/help: this list',
     run(draft, _args, env) {

@@ -4,6 +4,7 @@ import type { Message, SessionKey } from '../../core/types.js';
 import type { Db } from '../../store/db.js';
 import type { Catalog } from '../../store/routes.js';
 import type { StickyStore } from '../../store/state.js';
+import type { AccessGate } from '../access.js';
 
 /** What the gateway needs from the queue (queue/ implements it). */
 export interface QueueControl {
@@ -47,6 +48,8 @@ export interface LayerEnv {
   afterCommit(fn: () => void | Promise<void>): void;
   /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */
   chatGroup(draft: Draft): string | undefined;
+  /** Access rules and pairing codes (/approve, /reject; docs/ACCESS.md). */
+  access: AccessGate;
 }
 
 /** A layer either handles the message (it goes no further) or passes it on, possibly changed. */

@@ -1,0 +1,188 @@
+import type { Message } from '../core/types.js';
+import {
+  AccessSource,
+  isTaskRow,
+  principalId,
+  principalOf,
+  type Limits,
+  type Principal,
+} from '../store/access.js';
+import {
+  ApprovalStore,
+  CODE_INTERVAL_MS,
+  CODE_TTL_MS,
+  MAX_OPEN_CODES,
+  type Decision,
+} from '../store/approvals.js';
+import { withActor } from '../store/audit.js';
+import type { Db } from '../store/db.js';
+
+/**
+ * The access decision (docs/ACCESS.md): after routing chose a group and before the impulse gate, may this
+ * sender's message reach the group's agent? Runs inside the batch transaction, so the state it decides, the
+ * pairing code it issues and the notice it writes commit with the rest of the batch.
+ */
+
+/** What becomes of one routed message. `notice` is told to the sender's chat when present. */
+export type AccessVerdict =
+  { state: 'serve' } | { state: 'denied' | 'pending' | 'limited'; reason: string; notice?: string };
+
+const SERVE: AccessVerdict = { state: 'serve' };
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** The access decision with its statements prepared once. */
+export class AccessGate {
+  readonly approvals: ApprovalStore;
+  private readonly senderCountStmt;
+  private readonly runCountStmt;
+  private readonly costStmt;
+  private readonly noticeStmt;
+
+  constructor(
+    private readonly db: Db,
+    readonly source: AccessSource,
+  ) {
+    this.approvals = new ApprovalStore(db);
+    // Served rows only: a denied, pending or limited message does not use up the sender's allowance.
+    this.senderCountStmt = db
+      .prepare(
+        `SELECT count(*) FROM messages
+         WHERE group_folder = @group AND sender = @id AND timestamp >= @since
+           AND substr(chat_jid, 1, length(@platform) + 1) = @platform || ':'
+           AND state NOT IN ('denied', 'pending', 'limited')`,
+      )
+      .pluck();
+    this.runCountStmt = db
+      .prepare('SELECT count(*) FROM session_log WHERE group_folder = ? AND started_at >= ?')
+      .pluck();
+    this.costStmt = db
+      .prepare(
+        'SELECT coalesce(sum(cost_usd), 0) FROM session_log WHERE group_folder = ? AND started_at >= ?',
+      )
+      .pluck();
+    this.noticeStmt = db.prepare(
+      `INSERT INTO limit_notices (group_folder, sender, kind, window_start) VALUES (?, ?, ?, ?)
+       ON CONFLICT DO NOTHING`,
+    );
+  }
+
+  /** Decides one message routed to `folder` (call inside the batch transaction). */
+  decide(msg: Message, folder: string, now: number): AccessVerdict {
+    // Scheduled tasks are the operator's own work: access never applies to them.
+    if (isTaskRow(msg)) return SERVE;
+    const { source } = this;
+    const p = principalOf(msg);
+    const role = source.role(folder, p);
+    if (role === 'blocked') return { state: 'denied', reason: `${principalId(p)} is blocked in ${folder}` };
+    if (role === 'owner') return SERVE;
+    if (role === undefined) {
+      const mode = source.mode(folder);
+      if (mode === 'members')
+        return { state: 'denied', reason: `${principalId(p)} is not a member of ${folder}` };
+      if (mode === 'approval') return this.pair(msg, p, folder, now);
+    }
+    const limits = source.limits(folder);
+    return limits ? this.limit(p, folder, limits, now) : SERVE;
+  }
+
+  /** A stranger in an approval group: issue a code, or hold the message without one (docs/ACCESS.md). */
+  private pair(msg: Message, p: Principal, folder: string, now: number): AccessVerdict {
+    const who = principalId(p);
+    const open = this.approvals.openFor(folder, who, now);
+    if (open) return { state: 'pending', reason: `waiting for approval of code ${open.code}` };
+    const last = this.approvals.last(folder, who);
+    if (last?.state === 'rejected' && now - (last.decided_at ?? 0) < CODE_INTERVAL_MS) {
+      return { state: 'denied', reason: `rejected by ${last.decided_by ?? 'an owner'} within the hour` };
+    }
+    if (last && now - last.created_at < CODE_INTERVAL_MS) {
+      return { state: 'pending', reason: 'held without a code: one code per sender per hour' };
+    }
+    if (this.approvals.openCount(folder, now) >= MAX_OPEN_CODES) {
+      return { state: 'pending', reason: `held without a code: ${folder} has ${MAX_OPEN_CODES} open codes` };
+    }
+    const approval = withActor(this.db, `chat:${who}`, () =>
+      this.approvals.issue({
+        group_folder: folder,
+        member_folder: this.source.ruleFolder(folder) ?? folder,
+        chat_jid: msg.chat_jid,
+        sender: who,
+        sender_name: msg.sender_name,
+        message_id: msg.id,
+        created_at: now,
+      }),
+    );
+    const minutes = Math.round(CODE_TTL_MS / 60_000);
+    return {
+      state: 'pending',
+      reason: `waiting for approval of code ${approval.code}`,
+      notice:
+        `${folder} answers members only. Your pairing code is ${approval.code}: ask an owner to send ` +
+        `/approve ${approval.code} (valid ${minutes} minutes). Your messages are kept until then.`,
+    };
+  }
+
+  /** Limits: the first one exceeded makes the message `limited`; its sender is told once per window. */
+  private limit(p: Principal, folder: string, limits: Limits, now: number): AccessVerdict {
+    const hour = Math.floor(now / HOUR) * HOUR;
+    const day = Math.floor(now / DAY) * DAY;
+    const dayIso = new Date(day).toISOString();
+    let hit: { kind: string; window: number; text: string } | undefined;
+    if (limits.senderPerHour !== null) {
+      const since = new Date(hour).toISOString();
+      const n = this.senderCountStmt.get({ group: folder, id: p.id, platform: p.platform, since }) as number;
+      if (n >= limits.senderPerHour) {
+        hit = { kind: 'sender', window: hour, text: `${limits.senderPerHour} messages per sender per hour` };
+      }
+    }
+    if (!hit && limits.runsPerDay !== null) {
+      if ((this.runCountStmt.get(folder, dayIso) as number) >= limits.runsPerDay) {
+        hit = { kind: 'runs', window: day, text: `${limits.runsPerDay} agent runs per day` };
+      }
+    }
+    if (!hit && limits.costPerDayUsd !== null) {
+      if ((this.costStmt.get(folder, dayIso) as number) >= limits.costPerDayUsd) {
+        hit = { kind: 'cost', window: day, text: `$${limits.costPerDayUsd} of agent cost per day` };
+      }
+    }
+    if (!hit) return SERVE;
+    const reason = `limit: ${hit.text} in ${folder}`;
+    const first = this.noticeStmt.run(folder, principalId(p), hit.kind, hit.window).changes > 0;
+    if (!first) return { state: 'limited', reason };
+    const until = new Date(hit.window + (hit.kind === 'sender' ? HOUR : DAY)).toISOString();
+    return {
+      state: 'limited',
+      reason,
+      notice: `Limit reached (${hit.text}); messages until ${until} are kept but not answered.`,
+    };
+  }
+
+  /**
+   * `/approve CODE` or `/reject CODE` from a chat: only an owner of the code's group (checked on the sender,
+   * not the chat) may decide. Returns the answer for the chat; a refusal changes nothing.
+   */
+  decideFromChat(msg: Message, typedCode: string | undefined, approve: boolean, now: number): string {
+    const verb = approve ? 'approve' : 'reject';
+    if (!typedCode) return `usage: /${verb} CODE`;
+    const p = principalOf(msg);
+    const found = this.approvals.get(typedCode.replace(/[\s-]/g, '').toUpperCase());
+    if (found && this.source.role(found.group_folder, p) !== 'owner') {
+      return `refused: only an owner of ${found.group_folder} may ${verb} code ${found.code}`;
+    }
+    const who = principalId(p);
+    const result = withActor(this.db, `chat:${who}`, () =>
+      this.approvals.decide(typedCode, approve, `chat:${who}`, now),
+    );
+    return describeDecision(result, approve);
+  }
+}
+
+/** One line saying what a decision did (chat answer, CLI output). */
+export function describeDecision(d: Decision, approve: boolean): string {
+  if (!d.ok) return `not ${approve ? 'approved' : 'rejected'}: ${d.reason}`;
+  const a = d.approval;
+  const n = `${d.messages} message${d.messages === 1 ? '' : 's'}`;
+  return approve
+    ? `approved ${a.sender} as a member of ${a.member_folder} (code ${a.code}); ${n} released`
+    : `rejected ${a.sender} for ${a.group_folder} (code ${a.code}); ${n} denied`;
+}

@@ -1,0 +1,295 @@
+import { UsageError } from '../core/errors.js';
+import { isValidFolder, parseJid } from '../core/types.js';
+import { compileGlob, globError, type GlobTest } from '../router/index.js';
+import type { Db } from './db.js';
+
+/**
+ * Who may reach a group's agent (docs/ACCESS.md): the groups' access modes, the `members` rows and the
+ * `limits` rows, read and compiled once per change. The gateway decides with it before the impulse gate;
+ * the queue asks it for each message's `sender_role`.
+ */
+
+/** A group's access mode: every sender, only senders with a role, or members plus pairing codes. */
+export type AccessMode = 'open' | 'members' | 'approval';
+
+/** A role in the `members` table. */
+export type Role = 'owner' | 'member' | 'blocked';
+
+/** What the agent is told about a message's sender. */
+export type SenderRole = 'owner' | 'member' | 'guest' | 'system';
+
+/** A sender as access sees it: the chat's platform and the platform's sender id. */
+export interface Principal {
+  platform: string;
+  id: string;
+}
+
+/** The principal of an inbound row: `messages.sender` holds the id, the platform comes from the chat. */
+export function principalOf(msg: { chat_jid: string; sender: string }): Principal {
+  return { platform: parseJid(msg.chat_jid).platform, id: msg.sender };
+}
+
+/** `platform:sender_id`, the string member globs match. */
+export function principalId(p: Principal): string {
+  return `${p.platform}:${p.id}`;
+}
+
+/** A group's limits; null is no limit. */
+export interface Limits {
+  senderPerHour: number | null;
+  runsPerDay: number | null;
+  costPerDayUsd: number | null;
+}
+
+/** One compiled `members` row. An invalid glob never matches (as an invalid route never does). */
+export interface MemberRule {
+  id: number;
+  sender: string;
+  role: Role;
+  test: GlobTest;
+  invalid: string | null;
+}
+
+/** Everything access reads per message, compiled together once per `access_version`. */
+export interface AccessSnapshot {
+  version: string;
+  modes: ReadonlyMap<string, AccessMode>;
+  rules: ReadonlyMap<string, readonly MemberRule[]>;
+  limits: ReadonlyMap<string, Limits>;
+}
+
+/** True for a task row (scheduled work the operator set up): access never applies to it. */
+export function isTaskRow(msg: { sender: string; verb: string }): boolean {
+  return msg.verb === 'task' || msg.sender.startsWith('task:');
+}
+
+/** A mode as stored; anything unknown counts as `members` so that a typo closes a group, never opens it. */
+export function toMode(raw: string | null | undefined): AccessMode {
+  if (raw === null || raw === undefined || raw === 'open') return 'open';
+  return raw === 'approval' ? 'approval' : 'members';
+}
+
+/** Escapes glob metacharacters so that a sender id matches only itself. */
+export function literalGlob(value: string): string {
+  return value.replace(/[\\*?[\]]/g, '\\$&');
+}
+
+const never: GlobTest = () => false;
+
+/**
+ * The live access rules of a running gated. Triggers bump router_state 'access_version' on every change to
+ * members, limits or registered_groups, from any process; `current()` reads that one value and recompiles
+ * only when it moved, so a sqlite3 edit applies on the next message without a per-message table read.
+ */
+export class AccessSource {
+  private snap: AccessSnapshot | undefined;
+  private readonly versionStmt;
+  private readonly groupsStmt;
+  private readonly membersStmt;
+  private readonly limitsStmt;
+  private readonly admins: ReadonlySet<string>;
+
+  /** `admins` are the GATED_ADMINS entries: `id` or `platform:id`; owners of every group. */
+  constructor(db: Db, admins: readonly string[]) {
+    this.admins = new Set(admins);
+    this.versionStmt = db.prepare("SELECT value FROM router_state WHERE key = 'access_version'").pluck();
+    this.groupsStmt = db.prepare('SELECT folder, access FROM registered_groups');
+    this.membersStmt = db.prepare('SELECT id, group_folder, sender, role FROM members ORDER BY id');
+    this.limitsStmt = db.prepare(
+      'SELECT group_folder, sender_per_hour, runs_per_day, cost_per_day_usd FROM limits',
+    );
+  }
+
+  /** The rules as of the latest committed change. */
+  current(): AccessSnapshot {
+    const version = String(this.versionStmt.get() ?? '');
+    if (this.snap?.version !== version) this.snap = this.compile(version);
+    return this.snap;
+  }
+
+  private compile(version: string): AccessSnapshot {
+    const modes = new Map<string, AccessMode>();
+    for (const g of this.groupsStmt.all() as { folder: string; access: string | null }[]) {
+      modes.set(g.folder, toMode(g.access));
+    }
+    const rules = new Map<string, MemberRule[]>();
+    for (const m of this.membersStmt.all() as {
+      id: number;
+      group_folder: string;
+      sender: string;
+      role: Role;
+    }[]) {
+      const invalid = globError(m.sender);
+      const rule = {
+        id: m.id,
+        sender: m.sender,
+        role: m.role,
+        invalid,
+        test: invalid ? never : compileGlob(m.sender),
+      };
+      const list = rules.get(m.group_folder);
+      if (list) list.push(rule);
+      else rules.set(m.group_folder, [rule]);
+    }
+    const limits = new Map<string, Limits>();
+    for (const l of this.limitsStmt.all() as {
+      group_folder: string;
+      sender_per_hour: number | null;
+      runs_per_day: number | null;
+      cost_per_day_usd: number | null;
+    }[]) {
+      limits.set(l.group_folder, {
+        senderPerHour: l.sender_per_hour,
+        runsPerDay: l.runs_per_day,
+        costPerDayUsd: l.cost_per_day_usd,
+      });
+    }
+    return { version, modes, rules, limits };
+  }
+
+  /** The group's access mode (`open` for a folder that is not registered: routing refuses those anyway). */
+  mode(folder: string): AccessMode {
+    return this.current().modes.get(folder) ?? 'open';
+  }
+
+  /** The group's limits, if it has a row. */
+  limits(folder: string): Limits | undefined {
+    return this.current().limits.get(folder);
+  }
+
+  /**
+   * The folder whose `members` rows apply to `folder`: the folder itself when it has rows, else its nearest
+   * ancestor that has (`krons/content` inherits from `krons`), else undefined.
+   */
+  ruleFolder(folder: string): string | undefined {
+    const { rules } = this.current();
+    for (let f: string | undefined = folder; f; f = parentFolder(f)) if (rules.has(f)) return f;
+    return undefined;
+  }
+
+  /** True when the sender is one of GATED_ADMINS (by `id` or `platform:id`). */
+  isAdmin(p: Principal): boolean {
+    return this.admins.size > 0 && (this.admins.has(principalId(p)) || this.admins.has(p.id));
+  }
+
+  /**
+   * The sender's role in the group, or undefined for a stranger. GATED_ADMINS are owners and cannot be
+   * blocked; otherwise a matching `blocked` row wins over any `owner` or `member` row, and `owner` over
+   * `member`.
+   */
+  role(folder: string, p: Principal): Role | undefined {
+    if (this.isAdmin(p)) return 'owner';
+    const from = this.ruleFolder(folder);
+    if (!from) return undefined;
+    const who = principalId(p);
+    let best: Role | undefined;
+    for (const r of this.current().rules.get(from)!) {
+      if (!r.test(who)) continue;
+      if (r.role === 'blocked') return 'blocked';
+      if (r.role === 'owner') best = 'owner';
+      else best ??= 'member';
+    }
+    return best;
+  }
+
+  /** What the agent is told about a message's sender in `folder` (docs/ACCESS.md, "Agents"). */
+  senderRole(folder: string, msg: { chat_jid: string; sender: string; verb: string }): SenderRole {
+    if (isTaskRow(msg)) return 'system';
+    const role = this.role(folder, principalOf(msg));
+    return role === 'owner' || role === 'member' ? role : 'guest';
+  }
+}
+
+/** `a/b/c` → `a/b`; a top-level folder has no parent. */
+export function parentFolder(folder: string): string | undefined {
+  const i = folder.lastIndexOf('/');
+  return i < 0 ? undefined : folder.slice(0, i);
+}
+
+/** One `members` row as stored. */
+export interface MemberRow {
+  id: number;
+  group_folder: string;
+  sender: string;
+  role: Role;
+  note: string | null;
+  added_at: string;
+}
+
+const ROLES: readonly Role[] = ['owner', 'member', 'blocked'];
+const MODES: readonly AccessMode[] = ['open', 'members', 'approval'];
+
+/** Refuses a bad role with a UsageError naming it. */
+export function checkRole(role: string): Role {
+  if (!(ROLES as readonly string[]).includes(role)) {
+    throw new UsageError(`bad role '${role}': one of ${ROLES.join(', ')}`);
+  }
+  return role as Role;
+}
+
+/** Refuses a bad access mode with a UsageError naming it. */
+export function checkMode(mode: string): AccessMode {
+  if (!(MODES as readonly string[]).includes(mode)) {
+    throw new UsageError(`bad access mode '${mode}': one of ${MODES.join(', ')}`);
+  }
+  return mode as AccessMode;
+}
+
+/** Refuses a malformed sender glob or one without `platform:`. */
+export function checkSenderGlob(sender: string): string {
+  const err = globError(sender);
+  if (err) throw new UsageError(`bad sender glob '${sender}': ${err}`);
+  if (!sender.includes(':')) {
+    throw new UsageError(
+      `bad sender '${sender}': write platform:sender_id, e.g. telegram:12345 or discord:*`,
+    );
+  }
+  return sender;
+}
+
+/** Members rows, by group then id (one group when `folder` is given). */
+export function listMembers(db: Db, folder?: string): MemberRow[] {
+  return (
+    folder === undefined
+      ? db.prepare('SELECT * FROM members ORDER BY group_folder, id').all()
+      : db.prepare('SELECT * FROM members WHERE group_folder = ? ORDER BY id').all(folder)
+  ) as MemberRow[];
+}
+
+/** Adds (or changes the role of) a member row. Checks the folder, the glob and the role first. */
+export function upsertMember(db: Db, folder: string, sender: string, role: string, note?: string): void {
+  if (!isValidFolder(folder)) throw new UsageError(`bad group folder '${folder}'`);
+  checkSenderGlob(sender);
+  checkRole(role);
+  db.prepare(
+    `INSERT INTO members (group_folder, sender, role, note) VALUES (?, ?, ?, ?)
+     ON CONFLICT (group_folder, sender) DO UPDATE SET role = excluded.role, note = coalesce(excluded.note, note)`,
+  ).run(folder, sender, role, note ?? null);
+}
+
+/** Removes a member row; false when there was none. */
+export function removeMember(db: Db, folder: string, sender: string): boolean {
+  return (
+    db.prepare('DELETE FROM members WHERE group_folder = ? AND sender = ?').run(folder, sender).changes > 0
+  );
+}
+
+/** Sets a registered group's access mode; false when the group is not registered. */
+export function setAccessMode(db: Db, folder: string, mode: string): boolean {
+  checkMode(mode);
+  return db.prepare('UPDATE registered_groups SET access = ? WHERE folder = ?').run(mode, folder).changes > 0;
+}
+
+/** Writes a group's limits (null clears one); a row with no limit left is deleted. */
+export function setLimits(db: Db, folder: string, limits: Limits): void {
+  if (!isValidFolder(folder)) throw new UsageError(`bad group folder '${folder}'`);
+  if (limits.senderPerHour === null && limits.runsPerDay === null && limits.costPerDayUsd === null) {
+    db.prepare('DELETE FROM limits WHERE group_folder = ?').run(folder);
+    return;
+  }
+  db.prepare(
+    `INSERT INTO limits (group_folder, sender_per_hour, runs_per_day, cost_per_day_usd) VALUES (?, ?, ?, ?)
+     ON CONFLICT (group_folder) DO UPDATE SET sender_per_hour = excluded.sender_per_hour,
+       runs_per_day = excluded.runs_per_day, cost_per_day_usd = excluded.cost_per_day_usd`,
+  ).run(folder, limits.senderPerHour, limits.runsPerDay, limits.costPerDayUsd);
+}
