@@ -14,6 +14,8 @@ export interface SendPart {
   text: string;
   /** Index of this part within the split reply, from 0. */
   part: number;
+  /** How many parts the reply was split into (the last part is `parts - 1`). */
+  parts: number;
   /** The platform message id this reply answers (the inbound row's platform_msg_id), if any. */
   replyTo: string | null;
   /** The topic of the inbound message (Telegram forum thread, …), '' for none. */

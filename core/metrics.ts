@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** How a run ended (session_log.result). */
-export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
+import type { RunResult } from './types.js';
 
 /** What happened to one outbound delivery attempt. */
 export type OutboundOutcome = 'delivered' | 'retried' | 'failed';
@@ -25,8 +25,8 @@ export interface Metrics {
   routed(target: string): void;
   /** One message no route matched. */
   unrouted(): void;
-  /** Messages currently held by the impulse gate (a gauge: pass the total, not a delta). */
-  held(n: number): void;
+  /** Where the held-messages gauge reads its value at each scrape (the impulse gate's count). */
+  heldFrom(count: () => number): void;
   /** One run finished; `seconds` is its wall time from start to exit. */
   runFinished(result: RunResult, seconds: number): void;
   /** Lanes with a live agent, and lanes ready but waiting for a slot under the global cap. */
@@ -86,10 +86,15 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     help: 'Messages no route matched (stored, never dispatched)',
     registers,
   });
-  const held = new Gauge({
+  let heldCount: (() => number) | undefined;
+  new Gauge({
     name: 'gated_held_messages',
     help: 'Messages currently held by the impulse gate',
     registers,
+    // Read at scrape time: the gate's state is the held rows, so there is nothing to keep in step.
+    collect() {
+      if (heldCount) this.set(heldCount());
+    },
   });
   const runs = new Counter({
     name: 'gated_runs_total',
@@ -137,7 +142,9 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
     routed: (target) => routed.inc({ target }),
     unrouted: () => unrouted.inc(),
-    held: (n) => held.set(n),
+    heldFrom: (count) => {
+      heldCount = count;
+    },
     runFinished: (result, seconds) => {
       runs.inc({ result });
       runSeconds.observe({ result }, seconds);

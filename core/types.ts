@@ -24,6 +24,9 @@
  * - Outbox: outbound rows (is_from_me = 1) that are not delivered yet.
  */
 
+/** How a finished run ended (session_log.result). */
+export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
+
 /** `platform:room`. */
 export type Jid = string;
 

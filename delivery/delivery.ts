@@ -128,6 +128,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           chatJid: row.chat_jid,
           text: parts[part]!,
           part,
+          parts: parts.length,
           replyTo: row.reply_to,
           topic: row.topic,
           previousPartId: part === 0 ? null : outbox.previousPartId(row.id, part),

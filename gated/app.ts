@@ -125,6 +125,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
   const started = await startChannels(channels, gateway.sink, log);
+  metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
   const outbox = createDelivery({ db, channels: started, log: log.child({ part: 'delivery' }), metrics });
   late.delivery = outbox;
   gateway.start();
@@ -144,7 +145,6 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     const status = (): StatusSnapshot => ({
       lanes: queue.snapshot(),
       held: gateway.pipeline.gate.held().map((h) => ({ ...h, oldest_ms: h.oldest })),
-      routeHits: new Map(),
     });
     const app = createHttpApp({
       db,
@@ -154,6 +154,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
       web,
       sink: gateway.sink,
       status,
+      routes: gateway.routes,
       pingRuntime: () => runtime.ping(),
     });
     http = await startHttpServer(app, { host: config.httpHost, port: config.httpPort });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { UsageError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
-import { getState, setState } from '../store/state.js';
+import { getState, setState, stateOf } from '../store/state.js';
 
 /** Who runs the gateway on a database: one `gated run` at a time may own it. */
 export interface Owner {
@@ -77,8 +77,7 @@ export function claimOwner(db: Db): { release(): void } {
       clearInterval(timer);
       try {
         const cur = getState(db, KEY);
-        if (cur && (JSON.parse(cur) as Owner).pid === me.pid)
-          db.prepare('DELETE FROM router_state WHERE key = ?').run(KEY);
+        if (cur && (JSON.parse(cur) as Owner).pid === me.pid) stateOf(db).delete(KEY);
       } catch {
         // the database may already be closed
       }

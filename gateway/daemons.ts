@@ -1,5 +1,6 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
+import { backoffDelay } from '../core/backoff.js';
 import type { Db } from '../store/db.js';
 import type { RouteSource } from '../store/routes.js';
 
@@ -132,8 +133,7 @@ export class DaemonDispatcher {
   private retry(row: DaemonRow, error: string): void {
     const base = this.opts.baseDelayMs ?? 1000;
     const cap = this.opts.maxDelayMs ?? 300_000;
-    const delay = Math.min(cap, base * 2 ** Math.min(row.attempts, 20));
-    const jittered = Math.round(delay * (0.5 + Math.random() / 2));
+    const jittered = backoffDelay(row.attempts + 1, { baseMs: base, maxMs: cap });
     this.retryStmt.run(this.now() + jittered, error, row.id);
     this.opts.log.info(
       { msgId: row.id, attempt: row.attempts + 1, delayMs: jittered, error },

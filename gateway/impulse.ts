@@ -15,6 +15,7 @@ export class ImpulseGate {
   private readonly dueStmt;
   private readonly nextDueStmt;
   private readonly heldStmt;
+  private readonly countStmt;
 
   constructor(db: Db) {
     this.sumStmt = db.prepare(
@@ -33,10 +34,16 @@ export class ImpulseGate {
     this.nextDueStmt = db
       .prepare(`SELECT min(held_at + max_hold_ms) FROM messages WHERE state = 'held'`)
       .pluck();
+    this.countStmt = db.prepare(`SELECT count(*) FROM messages WHERE state = 'held'`).pluck();
     this.heldStmt = db.prepare(
       `SELECT chat_jid, count(*) AS count, sum(weight) AS weight, min(held_at) AS oldest
        FROM messages WHERE state = 'held' GROUP BY chat_jid ORDER BY oldest LIMIT ?`,
     );
+  }
+
+  /** How many messages the gate holds now. */
+  heldCount(): number {
+    return this.countStmt.get() as number;
   }
 
   /** After a chat got new held rows: releases it if its weights reached the threshold. True if released. */

@@ -2,6 +2,7 @@ import type { Logger } from '../core/log.js';
 import type { Message } from '../core/types.js';
 import type { BatchOutcome, Pipeline } from './pipeline.js';
 import type { Db } from '../store/db.js';
+import { stateOf, type StateStore } from '../store/state.js';
 
 /** Options of the poll loop. */
 export interface PollLoopOptions {
@@ -36,8 +37,7 @@ export class PollLoop {
   private stopped = true;
   private readonly readStmt;
   private readonly peekStmt;
-  private readonly cursorStmt;
-  private readonly saveCursorStmt;
+  private readonly state: StateStore;
   private readonly now: () => number;
   private readonly batchSize: number;
 
@@ -51,16 +51,12 @@ export class PollLoop {
        FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT ?`,
     );
     this.peekStmt = db.prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? LIMIT 1').pluck();
-    this.cursorStmt = db.prepare(`SELECT value FROM router_state WHERE key = '${CURSOR_KEY}'`).pluck();
-    this.saveCursorStmt = db.prepare(
-      `INSERT INTO router_state (key, value) VALUES ('${CURSOR_KEY}', ?)
-       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-    );
+    this.state = stateOf(db);
   }
 
   /** The persisted cursor: the id of the last processed inbound row (0 on a fresh database). */
   cursor(): number {
-    return Number(this.cursorStmt.get() ?? 0);
+    return Number(this.state.get(CURSOR_KEY) ?? 0);
   }
 
   /** Starts polling; the first tick runs at once, so rows stored while gated was down are taken now. */
@@ -115,15 +111,18 @@ export class PollLoop {
   private batch(): number {
     const { db, pipeline } = this.opts;
     // A read first: an idle tick must not take the write lock other processes (adapters, sqlite3) need.
-    if (this.peekStmt.get(this.cursor()) === undefined) return 0;
+    // One gated owns the database (gated/owner.ts), so the cursor cannot move between this read and the
+    // transaction below.
+    const cursor = this.cursor();
+    if (this.peekStmt.get(cursor) === undefined) return 0;
     let count = 0;
     const outcome = db
       .transaction(() => {
-        const rows = this.readStmt.all(this.cursor(), this.batchSize) as Message[];
+        const rows = this.readStmt.all(cursor, this.batchSize) as Message[];
         count = rows.length;
         if (!rows.length) return undefined;
         const result = pipeline.process(rows, this.now());
-        this.saveCursorStmt.run(String(rows[rows.length - 1]!.id));
+        this.state.set(CURSOR_KEY, String(rows[rows.length - 1]!.id));
         return result;
       })
       .immediate();

@@ -4,7 +4,7 @@ import type { Message } from '../core/types.js';
 import { formatTarget, weightOf } from '../router/index.js';
 import { commandLayer } from './layers/commands.js';
 import { prefixLayer } from './layers/prefix.js';
-import { directFolder, routeLayer, type RoutingDecision } from './layers/route.js';
+import { chatGroupOf, routeLayer, type RoutingDecision } from './layers/route.js';
 import { stickyLayer } from './layers/sticky.js';
 import type { Draft, LayerEnv, QueueControl } from './layers/types.js';
 import { ImpulseGate } from './impulse.js';
@@ -14,7 +14,6 @@ import type { Db } from '../store/db.js';
 import { insertOutbound } from '../store/messages.js';
 import type { RouteSource } from '../store/routes.js';
 import { StickyStore } from '../store/state.js';
-import { routeFields } from '../core/types.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 
 /** What processing one poll batch changed, so the loop knows whom to wake after the commit. */
@@ -184,12 +183,4 @@ export class Pipeline {
         return;
     }
   }
-}
-
-/** The group a chat belongs to when no layer chose one: its own folder (web/local) or its route's folder. */
-function chatGroupOf(draft: Draft, table: import('../router/index.js').RouteTable): string | undefined {
-  const direct = directFolder(draft.msg);
-  if (direct) return direct;
-  const hit = table.resolve(routeFields(draft.msg));
-  return hit?.target.kind === 'folder' ? hit.target.folder : undefined;
 }

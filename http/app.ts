@@ -8,6 +8,7 @@ import { healthApi, metricsApi } from './health.js';
 import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
 import { staticApi } from './static.js';
+import { RouteSource } from '../store/routes.js';
 import type { HttpAppOptions } from './types.js';
 
 export { startHttpServer, type HttpServer, type ListenOptions } from './server.js';
@@ -79,7 +80,8 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.route('/metrics', metricsApi(metrics));
   app.route('/api/chat', chatRoutes({ q, web, log: httpLog }));
   app.use('/api/dashboard/*', auth.read);
-  app.route('/api/dashboard', dashboardRoutesApi({ q, status, now }));
+  const routes = opts.routes ?? new RouteSource(db);
+  app.route('/api/dashboard', dashboardRoutesApi({ q, status, now, routes }));
   app.use('/api/routes', auth.admin);
   app.use('/api/routes/*', auth.admin);
   app.route('/api/routes', routesAdminApi(db, httpLog));

@@ -1,18 +1,21 @@
 import { Hono } from 'hono';
 import {
-  compileRoutes,
+  type RouteTable,
   explainFields,
   formatExplain,
   MATCH_KEYS,
   type ExplainLine,
 } from '../router/index.js';
 import type { Queries, RouteHitRow } from './queries.js';
+import type { RouteSource } from '../store/routes.js';
 import type { LaneInfo, StatusSnapshot } from './types.js';
 
 /** What the dashboard's read endpoints need. */
 export interface DashboardDeps {
   q: Queries;
   status: () => StatusSnapshot;
+  /** The live routing table, recompiled only when routes change (the gateway's own RouteSource). */
+  routes: Pick<RouteSource, 'table'>;
   now: () => number;
 }
 
@@ -47,9 +50,8 @@ function explainRow(l: ExplainLine): ExplainRow {
 }
 
 /** The routes table with validity, reasons and hit counts, in (seq, id) order. */
-export function dashboardRoutes(q: Queries, memHits: Map<number, number>): DashboardRoute[] {
+export function dashboardRoutes(q: Queries, table: RouteTable): DashboardRoute[] {
   const rows = q.routes();
-  const table = compileRoutes(rows);
   const invalid = new Set(table.invalidRows.map((r) => r.row.id));
   const reasons = new Map<number, string>();
   for (const p of table.problems()) if (!reasons.has(p.id)) reasons.set(p.id, p.reason);
@@ -57,8 +59,8 @@ export function dashboardRoutes(q: Queries, memHits: Map<number, number>): Dashb
     ...r,
     valid: !invalid.has(r.id),
     reason: reasons.get(r.id) ?? null,
-    // The gateway may count in memory before it writes route_hits; the larger number is the true one.
-    hits: Math.max(r.hits, memHits.get(r.id) ?? 0),
+    // route_hits is written by the pipeline in each batch's transaction.
+    hits: r.hits,
   }));
 }
 
@@ -72,10 +74,10 @@ function withAge(now: number) {
 
 /** The dashboard's read-only JSON endpoints (mounted under /api/dashboard). */
 export function dashboardRoutesApi(deps: DashboardDeps): Hono {
-  const { q, status, now } = deps;
+  const { q, status, now, routes } = deps;
   const app = new Hono();
 
-  app.get('/routes', (c) => c.json({ routes: dashboardRoutes(q, status().routeHits) }));
+  app.get('/routes', (c) => c.json({ routes: dashboardRoutes(q, routes.table()) }));
 
   app.get('/explain', (c) => {
     // Same words as `gated routes explain KEY=VALUE…`, so page and CLI derive chat_jid/platform alike.
@@ -86,7 +88,7 @@ export function dashboardRoutesApi(deps: DashboardDeps): Hono {
     }
     const fields = explainFields(words);
     if ('error' in fields) return c.json({ error: fields.error }, 400);
-    const lines = compileRoutes(q.routes()).explain(fields);
+    const lines = routes.table().explain(fields);
     const hit = lines.find((l) => l.verdict === 'matched');
     return c.json({
       fields,

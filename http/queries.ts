@@ -30,7 +30,7 @@ export interface RunRow {
 }
 
 /** An outbound row not (yet) delivered: pending or failed. Content is cut to a preview. */
-export interface OutboxRow {
+export interface OutboxView {
   id: number;
   chat_jid: string;
   topic: string;
@@ -76,7 +76,7 @@ export class Queries {
         `SELECT id, group_folder, topic, chat_jid, started_at, ended_at, result, error, messages, replies
            FROM session_log ORDER BY id DESC LIMIT ?`,
       ),
-      outbox: db.prepare<[number], OutboxRow>(
+      outbox: db.prepare<[number], OutboxView>(
         `SELECT id, chat_jid, topic, kind, substr(content, 1, 200) AS preview, delivery, delivery_attempts,
                 delivery_error, parts_sent, timestamp
            FROM messages WHERE is_from_me = 1 AND delivery IN ('pending', 'failed') ORDER BY id DESC LIMIT ?`,
@@ -116,7 +116,7 @@ export class Queries {
   }
 
   /** The newest `limit` pending or failed outbound rows, newest first. */
-  outbox(limit: number): OutboxRow[] {
+  outbox(limit: number): OutboxView[] {
     return this.s.outbox.all(limit);
   }
 

@@ -1,29 +1,8 @@
 import { Hono, type Context } from 'hono';
 import { UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { checkRoute } from '../router/index.js';
 import type { Db } from '../store/db.js';
-import { addRoute, removeRoute } from '../store/routes.js';
-
-/** A route as an operator asks to add it (`gated routes add --seq N --match '…' TARGET`). */
-export interface NewRoute {
-  seq: number;
-  match: string;
-  target: string;
-  impulse_config: string | null;
-}
-
-/**
- * Checks a new route exactly as `gated routes add` does: the router's checkRoute (keys, globs, target
- * syntax, impulse_config), so a row is refused for the same reasons it would never match. Throws
- * UsageError with the CLI's one-line message.
- */
-export function validateNewRoute(row: NewRoute): NewRoute {
-  if (!Number.isSafeInteger(row.seq)) throw new UsageError(`seq must be an integer, got '${row.seq}'`);
-  const reason = checkRoute(row);
-  if (reason) throw new UsageError(`route refused: ${reason}`);
-  return row;
-}
+import { addCheckedRoute, removeRoute } from '../store/routes.js';
 
 /** Reads a string field from a JSON or form body. */
 async function bodyOf(c: Context): Promise<Record<string, unknown>> {
@@ -59,14 +38,14 @@ export function routesAdminApi(db: Db, log: Logger): Hono {
       const target = field(b, 'target');
       if (target === undefined) throw new UsageError('target is required');
       const impulse = field(b, 'impulse_config');
-      const row = validateNewRoute({
+      const row = {
         seq: Number(seqText),
         match: field(b, 'match') ?? '',
         target,
         // An empty form field means "no impulse_config", as an omitted --impulse does.
         impulse_config: impulse?.trim() ? impulse : null,
-      });
-      const id = addRoute(db, row);
+      };
+      const id = addCheckedRoute(db, row);
       log.info(
         { route: id, seq: row.seq, match: row.match, target: row.target },
         'route added from the dashboard',

@@ -4,6 +4,7 @@ import type { InboundSink } from '../channels/channel.js';
 import type { WebChannel } from '../channels/web/index.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Db } from '../store/db.js';
+import type { RouteSource } from '../store/routes.js';
 import type { LaneInfo } from '../queue/types.js';
 
 // Lanes are the queue's vocabulary; the dashboard shows them as the queue reports them.
@@ -26,8 +27,6 @@ export interface HeldChat {
 export interface StatusSnapshot {
   lanes: { active: LaneInfo[]; waiting: LaneInfo[] };
   held: HeldChat[];
-  /** Hits per route id counted in memory and not yet in route_hits (the larger of the two is shown). */
-  routeHits: Map<number, number>;
 }
 
 /** Everything the HTTP app is built from. I/O enters here; nothing is constructed inside. */
@@ -40,6 +39,8 @@ export interface HttpAppOptions {
   /** The gateway's sink (insertInbound + wake); the web channel's posts go through it. */
   sink: InboundSink;
   status: () => StatusSnapshot;
+  /** The live routing table; default: a RouteSource of `db` (gated passes the gateway's own). */
+  routes?: Pick<RouteSource, 'table'>;
   /** Resolves when the agent runtime answers (docker ping; the process runtime resolves at once). */
   pingRuntime?: () => Promise<void>;
   /** The clock (tests). */
@@ -48,5 +49,5 @@ export interface HttpAppOptions {
 
 /** A status snapshot with nothing in it (before the gateway is wired, and in tests). */
 export function emptyStatus(): StatusSnapshot {
-  return { lanes: { active: [], waiting: [] }, held: [], routeHits: new Map() };
+  return { lanes: { active: [], waiting: [] }, held: [] };
 }

@@ -266,7 +266,6 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       return true;
     },
     resetSession(key) {
-      store.deleteSession(key);
       const run = runs.get(sessionKeyId(key));
       if (!run) return;
       run.sessionReset = true;

@@ -1,3 +1,4 @@
+import { backoffDelay } from '../core/backoff.js';
 import type { Run, RunEnd } from './run.js';
 import type { Settlement } from './store.js';
 import type { RunResult } from './types.js';
@@ -22,8 +23,7 @@ export const RETRY_CAP_MS = 60_000;
 /** Delay before try `attempt + 1` after `attempt` failures: 1 s·2^(n−1), capped at 60 s, scaled by a
  * jitter factor in [0.5, 1) so that lanes failing together do not retry together. */
 export function retryDelayMs(attempt: number, random: () => number = Math.random): number {
-  const exp = Math.min(RETRY_CAP_MS, RETRY_BASE_MS * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exp * (0.5 + random() / 2));
+  return backoffDelay(attempt, { baseMs: RETRY_BASE_MS, maxMs: RETRY_CAP_MS, random });
 }
 
 /** What settling needs besides the run. */

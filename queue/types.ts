@@ -5,7 +5,8 @@ import type { Db } from '../store/db.js';
 import type { Runtime } from './runtime/types.js';
 
 /** How a run ended (session_log.result). */
-export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
+export type { RunResult } from '../core/types.js';
+import type { RunResult } from '../core/types.js';
 
 /** What the queue reports to metrics; core/metrics.ts's Metrics satisfies it. */
 export interface QueueMetrics {
@@ -77,7 +78,10 @@ export interface WorkQueue {
    * never retried; session_log result 'stopped'. Resolves once the run is finalized; false if nothing ran.
    */
   stop(key: SessionKey, chatJid?: string): Promise<boolean>;
-  /** /new: deletes the sessions row; a running agent gets its stdin closed so the next run starts fresh. */
+  /**
+   * /new, after the command dropped the sessions row in its transaction: a running agent of the key gets
+   * its stdin closed and its later newSessionId is ignored, so the next run starts fresh.
+   */
   resetSession(key: SessionKey): void;
   facts(key: SessionKey): LaneFacts;
   snapshot(): { active: LaneInfo[]; waiting: LaneInfo[] };

@@ -1,4 +1,5 @@
-import { compileRoutes, type RouteRow, type RouteTable } from '../router/index.js';
+import { UsageError } from '../core/errors.js';
+import { checkRoute, compileRoutes, type RouteRow, type RouteTable } from '../router/index.js';
 import type { Db } from './db.js';
 
 /** Reads `routes` rows in table order. */
@@ -17,6 +18,26 @@ export function addRoute(
     .prepare('INSERT INTO routes (seq, match, target, impulse_config) VALUES (?, ?, ?, ?)')
     .run(row.seq, row.match, row.target, row.impulse_config ?? null);
   return Number(info.lastInsertRowid);
+}
+
+/** A route as `gated routes add` and the dashboard take it. */
+export interface NewRoute {
+  seq: number;
+  match: string;
+  target: string;
+  impulse_config: string | null;
+}
+
+/**
+ * Adds a route after the router's own check (keys, globs, target syntax, impulse_config), so a row is
+ * refused for exactly the reasons it would never match. The CLI and the dashboard both add through here.
+ * Throws UsageError with a one-line reason; returns the new id.
+ */
+export function addCheckedRoute(db: Db, row: NewRoute): number {
+  if (!Number.isSafeInteger(row.seq)) throw new UsageError(`seq must be an integer, got '${row.seq}'`);
+  const reason = checkRoute(row);
+  if (reason) throw new UsageError(`route refused: ${reason}`);
+  return addRoute(db, row);
 }
 
 /** Deletes a route row; false when there was none. */

@@ -1,17 +1,55 @@
 import type { Db } from './db.js';
 
+/**
+ * router_state as a small key-value store: the poll cursor, the Telegram offset, the Bluesky seen cursor,
+ * the owner lock and other gateway state. Statements are prepared once per database.
+ */
+export class StateStore {
+  private readonly getStmt;
+  private readonly setStmt;
+  private readonly deleteStmt;
+
+  constructor(db: Db) {
+    this.getStmt = db.prepare('SELECT value FROM router_state WHERE key = ?').pluck();
+    this.setStmt = db.prepare(
+      'INSERT INTO router_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    );
+    this.deleteStmt = db.prepare('DELETE FROM router_state WHERE key = ?');
+  }
+
+  /** The value of `key`, or undefined when it was never written. */
+  get(key: string): string | undefined {
+    return (this.getStmt.get(key) as string | null | undefined) ?? undefined;
+  }
+
+  /** Writes `key` (inside the caller's transaction when there is one). */
+  set(key: string, value: string): void {
+    this.setStmt.run(key, value);
+  }
+
+  /** Removes `key`. */
+  delete(key: string): void {
+    this.deleteStmt.run(key);
+  }
+}
+
+const stores = new WeakMap<Db, StateStore>();
+
+/** The StateStore of a database, made on first use and kept as long as the connection lives. */
+export function stateOf(db: Db): StateStore {
+  let store = stores.get(db);
+  if (!store) stores.set(db, (store = new StateStore(db)));
+  return store;
+}
+
 /** Reads a router_state value. */
 export function getState(db: Db, key: string): string | undefined {
-  const row = db.prepare('SELECT value FROM router_state WHERE key = ?').get(key) as
-    { value: string } | undefined;
-  return row?.value;
+  return stateOf(db).get(key);
 }
 
 /** Writes a router_state value (inside the caller's transaction when there is one). */
 export function setState(db: Db, key: string, value: string): void {
-  db.prepare(
-    'INSERT INTO router_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-  ).run(key, value);
+  stateOf(db).set(key, value);
 }
 
 /** A chat's sticky group and topic (layer 1). */

@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/log.js';
 import type { Db } from '../../store/db.js';
+import { stateOf, type StateStore } from '../../store/state.js';
 import type { InboundSink } from '../channel.js';
 import { toInbound, type Notification } from './map.js';
 import type { BlueskySession } from './session.js';
@@ -40,22 +41,18 @@ export interface PollResult {
  * the next poll reads them again and the dedup drops them, never that one is lost.
  */
 export class NotificationPoller {
-  private readonly read;
-  private readonly write;
+  private readonly state: StateStore;
   /** URIs this process handled within the overlap window, so a re-read does not offer them again. */
   private readonly handled = new Map<string, number>();
   private lastWritten: string | undefined;
 
   constructor(private readonly opts: PollerOptions) {
-    this.read = opts.db.prepare('SELECT value FROM router_state WHERE key = ?').pluck();
-    this.write = opts.db.prepare(
-      'INSERT INTO router_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
-    );
+    this.state = stateOf(opts.db);
   }
 
   /** The persisted cursor, if any. */
   cursor(): string | undefined {
-    return (this.read.get(SEEN_KEY) as string | null | undefined) ?? undefined;
+    return this.state.get(SEEN_KEY);
   }
 
   /**
@@ -68,7 +65,7 @@ export class NotificationPoller {
     const current = this.cursor();
     if (current !== undefined && Number.isFinite(Date.parse(current))) return current;
     const start = new Date(now).toISOString();
-    this.write.run(SEEN_KEY, start);
+    this.state.set(SEEN_KEY, start);
     return start;
   }
 
@@ -93,7 +90,7 @@ export class NotificationPoller {
     for (const [uri, at] of this.handled) if (at <= floor) this.handled.delete(uri);
     this.lastWritten = newest;
     if (newest !== cursor) {
-      this.write.run(SEEN_KEY, newest);
+      this.state.set(SEEN_KEY, newest);
       // Best effort: the server's seen marker only serves other clients and a first start elsewhere.
       await session
         .call((a) => a.app.bsky.notification.updateSeen({ seenAt: newest }))

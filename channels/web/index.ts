@@ -1,6 +1,5 @@
 import { UsageError } from '../../core/errors.js';
 import { isoNow, isValidFolder, TOPIC_RE, type Jid } from '../../core/types.js';
-import { splitText } from '../../core/text.js';
 import type { Db } from '../../store/db.js';
 import type { Channel, InboundSink, SendPart } from '../channel.js';
 import {
@@ -148,14 +147,10 @@ export class WebChannel implements Channel {
     const content = part.part === 0 ? replyRole(row?.kind ?? 'reply', part.text).content : part.text;
     const line: ChatLine = { ...whole, part: part.part, content, reply_to: part.replyTo };
     // The cursor may pass this row only with its last part: a tab that drops out mid-reply then gets the
-    // whole row replayed instead of missing the rest. The outbox splits with splitText at this limit.
-    const last = !row || part.part >= this.partCount(row.content) - 1;
+    // whole row replayed instead of missing the rest.
+    const last = part.part >= part.parts - 1;
     this.emit(part.chatJid, line.topic, { type: 'message', line, cursor: last });
     return `web-${part.messageId}-${part.part}`;
-  }
-
-  private partCount(content: string): number {
-    return content.length <= this.limit ? 1 : splitText(content, this.limit, this.limitUnit).length;
   }
 
   /** Tells every tab of the chat that the agent is (or stopped) working. */

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
-import { checkRoute, compileRoutes, explainFields, formatExplain } from '../../router/index.js';
-import { addRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
+import { compileRoutes, explainFields, formatExplain } from '../../router/index.js';
+import { addCheckedRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
 import { action, intArg } from '../context.js';
 
 /** `gated routes list | add | rm | check | explain`. */
@@ -55,9 +55,7 @@ export function routesCommand(program: Command): void {
           target,
           impulse_config: opts.impulse ?? null,
         };
-        const reason = checkRoute(row);
-        if (reason) throw new UsageError(`route refused: ${reason}`);
-        ctx.out(String(addRoute(ctx.db(), row)));
+        ctx.out(String(addCheckedRoute(ctx.db(), row)));
       }),
     );
 

@@ -1,4 +1,5 @@
 import { sessionKeyId, type SessionKey } from '../../core/types.js';
+import { sessionsOf } from '../../store/sessions.js';
 import { isTopicName } from './names.js';
 import type { Draft, Layer, LayerEnv } from './types.js';
 
@@ -27,10 +28,10 @@ export const COMMANDS: Record<string, CommandSpec> = {
       }
       const key = keyOf(draft, env, topicArg ?? '');
       if (!key) return env.answer(draft.msg, NO_GROUP);
-      env.db.prepare('DELETE FROM sessions WHERE group_folder = ? AND topic = ?').run(key.group, key.topic);
-      env.db
-        .prepare('INSERT INTO system_messages (group_folder, topic, content) VALUES (?, ?, ?)')
-        .run(key.group, key.topic, 'The session was reset by /new: earlier conversation is gone.');
+      // The row and the note go in the batch's transaction; the queue then only tells a running agent.
+      const sessions = sessionsOf(env.db);
+      sessions.drop(key);
+      sessions.note(key, 'The session was reset by /new: earlier conversation is gone.');
       env.afterCommit(() => env.queue.resetSession(key));
       env.answer(draft.msg, `new session for ${sessionKeyId(key)}`);
     },
@@ -42,10 +43,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
       const lines = ['pong'];
       if (!key) lines.push(NO_GROUP);
       else {
-        const session = env.db
-          .prepare('SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?')
-          .pluck()
-          .get(key.group, key.topic) as string | undefined;
+        const session = sessionsOf(env.db).get(key);
         const f = env.queue.facts(key);
         lines.push(`group: ${key.group}${key.topic ? ' #' + key.topic : ''}`);
         lines.push(`session: ${session ?? 'none (next run starts fresh)'}`);

@@ -1,5 +1,11 @@
 import { parseJid, routeFields, type Message } from '../../core/types.js';
-import { DEFAULT_IMPULSE, type ImpulseConfig, type Target } from '../../router/index.js';
+import {
+  DEFAULT_IMPULSE,
+  type ImpulseConfig,
+  type Resolution,
+  type RouteTable,
+  type Target,
+} from '../../router/index.js';
 import type { Draft, LayerEnv } from './types.js';
 
 /** Platforms whose room is the group folder itself: they skip the routing table. */
@@ -24,10 +30,26 @@ export function directFolder(msg: Pick<Message, 'chat_jid'>): string | undefined
  * configuration is the matching route's, or the defaults when no route decided.
  */
 export function routeLayer(draft: Draft, env: LayerEnv): RoutingDecision {
-  const table = env.catalog.table;
-  const hit = table.resolve(routeFields(draft.msg));
+  const hit = routeOf(draft, env.catalog.table);
   const impulse = hit?.route.impulse ?? DEFAULT_IMPULSE;
   const chosen = draft.group ?? directFolder(draft.msg);
   if (chosen) return { target: { kind: 'folder', folder: chosen }, routeId: undefined, impulse };
   return { target: hit?.target, routeId: hit?.route.row.id, impulse };
+}
+
+/** The first matching route of a message, resolved once and kept on the draft for every later layer. */
+export function routeOf(draft: Draft, table: RouteTable): Resolution | null {
+  if (draft.resolution === undefined) draft.resolution = table.resolve(routeFields(draft.msg));
+  return draft.resolution;
+}
+
+/**
+ * The group a chat belongs to when no layer chose one: its own folder (web/local) or its route's folder.
+ * Earlier layers (sticky, commands, prefix) ask it to resolve `@name` relative to the chat's group.
+ */
+export function chatGroupOf(draft: Draft, table: RouteTable): string | undefined {
+  const direct = directFolder(draft.msg);
+  if (direct) return direct;
+  const hit = routeOf(draft, table);
+  return hit?.target.kind === 'folder' ? hit.target.folder : undefined;
 }

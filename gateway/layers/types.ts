@@ -1,6 +1,7 @@
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import type { Message, SessionKey } from '../../core/types.js';
+import type { Resolution } from '../../router/index.js';
 import type { Db } from '../../store/db.js';
 import type { Catalog } from '../../store/routes.js';
 import type { StickyStore } from '../../store/state.js';
@@ -29,6 +30,11 @@ export interface Draft {
   group: string | undefined;
   /** Topic chosen by a layer (sticky or prefix), if any. */
   topic: string | undefined;
+  /**
+   * The routes table's answer for this message, resolved at most once per message (null: no route
+   * matches; undefined: not asked yet). Set only by `routeOf` in route.ts.
+   */
+  resolution?: Resolution | null;
 }
 
 /** Everything a layer may read or do while a poll batch is processed (inside its transaction). */

@@ -209,7 +209,13 @@ describe('outbound posts', () => {
     );
     expect(seg).toHaveLength(700);
     const parts = [seg.slice(0, 300), seg.slice(300, 600), seg.slice(600)].map((p) => p.join(''));
-    const base = { messageId: 7, chatJid: `bluesky:${acc.user.did}`, replyTo: mention.uri, topic: '' };
+    const base = {
+      messageId: 7,
+      chatJid: `bluesky:${acc.user.did}`,
+      replyTo: mention.uri,
+      topic: '',
+      parts: 3,
+    };
     const id0 = await ch.send({ ...base, part: 0, text: parts[0]!, previousPartId: null });
     const id1 = await ch.send({ ...base, part: 1, text: parts[1]!, previousPartId: id0 });
     await ch.stop();

@@ -82,6 +82,7 @@ export function testPart(chatJid: string, extra: Partial<SendPart> = {}): SendPa
     chatJid,
     text: 'x',
     part: 0,
+    parts: 1,
     replyTo: null,
     topic: '',
     previousPartId: null,

@@ -61,6 +61,7 @@ describe('delivery', () => {
     expect(ch.accepted[0]).toMatchObject({
       messageId: a1,
       part: 0,
+      parts: 1,
       replyTo: '77',
       topic: '5',
       previousPartId: null,

@@ -43,6 +43,18 @@ describe('impulse gate', () => {
     gateway.stop();
   });
 
+  it('counts what it holds (the gated_held_messages gauge reads this)', async () => {
+    const { send, gateway } = setup();
+    expect(gateway.pipeline.gate.heldCount()).toBe(0);
+    await send('reaction', 'discord:a');
+    await send('typing', 'discord:a');
+    await send('reaction', 'discord:b');
+    expect(gateway.pipeline.gate.heldCount()).toBe(3);
+    await send('message', 'discord:a');
+    expect(gateway.pipeline.gate.heldCount()).toBe(1);
+    gateway.stop();
+  });
+
   it("uses the route's threshold: three messages of weight 100 against 300", async () => {
     const { db, send, gateway } = setup('{"threshold":300,"weights":{"follow":10}}');
     const a = await send('message');

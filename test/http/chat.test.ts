@@ -186,6 +186,7 @@ describe('web chat: SSE stream', () => {
       chatJid: 'web:demo',
       text: parts[n]!,
       part: n,
+      parts: parts.length,
       replyTo: null,
       topic: '',
       previousPartId: null,

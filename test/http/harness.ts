@@ -109,6 +109,7 @@ export async function reply(
     chatJid: `web:${folder}`,
     text: content,
     part: 0,
+    parts: 1,
     replyTo: null,
     topic,
     previousPartId: null,

@@ -33,8 +33,9 @@ describe('/metrics', () => {
     for (let i = 0; i < 4; i++) m.routed('demo');
     m.routed('builtin:drop');
     m.unrouted();
-    m.held(7);
-    m.held(2);
+    let held = 7;
+    m.heldFrom(() => held);
+    held = 2;
     m.runFinished('ok', 1.5);
     m.runFinished('ok', 0.2);
     m.runFinished('timeout', 600);

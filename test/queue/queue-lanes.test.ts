@@ -1,3 +1,4 @@
+import { sessionsOf } from '../../store/sessions.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready, states } from './helpers.js';
@@ -320,6 +321,8 @@ describe('queue: lanes', () => {
     const agent = runtime.agents[0]!;
     agent.reply('hi', { newSessionId: 'old' });
     await flush();
+    // The /new command drops the row in its transaction, then tells the queue.
+    sessionsOf(db).drop({ group: 'g1', topic: '' });
     queue.resetSession({ group: 'g1', topic: '' });
     expect(agent.stdinClosed).toBe(true);
     expect(db.prepare('SELECT count(*) FROM sessions').pluck().get()).toBe(0);

@@ -98,6 +98,7 @@ export function firstPart(user: TestUser, text: string, replyTo: string | null =
     chatJid: `bluesky:${user.did}`,
     text,
     part: 0,
+    parts: 1,
     replyTo,
     topic: '',
     previousPartId: null,
