@@ -3,6 +3,11 @@
 # this machine's `node` binary and the shared libraries `ldd` lists for it, then the agent on top of it
 # (docker/Dockerfile.offline). The engine is the one the docker CLI talks to (DOCKER_HOST).
 #
+# An agent folder with a package.json (agents/claude) gets its dependencies too: the packages it names and
+# everything they need, copied from this checkout's node_modules (so they must be installed there), plus the
+# shared libraries of any native program among them (the Claude Code CLI). The production images install
+# the same dependencies from the registry instead (docker/Dockerfile, agents/claude/Dockerfile).
+#
 # Usage: docker/build-offline.sh [TAG]
 #   TAG                 image to build (default gated-agent:latest, GATED_AGENT_IMAGE's default)
 #   GATED_BASE_IMAGE    tag of the imported base (default gated-node-base:local)
@@ -17,15 +22,55 @@ here=$(cd "$(dirname "$0")" && pwd)
 agent_dir=${GATED_AGENT_DIR:-$here/../agents/example}
 agent_file=${GATED_AGENT_FILE:-agent.mjs}
 node_bin=$(readlink -f "$(command -v node)")
+modules=$(readlink -f "$here/../node_modules")
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 root=$work/rootfs
-mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/workspace" "$root/etc" "$root/app"
+ctx=$work/context
+mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/workspace" "$root/etc" "$root/app/node_modules" "$ctx"
 cp "$node_bin" "$root/usr/local/bin/node"
-# Every library node links against, and the dynamic loader, at the same paths as on this machine.
-for lib in $(ldd "$node_bin" | grep -o '/[^ ]*'); do
-  cp --parents -L "$lib" "$root"
+cp "$agent_dir/$agent_file" "$ctx/agent.mjs"
+
+# The dependency closure of the agent's package.json, as package names, from the hoisted node_modules.
+if [ -f "$agent_dir/package.json" ]; then
+  node - "$agent_dir/package.json" "$modules" <<'JS' >"$work/deps"
+const { existsSync, readFileSync } = require('node:fs');
+const [pkgFile, modules] = process.argv.slice(2);
+const seen = new Set();
+const visit = (deps) => {
+  for (const name of Object.keys(deps ?? {})) {
+    if (seen.has(name) || !existsSync(`${modules}/${name}/package.json`)) continue;
+    seen.add(name);
+    const p = JSON.parse(readFileSync(`${modules}/${name}/package.json`, 'utf8'));
+    visit(p.dependencies);
+    visit(p.optionalDependencies);
+    visit(p.peerDependencies);
+  }
+};
+visit(JSON.parse(readFileSync(pkgFile, 'utf8')).dependencies);
+console.log([...seen].join('\n'));
+JS
+  # Into the imported root filesystem rather than the build context: hundreds of MB are then packed once,
+  # not sent, unpacked and committed again by a build step. Hard links when on the same filesystem.
+  while read -r name; do
+    [ -n "$name" ] || continue
+    mkdir -p "$root/app/node_modules/$(dirname "$name")"
+    cp -al "$modules/$name" "$root/app/node_modules/$name" 2>/dev/null ||
+      cp -a "$modules/$name" "$root/app/node_modules/$name"
+  done <"$work/deps"
+fi
+
+# Every library node (and any native program the agent brought) links against, and the dynamic loader, at
+# the same paths as on this machine.
+programs=("$node_bin")
+while IFS= read -r -d '' f; do
+  if ldd "$f" >/dev/null 2>&1; then programs+=("$f"); fi
+done < <(find "$root/app/node_modules" -type f -perm -u+x -size +1M -print0)
+for prog in "${programs[@]}"; do
+  for lib in $(ldd "$prog" | grep -o '/[^ ]*'); do
+    cp --parents -L -n "$lib" "$root"
+  done
 done
 # A non-root user for the agent (the runtime picks the uid; the name only makes tools print nicely).
 printf 'root:x:0:0:root:/root:/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/sbin/nologin\n' >"$root/etc/passwd"
@@ -40,6 +85,5 @@ tar -C "$root" -c . | docker import \
 DOCKER_BUILDKIT=0 docker build -q \
   -f "$here/Dockerfile.offline" \
   --build-arg "BASE=$base" \
-  --build-arg "AGENT=$agent_file" \
-  -t "$tag" "$agent_dir" >/dev/null
+  -t "$tag" "$ctx" >/dev/null
 echo "$tag"

@@ -1,0 +1,318 @@
+// The Claude agent: Claude Code (through @anthropic-ai/claude-agent-sdk, which bundles its CLI) speaking
+// gated's agent protocol with turns (docs/PROTOCOL.md, docs/AGENTS.md).
+//
+// One run is one long-lived SDK session: the first stdin line and every follow-up line become user turns of
+// it, one at a time. While the model streams, `partial` blocks carry the text so far (only when gated numbers
+// its lines, i.e. understands drafts); each turn ends with one block carrying `turn`, `newSessionId` and
+// `usage`. Lines that arrive during a turn wait and go together as the next turn, so a block always answers
+// every line it claims. End of stdin, or a line {"type":"end"}, finishes what was read and exits 0.
+//
+// Secrets (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_* settings) arrive in the first line's
+// `secrets` and go only to the CLI's own environment: never this process's env, a file or a log line.
+// Sessions are kept in the group's folder (.claude-agent/), so a later run resumes them.
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { query } from '@anthropic-ai/claude-agent-sdk';
+
+const START = '---GATED_OUTPUT_START---';
+const END = '---GATED_OUTPUT_END---';
+/** Drafts: at most one every this many ms. */
+const PARTIAL_MS = Number(process.env.GATED_CLAUDE_PARTIAL_MS ?? 400);
+/** Exit status of a turn the API could not serve (overloaded, rate limited, unreachable): gated retries. */
+const EXIT_TEMPFAIL = 75;
+/** Secrets passed on to the CLI: the API's and the CLI's own settings, nothing else. */
+const PASSED_SECRET = /^(ANTHROPIC_[A-Z0-9_]+|CLAUDE_CODE_[A-Z0-9_]+|CLAUDE_AGENT_[A-Z0-9_]+)$/;
+
+const cwd = process.cwd();
+const stateDir = join(cwd, '.claude-agent');
+// Inside a container the container is the sandbox: shell commands are allowed there. On the host (the
+// process runtime) only file tools inside the folder are, unless the operator opts in.
+const allowShell = process.env.GATED_CLAUDE_SHELL === '1';
+
+function emit(block) {
+  process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
+}
+
+function say(line) {
+  process.stderr.write(`claude agent: ${line}\n`);
+}
+
+/** A push-fed async iterable: the SDK's streaming prompt. */
+class Inbox {
+  #items = [];
+  #wait = null;
+  #ended = false;
+  push(item) {
+    this.#items.push(item);
+    this.#wake();
+  }
+  end() {
+    this.#ended = true;
+    this.#wake();
+  }
+  #wake() {
+    const w = this.#wait;
+    this.#wait = null;
+    w?.();
+  }
+  async *[Symbol.asyncIterator]() {
+    for (;;) {
+      if (this.#items.length > 0) yield this.#items.shift();
+      else if (this.#ended) return;
+      else await new Promise((r) => (this.#wait = r));
+    }
+  }
+}
+
+/** True when `p` (absolute or relative to the folder) stays inside the folder, links resolved. */
+function insideFolder(p) {
+  if (typeof p !== 'string' || p === '') return true;
+  let abs = isAbsolute(p) ? p : resolve(cwd, p);
+  // The file may not exist yet: resolve the nearest existing ancestor.
+  let probe = abs;
+  while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
+  try {
+    abs = join(realpathSync(probe), relative(probe, abs));
+  } catch {
+    return false;
+  }
+  const rel = relative(realpathSync(cwd), abs);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+const FILE_TOOLS = new Set(['Read', 'Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'Glob', 'Grep', 'LS']);
+const SHELL_TOOLS = new Set(['Bash', 'BashOutput', 'KillShell']);
+
+/** The permission callback: file tools inside the folder; shells only where the operator allowed them. */
+async function canUseTool(name, input) {
+  if (FILE_TOOLS.has(name)) {
+    const paths = [input.file_path, input.notebook_path, input.path].filter((p) => p !== undefined);
+    if (paths.every(insideFolder)) return { behavior: 'allow', updatedInput: input };
+    return { behavior: 'deny', message: 'Only files inside the working directory may be used.' };
+  }
+  if (SHELL_TOOLS.has(name) && allowShell) return { behavior: 'allow', updatedInput: input };
+  if (name === 'TodoWrite') return { behavior: 'allow', updatedInput: input };
+  return { behavior: 'deny', message: `The tool ${name} is not available here.` };
+}
+
+/** A stored session transcript exists for `id` (resuming a missing one fails the whole run). */
+function transcriptExists(configDir, id) {
+  const projects = join(configDir, 'projects');
+  if (!existsSync(projects)) return false;
+  return readdirSync(projects).some((d) => existsSync(join(projects, d, `${id}.jsonl`)));
+}
+
+// The SDK reports the session's running cost; a turn's cost is the difference. Kept per session in the
+// folder so that the first turn of a resumed session is not charged with the earlier ones.
+const costFile = join(stateDir, 'cost.json');
+function readCosts() {
+  try {
+    return JSON.parse(readFileSync(costFile, 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+function childEnv(secrets) {
+  const env = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    CLAUDE_CONFIG_DIR: stateDir,
+    // No telemetry, update checks or other calls besides the API itself.
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+  };
+  // The CLI refuses to skip permission prompts as root unless told it is sandboxed; this agent does not skip
+  // them (canUseTool decides), but a root process runtime must still be able to start it.
+  if (process.getuid?.() === 0) env.IS_SANDBOX = '1';
+  for (const [k, v] of Object.entries(secrets ?? {})) {
+    if (PASSED_SECRET.test(k) && typeof v === 'string') env[k] = v;
+  }
+  return env;
+}
+
+/** An API failure that a later try may not meet (the run is retried rather than answered). */
+function transient(text) {
+  return /overloaded|\b529\b|\b5\d\d\b|rate.?limit|\b429\b|ECONNREFUSED|ETIMEDOUT|ECONNRESET|fetch failed|connection error/i.test(
+    text ?? '',
+  );
+}
+
+async function main() {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  const lines = rl[Symbol.asyncIterator]();
+
+  // The first line decides the session.
+  let first;
+  for (;;) {
+    const next = await lines.next();
+    if (next.done) return 0;
+    if (next.value.trim() === '') continue;
+    try {
+      first = JSON.parse(next.value);
+      break;
+    } catch {
+      say('the first stdin line was not JSON');
+      return 2;
+    }
+  }
+  mkdirSync(stateDir, { recursive: true });
+  const numbered = Number.isInteger(first.turn);
+  const resume = typeof first.sessionId === 'string' && first.sessionId !== '' ? first.sessionId : undefined;
+  const canResume = resume !== undefined && transcriptExists(stateDir, resume);
+  if (resume && !canResume) say(`no transcript for session ${resume}: starting a new one`);
+
+  const inbox = new Inbox();
+  const q = query({
+    prompt: inbox,
+    options: {
+      cwd,
+      env: childEnv(first.secrets),
+      ...(canResume ? { resume } : {}),
+      includePartialMessages: numbered,
+      permissionMode: 'default',
+      canUseTool,
+      settingSources: [],
+      stderr: (data) => process.stderr.write(data),
+      ...(process.env.GATED_CLAUDE_MODEL ? { model: process.env.GATED_CLAUDE_MODEL } : {}),
+      systemPrompt: {
+        type: 'preset',
+        preset: 'claude_code',
+        append:
+          'You are answering a chat through a gateway. Each user turn holds <message> elements from the chat. ' +
+          'Answer in Markdown; keep it short unless asked otherwise. Your working directory is the only ' +
+          'place you can read or write files.',
+      },
+    },
+  });
+
+  // Lines read while a turn is in progress wait here; they become the next turn together.
+  const waiting = [];
+  let busy = false;
+  let inputEnded = false;
+  let currentTurn = null;
+  const costs = readCosts();
+
+  const startTurn = () => {
+    if (busy || waiting.length === 0) return;
+    const batch = waiting.splice(0);
+    busy = true;
+    const turns = batch.map((l) => l.turn).filter((t) => Number.isInteger(t));
+    currentTurn = turns.length > 0 ? Math.max(...turns) : null;
+    inbox.push({
+      type: 'user',
+      message: { role: 'user', content: batch.map((l) => l.prompt).join('\n') },
+      parent_tool_use_id: null,
+    });
+  };
+
+  const finishIfDone = () => {
+    if (inputEnded && !busy && waiting.length === 0) inbox.end();
+  };
+
+  waiting.push(first);
+  startTurn();
+
+  // Reading stdin runs beside the SDK's output.
+  const reading = (async () => {
+    for (;;) {
+      const next = await lines.next();
+      if (next.done) break;
+      if (next.value.trim() === '') continue;
+      let line;
+      try {
+        line = JSON.parse(next.value);
+      } catch {
+        say('a stdin line was not JSON: ignored');
+        continue;
+      }
+      if (line.type === 'end') break;
+      if (typeof line.prompt !== 'string') continue;
+      waiting.push(line);
+      startTurn();
+    }
+    inputEnded = true;
+    finishIfDone();
+  })();
+
+  let sessionId = resume ?? null;
+  let draft = '';
+  let lastPartial = 0;
+  let failure = null;
+  for await (const msg of q) {
+    if (msg.type === 'system' && msg.subtype === 'init') {
+      sessionId = msg.session_id;
+      continue;
+    }
+    if (msg.type === 'stream_event') {
+      const ev = msg.event;
+      if (ev.type === 'message_start') draft = '';
+      if (ev.type === 'content_block_delta' && ev.delta?.type === 'text_delta') {
+        draft += ev.delta.text;
+        const now = Date.now();
+        if (numbered && now - lastPartial >= PARTIAL_MS && draft.trim() !== '') {
+          lastPartial = now;
+          emit({ status: 'ok', partial: true, turn: currentTurn, result: draft });
+        }
+      }
+      continue;
+    }
+    if (msg.type !== 'result') continue;
+    sessionId = msg.session_id ?? sessionId;
+    const total = Number(msg.total_cost_usd ?? 0);
+    const before = Number(costs[sessionId] ?? 0);
+    costs[sessionId] = total;
+    writeFileSync(costFile, JSON.stringify(costs));
+    const text = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
+    if (msg.is_error || msg.subtype !== 'success') {
+      if (transient(text)) {
+        // Unanswered on purpose: gated puts the turn back and tries again later.
+        failure = `the API could not serve the turn: ${text.slice(0, 300)}`;
+        break;
+      }
+      emit({
+        status: 'error',
+        result: `The agent could not answer: ${text.slice(0, 500)}`,
+        error: text.slice(0, 2000),
+        newSessionId: sessionId,
+        ...(currentTurn !== null ? { turn: currentTurn } : {}),
+      });
+    } else {
+      emit({
+        status: 'ok',
+        result: text,
+        newSessionId: sessionId,
+        ...(currentTurn !== null ? { turn: currentTurn } : {}),
+        usage: {
+          input_tokens: msg.usage?.input_tokens ?? 0,
+          output_tokens: msg.usage?.output_tokens ?? 0,
+          cost_usd: Math.max(0, total - before),
+        },
+      });
+    }
+    busy = false;
+    draft = '';
+    startTurn();
+    finishIfDone();
+  }
+  if (failure) {
+    say(failure);
+    return EXIT_TEMPFAIL;
+  }
+  if (!inputEnded || busy) {
+    say('the Claude Code session ended before its input did');
+    return 1;
+  }
+  await reading;
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    say(`failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(transient(String(err)) ? EXIT_TEMPFAIL : 1);
+  },
+);

@@ -1,0 +1,42 @@
+/**
+ * The Claude agent under the process runtime: sessions, tools, a long streamed turn and an overloaded API,
+ * through the whole gateway against the local Messages API server.
+ */
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { MessagesApiServer } from '../infra/messages-api.js';
+import {
+  longTurnScenario,
+  overloadScenario,
+  sessionScenario,
+  startClaudeChat,
+  type ClaudeChat,
+} from './claude-support.js';
+
+let api: MessagesApiServer;
+let chat: ClaudeChat | undefined;
+
+beforeEach(async () => {
+  api = await MessagesApiServer.start();
+});
+
+afterEach(async () => {
+  await chat?.gated.close(5000);
+  chat = undefined;
+  await api.close();
+});
+
+test('first turn, follow-up with a tool call, resume in a new run, /new', { timeout: 120_000 }, async () => {
+  chat = await startClaudeChat(api);
+  await sessionScenario(chat, api);
+});
+
+test('a turn streamed for 30 s reaches the chat intact', { timeout: 120_000 }, async () => {
+  chat = await startClaudeChat(api);
+  await longTurnScenario(chat, 30);
+});
+
+test('an overloaded API: retried runs, then one clear message', { timeout: 120_000 }, async () => {
+  chat = await startClaudeChat(api);
+  await overloadScenario(chat, api);
+  expect(api.turns.length).toBeGreaterThanOrEqual(3);
+});

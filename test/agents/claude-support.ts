@@ -1,0 +1,176 @@
+/**
+ * The Claude agent (agents/claude) behind a whole gated, against the local Messages API server: what the
+ * process-runtime and docker-runtime suites share. The chat is a web chat (`web:<group>` reaches the group
+ * of that folder); the scripted model is steered by the words sent (test/infra/messages-api.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { loadConfig, type Config } from '../../core/config.js';
+import { silentLogger } from '../../core/log.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import type { Runtime } from '../../queue/runtime/types.js';
+import { addGroup } from '../../store/groups.js';
+import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
+import { slowText, type MessagesApiServer } from '../infra/messages-api.js';
+
+/** The fake key: it must reach the API and nothing else. */
+export const API_KEY = 'sk-ant-test-NEVER-IN-ENV-0123456789';
+
+/** A gated serving one web chat with the Claude agent. */
+export interface ClaudeChat {
+  gated: Gated;
+  group: string;
+  chat: string;
+  groupDir: string;
+  /** Sends `text` into the chat; returns the inbound row id. */
+  send(text: string): number;
+  /** Waits for the reply to row `id` and returns its text. */
+  reply(id: number, ms?: number): Promise<string>;
+  /** Runs (session_log rows) of the group, oldest first. */
+  runs(): Array<{ id: number; result: string | null; error: string | null }>;
+}
+
+/** Starts gated with the Claude agent for group `group`, on `runtime` (or the process runtime). */
+export async function startClaudeChat(
+  api: MessagesApiServer,
+  opts: {
+    runtime?: (groupsDir: string) => Runtime;
+    env?: Record<string, string>;
+    network?: boolean;
+  } = {},
+): Promise<ClaudeChat> {
+  const dir = tempDir('gated-claude-');
+  const config: Config = loadConfig({
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_POLL_MS: '50',
+    GATED_RUNTIME: 'process',
+    GATED_AGENT_CMD: `node '${join(process.cwd(), 'agents', 'claude', 'agent.mjs')}'`,
+    // Long enough for a follow-up to reach the same run, short enough for the next run to start soon.
+    GATED_IDLE_TIMEOUT_MS: '2500',
+    GATED_RUN_TIMEOUT_MS: '120000',
+    GATED_AGENT_SECRETS: 'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL,CLAUDE_CODE_MAX_RETRIES',
+    ANTHROPIC_API_KEY: API_KEY,
+    ANTHROPIC_BASE_URL: api.url,
+    // One quick try per request: the gateway's own retry is what the tests look at.
+    CLAUDE_CODE_MAX_RETRIES: '0',
+    ...opts.env,
+  });
+  const group = 'claude';
+  const db0 = (await import('../../store/db.js')).openDatabase(config.db);
+  addGroup(db0, config.groupsDir, group, 'Claude');
+  if (opts.network) db0.prepare(`UPDATE registered_groups SET network = 1 WHERE folder = ?`).run(group);
+  db0.close();
+  const gated = await startGated({
+    config,
+    log: silentLogger(),
+    channels: [],
+    http: false,
+    ...(opts.runtime ? { runtime: opts.runtime(config.groupsDir) } : {}),
+  });
+  const chat = `web:${group}`;
+  return {
+    gated,
+    group,
+    chat,
+    groupDir: join(config.groupsDir, group),
+    send: (text) => gated.gateway.sink({ chat_jid: chat, sender: 'ada', sender_name: 'Ada', content: text })!,
+    reply: (id, ms = 60_000) =>
+      until(
+        () =>
+          gated.db
+            .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ? ORDER BY id`)
+            .pluck()
+            .get(id) as string | undefined,
+        ms,
+        `the reply to message ${id}`,
+      ),
+    runs: () =>
+      gated.db
+        .prepare(`SELECT id, result, error FROM session_log WHERE group_folder = ? ORDER BY id`)
+        .all(group) as Array<{ id: number; result: string | null; error: string | null }>,
+  };
+}
+
+/** The newest conversation request whose newest user words contain `words`. */
+export function requestFor(api: MessagesApiServer, words: string) {
+  const req = [...api.turns].reverse().find((r) => api.seenUserWords(r).some((w) => w.includes(words)));
+  expect(req, `a request carrying '${words}'`).toBeDefined();
+  return req!;
+}
+
+/** Waits until every run of the chat has ended. */
+export async function runsEnded(c: ClaudeChat, ms = 30_000): Promise<void> {
+  await until(() => c.runs().every((r) => r.result !== null), ms, 'the runs to end');
+}
+
+/**
+ * First turn, a follow-up in the same run with a tool call writing into the group's folder, a new run that
+ * resumes the stored session (the model sees the earlier turns), then /new starting fresh.
+ */
+export async function sessionScenario(c: ClaudeChat, api: MessagesApiServer): Promise<void> {
+  const first = c.send('hello from the first turn');
+  expect(await c.reply(first)).toBe('echo: hello from the first turn');
+  const session = c.gated.db
+    .prepare(`SELECT session_id FROM sessions WHERE group_folder = ?`)
+    .pluck()
+    .get(c.group) as string;
+  expect(session).toMatch(/^[0-9a-f-]{36}$/);
+
+  // Still within the idle timeout: the same agent takes it as its next turn.
+  const second = c.send('WRITE notes.txt tool-made');
+  expect(await c.reply(second)).toContain('The file is written');
+  expect(readFileSync(join(c.groupDir, 'notes.txt'), 'utf8')).toBe('tool-made');
+  expect(c.runs()).toHaveLength(1);
+  const followUp = requestFor(api, 'WRITE notes.txt');
+  expect(api.seenUserWords(followUp).join('\n')).toContain('hello from the first turn');
+
+  // The run ends on the idle timeout; the next message starts a new run resuming the stored session.
+  await runsEnded(c);
+  const third = c.send('do you remember me');
+  expect(await c.reply(third)).toBe('echo: do you remember me');
+  expect(c.runs()).toHaveLength(2);
+  const resumed = requestFor(api, 'do you remember me');
+  expect(api.seenUserWords(resumed).join('\n')).toContain('hello from the first turn');
+  expect(c.gated.db.prepare(`SELECT session_id FROM sessions`).pluck().get()).toBe(session);
+
+  // /new: the next run starts a session of its own.
+  await runsEnded(c);
+  c.send('/new');
+  await until(() => c.gated.db.prepare(`SELECT COUNT(*) FROM sessions`).pluck().get() === 0);
+  const fresh = c.send('a fresh start');
+  expect(await c.reply(fresh)).toBe('echo: a fresh start');
+  const freshReq = requestFor(api, 'a fresh start');
+  expect(api.seenUserWords(freshReq).join('\n')).not.toContain('hello from the first turn');
+  const newSession = await until(
+    () => c.gated.db.prepare(`SELECT session_id FROM sessions`).pluck().get() as string | undefined,
+  );
+  expect(newSession).not.toBe(session);
+  // The key went to the API, as the API expects it.
+  expect(resumed.headers['x-api-key']).toBe(API_KEY);
+}
+
+/** A turn streamed for `seconds` arrives whole, as one reply. */
+export async function longTurnScenario(c: ClaudeChat, seconds: number): Promise<void> {
+  const id = c.send(`SLOW ${seconds}`);
+  const text = await c.reply(id, (seconds + 60) * 1000);
+  expect(text.trim()).toBe(slowText(seconds));
+}
+
+/** The API answers 529: the run is retried, then the chat gets one clear message. */
+export async function overloadScenario(c: ClaudeChat, api: MessagesApiServer): Promise<void> {
+  const id = c.send('OVERLOAD please');
+  const text = await c.reply(id, 90_000);
+  expect(text).toMatch(/could not answer \(3 attempts/);
+  const failed = c.runs().filter((r) => r.result === 'error');
+  expect(failed.length).toBe(3);
+  expect(failed.every((r) => /exit code 75/.test(r.error ?? ''))).toBe(true);
+  expect(api.requests.filter((r) => r.status === 529).length).toBeGreaterThanOrEqual(3);
+  const replies = c.gated.db
+    .prepare(`SELECT COUNT(*) FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+    .pluck()
+    .get(id);
+  expect(replies).toBe(1);
+}

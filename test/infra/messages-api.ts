@@ -1,0 +1,254 @@
+/**
+ * A small Anthropic Messages API server on 127.0.0.1 for tests: `POST /v1/messages` answered with a streamed
+ * (SSE, with `event:` lines) message, the way the Claude Code CLI expects it. It plays a scripted model: what
+ * it answers is decided by the newest user text of the request, so a test steers it through the chat:
+ *
+ * - `WRITE <relative path> <word>`: a `tool_use` of the Write tool creating that file (inside the working
+ *   directory the CLI states in its system prompt) with `<word>` as content; once the tool result comes
+ *   back, a text saying it was written;
+ * - `SLOW <seconds>`: text streamed in small deltas for that long (numbered lines, so a test can check that
+ *   nothing was lost);
+ * - `OVERLOAD`: HTTP 529 `overloaded_error`;
+ * - `SAY <markdown>`: exactly that text;
+ * - anything else: `echo: <text>`.
+ *
+ * Every request is recorded (body and headers). Requests that are not the conversation's own (the CLI's side
+ * calls, e.g. a title) get a short text and are not counted as turns.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { listenLoopback, type Loopback } from './loopback.js';
+
+/** One content block of a message, as far as the scripted model reads it. */
+interface Block {
+  type: string;
+  text?: string;
+  content?: unknown;
+  tool_use_id?: string;
+}
+
+/** One entry of `messages` in a request. */
+export interface ApiMessage {
+  role: string;
+  content: string | Block[];
+}
+
+/** A recorded request. */
+export interface RecordedRequest {
+  body: {
+    model?: string;
+    system?: unknown;
+    messages: ApiMessage[];
+    tools?: Array<{ name: string }>;
+    stream?: boolean;
+  };
+  headers: IncomingMessage['headers'];
+  /** HTTP status the server answered with. */
+  status: number;
+}
+
+/** What the scripted model does next. */
+type Plan =
+  | { kind: 'text'; text: string }
+  | { kind: 'slow'; seconds: number }
+  | { kind: 'write'; path: string; content: string }
+  | { kind: 'overload' };
+
+const DELTA_MS = 50;
+
+/** The numbered lines `SLOW n` streams, for the test to compare with what reached the chat. */
+export function slowText(seconds: number): string {
+  const lines: string[] = [];
+  const n = Math.max(1, Math.round((seconds * 1000) / DELTA_MS));
+  for (let i = 1; i <= n; i++) lines.push(`line ${String(i).padStart(4, '0')} of the long answer`);
+  return lines.join('\n');
+}
+
+function unescapeXml(s: string): string {
+  return s
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, '&');
+}
+
+function textOf(content: string | Block[]): string {
+  if (typeof content === 'string') return content;
+  return content
+    .filter((b) => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => b.text!)
+    .join('\n');
+}
+
+/** The user's own words in the newest user message: the contents of gated's `<message>` elements. */
+export function userWords(content: string | Block[]): string {
+  const text = textOf(content);
+  const inner = [...text.matchAll(/<message [^>]*>([\s\S]*?)<\/message>/g)].map((m) => m[1]!);
+  return unescapeXml(inner.length > 0 ? inner.join('\n') : text).trim();
+}
+
+function systemText(system: unknown): string {
+  if (typeof system === 'string') return system;
+  if (Array.isArray(system)) return system.map((b: Block) => b.text ?? '').join('\n');
+  return '';
+}
+
+function workingDir(req: RecordedRequest['body']): string {
+  const all = systemText(req.system) + '\n' + req.messages.map((m) => textOf(m.content)).join('\n');
+  const m = /working directory: *(\/\S*)/i.exec(all);
+  return m ? m[1]! : '/workspace';
+}
+
+/** The running server. */
+export class MessagesApiServer {
+  /** Every request, in order. */
+  readonly requests: RecordedRequest[] = [];
+  private loopback!: Loopback;
+  private nextId = 1;
+
+  private constructor() {}
+
+  /** Starts a server on a free loopback port. */
+  static async start(): Promise<MessagesApiServer> {
+    const api = new MessagesApiServer();
+    const server = createServer((req, res) => void api.handle(req, res));
+    api.loopback = await listenLoopback(server);
+    return api;
+  }
+
+  /** For ANTHROPIC_BASE_URL. */
+  get url(): string {
+    return `http://127.0.0.1:${this.loopback.port}`;
+  }
+
+  /** Requests of the conversation itself (those that offer tools), not the CLI's side calls. */
+  get turns(): RecordedRequest[] {
+    return this.requests.filter((r) => (r.body.tools?.length ?? 0) > 0);
+  }
+
+  /** Every user text the conversation requests carried, for "the model saw the earlier turns". */
+  seenUserWords(req: RecordedRequest): string[] {
+    return req.body.messages.filter((m) => m.role === 'user').map((m) => userWords(m.content));
+  }
+
+  close(): Promise<void> {
+    return this.loopback.close();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method !== 'POST' || path !== '/v1/messages') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'not here' } }));
+      return;
+    }
+    let body: RecordedRequest['body'];
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedRequest['body'];
+    } catch {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'bad JSON' } }),
+      );
+      return;
+    }
+    const rec: RecordedRequest = { body, headers: req.headers, status: 200 };
+    this.requests.push(rec);
+    const plan = this.plan(body);
+    if (plan.kind === 'overload') {
+      rec.status = 529;
+      res.writeHead(529, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+      return;
+    }
+    await this.stream(res, body.model ?? 'claude-test', plan);
+  }
+
+  private plan(body: RecordedRequest['body']): Plan {
+    const conversation = (body.tools?.length ?? 0) > 0;
+    const last = body.messages.filter((m) => m.role === 'user').at(-1);
+    if (!conversation || !last) return { kind: 'text', text: 'Chat' };
+    if (Array.isArray(last.content) && last.content.some((b) => b.type === 'tool_result')) {
+      const r = last.content.find((b) => b.type === 'tool_result')!;
+      const said = typeof r.content === 'string' ? r.content : JSON.stringify(r.content);
+      return { kind: 'text', text: `The file is written (${said.slice(0, 80)}).` };
+    }
+    const words = userWords(last.content);
+    const write = /\bWRITE (\S+) (\S+)/.exec(words);
+    if (write) {
+      return { kind: 'write', path: `${workingDir(body)}/${write[1]}`, content: write[2]! };
+    }
+    const slow = /\bSLOW (\d+)/.exec(words);
+    if (slow) return { kind: 'slow', seconds: Number(slow[1]) };
+    if (/\bOVERLOAD\b/.test(words)) return { kind: 'overload' };
+    const say = /\bSAY ([\s\S]*)$/.exec(words);
+    if (say) return { kind: 'text', text: say[1]! };
+    return { kind: 'text', text: `echo: ${words}` };
+  }
+
+  private async stream(
+    res: ServerResponse,
+    model: string,
+    plan: Exclude<Plan, { kind: 'overload' }>,
+  ): Promise<void> {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
+    const send = (event: string, data: Record<string, unknown>) =>
+      res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+    const id = `msg_test_${this.nextId++}`;
+    send('message_start', {
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 25, output_tokens: 1 },
+      },
+    });
+    let outputTokens = 0;
+    let stopReason = 'end_turn';
+    if (plan.kind === 'write') {
+      stopReason = 'tool_use';
+      send('content_block_start', {
+        index: 0,
+        content_block: { type: 'tool_use', id: `toolu_test_${this.nextId}`, name: 'Write', input: {} },
+      });
+      const input = JSON.stringify({ file_path: plan.path, content: plan.content });
+      send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: input } });
+      send('content_block_stop', { index: 0 });
+      outputTokens = 30;
+    } else {
+      send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+      if (plan.kind === 'slow') {
+        for (const line of slowText(plan.seconds).split('\n')) {
+          if (res.destroyed) return;
+          send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: line + '\n' } });
+          outputTokens += 8;
+          await new Promise((r) => setTimeout(r, DELTA_MS));
+        }
+      } else {
+        // Two deltas: the client must join them.
+        const text = plan.text;
+        const cut = Math.ceil(text.length / 2);
+        for (const part of [text.slice(0, cut), text.slice(cut)]) {
+          if (part) send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: part } });
+        }
+        outputTokens = Math.max(1, Math.ceil(text.length / 4));
+      }
+      send('content_block_stop', { index: 0 });
+    }
+    send('message_delta', {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: outputTokens },
+    });
+    send('message_stop', {});
+    res.end();
+  }
+}
