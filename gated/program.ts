@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { UsageError } from '../core/errors.js';
 import { action } from './context.js';
+import { accessCommand, auditCommand } from './commands/access.js';
 import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
@@ -38,6 +39,8 @@ export function buildProgram(): Command {
   messagesCommands(program);
   routesCommand(program);
   groupsCommand(program);
+  accessCommand(program);
+  auditCommand(program);
   statusCommand(program);
   return program;
 }
