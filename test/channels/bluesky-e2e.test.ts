@@ -4,6 +4,7 @@
  * is posted as a reply in the user's thread and reaches their notifications. After a restart of gated the
  * same mention is not answered again.
  */
+import { until } from '../helpers/process.js';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { loadConfig, type Config } from '../../core/config.js';
@@ -46,17 +47,6 @@ async function startWith(config: Config): Promise<Gated> {
   return gated;
 }
 
-/** Polls an async check every 100 ms until it returns a value, or fails after `ms`. */
-async function eventually<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** The bot's replies directly under `uri`, as the AppView shows the thread. */
 async function botRepliesUnder(acc: Accounts, uri: string): Promise<Array<{ uri: string; text: string }>> {
   await net.processAll();
@@ -82,10 +72,14 @@ test('a mention is answered by the agent in the thread, and not again after a re
   const first = await startWith(config);
   const mention = await postAs(acc.user.agent, `@${acc.bot.handle} hello agent`);
   await net.processAll();
-  const [reply] = await eventually('the agent reply in the thread', async () => {
-    const r = await botRepliesUnder(acc, mention.uri);
-    return r.length ? r : undefined;
-  });
+  const [reply] = await until(
+    async () => {
+      const r = await botRepliesUnder(acc, mention.uri);
+      return r.length ? r : undefined;
+    },
+    30_000,
+    'the agent reply in the thread',
+  );
   expect(reply!.text).toContain('echo: hello agent');
   expect((await readPost(acc.bot.agent, reply!.uri)).reply).toEqual({ root: mention, parent: mention });
   const notes = await acc.user.agent.app.bsky.notification.listNotifications({ limit: 10 });
@@ -98,10 +92,14 @@ test('a mention is answered by the agent in the thread, and not again after a re
   const second = await startWith(config);
   const later = await postAs(acc.user.agent, `@${acc.bot.handle} still there?`);
   await net.processAll();
-  await eventually('the reply to the second mention', async () => {
-    const r = await botRepliesUnder(acc, later.uri);
-    return r.length ? r : undefined;
-  });
+  await until(
+    async () => {
+      const r = await botRepliesUnder(acc, later.uri);
+      return r.length ? r : undefined;
+    },
+    30_000,
+    'the reply to the second mention',
+  );
   expect(await botRepliesUnder(acc, mention.uri)).toHaveLength(1);
   const stored = second.db
     .prepare('SELECT count(*) FROM messages WHERE platform_msg_id = ? AND is_from_me = 0')

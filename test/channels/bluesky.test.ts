@@ -3,6 +3,7 @@
  * driven by the real @atproto/api on both sides: users post, follow and like; the channel stores
  * notifications as inbound rows and posts threaded replies.
  */
+import { until } from '../helpers/process.js';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import type { Message } from '../../core/types.js';
@@ -21,7 +22,6 @@ import {
   postAs,
   readPost,
   sinkFor,
-  waitFor,
   type Accounts,
 } from '../infra/atproto/harness.js';
 import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
@@ -88,7 +88,7 @@ describe('inbound notifications', () => {
     await startChannel(db, acc, { pollMs: 50 });
     const post = await postAs(acc.user.agent, `@${acc.bot.handle} anyone home?`);
     await net.processAll();
-    const row = await waitFor('the mention row', () => rows(db)[0]);
+    const row = await until(() => rows(db)[0], 10_000, 'the mention row');
     expect(row.platform_msg_id).toBe(post.uri);
   });
 
@@ -255,8 +255,10 @@ describe('outbound posts', () => {
     const delivery = createDelivery({ db, channels: [ch], log: silentLogger(), pollMs: 0 });
     delivery.start();
     try {
-      await waitFor('delivery', () =>
-        db.prepare("SELECT 1 FROM messages WHERE id = ? AND delivery = 'sent'").pluck().get(id),
+      await until(
+        () => db.prepare("SELECT 1 FROM messages WHERE id = ? AND delivery = 'sent'").pluck().get(id),
+        10_000,
+        'delivery',
       );
     } finally {
       await delivery.stop();
@@ -379,7 +381,7 @@ describe('failures', () => {
     const ch = await startChannel(db, acc, { service: proxy.url, pollMs: 20 });
     const mention = await postAs(acc.user.agent, `@${acc.bot.handle} are you up now?`);
     await net.processAll();
-    const row = await waitFor('the mention after a late login', () => rows(db)[0]);
+    const row = await until(() => rows(db)[0], 10_000, 'the mention after a late login');
     expect(row.platform_msg_id).toBe(mention.uri);
     expect(proxy.calls.filter((c) => c === 'com.atproto.server.createSession').length).toBe(3);
     expect(ch.did).toBe(acc.bot.did);

@@ -42,8 +42,28 @@ describe('startGated', () => {
       () => g.db.prepare(`SELECT delivery FROM messages WHERE reply_to_id = ?`).pluck().get(id) === 'sent',
     );
     expect(g.db.prepare('SELECT state FROM messages WHERE id = ?').pluck().get(id)).toBe('done');
-    const run = g.db.prepare('SELECT group_folder, result FROM session_log ORDER BY id DESC').get();
-    expect(run).toMatchObject({ group_folder: 'demo' });
+    // Idle for 500 ms, the agent gets EOF and exits 0: the run is logged as ok, with its session id kept.
+    const run = await until(
+      () =>
+        g.db
+          .prepare(
+            'SELECT group_folder, topic, result, error, session_id FROM session_log WHERE result IS NOT NULL',
+          )
+          .get() as Record<string, unknown> | undefined,
+      10_000,
+      'the run to finish',
+    );
+    // The first run started without a session; the one the agent announced is kept for the next run.
+    expect(run).toMatchObject({
+      group_folder: 'demo',
+      topic: '',
+      result: 'ok',
+      error: null,
+      session_id: null,
+    });
+    expect(g.db.prepare(`SELECT session_id FROM sessions WHERE group_folder = 'demo'`).pluck().get()).toMatch(
+      /^example-/,
+    );
   });
 
   it('serves HTTP on the configured port and refuses a second gated on the same database', async () => {

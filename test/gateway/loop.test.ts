@@ -39,17 +39,25 @@ describe('poll loop', () => {
     g2.stop();
   });
 
-  it('takes every row when many share one timestamp', async () => {
+  it('drains a backlog of many batches in one tick and leaves the cursor on the last row', async () => {
     const { db } = freshDb();
     loadExampleRoutes(db);
     const { gateway } = testGateway(db, { groups: EXAMPLE_GROUPS, batchSize: 7 });
-    const ts = '2026-11-22T03:04:05.678Z';
     const ids = Array.from({ length: 50 }, (_, i) =>
-      insertInbound(db, { chat_jid: `discord:${i}`, sender: 's', content: `m${i}`, timestamp: ts })!,
+      insertInbound(db, { chat_jid: `discord:${i}`, sender: 's', content: `m${i}` })!,
     );
     gateway.start();
     await vi.advanceTimersByTimeAsync(0);
     for (const id of ids) expect(row(db, id).state).toBe('ready');
+    expect(gateway.loop.cursor()).toBe(ids[ids.length - 1]);
+    // An outbound row written meanwhile is not an inbound row: it never moves the cursor.
+    db.prepare(
+      `INSERT INTO messages (chat_jid, sender, content, is_from_me) VALUES ('discord:1', 'g', 'r', 1)`,
+    ).run();
+    const next = insertInbound(db, { chat_jid: 'discord:1', sender: 's', content: 'later' })!;
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(row(db, next).state).toBe('ready');
+    expect(gateway.loop.cursor()).toBe(next);
     gateway.stop();
   });
 

@@ -27,16 +27,17 @@ export function exited(c: ChildProcess): Promise<number | null> {
 
 /**
  * Polls `fn` until it returns something other than undefined, null or false, and resolves with it; fails
- * naming `what` after `ms`. For conditions another process or real I/O must bring about.
+ * naming `what` after `ms`. For conditions another process or real I/O must bring about. The suite's one
+ * wait helper: `fn` may be async (a query to a real server).
  */
 export async function until<T>(
-  fn: () => T | undefined | null | false,
+  fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   ms = 10_000,
   what = 'condition',
 ): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v !== undefined && v !== null && v !== false) return v;
     if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));

@@ -1,3 +1,4 @@
+import { insertInbound } from '../../store/messages.js';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { applySchema, openDatabase, SCHEMA_VERSION } from '../../store/db.js';
@@ -38,18 +39,21 @@ describe('schema.sql', () => {
     expect(ts).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
-  it('stores a redelivered platform event once', () => {
+  it("stores a redelivered platform event once (through the adapters' writer)", () => {
     const { db } = freshDb();
-    const ins = db.prepare(
-      `INSERT INTO messages (chat_jid, content, platform_msg_id) VALUES (?, 'x', ?)
-       ON CONFLICT (chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL DO NOTHING`,
-    );
-    ins.run('t:1', 'm1');
-    ins.run('t:1', 'm1');
-    ins.run('t:2', 'm1');
-    ins.run('t:1', null);
-    ins.run('t:1', null);
+    const ins = (chat_jid: string, platform_msg_id: string | null) =>
+      insertInbound(db, { chat_jid, sender: 's', content: 'x', platform_msg_id });
+    const first = ins('t:1', 'm1');
+    expect(first).toBeTypeOf('number');
+    expect(ins('t:1', 'm1')).toBeNull();
+    expect(ins('t:2', 'm1')).toBeTypeOf('number');
+    expect(ins('t:1', null)).toBeTypeOf('number');
+    expect(ins('t:1', null)).toBeTypeOf('number');
     expect(db.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(4);
+    // A plain INSERT of the same event (an external adapter without ON CONFLICT) is refused by the index.
+    expect(() =>
+      db.prepare(`INSERT INTO messages (chat_jid, content, platform_msg_id) VALUES ('t:1', 'x', 'm1')`).run(),
+    ).toThrow(/UNIQUE/);
   });
 
   it('bumps routes_version on every change to routes', () => {

@@ -80,17 +80,6 @@ export async function readPost(agent: AtpAgent, uri: string) {
   };
 }
 
-/** Resolves once `check` returns a value other than undefined, polling every 20 ms, or fails after `ms`. */
-export async function waitFor<T>(what: string, check: () => T | undefined, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The first (or only) part of a reply to `user`, answering `replyTo` when given. */
 export function firstPart(user: TestUser, text: string, replyTo: string | null = null): SendPart {
   return {
