@@ -66,6 +66,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_platform
   ON messages(chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL;
 -- The poll: inbound rows after the cursor, by id; outbound rows never enter it.
 CREATE INDEX IF NOT EXISTS idx_messages_inbound ON messages(id) WHERE is_from_me = 0;
+-- What the poll still has to take: inbound rows not seen yet. Rows gated places in a session itself (a
+-- task firing, a delegation) carry a state from the start and are never in it, so however many of those
+-- pile up after the cursor, a poll reads only what it has to.
+CREATE INDEX IF NOT EXISTS idx_messages_unpolled ON messages(id) WHERE is_from_me = 0 AND state IS NULL;
 -- Work in flight. One partial index per state, because SQLite uses a partial index only when the query
 -- names its condition exactly (`state = 'ready'` does not let it use an index on `state IN (...)`). Each
 -- leads with what its queries pin, so the planner prefers it to idx_messages_chat, which would walk the
@@ -112,6 +116,8 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   image      TEXT,                       -- docker image for this group (default GATED_AGENT_IMAGE)
   network    INTEGER NOT NULL DEFAULT 0, -- 1: the container may use the network
   mounts     TEXT,                       -- JSON list of extra host paths, checked against the allow-list
+  send_allow TEXT,                       -- globs over JIDs (space/comma separated) `send` actions may reach
+  actions    TEXT,                       -- action types the group's agent may use (space/comma separated); NULL: all
   added_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   access     TEXT NOT NULL DEFAULT 'open' -- open | members | approval (docs/ACCESS.md)
 );
@@ -420,3 +426,74 @@ CREATE TRIGGER IF NOT EXISTS audit_approvals_delete AFTER DELETE ON approvals BE
           json_object('code', OLD.code, 'group_folder', OLD.group_folder, 'member_folder', OLD.member_folder, 'chat_jid', OLD.chat_jid, 'sender', OLD.sender, 'state', OLD.state, 'expires_at', OLD.expires_at, 'decided_by', OLD.decided_by),
           NULL);
 END;
+-- Scheduled tasks (docs/TASKS.md). When due, a task becomes one inbound row (verb 'task', sender
+-- 'task:<id>') of its group and topic, answered in chat_jid; that row, the task_runs row and the next due
+-- time commit in one transaction, so each due time fires once across restarts. Times are UTC ISO-8601.
+CREATE TABLE IF NOT EXISTS tasks (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_folder TEXT    NOT NULL,
+  topic        TEXT    NOT NULL DEFAULT '',
+  chat_jid     TEXT    NOT NULL,
+  kind         TEXT    NOT NULL CHECK (kind IN ('cron', 'every', 'at')),
+  spec         TEXT    NOT NULL,            -- cron: 5 fields in GATED_TZ; every: a duration (1h30m); at: ISO
+  text         TEXT    NOT NULL,            -- what the agent receives when the task fires
+  status       TEXT    NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused', 'done')),
+  next_run_at  TEXT,                        -- the next due time; NULL once done
+  last_run_at  TEXT,                        -- when it last fired
+  anchor_at    TEXT    NOT NULL,            -- every: due times are anchor_at + k * interval
+  failures     INTEGER NOT NULL DEFAULT 0,  -- runs in a row that ended without answering the task
+  error        TEXT,                        -- why it was paused, when gated paused it
+  created_by   TEXT    NOT NULL DEFAULT 'cli', -- cli | dashboard | agent:<group>
+  created_at   TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS idx_tasks_due ON tasks(next_run_at) WHERE status = 'active';
+
+-- One row per firing of a task: the due time it answers (missed due times coalesced: `due_count`), the
+-- inbound row it became and, once known, how its run went. Unique per due time: a due time fires once.
+CREATE TABLE IF NOT EXISTS task_runs (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id       INTEGER NOT NULL,
+  due_at        TEXT    NOT NULL,
+  due_count     INTEGER NOT NULL DEFAULT 1,
+  message_id    INTEGER,
+  fired_at      TEXT    NOT NULL,
+  outcome       TEXT,                       -- NULL while open, then ok | failed | stopped
+  failures_seen INTEGER NOT NULL DEFAULT 0, -- failed runs of its message already counted on the task
+  UNIQUE (task_id, due_at)
+);
+CREATE INDEX IF NOT EXISTS idx_task_runs_open ON task_runs(id) WHERE outcome IS NULL;
+
+-- Every action an agent's output block carried (docs/PROTOCOL.md), written in the transaction that
+-- stores the block, before its effect: applied (with the row it made) or refused (with the reason).
+CREATE TABLE IF NOT EXISTS actions (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id       INTEGER,                     -- session_log.id of the run
+  group_folder TEXT    NOT NULL,
+  topic        TEXT    NOT NULL DEFAULT '',
+  chat_jid     TEXT,                        -- the chat the run answers
+  type         TEXT    NOT NULL,            -- send | delegate | escalate | schedule | react | what was written
+  payload      TEXT    NOT NULL,            -- the action as the agent wrote it (JSON, truncated)
+  status       TEXT    NOT NULL CHECK (status IN ('applied', 'refused')),
+  reason       TEXT,                        -- why it was refused
+  message_id   INTEGER,                     -- the row it made: outbound (send, react) or inbound (delegate)
+  task_id      INTEGER,                     -- the task it made (schedule)
+  created_at   TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS idx_actions_run ON actions(run_id);
+
+-- A delegate or escalate action: work handed to another group. The inbound row for that group lives in
+-- the chat 'delegation:<id>'; each answer block of its runs comes back to (from_group, from_topic,
+-- from_chat) as an inbound row with verb 'delegation'. depth counts the hops of the chain (1 = first).
+CREATE TABLE IF NOT EXISTS delegations (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  action_id  INTEGER NOT NULL,
+  kind       TEXT    NOT NULL CHECK (kind IN ('delegate', 'escalate')),
+  from_group TEXT    NOT NULL,
+  from_topic TEXT    NOT NULL DEFAULT '',
+  from_chat  TEXT    NOT NULL,
+  to_group   TEXT    NOT NULL,
+  depth      INTEGER NOT NULL,
+  message_id INTEGER,
+  answers    INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);

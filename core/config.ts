@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UsageError } from './errors.js';
+import { checkTimeZone } from './schedule.js';
 
 /** Every setting of gated, resolved once from the environment (and .env). Documented in .env.example. */
 export interface Config {
@@ -30,6 +31,12 @@ export interface Config {
   bluesky: { service: string; identifier: string; password: string; pollMs: number } | undefined;
   discord: { token: string; apiRoot: string | undefined } | undefined;
   logLevel: string;
+  /** IANA time zone cron tasks and zone-less `at` times are read in (GATED_TZ, default UTC). */
+  tz: string;
+  /** Runs in a row that end without answering a task before it is paused (GATED_TASK_MAX_FAILURES). */
+  taskMaxFailures: number;
+  /** Longest delegate/escalate chain (GATED_MAX_DELEGATION_DEPTH); a deeper hop is refused. */
+  maxDelegationDepth: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -126,5 +133,8 @@ export function loadConfig(env: Env = process.env): Config {
         : undefined,
     discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
+    tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
+    taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
+    maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 4, 0),
   };
 }

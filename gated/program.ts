@@ -6,6 +6,7 @@ import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
 import { statusCommand } from './commands/status.js';
+import { tasksCommand } from './commands/tasks.js';
 
 /** Builds the `gated` command line. Exported so tests can drive it in-process. */
 export function buildProgram(): Command {
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   accessCommand(program);
   auditCommand(program);
   statusCommand(program);
+  tasksCommand(program);
   return program;
 }
 

@@ -9,11 +9,12 @@ import { Pipeline } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { insertInbound } from '../store/messages.js';
 import { RouteSource, type Catalog } from '../store/routes.js';
+import { TaskScheduler } from './tasks.js';
 
 /** Options of the gateway: the database, the queue it feeds, and what it tells about replies it wrote. */
 export interface GatewayOptions {
   db: Db;
-  config: Pick<Config, 'pollMs' | 'admins'>;
+  config: Pick<Config, 'pollMs' | 'admins'> & Partial<Pick<Config, 'tz' | 'taskMaxFailures'>>;
   log: Logger;
   queue: QueueControl;
   now?: () => number;
@@ -32,6 +33,7 @@ export interface Gateway {
   readonly loop: PollLoop;
   readonly pipeline: Pipeline;
   readonly daemons: DaemonDispatcher;
+  readonly tasks: TaskScheduler;
   /** Stores an inbound event from an in-process adapter and wakes the loop (null: a redelivery). */
   sink(msg: NewInbound): number | null;
   start(): void;
@@ -74,6 +76,15 @@ export function createGateway(opts: GatewayOptions): Gateway {
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...opts.daemonRetry,
   });
+  const tasks = new TaskScheduler({
+    db,
+    log: log.child({ part: 'tasks' }),
+    tz: opts.config.tz ?? 'UTC',
+    maxFailures: opts.config.taskMaxFailures ?? 5,
+    ...(opts.now ? { now: opts.now } : {}),
+    onFired: () => queue.wake(),
+    onOutbound: () => opts.onOutbound?.(),
+  });
   const loop = new PollLoop({
     db,
     pipeline,
@@ -81,7 +92,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pollMs: opts.config.pollMs,
     ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
     ...(opts.now ? { now: opts.now } : {}),
-    ...(opts.metrics ? { onTick: (s: number) => opts.metrics!.pollTick(s) } : {}),
+    // Every tick also looks at tasks: one cheap read unless something is due or a task run moved on.
+    onTick: (s: number) => {
+      opts.metrics?.pollTick(s);
+      tasks.check();
+    },
     onBatch: (outcome) => {
       if (outcome.released) queue.wake();
       if (outcome.outbound) opts.onOutbound?.();
@@ -99,6 +114,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     loop,
     pipeline,
     daemons,
+    tasks,
     sink(msg) {
       const id = insertInbound(db, msg);
       if (id !== null) loop.wake();
@@ -108,10 +124,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
       routes.current();
       loop.start();
       daemons.wake();
+      tasks.start();
     },
     stop() {
       loop.stop();
       daemons.stop();
+      tasks.stop();
     },
   };
 }

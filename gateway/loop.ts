@@ -27,7 +27,8 @@ const CURSOR_KEY = 'poll_cursor';
  * so a row is never passed unprocessed and never processed twice. SQLite admits one writer at a time and
  * assigns ids inside the writer's transaction, so ids become visible in increasing order: a cursor on id
  * cannot skip a row that commits late, unlike a timestamp cursor. Rows gated writes itself (is_from_me = 1)
- * never enter the loop.
+ * never enter the loop, nor inbound rows gated placed in a session itself (a task firing, a delegation:
+ * they are stored with their state already set and skip the layers).
  */
 export class PollLoop {
   private timer: NodeJS.Timeout | undefined;
@@ -48,9 +49,11 @@ export class PollLoop {
     this.readStmt = db.prepare(
       `SELECT id, chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, reply_to, timestamp,
               is_from_me
-       FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT ?`,
+       FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL ORDER BY id LIMIT ?`,
     );
-    this.peekStmt = db.prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? LIMIT 1').pluck();
+    this.peekStmt = db
+      .prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL LIMIT 1')
+      .pluck();
     this.state = stateOf(db);
   }
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -17,6 +17,11 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
     addColumn(db, 'session_log', 'input_tokens', 'INTEGER');
     addColumn(db, 'session_log', 'output_tokens', 'INTEGER');
     addColumn(db, 'session_log', 'cost_usd', 'REAL');
+  },
+  // 2 → 3: what agents may do besides answering (send targets and allowed action types per group).
+  2: (db) => {
+    addColumn(db, 'registered_groups', 'send_allow', 'TEXT');
+    addColumn(db, 'registered_groups', 'actions', 'TEXT');
   },
 };
 

@@ -72,10 +72,17 @@ describe('schema.sql', () => {
     const checks: Array<[string, unknown[], RegExp]> = [
       // the poll, by integer cursor, inbound only
       [
-        'SELECT id FROM messages WHERE is_from_me = 0 AND id > ? ORDER BY id LIMIT 500',
+        'SELECT id FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL ORDER BY id LIMIT 500',
         [0],
-        /idx_messages_inbound|INTEGER PRIMARY KEY/,
+        /idx_messages_unpolled/,
       ],
+      // the task scheduler's due tasks and open firings
+      [
+        `SELECT * FROM tasks WHERE status = 'active' AND next_run_at IS NOT NULL ORDER BY next_run_at`,
+        [],
+        /idx_tasks_due/,
+      ],
+      ['SELECT id FROM task_runs WHERE outcome IS NULL', [], /idx_task_runs_open/],
       // a chat's history
       [
         'SELECT id FROM messages WHERE chat_jid = ? ORDER BY id DESC LIMIT 50',
