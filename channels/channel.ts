@@ -24,6 +24,9 @@ export interface SendPart {
   previousPartId: string | null;
 }
 
+/** The text dialect a channel's parts are written in (core/markdown.ts converts). */
+export type TextFormat = 'markdown' | 'telegram-html' | 'plain';
+
 /**
  * A platform adapter. `start` begins receiving (inbound rows go through the sink) and resolves once the
  * channel is ready; `send` delivers one part or throws a DeliveryError that says whether to retry.
@@ -34,6 +37,11 @@ export interface Channel {
   /** Longest part the platform accepts, in `limitUnit`s. */
   readonly limit: number;
   readonly limitUnit: 'chars' | 'graphemes';
+  /**
+   * What the platform reads: Markdown as the agent wrote it (the default: Discord, the web chat),
+   * Telegram's HTML subset, or plain text (Bluesky). Delivery converts and splits accordingly.
+   */
+  readonly textFormat?: TextFormat;
   start(sink: InboundSink): Promise<void>;
   stop(): Promise<void>;
   /** Sends one part; returns the platform id of the sent message (or null if the platform has none). */

@@ -6,7 +6,7 @@ import type { OutboundOutcome } from '../core/metrics.js';
 import type { Db } from '../store/db.js';
 import { Outbox, type OutboxRow } from './outbox.js';
 import { abortableSleep, backoffDelay, type BackoffOptions, type Sleep } from '../core/backoff.js';
-import { splitText } from '../core/text.js';
+import { partsFor } from './format.js';
 
 /** What delivery needs; only `db`, `channels` and `log` are required. */
 export interface DeliveryOptions {
@@ -104,7 +104,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
   /** Sends what is left of one row. False when the worker should stop (stopping, or the row moved on). */
   async function deliverRow(row: OutboxRow, channel: Channel): Promise<boolean> {
     const rlog = log.child({ chat: row.chat_jid, row: row.id });
-    const parts = splitText(row.content, channel.limit, channel.limitUnit);
+    const parts = partsFor(row.content, channel);
     if (parts.length === 0) {
       outbox.markFailed(row.id, 'empty reply: nothing to send', false);
       opts.metrics?.outbound('failed');

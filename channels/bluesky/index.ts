@@ -95,6 +95,7 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
     platform: 'bluesky',
     limit: POST_LIMIT,
     limitUnit: 'graphemes',
+    textFormat: 'plain',
     get did() {
       return session.did;
     },

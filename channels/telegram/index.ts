@@ -43,6 +43,7 @@ export class TelegramChannel implements Channel {
   readonly platform = 'telegram';
   readonly limit = 4096;
   readonly limitUnit = 'chars' as const;
+  readonly textFormat = 'telegram-html' as const;
   private readonly telegram: Telegram;
   private readonly log: Logger;
   private readonly sleep: Sleep;

@@ -2,6 +2,7 @@ import { Telegram, TelegramError } from 'telegraf';
 import { coerceError, DeliveryError } from '../../core/errors.js';
 import { parseJid, type Jid } from '../../core/types.js';
 import type { SendPart } from '../channel.js';
+import { telegramHtmlToPlain } from '../../core/telegram-html.js';
 import { messageIdOf } from './map.js';
 
 /** The Telegram send path: one part of an outbound row through the Bot API. */
@@ -17,10 +18,29 @@ export async function sendTelegramPart(telegram: Telegram, part: SendPart): Prom
       : {}),
   };
   try {
-    const sent = await telegram.sendMessage(chatId, part.text, extra);
+    const sent = await sendHtmlOrPlain(telegram, chatId, part.text, extra);
     return String(sent.message_id);
   } catch (err) {
     throw toDeliveryError(err);
+  }
+}
+
+/**
+ * Sends a part written in Telegram's HTML subset; if Telegram refuses to parse it (400 "can't parse
+ * entities"), sends the same text again as plain text, so a formatting slip never loses a reply.
+ */
+async function sendHtmlOrPlain(
+  telegram: Telegram,
+  chatId: string,
+  html: string,
+  extra: Parameters<Telegram['sendMessage']>[2],
+) {
+  try {
+    return await telegram.sendMessage(chatId, html, { ...extra, parse_mode: 'HTML' });
+  } catch (err) {
+    if (!(err instanceof TelegramError && err.code === 400 && /can't parse entities/i.test(err.description)))
+      throw err;
+    return telegram.sendMessage(chatId, telegramHtmlToPlain(html), extra);
   }
 }
 

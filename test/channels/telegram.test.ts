@@ -173,6 +173,7 @@ describe('telegram channel', () => {
         text: 'answer in topic',
         reply_to_message_id: msg.message_id,
         message_thread_id: topicId,
+        parse_mode: 'HTML',
       },
       {
         chat_id: forum.id,
@@ -180,6 +181,7 @@ describe('telegram channel', () => {
         text: 'answer in General',
         reply_to_message_id: undefined,
         message_thread_id: undefined,
+        parse_mode: 'HTML',
       },
     ]);
   });
@@ -279,6 +281,26 @@ describe('telegram channel', () => {
     const down = await failure();
     expect(down).toBeInstanceOf(DeliveryError);
     expect(down?.failure).toBe('transient');
+  });
+
+  it('sends HTML with parse_mode HTML; a part Telegram cannot parse goes again as plain text', async () => {
+    const { api, channel } = await setup();
+    api.addChat(group);
+    const jid = `telegram:${group.id}`;
+    await channel.send(testPart(jid, { text: '<b>bold</b> &amp; <a href="https://x.org/">x</a>' }));
+    api.failNext('sendMessage', {
+      status: 400,
+      description: "Bad Request: can't parse entities: unsupported start tag at byte offset 0",
+    });
+    await channel.send(testPart(jid, { text: '<b>once more</b> &lt;3' }));
+    expect(api.sent.map((s) => [s.parse_mode, s.text])).toEqual([
+      ['HTML', '<b>bold</b> &amp; <a href="https://x.org/">x</a>'],
+      [undefined, 'once more <3'],
+    ]);
+    // Another 400 is not a parsing problem: no plain resend, a permanent failure.
+    api.failNext('sendMessage', { status: 400, description: 'Bad Request: chat not found' });
+    expect(await sendFailure(channel, testPart(jid))).toMatchObject({ failure: 'permanent' });
+    expect(api.sent).toHaveLength(2);
   });
 
   it('shows typing with sendChatAction and never throws from it', async () => {

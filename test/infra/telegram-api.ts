@@ -8,6 +8,7 @@
  * bot sent, and make the next sends fail with 429 (retry_after), 5xx or 403.
  */
 import { listenLoopback, type Loopback } from './loopback.js';
+import { checkTelegramHtml } from './telegram-html.js';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Chat, Message, MessageEntity, Update, User } from 'telegraf/types';
 
@@ -24,6 +25,8 @@ export interface SentMessage {
   text: string;
   reply_to_message_id: number | undefined;
   message_thread_id: number | undefined;
+  /** 'HTML' when sent with parse_mode HTML (then `text` passed the strict check of the subset). */
+  parse_mode?: string | undefined;
 }
 
 /** What a test says about an injected user message. */
@@ -54,6 +57,8 @@ export class TelegramApiServer {
   readonly calls: Array<{ method: string; payload: Json }> = [];
   /** Keep confirmed updates (simulates a crash before the confirming getUpdates reached Telegram). */
   retainConfirmed = false;
+  /** Texts refused with "can't parse entities" (parse_mode HTML that failed the strict check). */
+  readonly refusedHtml: string[] = [];
   /** The update injected last. */
   lastUpdate: Update | undefined;
   private updates: Update[] = [];
@@ -277,6 +282,13 @@ export class TelegramApiServer {
     if (!chat) return bad('chat not found');
     if (text.trim() === '') return bad('message text is empty');
     if (text.length > 4096) return bad('message is too long');
+    const parseMode = typeof p.parse_mode === 'string' ? p.parse_mode : undefined;
+    if (parseMode !== undefined && parseMode !== 'HTML') return bad(`unsupported parse_mode ${parseMode}`);
+    const refused = parseMode === 'HTML' ? checkTelegramHtml(text) : null;
+    if (refused) {
+      this.refusedHtml.push(text);
+      return bad(refused);
+    }
     const thread = typeof p.message_thread_id === 'number' ? p.message_thread_id : undefined;
     const chatMsgs = this.chatMessages(chatId);
     // The General topic (id 1) cannot be addressed by id; other threads must exist.
@@ -298,6 +310,7 @@ export class TelegramApiServer {
       text,
       reply_to_message_id: replyTo,
       message_thread_id: thread,
+      parse_mode: parseMode,
     });
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
