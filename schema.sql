@@ -58,7 +58,16 @@ CREATE TABLE IF NOT EXISTS messages (
   delivered_at      TEXT,
   parts_sent        INTEGER NOT NULL DEFAULT 0,
   reply_to_id       INTEGER, -- the inbound messages.id this row answers
-  kind              TEXT     -- reply | gateway | error | status
+  kind              TEXT,    -- reply | gateway | error | status
+  -- The text the agent gets when a layer changed it (a stripped @name / #topic prefix); NULL = content.
+  -- content itself always stays as the user wrote it.
+  agent_content     TEXT,
+  -- Columns the layers read must hold text: a BLOB content used to stop every later message. Older
+  -- databases lack this CHECK; the poll loop validates the same types when it reads a row.
+  CHECK (typeof(chat_jid) = 'text' AND typeof(sender) = 'text' AND typeof(content) = 'text'
+         AND typeof(verb) = 'text' AND typeof(topic) = 'text'
+         AND typeof(sender_name) IN ('text', 'null') AND typeof(platform_msg_id) IN ('text', 'null')
+         AND typeof(reply_to) IN ('text', 'null'))
 );
 
 -- A redelivered platform event is stored once.
@@ -96,7 +105,11 @@ CREATE TABLE IF NOT EXISTS routes (
   seq            INTEGER NOT NULL DEFAULT 0,
   match          TEXT    NOT NULL DEFAULT '',
   target         TEXT    NOT NULL,
-  impulse_config TEXT
+  impulse_config TEXT,
+  -- Any program may write rows; a wrong-typed one is refused here (new databases) and treated as an
+  -- invalid row when read (older ones, which SQLite cannot give a CHECK without rebuilding the table).
+  CHECK (typeof(seq) = 'integer' AND typeof(match) = 'text' AND typeof(target) = 'text'
+         AND typeof(impulse_config) IN ('text', 'null'))
 );
 CREATE INDEX IF NOT EXISTS idx_routes_seq ON routes(seq);
 

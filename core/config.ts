@@ -22,6 +22,10 @@ export interface Config {
   adminToken: string | undefined;
   admins: string[];
   maxOutputBytes: number;
+  /** Most bytes of one inbound message's text an agent is handed (the stored row keeps all of it). */
+  maxInputBytes: number;
+  /** Host names the HTTP server answers besides its bound address, localhost and 127.0.0.1. */
+  httpHosts: string[];
   /**
    * Secrets handed to every agent in its first stdin line (`secrets`), never in its env, image or mounts:
    * the values of the variables GATED_AGENT_SECRETS names (comma-separated), read from gated's environment.
@@ -120,6 +124,11 @@ export function loadConfig(env: Env = process.env): Config {
       .map((s) => s.trim())
       .filter(Boolean),
     maxOutputBytes: int(env, 'GATED_MAX_OUTPUT_BYTES', 10 * 1024 * 1024, 1024),
+    maxInputBytes: int(env, 'GATED_MAX_INPUT_BYTES', 256 * 1024, 1024),
+    httpHosts: (str(env, 'GATED_HTTP_HOSTS') ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
     agentSecrets: agentSecrets(env),
     telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
     bluesky:

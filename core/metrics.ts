@@ -35,6 +35,8 @@ export interface Metrics {
   outbound(outcome: OutboundOutcome): void;
   /** Wall time of one poll tick (read new rows, run the layers, release, dispatch). */
   pollTick(seconds: number): void;
+  /** One row ended `failed` because processing it threw (`stage`: gateway or queue). */
+  rowFailed(stage: string): void;
   /** The exposition text for /metrics. */
   text(): Promise<string>;
   /** The Content-Type of `text()`. */
@@ -131,9 +133,16 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers,
   });
+  const rowsFailed = new Counter({
+    name: 'gated_rows_failed_total',
+    help: 'Rows that ended failed because processing them threw (wrong column types, a layer error)',
+    labelNames: ['stage'] as const,
+    registers,
+  });
   // Pre-create the label sets a dashboard expects to see at zero rather than missing.
   for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
   for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
+  for (const stage of ['gateway', 'queue']) rowsFailed.inc({ stage }, 0);
   if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gated_' });
 
   return {
@@ -155,6 +164,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     },
     outbound: (outcome) => outbound.inc({ outcome }),
     pollTick: (seconds) => pollTick.observe(seconds),
+    rowFailed: (stage) => rowsFailed.inc({ stage: stage === 'queue' ? 'queue' : 'gateway' }),
     text: () => registry.metrics(),
     contentType: registry.contentType,
   };

@@ -206,3 +206,30 @@ function chooseCut(s: string, limit: number, unit: LimitUnit, minProgress: numbe
   const at = Math.max(max, minProgress + 1, 1);
   return { at, resume: at, close: false, reopen: '' };
 }
+
+/**
+ * `text` cut to at most `maxBytes` bytes of UTF-8, on a code point boundary, with a note saying how much
+ * was left out (the note fits inside the bound). Text already within the bound is returned as is.
+ */
+export function clipBytes(text: string, maxBytes: number): string {
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size <= maxBytes) return text;
+  const note = `\n[… ${size} bytes in all, cut to ${maxBytes}]`;
+  const room = Math.max(0, maxBytes - Buffer.byteLength(note, 'utf8'));
+  const buf = Buffer.from(text.slice(0, room), 'utf8').subarray(0, room);
+  // Drop a code point cut in half at the end (a continuation byte run without its end).
+  let end = buf.length;
+  let back = end - 1;
+  while (back >= 0 && (buf[back]! & 0xc0) === 0x80) back -= 1;
+  if (back >= 0) {
+    const lead = buf[back]!;
+    const len = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    if (back + len > end) end = back;
+  }
+  return buf.subarray(0, end).toString('utf8') + note;
+}
+
+/** A value quoted in a log line or an answer: at most `max` characters, marked when cut. */
+export function clipText(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}

@@ -119,6 +119,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
       routed: (t) => metrics.routed(t),
       unrouted: () => metrics.unrouted(),
       pollTick: (s) => metrics.pollTick(s),
+      rowFailed: (stage) => metrics.rowFailed(stage),
     },
   });
 

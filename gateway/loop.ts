@@ -17,7 +17,24 @@ export interface PollLoopOptions {
   onBatch?: (outcome: BatchOutcome) => void;
   /** Seconds a tick took (metrics). */
   onTick?: (seconds: number) => void;
+  /** Characters of each row's content the layers read (the stored row keeps all); default 262,144. */
+  maxContentChars?: number;
+  /** Longest wait between retries while ticks keep failing (disk full, I/O errors); default 30 s. */
+  maxBackoffMs?: number;
 }
+
+/** What /healthz needs to know about the loop. */
+export interface LoopHealth {
+  /** Epoch ms when the last tick completed without an error (the start time before the first). */
+  lastTickAt: number;
+  /** The error of the last tick when it failed, else undefined. */
+  failing: string | undefined;
+  /** Ticks failed in a row. */
+  failures: number;
+}
+
+/** Minimum time between two warnings about a failing loop. */
+const WARN_EVERY_MS = 60_000;
 
 const CURSOR_KEY = 'poll_cursor';
 
@@ -41,14 +58,24 @@ export class PollLoop {
   private readonly state: StateStore;
   private readonly now: () => number;
   private readonly batchSize: number;
+  private lastTickAt: number;
+  private failing: string | undefined;
+  private failures = 0;
+  private backoffUntil = 0;
+  private lastWarnAt = -Infinity;
+  private failedSinceWarn = 0;
 
   constructor(private readonly opts: PollLoopOptions) {
     const { db } = opts;
     this.now = opts.now ?? Date.now;
     this.batchSize = opts.batchSize ?? 500;
+    this.lastTickAt = this.now();
+    // The layers only look at the start of a message and the agent gets a bounded part of it: a 30 MB row
+    // is not read whole into memory here.
+    const maxChars = Math.max(1, Math.floor(opts.maxContentChars ?? 256 * 1024));
     this.readStmt = db.prepare(
-      `SELECT id, chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, reply_to, timestamp,
-              is_from_me
+      `SELECT id, chat_jid, sender, sender_name, substr(content, 1, ${maxChars}) AS content, verb, topic,
+              platform_msg_id, reply_to, timestamp, is_from_me
        FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL ORDER BY id LIMIT ?`,
     );
     this.peekStmt = db
@@ -76,13 +103,23 @@ export class PollLoop {
     clearTimeout(this.holdTimer);
   }
 
-  /** Runs a tick as soon as possible (an in-process adapter stored a row); coalesces bursts. */
+  /** Health of the loop for /healthz. */
+  health(): LoopHealth {
+    return { lastTickAt: this.lastTickAt, failing: this.failing, failures: this.failures };
+  }
+
+  /**
+   * Runs a tick as soon as possible (an in-process adapter stored a row); coalesces bursts. While ticks
+   * fail, wakes wait for the backoff: a failed write still touches the WAL file, and the commit watcher's
+   * wake must not turn a full disk into a busy loop.
+   */
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
       this.pending = true;
       return;
     }
+    if (this.failures > 0 && this.now() < this.backoffUntil) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.tick(), 0);
   }
@@ -101,13 +138,45 @@ export class PollLoop {
         this.releaseDue();
         while (this.batch() === this.batchSize);
       } while (this.pending);
+      this.recovered();
     } catch (err) {
-      // A failing batch rolled back: its rows stay after the cursor and are taken again next tick.
-      this.opts.log.error({ err }, 'poll tick failed; will retry');
+      // A failing batch rolled back: its rows stay after the cursor and are taken again after a backoff.
+      this.failed(err);
     } finally {
       this.running = false;
       this.opts.onTick?.(Number(process.hrtime.bigint() - started) / 1e9);
       this.schedule();
+    }
+  }
+
+  private recovered(): void {
+    if (this.failures > 0) {
+      this.opts.log.warn({ failedTicks: this.failures }, 'poll loop works again');
+    }
+    this.failures = 0;
+    this.failing = undefined;
+    this.failedSinceWarn = 0;
+    this.lastTickAt = this.now();
+  }
+
+  /** Backs off (doubling from the poll interval up to the cap) and warns at most once a minute. */
+  private failed(err: unknown): void {
+    const e = err as { code?: unknown; message?: unknown };
+    const text = `${typeof e.code === 'string' ? e.code + ': ' : ''}${String(e.message ?? err)}`;
+    this.failures += 1;
+    this.failedSinceWarn += 1;
+    this.failing = text.slice(0, 500);
+    const cap = this.opts.maxBackoffMs ?? 30_000;
+    const delay = Math.min(cap, this.opts.pollMs * 2 ** Math.min(this.failures - 1, 16));
+    this.backoffUntil = this.now() + delay;
+    const t = this.now();
+    if (t - this.lastWarnAt >= WARN_EVERY_MS) {
+      this.lastWarnAt = t;
+      this.opts.log.error(
+        { err: this.failing, failedTicks: this.failedSinceWarn, retryInMs: delay },
+        'poll tick failed; backing off and retrying',
+      );
+      this.failedSinceWarn = 0;
     }
   }
 
@@ -144,10 +213,20 @@ export class PollLoop {
   private schedule(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
+    clearTimeout(this.holdTimer);
+    if (this.failures > 0) {
+      this.pending = false;
+      this.timer = setTimeout(() => this.tick(), Math.max(0, this.backoffUntil - this.now()));
+      return;
+    }
     this.timer = setTimeout(() => this.tick(), this.pending ? 0 : this.opts.pollMs);
     // The max-hold release must fire even when no new message arrives and the poll interval is long.
-    clearTimeout(this.holdTimer);
-    const due = this.opts.pipeline.gate.nextDue();
+    let due: number | undefined;
+    try {
+      due = this.opts.pipeline.gate.nextDue();
+    } catch {
+      // The database failing here fails the next tick too, which reports it and backs off.
+    }
     if (due !== undefined) {
       this.holdTimer = setTimeout(() => this.tick(), Math.max(0, due - this.now()));
     }

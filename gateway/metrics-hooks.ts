@@ -6,4 +6,6 @@ export interface GatewayMetrics {
   routed(target: string): void;
   unrouted(): void;
   pollTick(seconds: number): void;
+  /** A row ended `failed` because processing it threw (`stage`: gateway or queue). */
+  rowFailed?(stage: string): void;
 }

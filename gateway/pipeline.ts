@@ -11,7 +11,9 @@ import { ImpulseGate } from './impulse.js';
 import { AccessGate } from './access.js';
 import { AccessSource } from '../store/access.js';
 import type { Db } from '../store/db.js';
-import { insertOutbound } from '../store/messages.js';
+import { inboundRowError, insertOutbound } from '../store/messages.js';
+import { coerceError } from '../core/errors.js';
+import { clipText } from '../core/text.js';
 import type { RouteSource } from '../store/routes.js';
 import { StickyStore } from '../store/state.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
@@ -72,7 +74,11 @@ export class Pipeline {
     );
   }
 
-  /** Processes `rows` (call inside a transaction). */
+  /**
+   * Processes `rows` (call inside a transaction). Each row runs in its own savepoint: a row that throws
+   * (a wrong-typed column, a layer's bug) is rolled back alone, ends `failed` with its error, and the rows
+   * after it are processed as usual.
+   */
   process(rows: readonly Message[], now: number): BatchOutcome {
     const { db, log } = this.opts;
     const out: BatchOutcome = { released: 0, outbound: 0, daemon: 0, effects: [] };
@@ -105,17 +111,63 @@ export class Pipeline {
       access: this.access,
     };
     for (const msg of rows) {
-      this.opts.metrics?.messageIn(msg);
-      const draft: Draft = { msg, content: msg.content, group: undefined, topic: undefined };
-      if (stickyLayer(draft, env) === 'handled') continue;
-      if (commandLayer(draft, env) === 'handled') continue;
-      prefixLayer(draft, env);
-      const decision = routeLayer(draft, env);
-      if (decision.routeId !== undefined) this.hitStmt.run(decision.routeId, new Date(now).toISOString());
-      this.apply(draft, decision, env, now, touched, out);
+      const mark = { outbound: out.outbound, daemon: out.daemon, effects: out.effects.length };
+      const mine = new Set<string>();
+      try {
+        const bad = inboundRowError(msg as unknown as Record<string, unknown>);
+        if (bad) throw new RowError(bad);
+        this.opts.metrics?.messageIn(msg);
+        this.db.transaction(() => this.one(msg, env, now, mine, out))();
+        for (const chat of mine) touched.add(chat);
+      } catch (err) {
+        out.outbound = mark.outbound;
+        out.daemon = mark.daemon;
+        out.effects.length = mark.effects;
+        this.fail(msg, err);
+      }
     }
-    for (const chat of touched) if (this.gate.settle(chat, now)) out.released += 1;
+    for (const chat of touched) {
+      try {
+        if (this.db.transaction(() => this.gate.settle(chat, now))()) out.released += 1;
+      } catch (err) {
+        // The chat's rows stay held; the next tick or the maximum hold releases them.
+        log.error(
+          { chat: clipText(chat, 200), err: coerceError(err).message },
+          'impulse gate failed for a chat',
+        );
+      }
+    }
     return out;
+  }
+
+  private get db() {
+    return this.opts.db;
+  }
+
+  /** One row through the layers and its target. */
+  private one(msg: Message, env: LayerEnv, now: number, touched: Set<string>, out: BatchOutcome): void {
+    const draft: Draft = { msg, content: msg.content, group: undefined, topic: undefined };
+    if (stickyLayer(draft, env) === 'handled') return;
+    if (commandLayer(draft, env) === 'handled') return;
+    prefixLayer(draft, env);
+    const decision = routeLayer(draft, env);
+    if (decision.routeId !== undefined) this.hitStmt.run(decision.routeId, new Date(now).toISOString());
+    this.apply(draft, decision, env, now, touched, out);
+  }
+
+  /** Ends a row that could not be processed: state `failed` with its error, a metric and a log line. */
+  private fail(msg: Message, err: unknown): void {
+    const error = clipText(coerceError(err).message, 1000);
+    this.opts.log.error(
+      {
+        msgId: msg.id,
+        chat: typeof msg.chat_jid === 'string' ? clipText(msg.chat_jid, 200) : undefined,
+        err: error,
+      },
+      'message failed; the rest of the batch goes on',
+    );
+    this.settleStmt.run({ id: msg.id, state: 'failed', target: null, route_id: null, error });
+    this.opts.metrics?.rowFailed?.('gateway');
   }
 
   private apply(
@@ -183,4 +235,9 @@ export class Pipeline {
         return;
     }
   }
+}
+
+/** A row whose columns cannot be processed. */
+export class RowError extends Error {
+  override readonly name = 'RowError';
 }

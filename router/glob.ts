@@ -1,137 +1,213 @@
 /**
  * Globs with Go `path.Match` semantics: `*` (any run of non-`/` characters, including none), `?` (one
  * non-`/` character), `[abc]`, `[a-z]`, `[!abc]` / `[^abc]`, and `\` escaping the next character.
- * Case-sensitive; no braces, extglobs, globstar, POSIX classes or negation. A pattern Go calls malformed is
- * rejected (globError) rather than silently matching something.
+ * Case-sensitive; no braces, extglobs, globstar, POSIX classes or negation. Characters are Unicode code
+ * points, as Go's runes are: `?` matches one emoji, and `[😀-😎]` is a range like any other.
  *
- * Patterns are translated to an anchored RegExp here rather than through picomatch: even with braces,
- * extglobs, globstar and negation switched off, picomatch lets `*` skip `.` and `..`, strips a leading `./`,
- * reads `[[:alpha:]]` as a POSIX class and also accepts a class's brackets literally (`[!a]` matches the
- * text "[!a]"), none of which Go does. test/router/glob-property.test.ts checks this translation against a
- * reference implementation of Go's algorithm on random patterns.
+ * A glob is parsed once into tokens, and the same tokens are what matching runs: the validator cannot
+ * accept a pattern that later fails to compile. Matching simulates the pattern as a set of positions
+ * (a Thompson NFA): every character of the value advances all positions at once, so the cost is at most
+ * (value length × pattern tokens) steps and never exponential, whatever the pattern. A RegExp translation
+ * (which is what picomatch/micromatch produce) backtracks: `*a*a*a*a*a*a*a*a*b` against a long run of `a`
+ * takes seconds. `npm run bench -- --only=glob` prints both figures (docs/ROUTING.md).
+ *
+ * test/router/glob-property.test.ts checks this matcher against a reference implementation of Go's
+ * algorithm on random patterns, emoji included.
  */
 
 /** A compiled glob: a predicate over one field value. */
 export type GlobTest = (value: string) => boolean;
 
-/** Returns why `glob` is malformed under Go's rules, or null when it is well-formed. */
-export function globError(glob: string): string | null {
+/** Longest accepted glob, in characters: routing keys are short; a long pattern is a mistake or an attack. */
+export const MAX_GLOB_CHARS = 256;
+/** Most wildcards (`*`, `?` and classes together) one glob may hold. */
+export const MAX_GLOB_WILDCARDS = 16;
+
+const SLASH = 0x2f;
+
+/** One step of a parsed glob. */
+type Token =
+  | { kind: 'char'; cp: number }
+  | { kind: 'any' }
+  | { kind: 'star' }
+  | { kind: 'class'; negated: boolean; ranges: Array<[number, number]> };
+
+/** Parses a glob into tokens, or returns why it is malformed or too costly. */
+function parseGlob(glob: string): Token[] | string {
+  const cps = Array.from(glob, (c) => c.codePointAt(0)!);
+  if (cps.length > MAX_GLOB_CHARS) return `longer than ${MAX_GLOB_CHARS} characters`;
+  const tokens: Token[] = [];
+  let wildcards = 0;
   let i = 0;
-  while (i < glob.length) {
-    const c = glob[i];
-    if (c === '\\') {
-      if (i + 1 >= glob.length) return 'ends with an escaping \\';
+  while (i < cps.length) {
+    const c = cps[i]!;
+    if (c === 0x5c /* \ */) {
+      if (i + 1 >= cps.length) return 'ends with an escaping \\';
+      tokens.push({ kind: 'char', cp: cps[i + 1]! });
       i += 2;
-    } else if (c === '[') {
-      const end = classEnd(glob, i);
-      if (typeof end === 'string') return end;
-      i = end;
+    } else if (c === 0x2a /* * */) {
+      wildcards += 1;
+      tokens.push({ kind: 'star' });
+      i += 1;
+    } else if (c === 0x3f /* ? */) {
+      wildcards += 1;
+      tokens.push({ kind: 'any' });
+      i += 1;
+    } else if (c === 0x5b /* [ */) {
+      const cls = parseClass(cps, i);
+      if (typeof cls === 'string') return cls;
+      wildcards += 1;
+      tokens.push(cls.token);
+      i = cls.end;
     } else {
+      tokens.push({ kind: 'char', cp: c });
       i += 1;
     }
   }
-  return null;
+  if (wildcards > MAX_GLOB_WILDCARDS) return `more than ${MAX_GLOB_WILDCARDS} wildcards (* ? [..])`;
+  return tokens;
 }
 
-/** Scans the class starting at `start` (a `[`); returns the index after its `]` or a reason. */
-function classEnd(glob: string, start: number): number | string {
+/** Parses the class starting at `start` (a `[`): its token and the index after its `]`, or a reason. */
+function parseClass(cps: number[], start: number): { token: Token; end: number } | string {
   let i = start + 1;
-  if (glob[i] === '^' || glob[i] === '!') i += 1;
-  let ranges = 0;
+  let negated = false;
+  if (cps[i] === 0x5e /* ^ */ || cps[i] === 0x21 /* ! */) {
+    negated = true;
+    i += 1;
+  }
+  const ranges: Array<[number, number]> = [];
   for (;;) {
-    if (i >= glob.length) return `unclosed '[' at position ${start + 1}`;
-    if (glob[i] === ']' && ranges > 0) return i + 1;
-    const lo = classChar(glob, i);
+    if (i >= cps.length) return `unclosed '[' at position ${start + 1}`;
+    if (cps[i] === 0x5d /* ] */ && ranges.length > 0) {
+      return { token: { kind: 'class', negated, ranges }, end: i + 1 };
+    }
+    const lo = classChar(cps, i);
     if (typeof lo === 'string') return lo;
     i = lo.next;
-    if (glob[i] === '-') {
-      const hi = classChar(glob, i + 1);
-      if (typeof hi === 'string') return hi;
+    let hi = lo.cp;
+    if (cps[i] === 0x2d /* - */) {
+      const h = classChar(cps, i + 1);
+      if (typeof h === 'string') return h;
       // Go accepts a reversed range and never matches it; it is always a mistake, so it is reported.
-      if (hi.cp < lo.cp) return `reversed range in '[' at position ${start + 1}`;
-      i = hi.next;
+      if (h.cp < lo.cp) return `reversed range in '[' at position ${start + 1}`;
+      hi = h.cp;
+      i = h.next;
     }
-    ranges += 1;
+    ranges.push([lo.cp, hi]);
   }
 }
 
 /** One character inside a class (escapes allowed); `-` and `]` must be escaped where a character is due. */
-function classChar(glob: string, i: number): { next: number; cp: number } | string {
-  const c = glob[i];
+function classChar(cps: number[], i: number): { next: number; cp: number } | string {
+  const c = cps[i];
   if (c === undefined) return "unclosed '['";
-  if (c === '-' || c === ']') return `unescaped '${c}' in a character class`;
-  if (c === '\\') {
-    if (i + 1 >= glob.length) return 'ends with an escaping \\';
-    return { next: i + 2, cp: glob.codePointAt(i + 1)! };
+  if (c === 0x2d || c === 0x5d) return `unescaped '${String.fromCodePoint(c)}' in a character class`;
+  if (c === 0x5c) {
+    if (i + 1 >= cps.length) return 'ends with an escaping \\';
+    return { next: i + 2, cp: cps[i + 1]! };
   }
-  return { next: i + 1, cp: glob.codePointAt(i)! };
+  return { next: i + 1, cp: c };
+}
+
+/** Returns why `glob` is malformed under Go's rules or over the size bounds, or null when it is accepted. */
+export function globError(glob: string): string | null {
+  const parsed = parseGlob(glob);
+  return typeof parsed === 'string' ? parsed : null;
 }
 
 /** True when the glob has no wildcard or class: it matches exactly one string. */
 export function isLiteral(glob: string): boolean {
-  return !/[*?[]/.test(glob.replace(/\\./g, ''));
+  return !/[*?[]/.test(glob.replace(/\\./gu, ''));
 }
 
 /** The one string a literal glob matches (escapes removed). */
 export function literalValue(glob: string): string {
-  return glob.replace(/\\(.)/g, '$1');
+  return glob.replace(/\\(.)/gu, '$1');
+}
+
+/** Whether one non-star token takes the character `cp`. */
+function takes(t: Token, cp: number): boolean {
+  switch (t.kind) {
+    case 'char':
+      return t.cp === cp;
+    case 'any':
+      return cp !== SLASH;
+    case 'class': {
+      let inside = false;
+      for (const [lo, hi] of t.ranges) {
+        if (lo <= cp && cp <= hi) {
+          inside = true;
+          break;
+        }
+      }
+      return inside !== t.negated;
+    }
+    case 'star':
+      return false;
+  }
 }
 
 /**
- * Compiles a well-formed glob (check globError first) into a predicate. Literal globs become a string
- * comparison, the common case (`room=-5075870332`).
+ * Compiles a glob into a predicate, or returns why it is not accepted (the same reason globError gives).
+ * Literal globs become a string comparison, the common case (`room=-5075870332`).
  */
-export function compileGlob(glob: string): GlobTest {
+export function tryCompileGlob(glob: string): GlobTest | { error: string } {
+  const tokens = parseGlob(glob);
+  if (typeof tokens === 'string') return { error: tokens };
   if (isLiteral(glob)) {
     const lit = literalValue(glob);
     return (value) => value === lit;
   }
-  const re = new RegExp(`^${globSource(glob)}$`);
-  return (value) => re.test(value);
-}
-
-const escapeRe = (c: string) => c.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
-
-/** The RegExp source of a well-formed glob. */
-function globSource(glob: string): string {
-  let out = '';
-  let i = 0;
-  while (i < glob.length) {
-    const c = glob[i]!;
-    if (c === '*') {
-      out += '[^/]*';
-      i += 1;
-    } else if (c === '?') {
-      out += '[^/]';
-      i += 1;
-    } else if (c === '\\') {
-      out += escapeRe(glob[i + 1]!);
-      i += 2;
-    } else if (c === '[') {
-      i += 1;
-      let cls = '[';
-      if (glob[i] === '^' || glob[i] === '!') {
-        cls += '^';
-        i += 1;
-      }
-      let first = true;
-      while (first || glob[i] !== ']') {
-        first = false;
-        const ch = glob[i] === '\\' ? glob[(i += 1)]! : glob[i]!;
-        cls += escapeRe(ch);
-        i += 1;
-        if (glob[i] === '-') {
-          const hi = glob[i + 1] === '\\' ? glob[(i += 1) + 1]! : glob[i + 1]!;
-          cls += '-' + escapeRe(hi);
-          i += 2;
+  const n = tokens.length;
+  const star = tokens.map((t) => t.kind === 'star');
+  // Follows the epsilon moves: a position at a star may also be past it (the star matched nothing).
+  const close = (set: Uint8Array) => {
+    for (let i = 0; i < n; i++) if (set[i] && star[i]) set[i + 1] = 1;
+  };
+  return (value) => {
+    let cur = new Uint8Array(n + 1);
+    let next = new Uint8Array(n + 1);
+    cur[0] = 1;
+    close(cur);
+    for (const ch of value) {
+      const cp = ch.codePointAt(0)!;
+      next.fill(0);
+      let alive = false;
+      for (let i = 0; i < n; i++) {
+        if (!cur[i]) continue;
+        if (star[i]) {
+          if (cp !== SLASH) {
+            next[i] = 1;
+            alive = true;
+          }
+        } else if (takes(tokens[i]!, cp)) {
+          next[i + 1] = 1;
+          alive = true;
         }
       }
-      out += cls + ']';
-      i += 1;
-    } else {
-      out += escapeRe(c);
-      i += 1;
+      if (!alive) return false;
+      close(next);
+      [cur, next] = [next, cur];
     }
+    return cur[n] === 1;
+  };
+}
+
+/** Compiles a glob that globError accepted; throws a named error on one it does not. */
+export function compileGlob(glob: string): GlobTest {
+  const compiled = tryCompileGlob(glob);
+  if (typeof compiled === 'function') return compiled;
+  throw new GlobError(glob, compiled.error);
+}
+
+/** A glob that is malformed or over the bounds. */
+export class GlobError extends Error {
+  constructor(
+    readonly glob: string,
+    readonly reason: string,
+  ) {
+    super(`malformed glob '${glob.slice(0, 64)}': ${reason}`);
+    this.name = 'GlobError';
   }
-  return out;
 }

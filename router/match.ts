@@ -1,5 +1,5 @@
 import type { RouteFields } from '../core/types.js';
-import { compileGlob, globError, isLiteral, literalValue, type GlobTest } from './glob.js';
+import { isLiteral, literalValue, tryCompileGlob, type GlobTest } from './glob.js';
 
 /** The fields a `match` may test, in the order explain reports them. */
 export const MATCH_KEYS = ['platform', 'room', 'chat_jid', 'sender', 'verb'] as const;
@@ -18,6 +18,11 @@ function isMatchKey(k: string): k is MatchKey {
   return (MATCH_KEYS as readonly string[]).includes(k);
 }
 
+/** A piece of a row quoted in an error: enough to find it, never the whole of a huge value. */
+function clip(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}
+
 /**
  * Parses a route's `match` column: space-separated `key=glob` pairs, all of which must match; empty means
  * "everything". Returns the predicates or the first reason the text is invalid.
@@ -27,19 +32,21 @@ export function parseMatch(match: string): Predicate[] | { error: string } {
   const seen = new Set<string>();
   for (const token of match.split(/\s+/).filter(Boolean)) {
     const eq = token.indexOf('=');
-    if (eq < 0) return { error: `token '${token}' has no '=' (expected key=glob)` };
+    if (eq < 0) return { error: `token '${clip(token)}' has no '=' (expected key=glob)` };
     const key = token.slice(0, eq);
     const glob = token.slice(eq + 1);
-    if (key === '') return { error: `token '${token}' has an empty key` };
-    if (!isMatchKey(key)) return { error: `unknown key '${key}' (known: ${MATCH_KEYS.join(', ')})` };
+    if (key === '') return { error: `token '${clip(token)}' has an empty key` };
+    if (!isMatchKey(key)) return { error: `unknown key '${clip(key)}' (known: ${MATCH_KEYS.join(', ')})` };
     if (seen.has(key)) return { error: `duplicate key '${key}'` };
     seen.add(key);
-    const bad = globError(glob);
-    if (bad) return { error: `malformed glob '${glob}' for ${key}: ${bad}` };
+    // Validation and matching use the same compiled form: an accepted glob cannot fail later.
+    const test = tryCompileGlob(glob);
+    if (typeof test !== 'function')
+      return { error: `malformed glob '${clip(glob)}' for ${key}: ${test.error}` };
     preds.push({
       key,
       glob,
-      test: compileGlob(glob),
+      test,
       literal: isLiteral(glob) ? literalValue(glob) : undefined,
     });
   }

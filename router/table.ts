@@ -53,7 +53,11 @@ export interface Resolution {
  * Checks one row exactly as the table would compile it. Returns the reason it is invalid, or null. Used by
  * `gated routes add` and the dashboard, so a row is refused for the same reasons it would never match.
  */
-export function checkRoute(row: Pick<RouteRow, 'match' | 'target' | 'impulse_config'>): string | null {
+export function checkRoute(
+  row: Pick<RouteRow, 'match' | 'target' | 'impulse_config'> & Partial<Pick<RouteRow, 'seq'>>,
+): string | null {
+  const bad = rowTypeError(row);
+  if (bad) return bad;
   const preds = parseMatch(row.match);
   if ('error' in preds) return preds.error;
   const target = parseTarget(row.target);
@@ -62,8 +66,48 @@ export function checkRoute(row: Pick<RouteRow, 'match' | 'target' | 'impulse_con
   return 'error' in impulse ? impulse.error : null;
 }
 
+/**
+ * Why a row's columns have the wrong types, or null. Rows can be written by any program with sqlite3, and
+ * SQLite stores whatever it is given: a text `seq` or a BLOB `match` must make the row invalid, not make
+ * the compiler throw or sort the table differently from `routes list`.
+ */
+export function rowTypeError(
+  row: Partial<Pick<RouteRow, 'seq' | 'match' | 'target' | 'impulse_config'>>,
+): string | null {
+  if ('seq' in row && !Number.isSafeInteger(row.seq)) return `seq is not an integer (${describe(row.seq)})`;
+  if (typeof row.match !== 'string') return `match is not text (${describe(row.match)})`;
+  if (typeof row.target !== 'string') return `target is not text (${describe(row.target)})`;
+  const ic = row.impulse_config;
+  if (ic !== null && ic !== undefined && typeof ic !== 'string') {
+    return `impulse_config is not text (${describe(ic)})`;
+  }
+  return null;
+}
+
+function describe(v: unknown): string {
+  if (v instanceof Uint8Array) return `a ${v.length}-byte blob`;
+  if (typeof v === 'string') return `'${v.length > 32 ? v.slice(0, 32) + '…' : v}'`;
+  return String(v);
+}
+
+/** SQLite's order of storage classes: numbers, then text, then blobs. */
+function storageRank(v: unknown): number {
+  if (typeof v === 'number' || typeof v === 'bigint') return 0;
+  if (typeof v === 'string') return 1;
+  return 2;
+}
+
+/**
+ * Table order, the same as `ORDER BY seq, id` in SQLite for any stored seq (numbers before text before
+ * blobs), so `routes list`, explain and resolution agree even on rows with a wrong-typed seq.
+ */
 function byOrder(a: RouteRow, b: RouteRow): number {
-  return a.seq - b.seq || a.id - b.id;
+  const ra = storageRank(a.seq);
+  const rb = storageRank(b.seq);
+  if (ra !== rb) return ra - rb;
+  if (ra === 0) return Number(a.seq) - Number(b.seq) || a.id - b.id;
+  if (ra === 1) return (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0) || a.id - b.id;
+  return a.id - b.id;
 }
 
 /**
@@ -85,6 +129,11 @@ export class RouteTable {
     const routes: Route[] = [];
     const invalid: InvalidRoute[] = [];
     for (const row of this.rows) {
+      const bad = rowTypeError(row);
+      if (bad) {
+        invalid.push({ row, reason: bad });
+        continue;
+      }
       const preds = parseMatch(row.match);
       const target = parseTarget(row.target);
       if ('error' in preds) invalid.push({ row, reason: preds.error });

@@ -74,3 +74,33 @@ export function insertOutbound(db: Db, out: NewOutbound): number {
   });
   return Number(info.lastInsertRowid);
 }
+
+/** Text columns of an inbound row the layers and the queue read, and whether NULL is allowed. */
+const INBOUND_TEXT: ReadonlyArray<readonly [string, boolean]> = [
+  ['chat_jid', false],
+  ['sender', false],
+  ['content', false],
+  ['verb', false],
+  ['topic', false],
+  ['timestamp', false],
+  ['sender_name', true],
+  ['platform_msg_id', true],
+  ['reply_to', true],
+];
+
+/**
+ * Why a row read from `messages` cannot be processed (a column of the wrong type: any program may write
+ * rows, and databases created before the CHECK constraints accept a BLOB content), or null when it is
+ * fine. Checked where rows are read, so one bad row fails alone instead of stopping the rows after it.
+ */
+export function inboundRowError(row: Record<string, unknown>): string | null {
+  for (const [col, nullable] of INBOUND_TEXT) {
+    if (!(col in row)) continue;
+    const v = row[col];
+    if (typeof v === 'string' || (nullable && v === null)) continue;
+    const what = v instanceof Uint8Array ? `a ${v.length}-byte blob` : v === null ? 'NULL' : typeof v;
+    return `column ${col} holds ${what}, not text`;
+  }
+  if (typeof row.chat_jid === 'string' && row.chat_jid === '') return 'column chat_jid is empty';
+  return null;
+}

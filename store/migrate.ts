@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -22,6 +22,10 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   2: (db) => {
     addColumn(db, 'registered_groups', 'send_allow', 'TEXT');
     addColumn(db, 'registered_groups', 'actions', 'TEXT');
+  },
+  // 3 → 4: the text the agent gets when a prefix layer stripped it, kept apart from the stored text.
+  3: (db) => {
+    addColumn(db, 'messages', 'agent_content', 'TEXT');
   },
 };
 

@@ -1,14 +1,16 @@
 /**
  * A reference implementation of Go's `path.Match`, written from its documented grammar, used only to
- * cross-check the picomatch-based matcher on random patterns. Returns true/false, or 'bad' for
- * ErrBadPattern. Reversed ranges are reported as 'bad' here too, as router/glob.ts rejects them.
+ * cross-check router/glob.ts on random patterns. Works on code points, as Go works on runes. Returns
+ * true/false, or 'bad' for ErrBadPattern. Reversed ranges are reported as 'bad' here too, as router/glob.ts
+ * rejects them. It backtracks (exponential on some patterns): it is a judge for short inputs only.
  */
 export function goMatch(pattern: string, name: string): boolean | 'bad' {
-  if (!wellFormed(pattern)) return 'bad';
-  return matchFrom(pattern, 0, name, 0);
+  const p = Array.from(pattern);
+  if (!wellFormed(p)) return 'bad';
+  return matchFrom(p, 0, Array.from(name), 0);
 }
 
-function wellFormed(p: string): boolean {
+function wellFormed(p: string[]): boolean {
   let i = 0;
   while (i < p.length) {
     if (p[i] === '\\') {
@@ -29,7 +31,7 @@ interface Cls {
   ranges: Array<[number, number]>;
 }
 
-function parseClass(p: string, start: number): Cls | null {
+function parseClass(p: string[], start: number): Cls | null {
   let i = start + 1;
   let negated = false;
   if (p[i] === '^' || p[i] === '!') {
@@ -43,10 +45,10 @@ function parseClass(p: string, start: number): Cls | null {
     if (c === '\\') {
       if (i + 1 >= p.length) return null;
       i += 2;
-      return p.charCodeAt(i - 1);
+      return p[i - 1]!.codePointAt(0)!;
     }
     i += 1;
-    return p.charCodeAt(i - 1);
+    return p[i - 1]!.codePointAt(0)!;
   };
   for (;;) {
     if (i >= p.length) return null;
@@ -64,7 +66,7 @@ function parseClass(p: string, start: number): Cls | null {
   }
 }
 
-function matchFrom(p: string, pi: number, s: string, si: number): boolean {
+function matchFrom(p: string[], pi: number, s: string[], si: number): boolean {
   while (pi < p.length) {
     const c = p[pi]!;
     if (c === '*') {
@@ -82,7 +84,7 @@ function matchFrom(p: string, pi: number, s: string, si: number): boolean {
       si += 1;
     } else if (c === '[') {
       const cls = parseClass(p, pi)!;
-      const ch = s.charCodeAt(si);
+      const ch = s[si]!.codePointAt(0)!;
       const inside = cls.ranges.some(([lo, hi]) => lo <= ch && ch <= hi);
       if (inside === cls.negated) return false;
       pi = cls.end;

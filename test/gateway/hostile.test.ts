@@ -1,0 +1,80 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { insertInbound } from '../../store/messages.js';
+import { freshDb } from '../helpers/db.js';
+import { row, testGateway } from '../helpers/gateway.js';
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Inserts a row the way a program writing an older database (without CHECK constraints) can. */
+function legacyInsert(db: ReturnType<typeof freshDb>['db'], cols: Record<string, unknown>): number {
+  db.pragma('ignore_check_constraints = ON');
+  const names = Object.keys(cols);
+  const info = db
+    .prepare(`INSERT INTO messages (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`)
+    .run(...Object.values(cols));
+  db.pragma('ignore_check_constraints = OFF');
+  return Number(info.lastInsertRowid);
+}
+
+describe('one bad row never stops the others', () => {
+  it('a BLOB content or verb ends failed with its error; the rows after it are processed', async () => {
+    const { db } = freshDb();
+    const { gateway } = testGateway(db, { groups: ['demo'] });
+    const before = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: 'before' })!;
+    const blobContent = legacyInsert(db, { chat_jid: 'web:demo', sender: 'u', content: Buffer.from('x') });
+    const blobVerb = legacyInsert(db, {
+      chat_jid: 'web:demo',
+      sender: 'u',
+      content: 'hi',
+      verb: Buffer.from([0, 1]),
+    });
+    const after = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: 'after' })!;
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(row(db, blobContent)).toMatchObject({
+      state: 'failed',
+      error: 'column content holds a 1-byte blob, not text',
+    });
+    expect(row(db, blobVerb)).toMatchObject({ state: 'failed', error: expect.stringMatching(/verb/) });
+    expect(row(db, before).state).toBe('ready');
+    expect(row(db, after).state).toBe('ready');
+    expect(gateway.loop.cursor()).toBe(after);
+    expect(gateway.loop.health().failures).toBe(0);
+    gateway.stop();
+  });
+});
+
+describe('a database that refuses writes (disk full, I/O errors)', () => {
+  it('backs off instead of retrying on every wake, and resumes by itself', async () => {
+    const { db } = freshDb();
+    const { gateway } = testGateway(db, { groups: ['demo'], pollMs: 100 });
+    // Every write of the pipeline fails, as on a full disk.
+    db.exec(
+      `CREATE TRIGGER full BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
+    );
+    const id = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: 'waits' })!;
+    gateway.start();
+    // The commit watcher wakes the loop on every (failed) write; a minute of that must not spin.
+    for (let t = 0; t < 60_000; t += 10) {
+      gateway.loop.wake();
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    const { failures, failing } = gateway.loop.health();
+    expect(failing).toMatch(/disk is full/);
+    // 100 ms doubling to the 30 s cap: 0.1+0.2+…+25.6+30 s covers a minute in about 10 tries.
+    expect(failures).toBeGreaterThan(3);
+    expect(failures).toBeLessThan(15);
+    expect(row(db, id).state).toBeNull();
+
+    db.exec('DROP TRIGGER full');
+    await vi.advanceTimersByTimeAsync(31_000);
+    expect(row(db, id).state).toBe('ready');
+    expect(gateway.loop.health()).toMatchObject({ failures: 0, failing: undefined });
+    gateway.stop();
+  });
+});
