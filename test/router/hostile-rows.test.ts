@@ -15,6 +15,12 @@ const fields = {
 function legacyRows(rows: Array<[unknown, unknown, unknown]>): RouteRow[] {
   const { db } = freshDb();
   db.pragma('ignore_check_constraints = ON');
+  // An older database has neither the CHECKs nor the audit triggers (whose JSON refuses BLOBs).
+  for (const t of db
+    .prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'audit_routes%'`)
+    .pluck()
+    .all())
+    db.exec(`DROP TRIGGER "${String(t)}"`);
   const ins = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
   for (const r of rows) ins.run(...r);
   return listRoutes(db);
