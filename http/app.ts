@@ -8,6 +8,7 @@ import { healthApi, metricsApi } from './health.js';
 import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
 import { staticApi } from './static.js';
+import { tasksAdminApi, tasksReadApi } from './tasks.js';
 import { RouteSource } from '../store/routes.js';
 import type { HttpAppOptions } from './types.js';
 
@@ -85,6 +86,11 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.use('/api/routes', auth.admin);
   app.use('/api/routes/*', auth.admin);
   app.route('/api/routes', routesAdminApi(db, httpLog));
+  // Tasks: reading as the dashboard, pausing and resuming with the admin token (docs/TASKS.md).
+  app.on('GET', ['/api/tasks', '/api/tasks/*'], auth.read);
+  app.on('POST', ['/api/tasks', '/api/tasks/*'], auth.admin);
+  app.route('/api/tasks', tasksReadApi(db));
+  app.route('/api/tasks', tasksAdminApi({ db, log: httpLog, tz: config.tz ?? 'UTC', now }));
   app.route('/', staticApi());
 
   app.notFound((c) => c.json({ error: 'not found' }, 404));

@@ -37,6 +37,7 @@ export function staticApi(): Hono {
   };
   app.get('/', page('index.html'));
   app.get('/dashboard', page('dashboard.html'));
+  app.get('/dashboard/tasks', page('tasks.html'));
   app.get('/assets/:name', async (c) => {
     const name = c.req.param('name');
     const a = ASSET_RE.test(name) ? await asset(name) : undefined;

@@ -32,7 +32,7 @@ export interface StatusSnapshot {
 /** Everything the HTTP app is built from. I/O enters here; nothing is constructed inside. */
 export interface HttpAppOptions {
   db: Db;
-  config: Pick<Config, 'adminToken'>;
+  config: Pick<Config, 'adminToken'> & Partial<Pick<Config, 'tz'>>;
   log: Logger;
   metrics: Metrics;
   web: WebChannel;
