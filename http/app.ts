@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
+import { accessApi } from './access.js';
 import { createAuth } from './auth.js';
 import { chatRoutes } from './chat.js';
 import { dashboardRoutesApi } from './dashboard.js';
@@ -91,6 +92,7 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.on('POST', ['/api/tasks', '/api/tasks/*'], auth.admin);
   app.route('/api/tasks', tasksReadApi(db));
   app.route('/api/tasks', tasksAdminApi({ db, log: httpLog, tz: config.tz ?? 'UTC', now }));
+  app.route('/api/access', accessApi({ db, admins: config.admins ?? [], auth, log: httpLog, now }));
   app.route('/', staticApi());
 
   app.notFound((c) => c.json({ error: 'not found' }, 404));

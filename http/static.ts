@@ -26,7 +26,7 @@ async function asset(name: string): Promise<{ body: Buffer; type: string } | und
 
 /**
  * The pages and their assets from the package's web/ folder, read per request (tiny files; an edit shows
- * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/assets/<name>` the rest.
+ * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/dashboard/access` its access page, `/assets/<name>` the rest.
  */
 export function staticApi(): Hono {
   const app = new Hono();
@@ -38,6 +38,7 @@ export function staticApi(): Hono {
   app.get('/', page('index.html'));
   app.get('/dashboard', page('dashboard.html'));
   app.get('/dashboard/tasks', page('tasks.html'));
+  app.get('/dashboard/access', page('access.html'));
   app.get('/assets/:name', async (c) => {
     const name = c.req.param('name');
     const a = ASSET_RE.test(name) ? await asset(name) : undefined;

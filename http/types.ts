@@ -32,7 +32,8 @@ export interface StatusSnapshot {
 /** Everything the HTTP app is built from. I/O enters here; nothing is constructed inside. */
 export interface HttpAppOptions {
   db: Db;
-  config: Pick<Config, 'adminToken'> & Partial<Pick<Config, 'tz'>>;
+  /** `admins` (GATED_ADMINS) are shown as owners of every group on the access page. */
+  config: Pick<Config, 'adminToken'> & Partial<Pick<Config, 'tz' | 'admins'>>;
   log: Logger;
   metrics: Metrics;
   web: WebChannel;
