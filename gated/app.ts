@@ -12,10 +12,12 @@ import type { StatusSnapshot } from '../http/types.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import { createDelivery, type Delivery } from '../delivery/delivery.js';
 import { openDatabase, type Db } from '../store/db.js';
+import { RouteSource } from '../store/routes.js';
 import { addGroup, listGroups } from '../store/groups.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createProcessRuntime } from '../queue/runtime/process.js';
 import type { Runtime } from '../queue/runtime/types.js';
+import { checkReadable, liveness } from './health.js';
 import { claimOwner, instanceId } from './owner.js';
 
 /** How to start gated; everything beyond `config` has a production default. */
@@ -86,18 +88,56 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const { config } = opts;
   const log = opts.log ?? createLogger(config.logLevel);
   const db = openDatabase(config.db);
+  checkReadable(db, config.db);
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
   const metrics = createMetrics({ processMetrics: true });
+  const web = new WebChannel(db);
+  // The parts the HTTP app reaches are made below; it is served first so that a port that cannot be
+  // bound stops the start before any agent runs or any channel connects.
+  const late: { delivery?: Delivery; gateway?: Gateway; queue?: WorkQueue; runtime?: Runtime } = {};
+  let http: HttpServer | undefined;
+  if (opts.http !== false) {
+    const status = (): StatusSnapshot => ({
+      lanes: late.queue?.snapshot() ?? { active: [], waiting: [] },
+      held: late.gateway?.pipeline.gate.held().map((h) => ({ ...h, oldest_ms: h.oldest })) ?? [],
+    });
+    const app = createHttpApp({
+      db,
+      config,
+      log: log.child({ part: 'http' }),
+      metrics,
+      web,
+      sink: (m) => {
+        if (!late.gateway) throw new Error('gated is starting');
+        return late.gateway.sink(m);
+      },
+      status,
+      routes: { table: () => late.gateway?.routes.table() ?? new RouteSource(db).table() },
+      pingRuntime: () => late.runtime?.ping() ?? Promise.reject(new Error('starting')),
+      health: () =>
+        late.gateway && late.queue
+          ? liveness({ db, loop: late.gateway.loop, queue: late.queue, pollMs: config.pollMs })
+          : { starting: 'gated is starting' },
+    });
+    try {
+      http = await startHttpServer(app, { host: config.httpHost, port: config.httpPort });
+    } catch (err) {
+      owner?.release();
+      db.close();
+      throw err;
+    }
+    log.info({ url: http.url }, 'web chat and dashboard listening');
+  }
   if (opts.demo && listGroups(db).length === 0) {
     addGroup(db, config.groupsDir, 'demo', 'Demo');
     log.info('registered the demo group (web chats of web:demo reach it)');
   }
 
-  const web = new WebChannel(db);
   const channels: Channel[] = [web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
-  // Made once the channels have started (they need the gateway's sink); replies written before that wait.
-  const late: { delivery?: Delivery } = {};
+  // Delivery is made once the channels have started (they need the gateway's sink); replies written
+  // before that wait.
   const runtime = opts.runtime ?? (await makeRuntime(config, db, log));
+  late.runtime = runtime;
   const queue = createQueue({
     db,
     runtime,
@@ -107,6 +147,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     metrics,
     secrets: config.agentSecrets,
   });
+  late.queue = queue;
   queue.recover();
   const gateway = createGateway({
     db,
@@ -122,6 +163,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
       rowFailed: (stage) => metrics.rowFailed(stage),
     },
   });
+
+  late.gateway = gateway;
 
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
@@ -140,27 +183,6 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     },
     log,
   );
-
-  let http: HttpServer | undefined;
-  if (opts.http !== false) {
-    const status = (): StatusSnapshot => ({
-      lanes: queue.snapshot(),
-      held: gateway.pipeline.gate.held().map((h) => ({ ...h, oldest_ms: h.oldest })),
-    });
-    const app = createHttpApp({
-      db,
-      config,
-      log: log.child({ part: 'http' }),
-      metrics,
-      web,
-      sink: gateway.sink,
-      status,
-      routes: gateway.routes,
-      pingRuntime: () => runtime.ping(),
-    });
-    http = await startHttpServer(app, { host: config.httpHost, port: config.httpPort });
-    log.info({ url: http.url }, 'web chat and dashboard listening');
-  }
 
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000): Promise<void> =>

@@ -12,7 +12,15 @@ const GRACE_MS = 10_000;
  */
 export async function runDaemon(config: Config): Promise<number> {
   const log = createLogger(config.logLevel);
-  const gated = await startGated({ config, log, demo: true });
+  let gated: Awaited<ReturnType<typeof startGated>>;
+  try {
+    gated = await startGated({ config, log, demo: true });
+  } catch (err) {
+    // One line and a non-zero exit: a daemon that cannot serve (port taken, corrupt database) must not
+    // run on half-alive, holding the database and running agents nobody can reach.
+    process.stderr.write(`gated: cannot start: ${(err as Error).message.split('\n')[0]}\n`);
+    process.exit(1);
+  }
   const where = gated.url ? ` — web chat at ${gated.url}` : '';
   log.info({ db: config.db, runtime: config.runtime }, `gated is running${where}`);
   if (gated.url && !process.stdout.isTTY) process.stderr.write(`gated: web chat at ${gated.url}\n`);

@@ -77,7 +77,7 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
     );
   });
 
-  app.route('/healthz', healthApi(q, opts.pingRuntime));
+  app.route('/healthz', healthApi(q, opts.pingRuntime, opts.health));
   app.use('/metrics', auth.read);
   app.route('/metrics', metricsApi(metrics));
   app.route('/api/chat', chatRoutes({ q, web, log: httpLog }));

@@ -19,10 +19,15 @@ async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 /**
- * `/healthz`: 200 `{status:"ok"}` when the database answers a query and the runtime answers its ping;
+ * `/healthz`: 200 `{status:"ok"}` when the database answers a query, the runtime answers its ping and
+ * every check of `more` says ok (gated adds the poll loop's last tick and the queue's running rows);
  * otherwise 503 with `reason` naming the part that failed. Never includes configuration or secrets.
  */
-export function healthApi(q: Queries, pingRuntime: (() => Promise<void>) | undefined): Hono {
+export function healthApi(
+  q: Queries,
+  pingRuntime: (() => Promise<void>) | undefined,
+  more?: () => Record<string, string>,
+): Hono {
   const app = new Hono();
   app.get('/', async (c) => {
     const checks: Record<string, string> = {};
@@ -37,6 +42,13 @@ export function healthApi(q: Queries, pingRuntime: (() => Promise<void>) | undef
       checks.runtime = 'ok';
     } catch (err) {
       checks.runtime = coerceError(err).message;
+    }
+    if (more) {
+      try {
+        Object.assign(checks, more());
+      } catch (err) {
+        checks.gateway = coerceError(err).message;
+      }
     }
     const bad = Object.entries(checks).filter(([, v]) => v !== 'ok');
     if (bad.length === 0) return c.json({ status: 'ok', ...checks });

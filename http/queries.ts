@@ -81,7 +81,8 @@ export class Queries {
                 delivery_error, parts_sent, timestamp
            FROM messages WHERE is_from_me = 1 AND delivery IN ('pending', 'failed') ORDER BY id DESC LIMIT ?`,
       ),
-      ping: db.prepare<[], { ok: number }>(`SELECT 1 AS ok`),
+      // Reads the newest page of messages: a damaged file fails here, not only on the next write.
+      ping: db.prepare<[], { ok: number }>(`SELECT 1 AS ok FROM (SELECT max(id) FROM messages)`),
     };
   }
 

@@ -44,6 +44,8 @@ export interface HttpAppOptions {
   routes?: Pick<RouteSource, 'table'>;
   /** Resolves when the agent runtime answers (docker ping; the process runtime resolves at once). */
   pingRuntime?: () => Promise<void>;
+  /** More named checks for /healthz ('ok' or the reason): the poll loop's last tick, a wedged queue. */
+  health?: () => Record<string, string>;
   /** The clock (tests). */
   now?: () => number;
 }

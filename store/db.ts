@@ -30,11 +30,21 @@ export function schemaSql(): string {
 export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
-  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-  if (path !== ':memory:') db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  if (!opts.noSchema) applySchema(db);
+  try {
+    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+    if (path !== ':memory:') db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    if (!opts.noSchema) applySchema(db);
+  } catch (err) {
+    db.close();
+    const e = err as { code?: string; message?: string };
+    // Name the file: "file is not a database" alone does not say which one.
+    if (e.code === 'SQLITE_NOTADB' || e.code?.startsWith('SQLITE_CORRUPT')) {
+      throw new Error(`database ${path} is unreadable: ${e.message}`);
+    }
+    throw err;
+  }
   return db;
 }
 

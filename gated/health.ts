@@ -1,0 +1,73 @@
+import type { PollLoop } from '../gateway/loop.js';
+import type { WorkQueue } from '../queue/queue.js';
+import type { Db } from '../store/db.js';
+
+/** What /healthz checks beyond "the database answers a query", by name: 'ok' or the reason it is not. */
+export type LivenessChecks = Record<string, string>;
+
+/** How many poll intervals the loop may go without a completed tick before it counts as stalled. */
+const STALE_INTERVALS = 3;
+
+const runningStmts = new WeakMap<Db, { runIds: () => number[] }>();
+
+function runningRunIds(db: Db): number[] {
+  let s = runningStmts.get(db);
+  if (!s) {
+    // idx_messages_running serves this: one entry per run that has rows in flight.
+    const stmt = db.prepare(`SELECT DISTINCT run_id FROM messages WHERE state = 'running'`).pluck();
+    s = { runIds: () => stmt.all() as number[] };
+    runningStmts.set(db, s);
+  }
+  return s.runIds();
+}
+
+/**
+ * The truth about a running gated for /healthz: the poll loop completed a tick within the last 3 poll
+ * intervals (a failing or stuck loop answers nobody), and every row in state `running` belongs to a run
+ * the queue really has (a row running without a live run would never end: the queue is wedged).
+ */
+export function liveness(opts: {
+  db: Db;
+  loop: Pick<PollLoop, 'health'>;
+  queue: Pick<WorkQueue, 'snapshot'>;
+  pollMs: number;
+  now?: number;
+}): LivenessChecks {
+  const now = opts.now ?? Date.now();
+  const checks: LivenessChecks = {};
+  const h = opts.loop.health();
+  const age = now - h.lastTickAt;
+  if (age > STALE_INTERVALS * opts.pollMs) {
+    const why = h.failing ? `: ${h.failing}` : '';
+    checks.loop = `no completed poll tick for ${age} ms (${h.failures} failed)${why}`;
+  } else checks.loop = 'ok';
+  try {
+    const live = new Set(opts.queue.snapshot().active.map((a) => a.run_id));
+    const orphans = runningRunIds(opts.db).filter((id) => !live.has(id));
+    checks.queue =
+      orphans.length === 0
+        ? 'ok'
+        : `rows running without a live run (run ${orphans.slice(0, 5).join(', ')}): the queue is wedged`;
+  } catch (err) {
+    checks.queue = `cannot read running rows: ${(err as Error).message}`;
+  }
+  return checks;
+}
+
+/**
+ * Refuses to start on a database SQLite cannot read, naming the file: an unreadable header fails at the
+ * first statement, a damaged page at the integrity check (which reads every page once).
+ */
+export function checkReadable(db: Db, file: string): void {
+  let result: unknown;
+  try {
+    result = db.pragma('quick_check(1)', { simple: true });
+  } catch (err) {
+    db.close();
+    throw new Error(`database ${file} is unreadable: ${(err as Error).message}`);
+  }
+  if (result !== 'ok') {
+    db.close();
+    throw new Error(`database ${file} is corrupt: ${String(result).slice(0, 200)}`);
+  }
+}
