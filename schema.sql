@@ -23,8 +23,8 @@ CREATE TABLE IF NOT EXISTS messages (
   -- Inbound pipeline (NULL until the gateway has seen the row). One of:
   --   held     routed to a session, waiting in the impulse gate
   --   ready    released by the gate, waiting for its lane
-  --   running  handed to a run (run_id); back to ready if the run fails before any output
-  --   done     part of an answered batch (or answered by the gateway itself)
+  --   running  written to a run (run_id, turn) whose agent has not answered that turn yet
+  --   done     its turn was answered (or the gateway answered it itself)
   --   stopped  its run was stopped with /stop; never retried
   --   parked   its session failed repeatedly; waits for a new message of the chat
   --   command  a sticky or command message, answered by the gateway
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS messages (
   ready_at         INTEGER, -- epoch ms when it became ready (lane order)
   dispatched_at    INTEGER, -- epoch ms when it was last handed to an agent (set by a trigger)
   run_id           INTEGER, -- session_log.id of the run that has or had it
+  turn             INTEGER, -- the turn of that run whose stdin line carried it (1, 2, …)
   attempts         INTEGER NOT NULL DEFAULT 0,
   not_before       INTEGER, -- epoch ms: retry backoff
   error            TEXT,

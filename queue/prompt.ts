@@ -4,6 +4,12 @@
  * gateway already stripped any `@name`/`#topic` prefix before it released the row.
  */
 
+/**
+ * Who the agent speaks to: `owner` (the operator), `member` (allowed in), `guest` (limited), `system`
+ * (gated itself). docs/PROTOCOL.md.
+ */
+export type SenderRole = 'owner' | 'member' | 'guest' | 'system';
+
 /** One message as the agent receives it. */
 export interface AgentMessage {
   id: number;
@@ -13,16 +19,21 @@ export interface AgentMessage {
   verb: string;
   timestamp: string;
   platform_msg_id: string | null;
+  sender_role: SenderRole;
 }
 
 /** The first stdin line of a run. */
 export interface AgentInput {
+  /** Always 1: the first line is the first turn. */
+  turn: 1;
   prompt: string;
   sessionId: string | null;
   group: string;
   topic: string;
   chatJid: string;
   messages: AgentMessage[];
+  /** The action types this group may use (empty: answers only). */
+  capabilities: string[];
   /** Operator-configured secrets (API keys): only ever on stdin, never in env, image or mounts. */
   secrets?: Record<string, string>;
 }
@@ -30,6 +41,8 @@ export interface AgentInput {
 /** A further stdin line: messages that arrived while the agent was running for the same chat. */
 export interface AgentFollowUp {
   type: 'message';
+  /** 2, 3, … within the run. */
+  turn: number;
   prompt: string;
   messages: AgentMessage[];
 }
@@ -68,7 +81,12 @@ export function inputLine(input: AgentInput): string {
 }
 
 /** A follow-up stdin line, `\n`-terminated. */
-export function followUpLine(messages: readonly AgentMessage[]): string {
-  const line: AgentFollowUp = { type: 'message', prompt: formatPrompt(messages), messages: [...messages] };
+export function followUpLine(turn: number, messages: readonly AgentMessage[]): string {
+  const line: AgentFollowUp = {
+    type: 'message',
+    turn,
+    prompt: formatPrompt(messages),
+    messages: [...messages],
+  };
   return JSON.stringify(line) + '\n';
 }

@@ -1,37 +1,48 @@
 import { join } from 'node:path';
 import { coerceError } from '../core/errors.js';
-import { isValidFolder, sessionKeyId, type SessionKey } from '../core/types.js';
-import { formatPrompt, inputLine } from './prompt.js';
-import { Run, toAgentMessage, type RunHooks } from './run.js';
+import { isValidFolder, type SessionKey } from '../core/types.js';
+import { Lane, Lanes } from './lane.js';
+import { formatPrompt, inputLine, type AgentMessage, type SenderRole } from './prompt.js';
+import { Run, type RunHooks } from './run.js';
 import { parseMountList } from './runtime/mounts.js';
 import type { RunSpec } from './runtime/types.js';
 import { settlementOf } from './settle.js';
-import { QueueStore, type ReadyLane } from './store.js';
+import { QueueStore, type BatchRow, type ReadyLane } from '../store/queue.js';
 import type { LaneFacts, LaneInfo, QueueOptions, WorkQueue } from './types.js';
 
 export type {
   LaneFacts,
   LaneInfo,
   LaneState,
+  PartialDraft,
   QueueMetrics,
   QueueOptions,
   RunResult,
   WorkQueue,
 } from './types.js';
 
+/** Who sent a row, as the agent is told: every sender is a member until access rules say more. */
+export function defaultSenderRole(): SenderRole {
+  return 'member';
+}
+
 /**
- * The per-session lanes under a global cap (docs/QUEUE.md). Lanes are not objects: the database says which
- * keys have ready rows, and `runs` says which keys have a live agent. `pump` is the one place that starts
- * runs and feeds follow-ups; it is cheap, synchronous and coalesced through wake().
+ * The coordinator of the session lanes under the global cap (docs/QUEUE.md). `pump` is the one place that
+ * starts runs and feeds turns; it is cheap, synchronous and coalesced through wake(). The lanes (lane.ts)
+ * hold who runs; the turns (turns.ts) hold what each run answered; every row change is a QueueStore
+ * transaction.
  *
- * Invariants: at most one run per session key (runs is keyed by it); at most maxConcurrent runs; a row is
- * handed to exactly one run (dispatch and follow-up marking are conditional on state = 'ready').
+ * Invariants: at most one run per session key and at most maxConcurrent runs (Lanes refuses more); a row is
+ * in one turn of one live run at a time (joining a turn is conditional on state = 'ready'); a turn's rows
+ * become 'done' only in the transaction that stores the block answering it (QueueStore.commitBlock).
  */
 export function createQueue(opts: QueueOptions): WorkQueue {
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
   const store = new QueueStore(opts.db);
-  const runs = new Map<string, Run>();
+  const lanes = new Lanes(config.maxConcurrent);
+  const senderRole = opts.senderRole ?? defaultSenderRole;
+  const capabilities = opts.capabilities ?? (() => []);
   let scheduled = false;
   let closing: Promise<void> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -45,6 +56,17 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     }
   };
 
+  const message = (r: BatchRow): AgentMessage => ({
+    id: r.id,
+    sender: r.sender,
+    sender_name: r.sender_name,
+    content: r.content,
+    verb: r.verb,
+    timestamp: r.timestamp,
+    platform_msg_id: r.platform_msg_id,
+    sender_role: senderRole(r),
+  });
+
   const hooks: RunHooks = {
     runtime: opts.runtime,
     log,
@@ -52,17 +74,25 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     runTimeoutMs: config.runTimeoutMs,
     maxOutputBytes: config.maxOutputBytes,
     now,
-    onReply(run, text) {
-      let id: number;
+    message,
+    onBlock(run, commit) {
+      let id: number | null;
       try {
-        id = store.commitReply(run.runId, text, run.lastRow);
+        id = store.commitBlock(commit);
       } catch (err) {
-        // Nothing was committed: the rows stay 'running' and the run's end decides their fate.
-        log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a reply failed');
+        // Nothing was committed: the turns stay open and the run's end decides their rows' fate.
+        log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');
         return false;
       }
-      notify(id);
+      if (id !== null) notify(id);
       return true;
+    },
+    onPartial(run, turn, text) {
+      try {
+        opts.onPartial?.({ runId: run.runId, key: run.key, chatJid: run.chatJid, turn, text });
+      } catch (err) {
+        log.error({ runId: run.runId, err: coerceError(err).message }, 'onPartial hook failed');
+      }
     },
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now());
@@ -80,7 +110,15 @@ export function createQueue(opts: QueueOptions): WorkQueue {
         });
         const settled = store.settle(st);
         log.info(
-          { runId: run.runId, key: run.keyId, result: st.result, error: st.error, parked: settled.parked },
+          {
+            runId: run.runId,
+            key: run.keyId,
+            result: st.result,
+            error: st.error,
+            turns: run.turns.written,
+            answered: run.turns.answered,
+            parked: settled.parked,
+          },
           'run ended',
         );
         opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
@@ -88,7 +126,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       } catch (err) {
         log.error({ runId: run.runId, err: coerceError(err).message }, 'settling a run failed');
       }
-      if (runs.get(run.keyId) === run) runs.delete(run.keyId);
+      lanes.end(run);
       run.markSettled();
       wake();
     },
@@ -108,48 +146,27 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     };
   };
 
-  const dispatch = (lane: ReadyLane, t: number) => {
-    const key: SessionKey = { group: lane.group, topic: lane.topic };
+  const dispatch = (ready: ReadyLane, t: number) => {
+    const key: SessionKey = { group: ready.group, topic: ready.topic };
     const d = store.dispatch(key, t);
     if (!d) return;
     const run = new Run(key, d.runId, d.chatJid, d.rows, hooks, t);
     run.noteIds = d.systemNoteIds;
-    runs.set(run.keyId, run);
-    const messages = d.rows.map(toAgentMessage);
+    lanes.open(new Lane(key, run));
+    const messages = d.rows.map(message);
     const input = inputLine({
+      turn: 1,
       prompt: formatPrompt(messages, d.systemNotes),
       sessionId: d.sessionId,
       group: key.group,
       topic: key.topic,
       chatJid: d.chatJid,
       messages,
+      capabilities: capabilities(key),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     });
     log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
     void run.begin(() => specOf(key, d.runId), input);
-  };
-
-  const feedFollowUps = (run: Run, t: number) => {
-    if (!run.acceptsFollowUps) return;
-    const rows = store.followUps(run.key, run.chatJid, t);
-    if (rows.length > 0 && run.followUp(rows))
-      store.joinRun(
-        run.runId,
-        rows.map((r) => r.id),
-      );
-  };
-
-  /** Fairness: idle agents give up their slots, longest idle first, while lanes wait for one. */
-  const yieldIdle = (waiting: number) => {
-    let need = waiting - [...runs.values()].filter((r) => r.closing).length;
-    const idle = [...runs.values()]
-      .filter((r) => r.idle)
-      .sort((a, b) => (a.lastOutputMs ?? 0) - (b.lastOutputMs ?? 0));
-    for (const run of idle) {
-      if (need-- <= 0) break;
-      log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot');
-      run.closeStdin();
-    }
   };
 
   const armRetryTimer = (t: number) => {
@@ -170,8 +187,8 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   const reportLanes = (t: number) => {
     if (!opts.metrics || t - lanesReportedAt < 1000) return;
     lanesReportedAt = t;
-    const waiting = store.summaries(t).filter((l) => !runs.has(sessionKeyId(l))).length;
-    opts.metrics.lanes(runs.size, waiting);
+    const waiting = store.summaries(t).filter((l) => !lanes.has(l.keyId)).length;
+    opts.metrics.lanes(lanes.size, waiting);
   };
 
   const pump = () => {
@@ -180,15 +197,17 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     const t = now();
     try {
       store.rejoinParked();
-      for (const run of runs.values()) feedFollowUps(run, t);
+      for (const lane of lanes.all()) lane.feed(store, t);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
       // yield their slots (more waiting lanes than the cap cannot free more slots).
-      const free = Math.max(0, config.maxConcurrent - runs.size);
-      const lanes = store.nextLanes(t, new Set(runs.keys()), free + config.maxConcurrent);
-      let next = 0;
-      while (runs.size < config.maxConcurrent && next < lanes.length) dispatch(lanes[next++]!, t);
-      const waiting = lanes.length - next;
-      if (waiting > 0) yieldIdle(waiting);
+      const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap);
+      let i = 0;
+      while (lanes.free > 0 && i < next.length) dispatch(next[i++]!, t);
+      if (next.length > i) {
+        for (const run of lanes.yieldIdle(next.length - i)) {
+          log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot');
+        }
+      }
       reportLanes(t);
       armRetryTimer(t);
     } catch (err) {
@@ -203,7 +222,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   }
 
   const facts = (key: SessionKey): LaneFacts => {
-    const run = runs.get(sessionKeyId(key));
+    const run = lanes.get(key)?.run;
     const s = store.summaries(now()).find((l) => l.group === key.group && l.topic === key.topic);
     return {
       running: run !== undefined,
@@ -216,19 +235,10 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   };
 
   const snapshot = () => {
-    const active: LaneInfo[] = [...runs.values()].map((run) => ({
-      group: run.key.group,
-      topic: run.key.topic,
-      chat_jid: run.chatJid,
-      state: run.idle ? 'idle' : 'running',
-      since_ms: run.idle ? (run.lastOutputMs ?? run.startedMs) : run.startedMs,
-      agent_started_ms: run.startedMs,
-      run_id: run.runId,
-      not_before_ms: null,
-    }));
+    const active: LaneInfo[] = lanes.all().map((l) => l.info());
     const waiting: LaneInfo[] = store
       .summaries(now())
-      .filter((s) => !runs.has(sessionKeyId(s)))
+      .filter((s) => !lanes.has(s.keyId))
       .map((s) => ({
         group: s.group,
         topic: s.topic,
@@ -245,13 +255,13 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   const close = (graceMs: number): Promise<void> =>
     (closing ??= (async () => {
       clearTimeout(retryTimer);
-      const live = [...runs.values()];
-      for (const run of live) run.closeStdin();
+      const live = lanes.all().map((l) => l.run);
+      for (const run of live) run.closeStdin('shutdown');
       const all = Promise.all(live.map((r) => r.done));
       if ((await within(all, graceMs)) === 'late') {
         for (const run of live) run.kill('shutdown');
         if ((await within(all, 10_000)) === 'late') {
-          log.error({ runs: [...runs.keys()] }, 'runs did not end after kill');
+          log.error({ runs: lanes.all().map((l) => l.keyId) }, 'runs did not end after kill');
         }
       }
     })());
@@ -259,24 +269,24 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   return {
     wake,
     async stop(key, chatJid) {
-      const run = runs.get(sessionKeyId(key));
+      const run = lanes.get(key)?.run;
       if (!run || (chatJid !== undefined && run.chatJid !== chatJid)) return false;
       run.kill('stop');
       await run.done;
       return true;
     },
     resetSession(key) {
-      const run = runs.get(sessionKeyId(key));
+      const run = lanes.get(key)?.run;
       if (!run) return;
       run.sessionReset = true;
-      run.closeStdin();
+      run.closeStdin('reset');
     },
     facts,
     snapshot,
     recover() {
-      const live = new Set([...runs.values()].map((r) => r.runId));
+      const live = new Set(lanes.all().map((l) => l.run.runId));
       const n = store.recover(now(), live);
-      if (n > 0) log.warn({ rows: n }, 'rows of interrupted runs are ready again');
+      if (n > 0) log.warn({ rows: n }, 'rows of unanswered turns of interrupted runs are ready again');
       wake();
     },
     close,

@@ -4,8 +4,9 @@ import { sessionKeyId, type SessionKey } from '../core/types.js';
 import { cleanResult } from './protocol/clean.js';
 import { createOutputParser, type OutputBlock } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
-import type { BatchRow } from './store.js';
+import type { BatchRow, BlockCommit } from '../store/queue.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
+import { Turns } from './turns.js';
 
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
@@ -16,17 +17,24 @@ import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.j
 /** Why the queue ended a run early. */
 export type KillReason = 'stop' | 'timeout' | 'shutdown';
 
+/** Why gated closed an agent's stdin: the session was idle (or yielded its slot), /new, or shutdown. */
+export type CloseReason = 'idle' | 'reset' | 'shutdown';
+
 /** How a run ended, for the queue to settle its rows. */
 export interface RunEnd {
   exit: AgentExit | null;
   /** The agent could not be started or fed its input. */
   startError: string | null;
   killed: KillReason | null;
-  /** Output blocks received (any status). */
+  /** Why gated closed stdin before the end, if it did. */
+  closedFor: CloseReason | null;
+  /** Answer blocks received (any status; drafts not counted). */
   blocks: number;
   replies: number;
-  /** Rows written as follow-ups after the agent's last block: the agent never answered them. */
-  unanswered: number[];
+  /** Turns answered (1..answered). */
+  answered: number;
+  /** Turns written and never answered: their rows are still 'running'. */
+  open: number;
 }
 
 /** What a run needs from the queue. */
@@ -37,8 +45,12 @@ export interface RunHooks {
   runTimeoutMs: number;
   maxOutputBytes: number;
   now: () => number;
-  /** A block with a non-empty visible result: commit it as a reply. False when it could not be stored. */
-  onReply(run: Run, text: string): boolean;
+  /** A stored row as this run's agent receives it. */
+  message(row: BatchRow): AgentMessage;
+  /** An answer block: commit it (docs/QUEUE.md). False when it could not be stored. */
+  onBlock(run: Run, commit: BlockCommit): boolean;
+  /** A draft of `turn` (`partial: true`): shown, never stored. */
+  onPartial(run: Run, turn: number, text: string): void;
   onSessionId(run: Run, sessionId: string): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: Run): void;
@@ -50,8 +62,8 @@ export class Run {
   readonly keyId: string;
   /** Epoch ms of dispatch. */
   readonly startedMs: number;
-  /** The newest row handed to the agent: replies answer it. */
-  lastRow: BatchRow;
+  /** The lines written to the agent and which of them it answered. Turn 1 is the input. */
+  readonly turns = new Turns();
   /** Set by /new: later session ids from this run are ignored. */
   sessionReset = false;
   /** system_messages ids this run consumed (given back if it never used them). */
@@ -60,12 +72,11 @@ export class Run {
   lastOutputMs: number | null = null;
   private handle: AgentHandle | null = null;
   private phase: 'starting' | 'running' | 'closing' | 'ended' = 'starting';
-  private closeAfterStart = false;
+  /** Set once gated asked the agent to finish (before or after its start); the first reason wins. */
+  private closedFor: CloseReason | null = null;
   private killed: KillReason | null = null;
   private blocks = 0;
   private replies = 0;
-  private awaitingOutput = true;
-  private sinceLastBlock: number[] = [];
   private idleTimer: NodeJS.Timeout | undefined;
   private hardTimer: NodeJS.Timeout | undefined;
   private settled!: () => void;
@@ -82,22 +93,25 @@ export class Run {
   ) {
     this.keyId = sessionKeyId(key);
     this.startedMs = now;
-    this.lastRow = rows[rows.length - 1]!;
+    this.turns.add(rows);
   }
 
-  /** Idle: answered everything it was given and still reading stdin. */
+  /** Idle: every turn written is answered and the agent still reads stdin. */
   get idle(): boolean {
-    return this.phase === 'running' && !this.awaitingOutput;
+    return this.phase === 'running' && this.turns.open === 0;
   }
 
-  /** Follow-ups can still reach the agent: stdin open and the agent not asked to exit. */
+  /**
+   * A follow-up line may be written now: stdin open, the agent not asked to exit, and either no turn open
+   * or an agent that numbers its blocks.
+   */
   get acceptsFollowUps(): boolean {
-    return this.phase === 'running' && this.handle !== null && this.handle.stdinOpen;
+    return this.phase === 'running' && this.handle !== null && this.handle.stdinOpen && this.turns.canWrite;
   }
 
   /** True once stdin was closed on purpose (idle timeout, fairness, /new, shutdown). */
   get closing(): boolean {
-    return this.phase === 'closing' || this.closeAfterStart;
+    return this.closedFor !== null && this.phase !== 'ended';
   }
 
   /** Starts the agent and feeds it `input`; resolves when the run has ended (not settled). */
@@ -129,7 +143,7 @@ export class Run {
       return this.end(exit, 'the agent closed its stdin before reading its input');
     } else {
       this.phase = 'running';
-      if (this.closeAfterStart) this.closeStdin();
+      if (this.closedFor !== null) this.shut();
     }
     const exit = await handle.exited;
     await stdoutDone;
@@ -138,26 +152,34 @@ export class Run {
   }
 
   /**
-   * Writes rows as one follow-up line. False when the agent cannot take it (stdin closed, exiting): the
-   * rows then stay ready for the next run.
+   * Writes rows (already joined to turn `turns.written + 1` in the database) as the next turn's line.
+   * False when the agent cannot take it (stdin closed, exiting): the caller gives the rows back.
    */
-  followUp(rows: readonly BatchRow[]): boolean {
+  writeTurn(rows: readonly BatchRow[]): boolean {
     if (!this.acceptsFollowUps || rows.length === 0) return false;
-    if (!this.handle!.write(followUpLine(rows.map(toAgentMessage)))) return false;
+    const turn = this.turns.written + 1;
+    if (
+      !this.handle!.write(
+        followUpLine(
+          turn,
+          rows.map((r) => this.hooks.message(r)),
+        ),
+      )
+    )
+      return false;
     clearTimeout(this.idleTimer);
-    this.awaitingOutput = true;
-    for (const r of rows) this.sinceLastBlock.push(r.id);
-    this.lastRow = rows[rows.length - 1]!;
+    this.turns.add(rows);
     return true;
   }
 
-  /** Asks the agent to finish: end of stdin. Idempotent. */
-  closeStdin(): void {
-    if (this.phase === 'starting') {
-      this.closeAfterStart = true;
-      return;
-    }
-    if (this.phase !== 'running') return;
+  /** Asks the agent to finish: end of stdin. Idempotent; the first reason is the one that counts. */
+  closeStdin(reason: CloseReason): void {
+    if (this.phase === 'ended') return;
+    this.closedFor ??= reason;
+    if (this.phase === 'running') this.shut();
+  }
+
+  private shut(): void {
     this.phase = 'closing';
     clearTimeout(this.idleTimer);
     this.handle?.closeStdin();
@@ -178,24 +200,37 @@ export class Run {
   }
 
   private onBlock(block: OutputBlock): void {
-    this.blocks++;
     this.lastOutputMs = this.hooks.now();
-    this.awaitingOutput = false;
-    this.sinceLastBlock = [];
+    if (block.turn !== undefined) this.turns.numbered = true;
     if (block.newSessionId && !this.sessionReset) this.hooks.onSessionId(this, block.newSessionId);
+    const text = block.result === null ? '' : cleanResult(block.result);
+    if (block.partial) {
+      if (text !== '') this.hooks.onPartial(this, block.turn ?? this.turns.current, text);
+      return;
+    }
+    this.blocks++;
     if (block.status === 'error') {
       this.hooks.log.warn(
-        { runId: this.runId, key: this.keyId, error: block.error },
+        { runId: this.runId, key: this.keyId, turn: block.turn, error: block.error },
         'agent reported an error',
       );
     }
-    const text = block.result === null ? '' : cleanResult(block.result);
-    if (text !== '' && this.hooks.onReply(this, text)) this.replies++;
-    if (this.phase !== 'running') return;
+    const credit = this.turns.credit(block.turn);
+    const commit: BlockCommit = {
+      runId: this.runId,
+      through: credit.through,
+      reply: text === '' ? null : { content: text, replyTo: credit.replyTo },
+    };
+    if (commit.through === 0 && commit.reply === null) return;
+    // Only a committed block answers: if storing failed, its turns stay open and the run's end decides.
+    if (!this.hooks.onBlock(this, commit)) return;
+    this.turns.answer(commit.through);
+    if (commit.reply) this.replies++;
+    if (this.phase !== 'running' || this.turns.open > 0) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
       this.hooks.log.debug({ runId: this.runId, key: this.keyId }, 'idle timeout: closing stdin');
-      this.closeStdin();
+      this.closeStdin('idle');
     }, this.hooks.idleTimeoutMs);
     this.hooks.onIdle(this);
   }
@@ -208,22 +243,11 @@ export class Run {
       exit,
       startError,
       killed: this.killed,
+      closedFor: this.closedFor,
       blocks: this.blocks,
       replies: this.replies,
-      unanswered: this.sinceLastBlock,
+      answered: this.turns.answered,
+      open: this.turns.open,
     });
   }
-}
-
-/** A stored row as the agent receives it. */
-export function toAgentMessage(r: BatchRow): AgentMessage {
-  return {
-    id: r.id,
-    sender: r.sender,
-    sender_name: r.sender_name,
-    content: r.content,
-    verb: r.verb,
-    timestamp: r.timestamp,
-    platform_msg_id: r.platform_msg_id,
-  };
 }

@@ -2,7 +2,9 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
 import type { Db } from '../store/db.js';
+import type { SenderRole } from './prompt.js';
 import type { Runtime } from './runtime/types.js';
+import type { BatchRow } from '../store/queue.js';
 
 /** How a run ended (session_log.result). */
 export type { RunResult } from '../core/types.js';
@@ -12,6 +14,17 @@ import type { RunResult } from '../core/types.js';
 export interface QueueMetrics {
   runFinished(result: RunResult, seconds: number): void;
   lanes(active: number, waiting: number): void;
+}
+
+/** A draft an agent printed for the turn in progress (`partial: true`): never stored as a reply. */
+export interface PartialDraft {
+  runId: number;
+  key: SessionKey;
+  chatJid: string;
+  /** The turn it drafts: its `turn`, else the oldest unanswered turn. */
+  turn: number;
+  /** Its result with internal sections removed; never empty. */
+  text: string;
 }
 
 /** Everything the queue is built from. I/O enters here; nothing real is constructed inside. */
@@ -31,6 +44,12 @@ export interface QueueOptions {
   random?: () => number;
   /** Consecutive failures of a (key, chat) before its messages are parked. Default 3. */
   maxFailures?: number;
+  /** The role the agent is told for a message's sender. Default: every sender is a 'member'. */
+  senderRole?: (row: BatchRow) => SenderRole;
+  /** The action types a session key's agent may use (its input's `capabilities`). Default none. */
+  capabilities?: (key: SessionKey) => string[];
+  /** A draft block (`partial: true`) arrived. Called synchronously; must not throw (logged if it does). */
+  onPartial?: (draft: PartialDraft) => void;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -27,6 +27,8 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   3: (db) => {
     addColumn(db, 'messages', 'agent_content', 'TEXT');
   },
+  // 4 → 5: turns (docs/PROTOCOL.md): the turn of its run that carried each row.
+  4: (db) => addColumn(db, 'messages', 'turn', 'INTEGER'),
 };
 
 /**

@@ -1,6 +1,7 @@
 // The example agent shipped with gated: plain Node, no dependencies. It speaks the agent protocol
-// (docs/PROTOCOL.md) and answers every input line with one output block that proves it read each message:
-// `echo: <content>`. It keeps a session id (the one gated passes in, or a new one) and exits on end of stdin.
+// (docs/PROTOCOL.md) and answers every input line (a turn) with one output block that proves it read each
+// message, `echo: <content>`, and names the turn it answers. It keeps a session id (the one gated passes in,
+// or a new one) and exits on end of stdin.
 //
 // Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on
 // stdout, log to stderr, never print secrets.
@@ -17,10 +18,12 @@ function emit(block) {
   process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
 }
 
-function answer(messages) {
+function answer(turn, messages) {
   turns += 1;
   const lines = messages.map((m) => `echo: ${m.content}`);
-  emit({ status: 'ok', result: lines.join('\n'), newSessionId: sessionId });
+  // `turn` tells gated which line this block answers, so it may write the next one before this answer.
+  const numbered = Number.isInteger(turn) ? { turn } : {};
+  emit({ status: 'ok', result: lines.join('\n'), newSessionId: sessionId, ...numbered });
 }
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -41,7 +44,7 @@ rl.on('line', (line) => {
       typeof input.sessionId === 'string' && input.sessionId ? input.sessionId : `example-${randomUUID()}`;
     process.stderr.write(`example agent: group=${input.group} topic=${input.topic} session=${sessionId}\n`);
   }
-  answer(Array.isArray(input.messages) ? input.messages : []);
+  answer(input.turn, Array.isArray(input.messages) ? input.messages : []);
 });
 
 rl.on('close', () => {

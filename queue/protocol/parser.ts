@@ -22,6 +22,10 @@ export interface OutputBlock {
   result: string | null;
   newSessionId?: string;
   error?: string;
+  /** The turn this block answers, with every earlier one (docs/PROTOCOL.md); absent: the oldest open turn. */
+  turn?: number;
+  /** A draft of the turn in progress: answers nothing and is never stored as a reply. */
+  partial?: boolean;
 }
 
 /** Why a block (or part of the stream) was not used. */
@@ -92,6 +96,17 @@ function toBlock(value: unknown): OutputBlock | string {
   const block: OutputBlock = { status: v.status, result: typeof v.result === 'string' ? v.result : null };
   if (typeof v.newSessionId === 'string' && v.newSessionId !== '') block.newSessionId = v.newSessionId;
   if (typeof v.error === 'string') block.error = v.error;
+  if (v.turn !== undefined && v.turn !== null) {
+    // Strict: a block credited to the wrong turn would mark rows the agent never answered.
+    if (typeof v.turn !== 'number' || !Number.isSafeInteger(v.turn) || v.turn < 1) {
+      return 'turn must be a positive integer';
+    }
+    block.turn = v.turn;
+  }
+  if (v.partial !== undefined && v.partial !== null && v.partial !== false) {
+    if (v.partial !== true) return 'partial must be a boolean';
+    block.partial = true;
+  }
   return block;
 }
 

@@ -74,6 +74,24 @@ describe('output parser', () => {
     expect(stats).toMatchObject({ blocks: 1, invalidJson: 1, invalidShape: 3, unterminated: 1 });
   });
 
+  it('reads turn and partial, and refuses a turn that is not a positive integer', () => {
+    const text =
+      block({ status: 'ok', result: 'a', turn: 2 }) +
+      block({ status: 'ok', result: 'draft', turn: 3, partial: true }) +
+      block({ status: 'ok', result: 'b', turn: null, partial: false }) +
+      block({ status: 'ok', result: 'x', turn: '1' }) +
+      block({ status: 'ok', result: 'x', turn: 0 }) +
+      block({ status: 'ok', result: 'x', turn: 1.5 }) +
+      block({ status: 'ok', result: 'x', partial: 'yes' });
+    const { blocks, problems } = parse([text]);
+    expect(blocks).toEqual([
+      { status: 'ok', result: 'a', turn: 2 },
+      { status: 'ok', result: 'draft', turn: 3, partial: true },
+      { status: 'ok', result: 'b' },
+    ]);
+    expect(problems).toEqual(['invalid_shape', 'invalid_shape', 'invalid_shape', 'invalid_shape']);
+  });
+
   it('discards an oversize block with bounded memory and reads the next one', () => {
     const max = 4096;
     const big = JSON.stringify({ status: 'ok', result: 'x'.repeat(100_000) });

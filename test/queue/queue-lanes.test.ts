@@ -37,6 +37,8 @@ describe('queue: dispatch and input', () => {
     expect(agent.spec).toMatchObject({ group: 'g1', topic: 'support', groupDir: '/nonexistent/groups/g1' });
     const [input] = agent.inputs();
     expect(input).toMatchObject({
+      turn: 1,
+      capabilities: [],
       sessionId: 'sess-9',
       group: 'g1',
       topic: 'support',
@@ -52,6 +54,7 @@ describe('queue: dispatch and input', () => {
       verb: 'message',
       timestamp: expect.any(String),
       platform_msg_id: 'p1',
+      sender_role: 'member',
     });
     expect(input!.prompt).toContain('<system>was reset</system>');
     expect(input!.prompt).toContain('first &lt;b&gt;');
@@ -127,6 +130,7 @@ describe('queue: lanes', () => {
     await flush();
     expect(runtime.agents).toHaveLength(1);
 
+    runtime.agents[0]!.reply('ok');
     runtime.agents[0]!.finish();
     await flush();
     expect(runtime.agents).toHaveLength(2);
@@ -303,6 +307,7 @@ describe('queue: lanes', () => {
         run_id: null,
       }),
     ]);
+    runtime.agents[0]!.reply('bye');
     runtime.agents[0]!.finish();
     await flush();
     runtime.agents[1]!.reply('hi');

@@ -32,6 +32,15 @@ describe('schema.sql', () => {
     expect(() => openDatabase(path)).toThrow(/newer than this gated/);
   });
 
+  it('upgrades a version-4 database: messages gains its turn column, rows kept', () => {
+    const { db } = freshDb();
+    db.exec(`ALTER TABLE messages DROP COLUMN turn`);
+    db.pragma('user_version = 4');
+    db.prepare(`INSERT INTO messages (chat_jid, content, state) VALUES ('x:1', 'old', 'running')`).run();
+    expect(applySchema(db)).toBe(SCHEMA_VERSION);
+    expect(db.prepare(`SELECT content, turn FROM messages`).get()).toEqual({ content: 'old', turn: null });
+  });
+
   it('defaults timestamps to UTC ISO-8601 with milliseconds', () => {
     const { db } = freshDb();
     db.prepare(`INSERT INTO messages (chat_jid, content) VALUES ('x:1', 'hi')`).run();

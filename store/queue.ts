@@ -1,7 +1,7 @@
 import { isoNow, sessionKeyId, type SessionKey } from '../core/types.js';
-import type { Db } from '../store/db.js';
-import { insertOutbound } from '../store/messages.js';
-import type { AgentMessage } from './prompt.js';
+import type { Db } from './db.js';
+import { insertOutbound } from './messages.js';
+import { queueSql, type Statements } from './queue-sql.js';
 
 /**
  * The queue's view of the database: lanes, batches, sessions, session_log. Statements are prepared once per
@@ -12,7 +12,14 @@ import type { AgentMessage } from './prompt.js';
  */
 
 /** One message of a batch: what the agent receives, plus where a reply to it goes. */
-export interface BatchRow extends AgentMessage {
+export interface BatchRow {
+  id: number;
+  sender: string;
+  sender_name: string | null;
+  content: string;
+  verb: string;
+  timestamp: string;
+  platform_msg_id: string | null;
   chat_jid: string;
   /** The inbound topic (platform thread), for the reply row. */
   topic: string;
@@ -26,6 +33,8 @@ export interface ReadyLane {
 
 /** Ready rows of one key, summarized (snapshot, facts). */
 export interface LaneSummary extends ReadyLane {
+  /** sessionKeyId of the key. */
+  keyId: string;
   /** All ready rows, eligible or in backoff. */
   ready: number;
   eligible: number;
@@ -63,12 +72,11 @@ export interface Settlement {
   stderrTail: string | null;
   endedAt: number;
   /**
-   * done: answered (clean exit); stopped: /stop; ready: back as they were (shutdown); retry: a failure,
-   * attempts + 1 and a backoff, or parked with one error reply once `maxFailures` is reached.
+   * What happens to the rows of the turns no block answered (the run's rows still 'running'): done (read
+   * and left unanswered after an idle close); stopped (/stop); ready (back as they were, for a new run);
+   * retry (a failure: attempts + 1 and a backoff, or parked with one error reply at `maxFailures`).
    */
   rows: 'done' | 'stopped' | 'ready' | 'retry';
-  /** With rows = 'done': follow-ups the agent never answered go back to 'ready' instead. */
-  unanswered: readonly number[];
   retry?: {
     /** Epoch ms of the next try after `attempt` consecutive failures (1-based). */
     notBefore: (attempt: number) => number;
@@ -82,6 +90,15 @@ export interface Settlement {
   restoreNotes: readonly number[];
 }
 
+/** One answer block, stored by commitBlock. */
+export interface BlockCommit {
+  runId: number;
+  /** Turns 1..through of the run are answered by this block; 0 when it answers no open turn. */
+  through: number;
+  /** The reply row, when the block's visible result is not empty. */
+  reply: { content: string; replyTo: BatchRow } | null;
+}
+
 /** What settling did. */
 export interface Settled {
   parked: boolean;
@@ -89,101 +106,12 @@ export interface Settled {
   replyId: number | null;
 }
 
-const ELIGIBLE = `state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= @now)`;
-// session_topic is always set on ready rows (the gateway writes '' for the default topic); comparing it
-// plainly lets idx_messages_ready serve the whole key and chat instead of walking a chat's history.
-const KEY = `group_folder = @group AND session_topic = @topic`;
-const ROW_COLS = `id, chat_jid, sender, sender_name, content, verb, timestamp, platform_msg_id, topic`;
-
-function prepare(db: Db) {
-  return {
-    // Rows in readiness order, walked only as far as the next few lanes (idx_messages_ready_order).
-    walk: db.prepare(
-      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic FROM messages
-       WHERE ${ELIGIBLE} ORDER BY ready_at, id`,
-    ),
-    summary: db.prepare(
-      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic, count(*) AS ready,
-              sum(not_before IS NULL OR not_before <= @now) AS eligible,
-              min(coalesce(ready_at, 0)) AS ready_at, min(id) AS first_id,
-              min(CASE WHEN not_before > @now THEN not_before END) AS next_retry
-       FROM messages WHERE state = 'ready' AND group_folder IS NOT NULL
-       GROUP BY group_folder, coalesce(session_topic, '') ORDER BY ready_at, first_id`,
-    ),
-    chatOf: db.prepare(`SELECT chat_jid FROM messages WHERE id = ?`).pluck(),
-    oldestChat: db
-      .prepare(`SELECT chat_jid FROM messages WHERE ${ELIGIBLE} AND ${KEY} ORDER BY id LIMIT 1`)
-      .pluck(),
-    batch: db.prepare(
-      `SELECT ${ROW_COLS} FROM messages WHERE ${ELIGIBLE} AND ${KEY} AND chat_jid = @chat ORDER BY id`,
-    ),
-    markRunning: db.prepare(
-      `UPDATE messages SET state = 'running', run_id = @runId WHERE id = @id AND state = 'ready'`,
-    ),
-    session: db.prepare(`SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?`).pluck(),
-    upsertSession: db.prepare(
-      `INSERT INTO sessions (group_folder, topic, session_id, updated_at) VALUES (@group, @topic, @id, @at)
-       ON CONFLICT (group_folder, topic) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at`,
-    ),
-    deleteSession: db.prepare(`DELETE FROM sessions WHERE group_folder = ? AND topic = ?`),
-    notes: db.prepare(
-      `SELECT id, content FROM system_messages WHERE group_folder = ? AND topic = ? AND consumed_at IS NULL ORDER BY id`,
-    ),
-    consumeNote: db.prepare(`UPDATE system_messages SET consumed_at = ? WHERE id = ?`),
-    restoreNote: db.prepare(`UPDATE system_messages SET consumed_at = NULL WHERE id = ?`),
-    openRun: db.prepare(
-      `INSERT INTO session_log (group_folder, topic, chat_jid, session_id, started_at, messages)
-       VALUES (@group, @topic, @chat, @session, @at, @n)`,
-    ),
-    addMessages: db.prepare(`UPDATE session_log SET messages = messages + ? WHERE id = ?`),
-    addReply: db.prepare(`UPDATE session_log SET replies = replies + 1 WHERE id = ?`),
-    setState: db.prepare(
-      `UPDATE messages SET state = @state WHERE id = @id AND run_id = @runId AND state = 'running'`,
-    ),
-    allRunning: db.prepare(`UPDATE messages SET state = @state WHERE run_id = @runId AND state = 'running'`),
-    retry: db.prepare(
-      `UPDATE messages SET state = 'ready', attempts = attempts + 1, not_before = @notBefore
-       WHERE run_id = @runId AND state = 'running'`,
-    ),
-    maxAttempts: db
-      .prepare(`SELECT max(attempts) FROM messages WHERE run_id = ? AND state = 'running'`)
-      .pluck(),
-    closeRun: db.prepare(
-      `UPDATE session_log SET ended_at = @at, result = @result, error = @error, exit_code = @exitCode,
-              stderr_tail = @stderrTail WHERE id = @runId`,
-    ),
-    rejoin: db.prepare(
-      `UPDATE messages SET state = 'ready', attempts = 0, not_before = NULL
-       WHERE state = 'parked' AND EXISTS (
-         SELECT 1 FROM messages n WHERE n.state = 'ready' AND n.group_folder = messages.group_folder
-           AND coalesce(n.session_topic, '') = coalesce(messages.session_topic, '')
-           AND n.chat_jid = messages.chat_jid AND n.id > messages.id)`,
-    ),
-    anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' LIMIT 1`).pluck(),
-    nextRetry: db
-      .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_retry
-      .pluck(),
-    group: db.prepare(`SELECT image, network, mounts FROM registered_groups WHERE folder = ?`),
-    openRuns: db.prepare(`SELECT id FROM session_log WHERE result IS NULL`).pluck(),
-    requeueRun: db.prepare(`UPDATE messages SET state = 'ready' WHERE run_id = ? AND state = 'running'`),
-    orphans: db.prepare(
-      `UPDATE messages SET state = 'ready' WHERE state = 'running'
-       AND (run_id IS NULL OR run_id IN (SELECT id FROM session_log WHERE result IS NOT NULL))`,
-    ),
-  };
-}
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-
 /** The queue's statements on one connection. */
 export class QueueStore {
   private readonly s: Statements;
 
   constructor(private readonly db: Db) {
-    let s = cache.get(db);
-    if (!s) cache.set(db, (s = prepare(db)));
-    this.s = s;
+    this.s = queueSql(db);
   }
 
   /** Keys with eligible rows, in the order they became ready (min ready_at, then min id). */
@@ -209,7 +137,11 @@ export class QueueStore {
   /** Every key with ready rows (eligible or not), in lane order. */
   summaries(now: number): LaneSummary[] {
     const rows = this.s.summary.all({ now }) as Array<LaneSummary & { first_id: number }>;
-    return rows.map((r) => ({ ...r, chat_jid: this.s.chatOf.get(r.first_id) as string }));
+    return rows.map((r) => ({
+      ...r,
+      keyId: sessionKeyId(r),
+      chat_jid: this.s.chatOf.get(r.first_id) as string,
+    }));
   }
 
   /** Parked rows of a (key, chat) that got a newer ready row rejoin it: back to ready, attempts 0. */
@@ -241,7 +173,7 @@ export class QueueStore {
       const runId = Number(
         this.s.openRun.run({ ...p, chat, session: sessionId, at, n: rows.length }).lastInsertRowid,
       );
-      for (const r of rows) this.s.markRunning.run({ runId, id: r.id });
+      for (const r of rows) this.s.joinTurn.run({ runId, turn: 1, id: r.id });
       return {
         runId,
         chatJid: chat,
@@ -258,22 +190,27 @@ export class QueueStore {
     return this.s.batch.all({ group: key.group, topic: key.topic, now, chat }) as BatchRow[];
   }
 
-  /** Rows just written to a running agent's stdin join its run. */
-  joinRun(runId: number, ids: readonly number[]): void {
-    this.db.transaction(() => {
-      for (const id of ids) this.s.markRunning.run({ runId, id });
-      this.s.addMessages.run(ids.length, runId);
+  /**
+   * Rows about to be written to a running agent as turn `turn` join it, before the write (a crash after
+   * this commit finds them 'running' in a dead run and gives them back). Returns the rows that joined:
+   * only rows still 'ready'.
+   */
+  joinTurn(runId: number, turn: number, rows: readonly BatchRow[]): BatchRow[] {
+    return this.db.transaction(() => {
+      const joined = rows.filter((r) => this.s.joinTurn.run({ runId, turn, id: r.id }).changes === 1);
+      if (joined.length > 0) this.s.addMessages.run(joined.length, runId);
+      return joined;
     })();
+  }
+
+  /** The write of turn `turn` failed (the agent was exiting): its rows are ready again, untouched. */
+  leaveTurn(runId: number, turn: number): void {
+    this.s.leaveTurn.run({ runId, turn });
   }
 
   /** Stores the agent's session id for the key (a block's newSessionId). */
   saveSession(key: SessionKey, sessionId: string, now: number): void {
     this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
-  }
-
-  /** Drops the key's session: the next run starts fresh. */
-  deleteSession(key: SessionKey): void {
-    this.s.deleteSession.run(key.group, key.topic);
   }
 
   /** The registered group's container settings, if the folder is registered. */
@@ -282,21 +219,24 @@ export class QueueStore {
   }
 
   /**
-   * A reply and the marking of its batch commit together: the outbound row, every row of the run still
-   * 'running' → 'done', session_log.replies + 1. Returns the outbound id.
+   * THE transaction that stores an agent's answer block: the rows of the turns it answers become 'done'
+   * together with its reply row (and session_log.replies + 1), or nothing happens. Whatever else a block
+   * makes durable belongs inside this one transaction too. Returns the reply's outbound id, if any.
    */
-  commitReply(runId: number, content: string, replyTo: BatchRow): number {
-    return this.db.transaction(() => {
+  commitBlock(c: BlockCommit): number | null {
+    return this.db.transaction((): number | null => {
+      if (c.through > 0) this.s.answerTurns.run({ runId: c.runId, through: c.through });
+      if (!c.reply) return null;
+      const to = c.reply.replyTo;
       const id = insertOutbound(this.db, {
-        chat_jid: replyTo.chat_jid,
-        content,
+        chat_jid: to.chat_jid,
+        content: c.reply.content,
         kind: 'reply',
-        reply_to_id: replyTo.id,
-        reply_to: replyTo.platform_msg_id,
-        topic: replyTo.topic,
+        reply_to_id: to.id,
+        reply_to: to.platform_msg_id,
+        topic: to.topic,
       });
-      this.s.allRunning.run({ state: 'done', runId });
-      this.s.addReply.run(runId);
+      this.s.addReply.run(c.runId);
       return id;
     })();
   }
@@ -312,10 +252,7 @@ export class QueueStore {
       const runId = st.runId;
       let parked = false;
       let replyId: number | null = null;
-      if (st.rows === 'done') {
-        for (const id of st.unanswered) this.s.setState.run({ state: 'ready', id, runId });
-        this.s.allRunning.run({ state: 'done', runId });
-      } else if (st.rows === 'stopped' || st.rows === 'ready') {
+      if (st.rows === 'done' || st.rows === 'stopped' || st.rows === 'ready') {
         this.s.allRunning.run({ state: st.rows, runId });
       } else if (st.retry) {
         const attempt = this.maxAttempts(runId) + 1;

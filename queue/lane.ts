@@ -1,0 +1,118 @@
+import { sessionKeyId, type SessionKey } from '../core/types.js';
+import type { Run } from './run.js';
+import type { QueueStore } from '../store/queue.js';
+import type { LaneInfo } from './types.js';
+
+/**
+ * A lane is one session key while an agent serves it (docs/QUEUE.md). Like a key of a per-key promise
+ * chain that is deleted once idle, a lane exists only as long as its run: a key whose rows wait for an
+ * agent is just rows in the database (`state = 'ready'`), and becomes a lane when a slot is free.
+ */
+export class Lane {
+  /** sessionKeyId(key): the map key, computed once. */
+  readonly keyId: string;
+
+  constructor(
+    readonly key: SessionKey,
+    /** The one run of this key. A lane never changes run: it ends when its run ends. */
+    readonly run: Run,
+  ) {
+    this.keyId = sessionKeyId(key);
+  }
+
+  /**
+   * Writes the ready rows of the run's chat as the next turn, when the agent may take one. The rows join
+   * the turn in the database first, so a crash between the two finds them in a dead run and gives them
+   * back; a write that fails gives them back at once.
+   */
+  feed(store: QueueStore, now: number): void {
+    const run = this.run;
+    if (!run.acceptsFollowUps) return;
+    const rows = store.followUps(this.key, run.chatJid, now);
+    if (rows.length === 0) return;
+    const turn = run.turns.written + 1;
+    const joined = store.joinTurn(run.runId, turn, rows);
+    if (joined.length > 0 && !run.writeTurn(joined)) store.leaveTurn(run.runId, turn);
+  }
+
+  /** The lane as /status and the dashboard show it. */
+  info(): LaneInfo {
+    const run = this.run;
+    return {
+      group: this.key.group,
+      topic: this.key.topic,
+      chat_jid: run.chatJid,
+      state: run.idle ? 'idle' : 'running',
+      since_ms: run.idle ? (run.lastOutputMs ?? run.startedMs) : run.startedMs,
+      agent_started_ms: run.startedMs,
+      run_id: run.runId,
+      not_before_ms: null,
+    };
+  }
+}
+
+/** The live lanes under the global cap. */
+export class Lanes {
+  /** By keyId. At most one lane per key; never more than `cap` entries. */
+  private readonly live = new Map<string, Lane>();
+
+  constructor(
+    /** GATED_MAX_CONCURRENT: runs at once across the instance. */
+    readonly cap: number,
+  ) {}
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /** Slots free under the cap. */
+  get free(): number {
+    return Math.max(0, this.cap - this.live.size);
+  }
+
+  /** The keyIds that have a live run (lanes that must not be dispatched again). */
+  keys(): Set<string> {
+    return new Set(this.live.keys());
+  }
+
+  all(): Lane[] {
+    return [...this.live.values()];
+  }
+
+  get(key: SessionKey): Lane | undefined {
+    return this.live.get(sessionKeyId(key));
+  }
+
+  has(keyId: string): boolean {
+    return this.live.has(keyId);
+  }
+
+  /** Opens a lane for a dispatched run. Refuses a second lane for a key or one over the cap. */
+  open(lane: Lane): void {
+    if (this.live.has(lane.keyId)) throw new Error(`lane ${lane.keyId} already has a run`);
+    if (this.live.size >= this.cap) throw new Error('no free slot');
+    this.live.set(lane.keyId, lane);
+  }
+
+  /** Ends the lane of `run` (a no-op when another run already took the key). */
+  end(run: Run): void {
+    if (this.live.get(run.keyId)?.run === run) this.live.delete(run.keyId);
+  }
+
+  /**
+   * Fairness: while `waiting` lanes want a slot, idle agents give theirs up, longest idle first (closing
+   * ones already count as given up).
+   */
+  yieldIdle(waiting: number): Run[] {
+    const runs = this.all().map((l) => l.run);
+    let need = waiting - runs.filter((r) => r.closing).length;
+    const idle = runs.filter((r) => r.idle).sort((a, b) => (a.lastOutputMs ?? 0) - (b.lastOutputMs ?? 0));
+    const yielded: Run[] = [];
+    for (const run of idle) {
+      if (need-- <= 0) break;
+      run.closeStdin('idle');
+      yielded.push(run);
+    }
+    return yielded;
+  }
+}

@@ -1,0 +1,107 @@
+import type { Db } from './db.js';
+
+/**
+ * The queue's SQL: one prepared statement per operation, named by what it does, made once per connection
+ * (store/queue.ts runs them). A row is eligible when state = 'ready' and its backoff (not_before) has
+ * passed. Keep `state = 'ready'` and `state = 'running'` literal: SQLite uses a partial index only when the
+ * query names its condition exactly.
+ */
+
+const ELIGIBLE = `state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= @now)`;
+// session_topic is always set on ready rows (the gateway writes '' for the default topic); comparing it
+// plainly lets idx_messages_ready serve the whole key and chat instead of walking a chat's history.
+const KEY = `group_folder = @group AND session_topic = @topic`;
+const ROW_COLS = `id, chat_jid, sender, sender_name, content, verb, timestamp, platform_msg_id, topic`;
+
+function prepare(db: Db) {
+  return {
+    // Rows in readiness order, walked only as far as the next few lanes (idx_messages_ready_order).
+    walk: db.prepare(
+      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic FROM messages
+       WHERE ${ELIGIBLE} ORDER BY ready_at, id`,
+    ),
+    summary: db.prepare(
+      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic, count(*) AS ready,
+              sum(not_before IS NULL OR not_before <= @now) AS eligible,
+              min(coalesce(ready_at, 0)) AS ready_at, min(id) AS first_id,
+              min(CASE WHEN not_before > @now THEN not_before END) AS next_retry
+       FROM messages WHERE state = 'ready' AND group_folder IS NOT NULL
+       GROUP BY group_folder, coalesce(session_topic, '') ORDER BY ready_at, first_id`,
+    ),
+    chatOf: db.prepare(`SELECT chat_jid FROM messages WHERE id = ?`).pluck(),
+    oldestChat: db
+      .prepare(`SELECT chat_jid FROM messages WHERE ${ELIGIBLE} AND ${KEY} ORDER BY id LIMIT 1`)
+      .pluck(),
+    batch: db.prepare(
+      `SELECT ${ROW_COLS} FROM messages WHERE ${ELIGIBLE} AND ${KEY} AND chat_jid = @chat ORDER BY id`,
+    ),
+    // A row joins a turn only from 'ready': a row is in one turn of one live run at a time.
+    joinTurn: db.prepare(
+      `UPDATE messages SET state = 'running', run_id = @runId, turn = @turn WHERE id = @id AND state = 'ready'`,
+    ),
+    leaveTurn: db.prepare(
+      `UPDATE messages SET state = 'ready' WHERE run_id = @runId AND turn = @turn AND state = 'running'`,
+    ),
+    answerTurns: db.prepare(
+      `UPDATE messages SET state = 'done' WHERE run_id = @runId AND state = 'running' AND turn <= @through`,
+    ),
+    session: db.prepare(`SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?`).pluck(),
+    upsertSession: db.prepare(
+      `INSERT INTO sessions (group_folder, topic, session_id, updated_at) VALUES (@group, @topic, @id, @at)
+       ON CONFLICT (group_folder, topic) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at`,
+    ),
+    deleteSession: db.prepare(`DELETE FROM sessions WHERE group_folder = ? AND topic = ?`),
+    notes: db.prepare(
+      `SELECT id, content FROM system_messages WHERE group_folder = ? AND topic = ? AND consumed_at IS NULL ORDER BY id`,
+    ),
+    consumeNote: db.prepare(`UPDATE system_messages SET consumed_at = ? WHERE id = ?`),
+    restoreNote: db.prepare(`UPDATE system_messages SET consumed_at = NULL WHERE id = ?`),
+    openRun: db.prepare(
+      `INSERT INTO session_log (group_folder, topic, chat_jid, session_id, started_at, messages)
+       VALUES (@group, @topic, @chat, @session, @at, @n)`,
+    ),
+    addMessages: db.prepare(`UPDATE session_log SET messages = messages + ? WHERE id = ?`),
+    addReply: db.prepare(`UPDATE session_log SET replies = replies + 1 WHERE id = ?`),
+    allRunning: db.prepare(`UPDATE messages SET state = @state WHERE run_id = @runId AND state = 'running'`),
+    retry: db.prepare(
+      `UPDATE messages SET state = 'ready', attempts = attempts + 1, not_before = @notBefore
+       WHERE run_id = @runId AND state = 'running'`,
+    ),
+    maxAttempts: db
+      .prepare(`SELECT max(attempts) FROM messages WHERE run_id = ? AND state = 'running'`)
+      .pluck(),
+    closeRun: db.prepare(
+      `UPDATE session_log SET ended_at = @at, result = @result, error = @error, exit_code = @exitCode,
+              stderr_tail = @stderrTail WHERE id = @runId`,
+    ),
+    rejoin: db.prepare(
+      `UPDATE messages SET state = 'ready', attempts = 0, not_before = NULL
+       WHERE state = 'parked' AND EXISTS (
+         SELECT 1 FROM messages n WHERE n.state = 'ready' AND n.group_folder = messages.group_folder
+           AND coalesce(n.session_topic, '') = coalesce(messages.session_topic, '')
+           AND n.chat_jid = messages.chat_jid AND n.id > messages.id)`,
+    ),
+    anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' LIMIT 1`).pluck(),
+    nextRetry: db
+      .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_retry
+      .pluck(),
+    group: db.prepare(`SELECT image, network, mounts FROM registered_groups WHERE folder = ?`),
+    openRuns: db.prepare(`SELECT id FROM session_log WHERE result IS NULL`).pluck(),
+    requeueRun: db.prepare(`UPDATE messages SET state = 'ready' WHERE run_id = ? AND state = 'running'`),
+    orphans: db.prepare(
+      `UPDATE messages SET state = 'ready' WHERE state = 'running'
+       AND (run_id IS NULL OR run_id IN (SELECT id FROM session_log WHERE result IS NOT NULL))`,
+    ),
+  };
+}
+
+/** The prepared statements, by operation. */
+export type Statements = ReturnType<typeof prepare>;
+const cache = new WeakMap<Db, Statements>();
+
+/** The queue's statements on `db`, prepared on first use. */
+export function queueSql(db: Db): Statements {
+  let s = cache.get(db);
+  if (!s) cache.set(db, (s = prepare(db)));
+  return s;
+}

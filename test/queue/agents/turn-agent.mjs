@@ -1,0 +1,80 @@
+// A slow agent for the turn tests: it works through its stdin lines one at a time, thinking TURN_MS per
+// turn, and answers each with `echo: <content>` per message, as a real agent that takes its time would.
+//
+// Environment (set in the command line, the process runtime passes nothing else):
+//   TURN_MS   think time per turn (default 300)
+//   NUMBERED  1: blocks carry the turn they answer; 0: an agent that predates turns (default 1)
+//   DRAFT     1: print a partial draft as soon as a line arrives (default 0)
+// Directives inside a message's content:
+//   #hold=N   do not answer this turn before line N has been read
+//   #freeze   after answering this turn, answer nothing more (the test kills the agent)
+//   #two      answer this turn with two blocks
+// It writes its pid to agent.pid and every event as a JSON line to agent-log.jsonl in its working
+// directory, so a test can kill it and check what it read when.
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+const START = '---GATED_OUTPUT_START---';
+const END = '---GATED_OUTPUT_END---';
+const TURN_MS = Number(process.env.TURN_MS ?? 300);
+const NUMBERED = process.env.NUMBERED !== '0';
+const DRAFT = process.env.DRAFT === '1';
+
+writeFileSync('agent.pid', String(process.pid));
+const log = (event) => appendFileSync('agent-log.jsonl', JSON.stringify({ ...event, t: Date.now() }) + '\n');
+const emit = (block) => process.stdout.write(`noise before\n${START}\n${JSON.stringify(block)}\n${END}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const lines = [];
+let read = 0;
+let closed = false;
+let wakeWorker = () => {};
+
+async function work() {
+  for (let next = 0; ; next++) {
+    while (next >= lines.length) {
+      if (closed) return;
+      await new Promise((r) => (wakeWorker = r));
+    }
+    const { turn, messages } = lines[next];
+    const text = messages.map((m) => m.content).join(' ');
+    const hold = /#hold=(\d+)/.exec(text);
+    while (hold && read < Number(hold[1]) && !closed) await new Promise((r) => (wakeWorker = r));
+    await sleep(TURN_MS);
+    const numbered = NUMBERED ? { turn } : {};
+    const result = messages.map((m) => `echo: ${m.content}`).join('\n');
+    emit({ status: 'ok', result, ...numbered });
+    log({ ev: 'answer', turn });
+    if (text.includes('#two')) {
+      emit({ status: 'ok', result: messages.map((m) => `more: ${m.content}`).join('\n'), ...numbered });
+      log({ ev: 'answer', turn, second: true });
+    }
+    if (text.includes('#freeze')) {
+      log({ ev: 'freeze' });
+      await new Promise(() => {});
+    }
+  }
+}
+
+createInterface({ input: process.stdin, crlfDelay: Infinity })
+  .on('line', (line) => {
+    if (line.trim() === '') return;
+    const input = JSON.parse(line);
+    read += 1;
+    const turn = Number.isInteger(input.turn) ? input.turn : read;
+    const messages = Array.isArray(input.messages) ? input.messages : [];
+    log({ ev: 'line', turn, ids: messages.map((m) => m.id), roles: messages.map((m) => m.sender_role) });
+    if (DRAFT) {
+      emit({ status: 'ok', result: `draft of turn ${turn}`, partial: true, ...(NUMBERED ? { turn } : {}) });
+    }
+    lines.push({ turn, messages });
+    wakeWorker();
+  })
+  .on('close', () => {
+    closed = true;
+    log({ ev: 'eof' });
+    wakeWorker();
+  });
+
+await work();
+log({ ev: 'exit' });
