@@ -11,6 +11,7 @@ import { createHttpApp, startHttpServer, type HttpServer } from '../http/app.js'
 import type { StatusSnapshot } from '../http/types.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import { createDelivery, type Delivery } from '../delivery/delivery.js';
+import { AccessSource } from '../store/access.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { RouteSource } from '../store/routes.js';
 import { addGroup, listGroups } from '../store/groups.js';
@@ -138,6 +139,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // before that wait.
   const runtime = opts.runtime ?? (await makeRuntime(config, db, log));
   late.runtime = runtime;
+  // Each message's sender_role in agent input comes from the live access rules.
+  const access = new AccessSource(db, config.admins);
   const queue = createQueue({
     db,
     runtime,
@@ -146,6 +149,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     onOutbound: () => late.delivery?.wake(),
     metrics,
     secrets: config.agentSecrets,
+    senderRole: (group, row) => access.senderRole(group, row),
   });
   late.queue = queue;
   queue.recover();

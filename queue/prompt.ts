@@ -4,11 +4,9 @@
  * gateway already stripped any `@name`/`#topic` prefix before it released the row.
  */
 
-/**
- * Who the agent speaks to: `owner` (the operator), `member` (allowed in), `guest` (limited), `system`
- * (gated itself). docs/PROTOCOL.md.
- */
-export type SenderRole = 'owner' | 'member' | 'guest' | 'system';
+import type { SenderRole } from '../store/access.js';
+
+export type { SenderRole };
 
 /** One message as the agent receives it. */
 export interface AgentMessage {

@@ -21,7 +21,7 @@ export type {
   WorkQueue,
 } from './types.js';
 
-/** Who sent a row, as the agent is told: every sender is a member until access rules say more. */
+/** Who sent a row, as the agent is told, when no access rules are wired in: everyone is a member. */
 export function defaultSenderRole(): SenderRole {
   return 'member';
 }
@@ -56,7 +56,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     }
   };
 
-  const message = (r: BatchRow): AgentMessage => ({
+  const message = (group: string, r: BatchRow): AgentMessage => ({
     id: r.id,
     sender: r.sender,
     sender_name: r.sender_name,
@@ -64,7 +64,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     verb: r.verb,
     timestamp: r.timestamp,
     platform_msg_id: r.platform_msg_id,
-    sender_role: senderRole(r),
+    sender_role: senderRole(group, r),
   });
 
   const hooks: RunHooks = {
@@ -74,7 +74,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     runTimeoutMs: config.runTimeoutMs,
     maxOutputBytes: config.maxOutputBytes,
     now,
-    message,
+    message: (run, row) => message(run.key.group, row),
     onBlock(run, commit) {
       let id: number | null;
       try {
@@ -153,7 +153,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     const run = new Run(key, d.runId, d.chatJid, d.rows, hooks, t);
     run.noteIds = d.systemNoteIds;
     lanes.open(new Lane(key, run));
-    const messages = d.rows.map(message);
+    const messages = d.rows.map((r) => message(key.group, r));
     const input = inputLine({
       turn: 1,
       prompt: formatPrompt(messages, d.systemNotes),

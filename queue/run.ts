@@ -46,7 +46,7 @@ export interface RunHooks {
   maxOutputBytes: number;
   now: () => number;
   /** A stored row as this run's agent receives it. */
-  message(row: BatchRow): AgentMessage;
+  message(run: Run, row: BatchRow): AgentMessage;
   /** An answer block: commit it (docs/QUEUE.md). False when it could not be stored. */
   onBlock(run: Run, commit: BlockCommit): boolean;
   /** A draft of `turn` (`partial: true`): shown, never stored. */
@@ -162,7 +162,7 @@ export class Run {
       !this.handle!.write(
         followUpLine(
           turn,
-          rows.map((r) => this.hooks.message(r)),
+          rows.map((r) => this.hooks.message(this, r)),
         ),
       )
     )

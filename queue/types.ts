@@ -44,8 +44,8 @@ export interface QueueOptions {
   random?: () => number;
   /** Consecutive failures of a (key, chat) before its messages are parked. Default 3. */
   maxFailures?: number;
-  /** The role the agent is told for a message's sender. Default: every sender is a 'member'. */
-  senderRole?: (row: BatchRow) => SenderRole;
+  /** The role the agent is told for a message's sender in `group` (access rules). Default 'member'. */
+  senderRole?: (group: string, row: BatchRow) => SenderRole;
   /** The action types a session key's agent may use (its input's `capabilities`). Default none. */
   capabilities?: (key: SessionKey) => string[];
   /** A draft block (`partial: true`) arrived. Called synchronously; must not throw (logged if it does). */
