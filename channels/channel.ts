@@ -22,6 +22,11 @@ export interface SendPart {
   topic: string;
   /** The platform id the previous part got (Bluesky threads each part under the previous one). */
   previousPartId: string | null;
+  /**
+   * When the outbound row was stored (ISO). With messageId and part it names the part uniquely and
+   * stably, which is what platforms with idempotency keys (Bluesky record keys, Discord nonces) get.
+   */
+  createdAt?: string;
 }
 
 /** The text dialect a channel's parts are written in (core/markdown.ts converts). */

@@ -45,8 +45,10 @@ export interface Delivery {
  *
  * Exactly-once rests on one transaction per accepted part (outbound_parts row + parts_sent) and on the
  * split being deterministic: after a restart the same text splits the same way and sending resumes at
- * parts_sent. The one gap no gateway can close is a crash after the platform accepted a part and before
- * that transaction committed; that part is sent again.
+ * parts_sent. What is left is a crash (or a lost answer) after the platform accepted a part and before that
+ * transaction committed: each part carries a stable key (row id, part, row time) that Bluesky (record key)
+ * and Discord (enforced nonce) use to return the earlier post instead of a second one; on Telegram, which
+ * has no such key, that part is sent again (the window is measured in docs/CHANNELS.md).
  */
 export function createDelivery(opts: DeliveryOptions): Delivery {
   const outbox = new Outbox(opts.db);
@@ -132,6 +134,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           replyTo: row.reply_to,
           topic: row.topic,
           previousPartId: part === 0 ? null : outbox.previousPartId(row.id, part),
+          createdAt: row.created_at,
         });
         const last = part === parts.length - 1;
         if (!outbox.recordPart(row.id, part, platformId, last)) {

@@ -9,6 +9,8 @@ export interface OutboxRow {
   topic: string;
   parts_sent: number;
   delivery_attempts: number;
+  /** When the row was stored (its `timestamp`): part of each part's idempotency key. */
+  created_at: string;
 }
 
 /**
@@ -32,7 +34,8 @@ export class Outbox {
       `SELECT DISTINCT chat_jid FROM messages WHERE is_from_me = 1 AND delivery = 'pending'`,
     );
     this.nextStmt = db.prepare(
-      `SELECT id, chat_jid, content, reply_to, topic, parts_sent, delivery_attempts FROM messages
+      `SELECT id, chat_jid, content, reply_to, topic, parts_sent, delivery_attempts, timestamp AS created_at
+       FROM messages
        WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id LIMIT 1`,
     );
     this.lastPartStmt = db.prepare(

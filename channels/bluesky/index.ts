@@ -30,6 +30,8 @@ export interface BlueskyChannelOptions {
   overlapMs?: number;
   /** Longest wait between polls after repeated failures. Default 300000. */
   maxBackoffMs?: number;
+  /** A request without an answer after this many ms is aborted and retried. Default 30000. */
+  requestTimeoutMs?: number;
 }
 
 /** The Bluesky channel, plus a way to poll at once (tests, and a wake after an operator action). */
@@ -48,6 +50,7 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
     identifier: opts.identifier,
     password: opts.password,
     log,
+    ...(opts.requestTimeoutMs !== undefined ? { timeoutMs: opts.requestTimeoutMs } : {}),
   });
   const poller = new NotificationPoller({ db: opts.db, session, log, overlapMs: opts.overlapMs ?? 120_000 });
   const poster = new ReplyPoster(session);

@@ -7,8 +7,11 @@
  *   which is what the (chat_jid, platform_msg_id) dedup keys on.
  * - Outbound part id (what send returns): `<uri>|<cid>` of the post that was created, so the next part of a
  *   split reply can be threaded under it without another lookup.
+ * - Outbound record key: a TID derived from the outbound row (its creation time, its id) and the part
+ *   number, the same on every attempt: the idempotency key of a post (`recordKeyOf`).
  */
 import type { Jid } from '../../core/types.js';
+import type { SendPart } from '../channel.js';
 
 /** A strong reference to a record: what `reply.root` and `reply.parent` hold. */
 export interface PostRef {
@@ -53,4 +56,31 @@ export function parseAtUri(uri: string): { repo: string; collection: string; rke
 /** True when `uri` names a post (something a reply can thread under). */
 export function isPostUri(uri: string): boolean {
   return parseAtUri(uri)?.collection === POST_COLLECTION;
+}
+
+const TID_ALPHABET = '234567abcdefghijklmnopqrstuvwxyz';
+
+/**
+ * The record key of one part of an outbound reply: a TID (the key type posts must use) whose timestamp is
+ * the row's creation time in microseconds plus the part number, and whose clock id is the row id modulo
+ * 1024. It is the same on every attempt and after a restart, so the post an earlier attempt made is found
+ * under it. Two parts collide only if rows 1024 ids apart were stored in the same millisecond.
+ */
+export function recordKeyOf(part: Pick<SendPart, 'messageId' | 'part' | 'createdAt'>): string {
+  const ms = part.createdAt ? Date.parse(part.createdAt) : Number.NaN;
+  // Without a creation time the id alone spreads the keys (one millisecond per row).
+  const base = Number.isFinite(ms) ? BigInt(ms) : BigInt(part.messageId);
+  const micros = base * 1000n + BigInt(part.part);
+  return tid(micros, part.messageId % 1024);
+}
+
+/** A TID: 53 bits of microseconds and 10 bits of clock id, in base32-sortable, 13 characters. */
+export function tid(micros: bigint, clockId: number): string {
+  let v = ((micros & ((1n << 53n) - 1n)) << 10n) | BigInt(clockId & 1023);
+  let out = '';
+  for (let i = 0; i < 13; i += 1) {
+    out = TID_ALPHABET[Number(v & 31n)]! + out;
+    v >>= 5n;
+  }
+  return out;
 }

@@ -1,4 +1,4 @@
-import { AppBskyFeedPost, RichText } from '@atproto/api';
+import { AppBskyFeedPost, RichText, type AtpAgent } from '@atproto/api';
 import { DeliveryError } from '../../core/errors.js';
 import type { SendPart } from '../channel.js';
 import { graphemeLength } from '../../core/text.js';
@@ -6,6 +6,7 @@ import { toDeliveryError } from './errors.js';
 import {
   POST_COLLECTION,
   decodeRef,
+  recordKeyOf,
   didOfJid,
   encodeRef,
   isPostUri,
@@ -25,6 +26,9 @@ const ROOT_CACHE_SIZE = 1000;
  * root; each later part of a split reply is threaded under the part before it (SendPart.previousPartId);
  * a part with nothing to answer (a reply to a follow, a gateway notice) becomes a new post that opens with
  * a mention of the user, so it still reaches their notifications. Mentions and links become facets.
+ *
+ * Each part is created under a record key derived from its outbound row and part number (refs.ts
+ * `recordKeyOf`), so a retry after a lost answer or a crash finds the post it made instead of posting twice.
  */
 export class ReplyPoster {
   private readonly roots = new Map<string, PostRef>();
@@ -41,15 +45,48 @@ export class ReplyPoster {
         const text = reply ? part.text : await this.withMention(did, part.text);
         const rt = new RichText({ text });
         await rt.detectFacets(agent);
-        const record: Partial<AppBskyFeedPost.Record> & { text: string } = { text: rt.text };
+        const record: AppBskyFeedPost.Record = {
+          $type: POST_COLLECTION,
+          text: rt.text,
+          createdAt: new Date().toISOString(),
+        };
         if (rt.facets?.length) record.facets = rt.facets;
         if (reply) record.reply = reply;
-        const made = await agent.post(record);
+        const made = await this.create(agent, recordKeyOf(part), record);
         this.remember(made.uri, reply?.root ?? { uri: made.uri, cid: made.cid });
         return encodeRef({ uri: made.uri, cid: made.cid });
       });
     } catch (err) {
       throw toDeliveryError(err);
+    }
+  }
+
+  /**
+   * Creates the post under its deterministic record key. When the call fails in any way, the key is looked
+   * up: a post already there with the same text is the one an earlier attempt made (the PDS accepted it but
+   * the answer was lost, or gated died before recording it), and it is returned instead of posting again.
+   * A post with other text under the key (a reset database reusing ids) is left alone: the part is posted
+   * under a fresh key.
+   */
+  private async create(agent: AtpAgent, rkey: string, record: AppBskyFeedPost.Record): Promise<PostRef> {
+    const repo = this.session.did;
+    try {
+      const res = await agent.com.atproto.repo.createRecord({
+        repo,
+        collection: POST_COLLECTION,
+        rkey,
+        record: { ...record },
+      });
+      return { uri: res.data.uri, cid: res.data.cid };
+    } catch (err) {
+      const found = await agent.com.atproto.repo
+        .getRecord({ repo, collection: POST_COLLECTION, rkey })
+        .catch(() => undefined);
+      if (!found?.data.cid) throw err;
+      if ((found.data.value as { text?: unknown }).text === record.text)
+        return { uri: found.data.uri, cid: found.data.cid };
+      const made = await agent.post(record);
+      return { uri: made.uri, cid: made.cid };
     }
   }
 

@@ -10,6 +10,8 @@ export interface SessionOptions {
   identifier: string;
   password: string;
   log: Logger;
+  /** A request without an answer after this many ms is aborted (a transient failure). Default 30000. */
+  timeoutMs?: number;
 }
 
 /**
@@ -26,9 +28,16 @@ export class BlueskySession {
   logins = 0;
 
   constructor(private readonly opts: SessionOptions) {
+    const timeoutMs = opts.timeoutMs ?? 30_000;
     this.agent = new AtpAgent({
       service: opts.service,
       persistSession: (evt: AtpSessionEvent) => this.onSessionEvent(evt),
+      // A dead connection must not stall delivery or the poll loop: every request gets a deadline.
+      fetch: (input, init) => {
+        const deadline = AbortSignal.timeout(timeoutMs);
+        const signal = init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline;
+        return globalThis.fetch(input, { ...init, signal });
+      },
     });
   }
 

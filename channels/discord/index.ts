@@ -18,6 +18,8 @@ export interface DiscordChannelOptions {
   log: Logger;
   /** Waits between connection attempts (tests inject it). */
   sleep?: Sleep;
+  /** A REST call without an answer after this many ms is aborted and retried by delivery. Default 15000. */
+  sendTimeoutMs?: number;
 }
 
 /**
@@ -50,7 +52,12 @@ export class DiscordChannel implements Channel {
 
   constructor(private readonly opts: DiscordChannelOptions) {
     const api = opts.apiRoot ? { api: opts.apiRoot } : {};
-    this.rest = new REST({ ...api, retries: 0, rejectOnRateLimit: () => true }).setToken(opts.token);
+    this.rest = new REST({
+      ...api,
+      retries: 0,
+      rejectOnRateLimit: () => true,
+      timeout: opts.sendTimeoutMs ?? 15_000,
+    }).setToken(opts.token);
     this.sleep = opts.sleep ?? abortableSleep;
   }
 

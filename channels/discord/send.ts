@@ -3,11 +3,17 @@ import { coerceError, DeliveryError } from '../../core/errors.js';
 import { parseJid, type Jid } from '../../core/types.js';
 import type { SendPart } from '../channel.js';
 
-/** The Discord send path: one part of an outbound row through the REST API. */
+/**
+ * The Discord send path: one part of an outbound row through the REST API. Each part carries a nonce that
+ * Discord enforces: a second create with the same nonce within minutes returns the message the first one
+ * made, so a retry after a lost answer or a crash does not post twice.
+ */
 export async function sendDiscordPart(rest: REST, part: SendPart): Promise<string | null> {
   const room = roomOf(part.chatJid);
   const body = {
     content: part.text,
+    nonce: nonceOf(part),
+    enforce_nonce: true,
     // Agent text must never ping @everyone, @here or roles; users it names on purpose may be pinged.
     allowed_mentions: { parse: ['users'], replied_user: true },
     ...(part.part === 0 && part.replyTo
@@ -20,6 +26,16 @@ export async function sendDiscordPart(rest: REST, part: SendPart): Promise<strin
   } catch (err) {
     throw toDeliveryError(err);
   }
+}
+
+/**
+ * The nonce of one part: row id, part and the row's creation time in base 36, at most 25 characters (the
+ * API's limit). The time keeps a reset database that reuses ids from colliding with recent messages.
+ */
+export function nonceOf(part: Pick<SendPart, 'messageId' | 'part' | 'createdAt'>): string {
+  const ms = part.createdAt ? Date.parse(part.createdAt) : Number.NaN;
+  const time = Number.isFinite(ms) ? `.${ms.toString(36)}` : '';
+  return `${part.messageId.toString(36)}.${part.part.toString(36)}${time}`.slice(0, 25);
 }
 
 /** The channel id of a `discord:` JID; anything else is a permanent delivery error. */

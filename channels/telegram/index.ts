@@ -27,6 +27,8 @@ export interface TelegramChannelOptions {
   pollTimeoutS?: number;
   /** Waits between failed polls (tests inject it). */
   sleep?: Sleep;
+  /** A send without an answer after this many ms is aborted and retried by delivery. Default 30000. */
+  sendTimeoutMs?: number;
 }
 
 /**
@@ -181,7 +183,7 @@ export class TelegramChannel implements Channel {
   }
 
   async send(part: SendPart): Promise<string | null> {
-    return sendTelegramPart(this.telegram, part);
+    return sendTelegramPart(this.telegram, part, this.opts.sendTimeoutMs ?? 30_000);
   }
 
   async typing(chatJid: Jid, on: boolean): Promise<void> {

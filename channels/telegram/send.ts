@@ -5,8 +5,15 @@ import type { SendPart } from '../channel.js';
 import { telegramHtmlToPlain } from '../../core/telegram-html.js';
 import { messageIdOf } from './map.js';
 
-/** The Telegram send path: one part of an outbound row through the Bot API. */
-export async function sendTelegramPart(telegram: Telegram, part: SendPart): Promise<string | null> {
+/**
+ * The Telegram send path: one part of an outbound row through the Bot API. A call without an answer after
+ * `timeoutMs` is aborted (a transient failure), so a dead connection never stalls the chat's delivery.
+ */
+export async function sendTelegramPart(
+  telegram: Telegram,
+  part: SendPart,
+  timeoutMs = 30_000,
+): Promise<string | null> {
   const chatId = roomOf(part.chatJid);
   const replyTo = part.part === 0 ? messageIdOf(part.replyTo) : undefined;
   const thread = Number(part.topic);
@@ -17,10 +24,12 @@ export async function sendTelegramPart(telegram: Telegram, part: SendPart): Prom
       ? { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }
       : {}),
   };
+  const signal = AbortSignal.timeout(timeoutMs);
   try {
-    const sent = await sendHtmlOrPlain(telegram, chatId, part.text, extra);
+    const sent = await sendHtmlOrPlain(telegram, chatId, part.text, extra, signal);
     return String(sent.message_id);
   } catch (err) {
+    if (signal.aborted) throw new DeliveryError('transient', `telegram: no answer within ${timeoutMs} ms`);
     throw toDeliveryError(err);
   }
 }
@@ -33,14 +42,22 @@ async function sendHtmlOrPlain(
   telegram: Telegram,
   chatId: string,
   html: string,
-  extra: Parameters<Telegram['sendMessage']>[2],
+  extra: Omit<Parameters<Telegram['callApi']>[1] & object, 'chat_id' | 'text'>,
+  signal: AbortSignal,
 ) {
+  // telegraf types the signal with an AbortController shim; node-fetch takes Node's own.
+  const send = (text: string, more: object) =>
+    telegram.callApi(
+      'sendMessage',
+      { chat_id: chatId, text, ...extra, ...more },
+      { signal: signal as never },
+    );
   try {
-    return await telegram.sendMessage(chatId, html, { ...extra, parse_mode: 'HTML' });
+    return await send(html, { parse_mode: 'HTML' });
   } catch (err) {
     if (!(err instanceof TelegramError && err.code === 400 && /can't parse entities/i.test(err.description)))
       throw err;
-    return telegram.sendMessage(chatId, telegramHtmlToPlain(html), extra);
+    return send(telegramHtmlToPlain(html), {});
   }
 }
 

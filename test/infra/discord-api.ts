@@ -3,6 +3,8 @@
  * users/@me, channels/:id, channels/:id/messages, channels/:id/typing) and a websocket gateway on the same
  * port speaking HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat → ACK, and MESSAGE_CREATE pushed by the
  * test. The next message sends can be made to answer 429 (Retry-After), 5xx or 403 the way Discord does.
+ * Message creates enforce `nonce` as Discord does with `enforce_nonce: true`: the same nonce in the same
+ * channel within a few minutes returns the message the first create made, and creates nothing.
  */
 import { listenLoopback, type Loopback } from './loopback.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -27,7 +29,11 @@ export interface PostedMessage {
   content: string;
   message_reference: { message_id: string } | undefined;
   allowed_mentions: unknown;
+  nonce: string | undefined;
 }
+
+/** How long Discord remembers an enforced nonce ("the past few minutes"). */
+const NONCE_WINDOW_MS = 5 * 60_000;
 
 /** What a test says about a user message pushed to the bot. */
 export interface PushMessage {
@@ -63,6 +69,9 @@ export class DiscordApiServer {
   readonly requests: string[] = [];
   private readonly messages = new Map<string, Json>();
   private readonly faults: DiscordFault[] = [];
+  private readonly nonces = new Map<string, { at: number; msg: Json }>();
+  /** Creates answered with an earlier message because their enforced nonce was seen before. */
+  nonceHits = 0;
   private gatewayFaults = 0;
   /** Close every IDENTIFY with this code (4014: the application lacks a privileged intent). */
   closeIdentifyWith: number | undefined;
@@ -305,6 +314,16 @@ export class DiscordApiServer {
     if (content.trim() === '' || content.length > 2000) {
       return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
     }
+    const nonce = body.nonce === undefined ? undefined : String(body.nonce as string | number);
+    if (nonce !== undefined && nonce.length > 25) {
+      return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    }
+    const nonceKey = `${channelId}:${nonce}`;
+    const prior = nonce !== undefined && body.enforce_nonce === true ? this.nonces.get(nonceKey) : undefined;
+    if (prior && Date.now() - prior.at < NONCE_WINDOW_MS) {
+      this.nonceHits += 1;
+      return send(res, 200, prior.msg);
+    }
     const ref = body.message_reference as { message_id: string } | undefined;
     const msg = {
       id: nextId(),
@@ -313,14 +332,17 @@ export class DiscordApiServer {
       content,
       timestamp: new Date().toISOString(),
       type: ref ? 19 : 0,
+      ...(nonce !== undefined ? { nonce } : {}),
     };
     this.messages.set(msg.id, msg);
+    if (nonce !== undefined) this.nonces.set(nonceKey, { at: Date.now(), msg });
     this.posted.push({
       id: msg.id,
       channel_id: channelId,
       content,
       message_reference: ref,
       allowed_mentions: body.allowed_mentions,
+      nonce,
     });
     for (const w of this.postWaiters.splice(0)) w();
     send(res, 200, msg);

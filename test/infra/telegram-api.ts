@@ -53,6 +53,8 @@ type Json = Record<string, unknown>;
 /** The running server; `close()` stops it and cuts every open connection. */
 export class TelegramApiServer {
   readonly sent: SentMessage[] = [];
+  /** performance.now() when each message of `sent` was accepted (same index): the bench measures after it. */
+  readonly acceptedAt: number[] = [];
   /** Every method called, in order (with its JSON payload). */
   readonly calls: Array<{ method: string; payload: Json }> = [];
   /** Keep confirmed updates (simulates a crash before the confirming getUpdates reached Telegram). */
@@ -312,6 +314,7 @@ export class TelegramApiServer {
       message_thread_id: thread,
       parse_mode: parseMode,
     });
+    this.acceptedAt.push(performance.now());
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
   }
