@@ -25,7 +25,9 @@ import {
   type Accounts,
 } from '../infra/atproto/harness.js';
 import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
-import { startFaultProxy, type FaultProxy } from '../infra/atproto/fault-proxy.js';
+import { startFaultProxy, type Fault, type FaultProxy } from '../infra/atproto/fault-proxy.js';
+import type { Channel } from '../../channels/channel.js';
+import { manualSleep } from '../delivery/script-channel.js';
 import { blueskyHarness } from '../infra/atproto/conformance-harness.js';
 import { channelConformance } from './conformance.js';
 
@@ -312,11 +314,11 @@ describe('outbound posts', () => {
 describe('failures', () => {
   /** A bot that reaches its PDS through a proxy that can fail calls, and a mention to answer. */
   async function viaProxy() {
-    const { db } = freshDb();
+    const { db, reopen } = freshDb();
     const acc = await makeAccounts(net);
     const proxy = await startFaultProxy(net.pdsUrl);
     proxies.push(proxy);
-    const ch = await startChannel(db, acc, { service: proxy.url });
+    const ch = await startChannel(db, acc, { service: proxy.url, requestTimeoutMs: 1000 });
     const mention = await postAs(acc.user.agent, `@${acc.bot.handle} ping`);
     await net.processAll();
     const part = firstPart(acc.user, 'pong', mention.uri);
@@ -325,8 +327,101 @@ describe('failures', () => {
         () => undefined,
         (e: unknown) => e as DeliveryError,
       );
-    return { db, acc, proxy, ch, part, sendError };
+    return { db, reopen, acc, proxy, ch, part, sendError };
   }
+
+  /** The texts of the bot's posts in its own repo (what the PDS holds, duplicates included), oldest first. */
+  async function botPosts(acc: Accounts): Promise<Array<{ uri: string; text: string }>> {
+    const res = await acc.bot.agent.com.atproto.repo.listRecords({
+      repo: acc.bot.did,
+      collection: 'app.bsky.feed.post',
+      limit: 100,
+      reverse: true,
+    });
+    return res.data.records.map((r) => ({ uri: r.uri, text: (r.value as { text: string }).text }));
+  }
+
+  test('every fault on the post path ends in one post per row: the record key finds a post whose answer was lost', async () => {
+    const { db, acc, proxy, ch } = await viaProxy();
+    const s = manualSleep(true);
+    const d = createDelivery({ db, channels: [ch], log: silentLogger(), pollMs: 0, sleep: s.sleep });
+    const jid = `bluesky:${acc.user.did}`;
+    const steps: Array<[text: string, fault: Fault, retried: boolean]> = [
+      ['after a 502', { status: 502, error: 'UpstreamFailure' }, true],
+      ['after a reset', { drop: true }, true],
+      ['after a timeout', { hang: true }, true],
+      ['after a 429', { status: 429, error: 'RateLimitExceeded', headers: { 'retry-after': '7' } }, true],
+      // The PDS stored these; the answer never came back. The lookup under the key finds them at once.
+      ['answer lost by a reset', { drop: true, after: true }, false],
+      ['answer lost by a timeout', { hang: true, after: true }, false],
+    ];
+    try {
+      d.start();
+      for (const [text, fault] of steps) {
+        proxy.failNext('com.atproto.repo.createRecord', fault);
+        insertOutbound(db, { chat_jid: jid, content: text, kind: 'reply' });
+        d.wake(jid);
+        await d.idle();
+      }
+    } finally {
+      await d.stop();
+    }
+    const rows = db
+      .prepare(
+        `SELECT m.delivery, m.delivery_attempts, p.platform_msg_id FROM messages m
+         JOIN outbound_parts p ON p.message_id = m.id WHERE m.is_from_me = 1 ORDER BY m.id`,
+      )
+      .all() as Array<{ delivery: string; delivery_attempts: number; platform_msg_id: string }>;
+    expect(rows.map((r) => [r.delivery, r.delivery_attempts])).toEqual(
+      steps.map(([, , retried]) => ['sent', retried ? 1 : 0]),
+    );
+    const posts = await botPosts(acc);
+    expect(posts.map((p) => p.text)).toEqual(steps.map(([text]) => `@${acc.user.handle} ${text}`));
+    expect(rows.map((r) => r.platform_msg_id.split('|')[0])).toEqual(posts.map((p) => p.uri));
+    expect(s.waits.map((w) => w.ms)).toContain(7000);
+  });
+
+  test('a part the PDS accepted but gated never recorded is found after a restart, not posted again', async () => {
+    const { db, reopen, acc, ch, part } = await viaProxy();
+    const text = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ').repeat(2);
+    const id = insertOutbound(db, { chat_jid: part.chatJid, content: text, kind: 'reply', reply_to: part.replyTo });
+    // Part 1 reaches the PDS, then gated "dies" before recording it: the error stands for the kill.
+    const dying: Channel = {
+      platform: ch.platform,
+      limit: ch.limit,
+      limitUnit: ch.limitUnit,
+      start: () => Promise.resolve(),
+      stop: () => Promise.resolve(),
+      async send(p) {
+        const made = await ch.send(p);
+        if (p.part === 1) throw new DeliveryError('transient', 'killed before the part was recorded');
+        return made;
+      },
+    };
+    const s = manualSleep();
+    const first = createDelivery({ db, channels: [dying], log: silentLogger(), pollMs: 0, sleep: s.sleep });
+    first.start();
+    await s.waitedTimes(1);
+    await first.stop();
+    expect(db.prepare('SELECT parts_sent FROM messages WHERE id = ?').get(id)).toEqual({ parts_sent: 1 });
+    expect(await botPosts(acc)).toHaveLength(2);
+
+    const db2 = reopen();
+    const second = createDelivery({ db: db2, channels: [ch], log: silentLogger(), pollMs: 0 });
+    second.start();
+    await second.idle();
+    await second.stop();
+    expect(db2.prepare('SELECT delivery, parts_sent FROM messages WHERE id = ?').get(id)).toEqual({
+      delivery: 'sent',
+      parts_sent: 2,
+    });
+    const posts = await botPosts(acc);
+    expect(posts).toHaveLength(2);
+    const parts = db2
+      .prepare('SELECT platform_msg_id FROM outbound_parts WHERE message_id = ? ORDER BY part')
+      .all(id) as Array<{ platform_msg_id: string }>;
+    expect(parts.map((p) => p.platform_msg_id.split('|')[0])).toEqual(posts.map((p) => p.uri));
+  });
 
   test('429 is rate_limited with the wait from ratelimit-reset, and the retry is delivered', async () => {
     const { proxy, ch, part, sendError } = await viaProxy();

@@ -8,12 +8,18 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** One armed failure. `drop` closes the connection without an answer (a network error to the client). */
+/**
+ * One armed failure. `drop` closes the connection without an answer (a network error to the client);
+ * `hang` never answers (the client's deadline has to fire). With `after`, the call is forwarded first and
+ * the PDS accepts it; only the answer is then dropped or withheld (a lost answer to a write that happened).
+ */
 export interface Fault {
   status?: number;
   error?: string;
   headers?: Record<string, string>;
   drop?: boolean;
+  hang?: boolean;
+  after?: boolean;
   /** How many consecutive calls fail. Default 1. */
   times?: number;
 }
@@ -46,10 +52,12 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const nsid = /^\/xrpc\/([^?]+)/.exec(req.url ?? '')?.[1] ?? req.url ?? '';
     calls.push(nsid);
-    const fault = faults.get(nsid);
-    if (fault && fault.left > 0) {
-      fault.left -= 1;
+    const armed = faults.get(nsid);
+    const fault: Fault | undefined = armed && armed.left > 0 ? armed : undefined;
+    if (armed && fault) armed.left -= 1;
+    if (fault && !fault.after) {
       if (fault.drop) return void req.socket.destroy();
+      if (fault.hang) return;
       res.writeHead(fault.status ?? 500, { 'content-type': 'application/json', ...fault.headers });
       return void res.end(
         JSON.stringify({ error: fault.error ?? 'InjectedFault', message: 'injected by the test' }),
@@ -71,6 +79,8 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
     if (up.ok && req.method === 'POST' && /json/.test(req.headers['content-type'] ?? '')) {
       accepted.push({ nsid, input: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
     }
+    if (fault?.drop) return void req.socket.destroy();
+    if (fault?.hang) return;
     if (SESSION_METHODS.has(nsid)) body = Buffer.from(body.toString('utf8').split(origin(target)).join(self));
     const out: Record<string, string> = {};
     up.headers.forEach((v, k) => {
