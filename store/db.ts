@@ -11,9 +11,12 @@ export type Db = Database.Database;
 export interface OpenOptions {
   /** Skip schema application (a read-only tool that must not write). Default false. */
   noSchema?: boolean;
-  /** Milliseconds a writer waits for a lock held by another process. Default 5000. */
+  /** Milliseconds a writer waits for a lock held by another process. Default DEFAULT_BUSY_TIMEOUT_MS. */
   busyTimeoutMs?: number;
 }
+
+/** How long any connection waits for another process's write lock before SQLITE_BUSY. */
+export const DEFAULT_BUSY_TIMEOUT_MS = 30_000;
 
 let schemaText: string | undefined;
 
@@ -29,9 +32,11 @@ export function schemaSql(): string {
  */
 export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
+  const timeout = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  // Set on the constructor too, so the wait applies from the very first statement of the connection.
+  const db = new Database(path, { timeout });
   try {
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+    db.pragma(`busy_timeout = ${timeout}`);
     if (path !== ':memory:') db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');

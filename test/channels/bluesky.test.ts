@@ -383,8 +383,15 @@ describe('failures', () => {
 
   test('a part the PDS accepted but gated never recorded is found after a restart, not posted again', async () => {
     const { db, reopen, acc, ch, part } = await viaProxy();
-    const text = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ').repeat(2);
-    const id = insertOutbound(db, { chat_jid: part.chatJid, content: text, kind: 'reply', reply_to: part.replyTo });
+    const text = Array.from({ length: 40 }, (_, i) => `word${i}`)
+      .join(' ')
+      .repeat(2);
+    const id = insertOutbound(db, {
+      chat_jid: part.chatJid,
+      content: text,
+      kind: 'reply',
+      reply_to: part.replyTo,
+    });
     // Part 1 reaches the PDS, then gated "dies" before recording it: the error stands for the kill.
     const dying: Channel = {
       platform: ch.platform,
