@@ -318,7 +318,7 @@ describe('failures', () => {
     const acc = await makeAccounts(net);
     const proxy = await startFaultProxy(net.pdsUrl);
     proxies.push(proxy);
-    const ch = await startChannel(db, acc, { service: proxy.url, requestTimeoutMs: 1000 });
+    const ch = await startChannel(db, acc, { service: proxy.url, requestTimeoutMs: 3000 });
     const mention = await postAs(acc.user.agent, `@${acc.bot.handle} ping`);
     await net.processAll();
     const part = firstPart(acc.user, 'pong', mention.uri);

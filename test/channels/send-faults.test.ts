@@ -26,7 +26,7 @@ import { TelegramApiServer } from '../infra/telegram-api.js';
 import { cleanupAfterEach } from './support.js';
 
 /** Aborting a request quickly keeps the test short; production uses 15–30 s. */
-const SEND_TIMEOUT_MS = 300;
+const SEND_TIMEOUT_MS = 1500;
 
 /** One fault per row, in this order; the texts name them so the platform's log reads like the plan. */
 const PLAN: Array<{ text: string; fault: ProxyFault | undefined; accepted: boolean }> = [
