@@ -511,3 +511,17 @@ CREATE TABLE IF NOT EXISTS delegations (
   answers    INTEGER NOT NULL DEFAULT 0,
   created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
+-- The dashboard's history: one value per (minute, series, label), written once a minute by store/history.ts
+-- from the rows the minute produced (messages in by platform and outcome, replies out and their latency,
+-- runs by result and their duration, queue depth, delivery failures, agent cost). `minute` is epoch ms /
+-- 60000. Kept for GATED_HISTORY_DAYS, then deleted.
+CREATE TABLE IF NOT EXISTS metrics_minute (
+  minute INTEGER NOT NULL,
+  series TEXT    NOT NULL,
+  label  TEXT    NOT NULL DEFAULT '',
+  value  REAL    NOT NULL,
+  PRIMARY KEY (minute, series, label)
+) WITHOUT ROWID;
+-- Runs and replies by the minute they ended or were delivered (the history's windows; the run view).
+CREATE INDEX IF NOT EXISTS idx_session_log_ended ON session_log(ended_at) WHERE ended_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_messages_delivered ON messages(delivered_at) WHERE delivered_at IS NOT NULL;

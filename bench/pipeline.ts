@@ -31,6 +31,8 @@ export async function benchInstance(opts: {
   pollMs?: number;
   /** The docker runtime on this engine and image; default the process runtime with the awk agent. */
   runtime?: { kind: 'docker'; host: string; image: string };
+  /** Per-minute history: off (default), or written every `flushMs`. */
+  history?: { flushMs: number };
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
@@ -52,6 +54,7 @@ export async function benchInstance(opts: {
     GATED_MAX_CONCURRENT: String(opts.maxConcurrent),
     GATED_IDLE_TIMEOUT_MS: String(opts.idleMs),
     GATED_POLL_MS: String(opts.pollMs ?? 2000),
+    GATED_HISTORY_DAYS: opts.history ? '14' : '0',
     // mawk buffers a piped stdin until it fills unless told it is interactive.
     GATED_AGENT_CMD: `exec awk -W interactive -f '${packageFile('bench', 'agent.awk')}'`,
     ...(opts.runtime
@@ -59,7 +62,13 @@ export async function benchInstance(opts: {
       : { GATED_RUNTIME: 'process' }),
   });
   const channel = new BenchChannel();
-  const gated: Gated = await startGated({ config, log: silentLogger(), channels: [channel], http: false });
+  const gated: Gated = await startGated({
+    config,
+    log: silentLogger(),
+    channels: [channel],
+    http: false,
+    ...(opts.history ? { historyFlushMs: opts.history.flushMs } : {}),
+  });
   return {
     dbPath,
     gated,
@@ -136,9 +145,17 @@ function trace(inst: Awaited<ReturnType<typeof benchInstance>>, expected: number
   };
 }
 
-/** Scenario 1: many groups × many messages written at once by an external writer. */
-export async function burst(groups: number, perGroup: number, timeoutMs: number) {
-  const inst = await benchInstance({ groups, maxConcurrent: 5, idleMs: 1000 });
+/**
+ * Scenario 1: many groups × many messages written at once by an external writer. With `historyFlushMs` the
+ * per-minute history is written that often during the burst (the default in production is once a minute).
+ */
+export async function burst(groups: number, perGroup: number, timeoutMs: number, historyFlushMs?: number) {
+  const inst = await benchInstance({
+    groups,
+    maxConcurrent: 5,
+    idleMs: 1000,
+    ...(historyFlushMs ? { history: { flushMs: historyFlushMs } } : {}),
+  });
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   let peakRss = process.memoryUsage().rss;
@@ -154,8 +171,18 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number)
     const wall = (Math.max(inst.channel.lastDelivery, t0) - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const t = trace(inst, total);
+    const h = inst.gated.history;
+    // A last flush far enough ahead that every minute is closed: the history must count every message.
+    if (h) h.flush(Date.now() + 120_000);
+    const historyIn = h
+      ? (inst.gated.db
+          .prepare(`SELECT sum(value) FROM metrics_minute WHERE series = 'in'`)
+          .pluck()
+          .get() as number)
+      : null;
     return {
       scenario: 'burst',
+      history: h ? `every ${historyFlushMs} ms` : 'off',
       groups,
       perGroup,
       sent: t.sent,
@@ -174,6 +201,14 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number)
       agentCpuSeconds: round(childCpuSeconds() - child0),
       peakRssMB: Math.round(peakRss / 2 ** 20),
       eventLoopDelayP99ms: round(loop.percentile(99) / 1e6),
+      ...(h
+        ? {
+            historyFlushes: h.totals.flushes,
+            historyFlushMsTotal: round(h.totals.ms),
+            historyUpserts: h.totals.upserts,
+            historyMessagesIn: historyIn,
+          }
+        : {}),
     };
   } finally {
     clearInterval(sampler);

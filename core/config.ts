@@ -41,6 +41,8 @@ export interface Config {
   taskMaxFailures: number;
   /** Longest delegate/escalate chain (GATED_MAX_DELEGATION_DEPTH); a deeper hop is refused. */
   maxDelegationDepth: number;
+  /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
+  historyDays: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -145,5 +147,6 @@ export function loadConfig(env: Env = process.env): Config {
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
     maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 4, 0),
+    historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
   };
 }

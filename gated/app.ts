@@ -15,6 +15,10 @@ import { AccessSource } from '../store/access.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { RouteSource } from '../store/routes.js';
 import { addGroup, listGroups } from '../store/groups.js';
+import { History } from '../store/history.js';
+import { retryParked } from '../store/admin.js';
+import { releaseLimited } from '../store/approvals.js';
+import { withActor } from '../store/audit.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createProcessRuntime } from '../queue/runtime/process.js';
 import type { Runtime } from '../queue/runtime/types.js';
@@ -35,6 +39,8 @@ export interface StartOptions {
   demo?: boolean;
   /** Refuse to start when another gated owns the database. Default true. */
   exclusive?: boolean;
+  /** How often the per-minute history is written, in ms. Default 60,000 (the benchmark shortens it). */
+  historyFlushMs?: number;
 }
 
 /** A running gated. `close()` is idempotent and runs every step even when one fails. */
@@ -47,6 +53,8 @@ export interface Gated {
   delivery: Delivery;
   web: WebChannel;
   metrics: Metrics;
+  /** The per-minute history; undefined when GATED_HISTORY_DAYS is 0. */
+  history: History | undefined;
   channels: Channel[];
   /** The web chat's URL when HTTP is on. */
   url: string | undefined;
@@ -93,6 +101,14 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
   const metrics = createMetrics({ processMetrics: true });
   const web = new WebChannel(db);
+  const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
+  const flushHistory = () => {
+    try {
+      history?.flush(Date.now());
+    } catch (err) {
+      log.error({ err: coerceError(err).message }, 'writing the history failed; the next flush retries');
+    }
+  };
   // The parts the HTTP app reaches are made below; it is served first so that a port that cannot be
   // bound stops the start before any agent runs or any channel connects.
   const late: { delivery?: Delivery; gateway?: Gateway; queue?: WorkQueue; runtime?: Runtime } = {};
@@ -114,6 +130,24 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
       },
       status,
       routes: { table: () => late.gateway?.routes.table() ?? new RouteSource(db).table() },
+      history,
+      admin: {
+        async stopRun(runId) {
+          const live = late.queue?.snapshot().active.find((l) => l.run_id === runId);
+          if (!live || !late.queue) return false;
+          return late.queue.stop({ group: live.group, topic: live.topic }, live.chat_jid ?? undefined);
+        },
+        retryChat(chatJid) {
+          const n = retryParked(db, chatJid, Date.now());
+          if (n > 0) late.queue?.wake();
+          return n;
+        },
+        releaseChat(chatJid) {
+          const n = withActor(db, 'dashboard', () => releaseLimited(db, chatJid, Date.now()));
+          if (n > 0) late.gateway?.loop.wake();
+          return n;
+        },
+      },
       pingRuntime: () => late.runtime?.ping() ?? Promise.reject(new Error('starting')),
       health: () =>
         late.gateway && late.queue
@@ -174,7 +208,18 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // start that works instead of burning retries.
   const started = await startChannels(channels, gateway.sink, log);
   metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
-  const outbox = createDelivery({ db, channels: started, log: log.child({ part: 'delivery' }), metrics });
+  const outbox = createDelivery({
+    db,
+    channels: started,
+    log: log.child({ part: 'delivery' }),
+    metrics: {
+      outbound(outcome) {
+        metrics.outbound(outcome);
+        // Failures leave no timestamped row: the history counts them as they happen.
+        if (outcome !== 'delivered') history?.delivery(outcome, Date.now());
+      },
+    },
+  });
   late.delivery = outbox;
   gateway.start();
   outbox.start();
@@ -188,6 +233,9 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     log,
   );
 
+  const historyTimer = history ? setInterval(flushHistory, opts.historyFlushMs ?? 60_000) : undefined;
+  historyTimer?.unref();
+
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000): Promise<void> =>
     (closing ??= (async () => {
@@ -197,6 +245,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
         ['queue', () => queue.close(graceMs)],
         ['delivery', () => outbox.stop()],
         ['http', () => http?.close()],
+        ['history', () => (clearInterval(historyTimer), flushHistory())],
         ['runtime', () => runtime.close?.()],
         ['owner', () => owner?.release()],
         ['database', () => db.close()],
@@ -219,6 +268,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     delivery: outbox,
     web,
     metrics,
+    history,
     channels: started,
     url: http?.url,
     close,

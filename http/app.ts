@@ -2,16 +2,19 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import { accessApi } from './access.js';
+import { adminApi } from './admin.js';
 import { createAuth } from './auth.js';
 import { chatRoutes } from './chat.js';
 import { dashboardRoutesApi } from './dashboard.js';
 import { healthApi, metricsApi } from './health.js';
+import { Inspect } from './inspect.js';
 import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
 import { staticApi } from './static.js';
 import { tasksAdminApi, tasksReadApi } from './tasks.js';
 import { RouteSource } from '../store/routes.js';
 import type { HttpAppOptions } from './types.js';
+import { viewsApi } from './views.js';
 
 export { startHttpServer, type HttpServer, type ListenOptions } from './server.js';
 export {
@@ -84,6 +87,9 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.use('/api/dashboard/*', auth.read);
   const routes = opts.routes ?? new RouteSource(db);
   app.route('/api/dashboard', dashboardRoutesApi({ q, status, now, routes }));
+  app.route('/api/dashboard', viewsApi({ inspect: new Inspect(db), history: opts.history, now }));
+  app.use('/api/admin/*', auth.admin);
+  app.route('/api/admin', adminApi(opts.admin, httpLog));
   app.use('/api/routes', auth.admin);
   app.use('/api/routes/*', auth.admin);
   app.route('/api/routes', routesAdminApi(db, httpLog));

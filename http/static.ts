@@ -1,4 +1,6 @@
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Hono, type Context } from 'hono';
 import { packageFile } from '../core/paths.js';
 
@@ -25,8 +27,33 @@ async function asset(name: string): Promise<{ body: Buffer; type: string } | und
 }
 
 /**
+ * Third-party browser files served from the installed packages (never a CDN: the pages work offline).
+ * Name → path inside node_modules as the package ships it.
+ */
+const VENDOR: Record<string, { pkg: string; file: string; type: string }> = {
+  'uplot.js': { pkg: 'uplot', file: 'dist/uPlot.esm.js', type: TYPES.js! },
+  'uplot.css': { pkg: 'uplot', file: 'dist/uPlot.min.css', type: TYPES.css! },
+};
+
+const require = createRequire(import.meta.url);
+const vendorCache = new Map<string, Buffer>();
+
+async function vendor(name: string): Promise<{ body: Buffer; type: string } | undefined> {
+  const v = VENDOR[name];
+  if (!v) return undefined;
+  let body = vendorCache.get(name);
+  if (!body) {
+    // The package's own location, wherever npm put it (a checkout, or gated installed as a dependency).
+    body = await readFile(join(dirname(require.resolve(`${v.pkg}/package.json`)), v.file));
+    vendorCache.set(name, body);
+  }
+  return { body, type: v.type };
+}
+
+/**
  * The pages and their assets from the package's web/ folder, read per request (tiny files; an edit shows
- * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/dashboard/access` its access page, `/assets/<name>` the rest.
+ * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/dashboard/access` its access
+ * page, `/assets/<name>` the rest, and `/assets/vendor/<name>` the chart library from node_modules.
  */
 export function staticApi(): Hono {
   const app = new Hono();
@@ -39,6 +66,11 @@ export function staticApi(): Hono {
   app.get('/dashboard', page('dashboard.html'));
   app.get('/dashboard/tasks', page('tasks.html'));
   app.get('/dashboard/access', page('access.html'));
+  app.get('/assets/vendor/:name', async (c) => {
+    const a = await vendor(c.req.param('name')).catch(() => undefined);
+    if (!a) return c.json({ error: 'not found' }, 404);
+    return c.body(new Uint8Array(a.body), 200, { 'Content-Type': a.type, 'Cache-Control': 'max-age=3600' });
+  });
   app.get('/assets/:name', async (c) => {
     const name = c.req.param('name');
     const a = ASSET_RE.test(name) ? await asset(name) : undefined;

@@ -5,6 +5,8 @@ import type { WebChannel } from '../channels/web/index.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Db } from '../store/db.js';
 import type { RouteSource } from '../store/routes.js';
+import type { History } from '../store/history.js';
+import type { AdminActions } from './admin.js';
 import type { LaneInfo } from '../queue/types.js';
 
 // Lanes are the queue's vocabulary; the dashboard shows them as the queue reports them.
@@ -42,6 +44,10 @@ export interface HttpAppOptions {
   status: () => StatusSnapshot;
   /** The live routing table; default: a RouteSource of `db` (gated passes the gateway's own). */
   routes?: Pick<RouteSource, 'table'>;
+  /** The per-minute history behind the charts (absent: the history endpoint answers 404). */
+  history?: History | undefined;
+  /** Stop a run, retry a parked chat, release limited rows (the admin token guards them). */
+  admin?: AdminActions;
   /** Resolves when the agent runtime answers (docker ping; the process runtime resolves at once). */
   pingRuntime?: () => Promise<void>;
   /** More named checks for /healthz ('ok' or the reason): the poll loop's last tick, a wedged queue. */

@@ -1,22 +1,26 @@
-// The operator dashboard: polls the read-only JSON endpoints every few seconds and renders them. The admin
-// token, when typed, lives in this page's memory only (never in storage, a URL or the page source) and is
-// sent as a Bearer header; without it the page is read-only.
+// The operator dashboard: three views chosen by the URL's hash: the overview (`#`: charts, routes, lanes,
+// runs, and the panels other features register), a chat (`#chat=<jid>`, or `#chats` for the list) and a
+// run (`#run=<id>`). The overview polls the read-only JSON endpoints every few seconds. The admin token,
+// when typed, lives in this page's memory only (dash-core.js) and is sent as a Bearer header; without it
+// the page is read-only.
 import { age, el, getJson, table } from './common.js';
+import { mountCharts } from './charts.js';
+import { mountChatView, openChat, refreshChats } from './chat-view.js';
+import {
+  api,
+  auth,
+  chatLink,
+  getToken,
+  notice,
+  readError,
+  registeredPanels,
+  runLink,
+  setToken,
+} from './dash-core.js';
+import { mountRunView, openRun } from './run-view.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
-let token = '';
-
-function notice(text) {
-  $('notice').textContent = text || '';
-  $('notice').hidden = !text;
-}
-
-function auth() {
-  return token ? { Authorization: `Bearer ${token}` } : {};
-}
-
-const api = (path) => getJson(`/api/dashboard/${path}`, { headers: auth() });
 
 function lane(l) {
   return { ...l, __class: `lane ${l.state}` };
@@ -41,7 +45,7 @@ function renderRoutes(routes) {
         ),
     ],
   ];
-  if (token) {
+  if (getToken()) {
     cols.push([
       '',
       (r) => {
@@ -70,10 +74,10 @@ async function refresh() {
       ['state', (l) => l.state],
       ['group', (l) => l.group],
       ['topic', (l) => l.topic],
-      ['chat', (l) => l.chat_jid || ''],
+      ['chat', (l) => (l.chat_jid ? chatLink(l.chat_jid) : '')],
       ['in state', (l) => age(l.age_ms)],
       ['agent age', (l) => age(l.agent_age_ms)],
-      ['run', (l) => l.run_id ?? ''],
+      ['run', (l) => (l.run_id ? runLink(l.run_id) : '')],
     ];
     table(
       $('lanes'),
@@ -84,7 +88,7 @@ async function refresh() {
     table(
       $('held'),
       [
-        ['chat', (h) => h.chat_jid],
+        ['chat', (h) => chatLink(h.chat_jid)],
         ['messages', (h) => h.count],
         ['weight', (h) => h.weight],
         ['oldest', (h) => age(h.age_ms)],
@@ -104,7 +108,7 @@ async function refresh() {
     const outCols = [
       ['id', (o) => o.id],
       ['state', (o) => o.delivery],
-      ['chat', (o) => o.chat_jid],
+      ['chat', (o) => chatLink(o.chat_jid)],
       ['tries', (o) => o.delivery_attempts],
       ['error', (o) => o.delivery_error || ''],
       ['text', (o) => o.preview],
@@ -112,10 +116,10 @@ async function refresh() {
     const out = [...outbox.failed, ...outbox.pending].map((o) => ({ ...o, __class: `out ${o.delivery}` }));
     table($('outbox'), outCols, out, 'every reply delivered');
     const runCols = [
-      ['id', (r) => r.id],
+      ['id', (r) => runLink(r.id)],
       ['group', (r) => r.group_folder],
       ['topic', (r) => r.topic],
-      ['chat', (r) => r.chat_jid || ''],
+      ['chat', (r) => (r.chat_jid ? chatLink(r.chat_jid) : '')],
       ['started', (r) => r.started_at],
       ['ended', (r) => r.ended_at || 'running'],
       ['result', (r) => r.result || ''],
@@ -129,13 +133,51 @@ async function refresh() {
       runs.runs.map((r) => ({ ...r, __class: `run ${r.result || 'running'}` })),
       'no runs yet',
     );
+    await refreshPanels();
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
     notice('');
   } catch (err) {
-    notice(
-      err.status === 401 ? `${err.message}. Enter the admin token above.` : `refresh failed: ${err.message}`,
-    );
+    notice(`refresh failed: ${readError(err)}`);
   }
+}
+
+/** Builds a section for each registered panel (once), then lets each fill its own. */
+async function refreshPanels() {
+  for (const p of registeredPanels()) {
+    let body = document.getElementById(`panel-${p.id}`);
+    if (!body) {
+      const section = el('section', p.wide ? 'wide' : '');
+      const h = el('h2', '', p.title);
+      if (p.hint) h.append(' ', el('small', '', p.hint));
+      body = el('div', 'panel', undefined, { id: `panel-${p.id}` });
+      section.append(h, body);
+      $('view-overview').append(section);
+    }
+    try {
+      await p.refresh(body);
+    } catch (err) {
+      body.replaceChildren(el('p', 'bad', readError(err)));
+    }
+  }
+}
+
+/** Shows the view the hash names and loads it. */
+function route() {
+  const hash = decodeURIComponent(window.location.hash.slice(1));
+  let view = 'overview';
+  if (hash.startsWith('chat=')) {
+    view = 'chat';
+    void openChat(hash.slice('chat='.length));
+  } else if (hash === 'chats') {
+    view = 'chat';
+    void refreshChats();
+  } else if (/^run=\d+$/.test(hash)) {
+    view = 'run';
+    void openRun(Number(hash.slice('run='.length)));
+  }
+  for (const v of ['overview', 'chat', 'run']) $(`view-${v}`).hidden = v !== view;
+  document.body.dataset.view = view;
+  if (view === 'overview') void refresh();
 }
 
 async function removeRoute(id) {
@@ -190,11 +232,11 @@ async function addRoute(form) {
 
 $('token-form').addEventListener('submit', (e) => {
   e.preventDefault();
-  token = $('token').value.trim();
+  setToken($('token').value.trim());
   $('token').value = '';
-  $('token-state').textContent = token ? 'token set (this page only)' : '';
-  $('add-route').hidden = !token;
-  void refresh();
+  $('token-state').textContent = getToken() ? 'token set (this page only)' : '';
+  $('add-route').hidden = !getToken();
+  if (document.body.dataset.view === 'overview') void refresh();
 });
 $('explain').addEventListener('submit', (e) => {
   e.preventDefault();
@@ -205,5 +247,11 @@ $('add-route').addEventListener('submit', (e) => {
   void addRoute(e.target);
 });
 
-void refresh();
-window.setInterval(() => void refresh(), REFRESH_MS);
+mountCharts($('history'));
+mountChatView();
+mountRunView();
+window.addEventListener('hashchange', route);
+route();
+window.setInterval(() => {
+  if (document.body.dataset.view === 'overview') void refresh();
+}, REFRESH_MS);

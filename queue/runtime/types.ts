@@ -72,7 +72,7 @@ export interface Runtime {
 }
 
 /** Bytes of stderr kept for the tail. */
-export const STDERR_TAIL_BYTES = 4096;
+export const STDERR_TAIL_BYTES = 8192;
 
 /** Keeps the last `max` bytes written to it: stderr tails in bounded memory. */
 export class TailBuffer {

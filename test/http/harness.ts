@@ -7,6 +7,8 @@ import { WebChannel } from '../../channels/web/index.js';
 import { createHttpApp, emptyStatus, startHttpServer, type StatusSnapshot } from '../../http/app.js';
 import { createMetrics, type Metrics } from '../../core/metrics.js';
 import type { Db } from '../../store/db.js';
+import { History } from '../../store/history.js';
+import type { AdminActions } from '../../http/admin.js';
 import { insertInbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 
@@ -25,6 +27,10 @@ export interface WebServerOptions {
   /** Keep the log lines (debug level) in `logText()`. */
   captureLog?: boolean;
   groups?: string[];
+  /** Serve /api/dashboard/history from a History over the test database. */
+  history?: boolean;
+  /** The admin actions the wiring would provide. */
+  admin?: AdminActions;
 }
 
 /** A real hono app on 127.0.0.1:0 over a fresh SQLite file, closed after the test. */
@@ -33,6 +39,7 @@ export interface WebServer {
   db: Db;
   web: WebChannel;
   metrics: Metrics;
+  history: History | undefined;
   /** Ids the sink stored, in order (the gateway would wake its poll loop for each). */
   woken: number[];
   status: StatusSnapshot;
@@ -66,7 +73,10 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     return id;
   };
   const status = opts.status ?? emptyStatus();
+  const history = opts.history ? new History(db, { retainDays: 14 }) : undefined;
   const app = createHttpApp({
+    history,
+    ...(opts.admin ? { admin: opts.admin } : {}),
     db,
     config: { adminToken: opts.adminToken },
     log,
@@ -86,7 +96,17 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     await server.close();
   };
   closers.push(close);
-  return { url: server.url, db, web, metrics, woken, status, logText: () => chunks.join(''), close };
+  return {
+    url: server.url,
+    db,
+    web,
+    metrics,
+    history,
+    woken,
+    status,
+    logText: () => chunks.join(''),
+    close,
+  };
 }
 
 /** Inserts an outbound row for a web chat and delivers it through the channel, as the outbox would. */

@@ -1,0 +1,166 @@
+import type { Db } from '../store/db.js';
+
+/**
+ * The reads behind the dashboard's chat and run views. Statements are prepared once per shape; every read
+ * is one statement, so a view never shows half of a gateway transaction. Columns other parts of gated add
+ * to `messages` or `session_log` (attachments, usage, …) are passed through as they are, so the views show
+ * them without knowing them.
+ */
+
+/** At most this many rows in one response (the pages ask for the next page with `before`). */
+export const MAX_PAGE = 500;
+/** Characters of a message's content a listing carries; `content_length` says how long the whole is. */
+export const CONTENT_PREVIEW = 4000;
+
+/** One chat as the chat list shows it. */
+export interface ChatSummary {
+  chat_jid: string;
+  messages: number;
+  last_id: number;
+  last_at: string;
+}
+
+/** One message of a chat view: the messages row (content cut to a preview) plus its run's facts. */
+export type ChatMessage = Record<string, unknown> & {
+  id: number;
+  chat_jid: string;
+  is_from_me: number;
+  content: string;
+  content_length: number;
+  /** The run that had this row (inbound) or wrote it (outbound, through the row it answers). */
+  answered_by: number | null;
+  run_result: string | null;
+};
+
+/** A run with its messages and derived timings. */
+export interface RunView {
+  run: Record<string, unknown> & { id: number; started_at: string; ended_at: string | null };
+  messages: ChatMessage[];
+  timings: {
+    duration_ms: number | null;
+    /** Dispatch to the first reply stored. */
+    first_reply_ms: number | null;
+    /** Per inbound row: arrival to hand-over to the agent. */
+    queue_ms: Array<{ id: number; ms: number | null }>;
+  };
+}
+
+/** Filters of a chat page. */
+export interface ChatQuery {
+  chatJid: string;
+  /** Text the content must contain (case-insensitive for ASCII). */
+  text?: string | undefined;
+  /** Text the sender id or name must contain. */
+  sender?: string | undefined;
+  /** Only rows with a smaller id (the next page back). */
+  before?: number | undefined;
+  limit: number;
+}
+
+const BASE_COLUMNS = new Set(['content']);
+
+/** `%text%` for LIKE with the wildcards in `text` taken literally. */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Chat list, chat pages and run views over one connection. */
+export class Inspect {
+  private readonly columns: string;
+  private readonly chatStmts = new Map<string, ReturnType<Db['prepare']>>();
+  private readonly s;
+
+  constructor(private readonly db: Db) {
+    const cols = (db.prepare(`PRAGMA table_info(messages)`).all() as { name: string }[]).map((c) => c.name);
+    // Every column, the content cut to a preview: a 64 KiB message must not make a page of 500 rows huge.
+    this.columns = cols
+      .filter((c) => !BASE_COLUMNS.has(c))
+      .map((c) => `m.${c}`)
+      .concat([
+        `substr(m.content, 1, ${CONTENT_PREVIEW}) AS content`,
+        `length(m.content) AS content_length`,
+        `coalesce(m.run_id, q.run_id) AS answered_by`,
+        `l.result AS run_result`,
+      ])
+      .join(', ');
+    const from = `FROM messages m
+      LEFT JOIN messages q ON q.id = m.reply_to_id
+      LEFT JOIN session_log l ON l.id = coalesce(m.run_id, q.run_id)`;
+    this.s = {
+      chats: db.prepare<[number], ChatSummary>(
+        `SELECT chat_jid, count(*) AS messages, max(id) AS last_id, max(timestamp) AS last_at
+           FROM messages GROUP BY chat_jid ORDER BY last_id DESC LIMIT ?`,
+      ),
+      chatsLike: db.prepare<[string, number], ChatSummary>(
+        `SELECT chat_jid, count(*) AS messages, max(id) AS last_id, max(timestamp) AS last_at
+           FROM messages WHERE chat_jid LIKE ? ESCAPE '\\' GROUP BY chat_jid ORDER BY last_id DESC LIMIT ?`,
+      ),
+      run: db.prepare<[number], RunView['run']>(`SELECT * FROM session_log WHERE id = ?`),
+      // The run's own rows, and the replies to them; the chat index bounds the walk to that chat.
+      runMessages: db.prepare<[string, number, string, number, number], ChatMessage>(
+        `SELECT ${this.columns} ${from}
+          WHERE m.chat_jid = ? AND (m.run_id = ? OR (m.is_from_me = 1 AND m.reply_to_id IN
+                (SELECT id FROM messages WHERE chat_jid = ? AND run_id = ?)))
+          ORDER BY m.id LIMIT ?`,
+      ),
+    };
+  }
+
+  /** The chats with the newest activity first; `like` filters by JID. */
+  chats(like: string | undefined, limit: number): ChatSummary[] {
+    return like ? this.s.chatsLike.all(likePattern(like), limit) : this.s.chats.all(limit);
+  }
+
+  /** One page of a chat, newest first. */
+  chat(q: ChatQuery): ChatMessage[] {
+    const where = ['m.chat_jid = @chat'];
+    if (q.before !== undefined) where.push('m.id < @before');
+    if (q.text) where.push(`m.content LIKE @text ESCAPE '\\'`);
+    if (q.sender) where.push(`(m.sender LIKE @sender ESCAPE '\\' OR m.sender_name LIKE @sender ESCAPE '\\')`);
+    const sql = `SELECT ${this.columns} FROM messages m
+      LEFT JOIN messages q ON q.id = m.reply_to_id
+      LEFT JOIN session_log l ON l.id = coalesce(m.run_id, q.run_id)
+      WHERE ${where.join(' AND ')} ORDER BY m.id DESC LIMIT @limit`;
+    let stmt = this.chatStmts.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.chatStmts.set(sql, stmt);
+    }
+    return stmt.all({
+      chat: q.chatJid,
+      limit: q.limit,
+      ...(q.before !== undefined ? { before: q.before } : {}),
+      ...(q.text ? { text: likePattern(q.text) } : {}),
+      ...(q.sender ? { sender: likePattern(q.sender) } : {}),
+    }) as ChatMessage[];
+  }
+
+  /** A run with its messages and timings, or undefined. */
+  run(id: number): RunView | undefined {
+    const run = this.s.run.get(id);
+    if (!run) return undefined;
+    const chat = typeof run.chat_jid === 'string' ? run.chat_jid : '';
+    const messages = this.s.runMessages.all(chat, id, chat, id, MAX_PAGE);
+    const start = Date.parse(run.started_at);
+    const end = run.ended_at ? Date.parse(run.ended_at) : NaN;
+    const firstReply = messages.find((m) => m.is_from_me === 1);
+    const replyAt = firstReply ? Date.parse(String(firstReply.timestamp)) : NaN;
+    return {
+      run,
+      messages,
+      timings: {
+        duration_ms: Number.isFinite(end) ? end - start : null,
+        first_reply_ms: Number.isFinite(replyAt) ? Math.max(0, replyAt - start) : null,
+        queue_ms: messages
+          .filter((m) => m.is_from_me === 0)
+          .map((m) => ({
+            id: m.id,
+            ms:
+              typeof m.dispatched_at === 'number'
+                ? Math.max(0, m.dispatched_at - Date.parse(String(m.timestamp)))
+                : null,
+          })),
+      },
+    };
+  }
+}
