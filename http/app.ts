@@ -6,6 +6,7 @@ import { adminApi } from './admin.js';
 import { createAuth } from './auth.js';
 import { chatRoutes } from './chat.js';
 import { dashboardRoutesApi } from './dashboard.js';
+import { hostGuard } from './guard.js';
 import { healthApi, metricsApi } from './health.js';
 import { Inspect } from './inspect.js';
 import { Queries } from './queries.js';
@@ -58,6 +59,7 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
       referrerPolicy: 'no-referrer',
     }),
   );
+  app.use(hostGuard({ bound: config.httpHost, extra: config.httpHosts }));
   app.use(auth.noTokenInUrl);
   // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an
   // endpoint accepts is larger, and the parsers buffer whole bodies.

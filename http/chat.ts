@@ -16,7 +16,7 @@ export interface ChatDeps {
 }
 
 const REPLAY_PAGE = 500;
-const HISTORY_MAX = 1000;
+const HISTORY_MAX = REPLAY_PAGE;
 
 /** A chat topic named by query parameters, checked against registered_groups. */
 function chatParams(c: Context, q: Queries): { folder: string; topic: string } | Response {
@@ -39,7 +39,8 @@ function nonNegInt(raw: string | undefined): number | undefined {
  * SSE protocol (`GET /api/chat/stream?group=&topic=&after=`): `message` events carry one ChatLine as JSON;
  * `typing` events carry `{"on":bool}`. On connect the server replays every row of the topic after the
  * cursor (the Last-Event-ID header when the browser reconnects, else `after`; no cursor at all means live
- * only) as whole lines with `id:` set to their messages.id, then follows live. A live reply arrives part by
+ * only) as whole lines with `id:` set to their messages.id, at most 500 a response (a `more` event then
+ * ends the response: the client reconnects from the last id), then follows live. A live reply arrives part by
  * part as the outbox splits it, and only its last part carries `id:`; a post is echoed without one. So the
  * cursor never passes a row the tab has not fully seen: a reply cut off by a disconnect, or one stored
  * before a post but delivered after it, is replayed whole on reconnect. The browser drops or replaces
@@ -124,9 +125,12 @@ export function chatRoutes(deps: ChatDeps): Hono {
         data: JSON.stringify({ group: jid.slice(4), topic }),
         retry: 1000,
       });
-      let after = cursor;
-      while (after !== undefined && !done) {
-        const rows = q.chatAfter(jid, topic, after, REPLAY_PAGE);
+      // One page of replay per response: a chat of 100k rows must not keep the event loop busy for
+      // seconds (other requests, /healthz, the poll loop share it). When more rows remain, the stream ends
+      // with a `more` event and the client opens the next page from the last id it got (EventSource's own
+      // reconnect with Last-Event-ID does the same).
+      if (cursor !== undefined && !done) {
+        const rows = q.chatAfter(jid, topic, cursor, REPLAY_PAGE);
         for (const row of rows) {
           sent.add(row.id);
           await stream.writeSSE({
@@ -135,7 +139,14 @@ export function chatRoutes(deps: ChatDeps): Hono {
             data: JSON.stringify(toChatLine(row)),
           });
         }
-        after = rows.length === REPLAY_PAGE ? rows[rows.length - 1]!.id : undefined;
+        if (rows.length === REPLAY_PAGE) {
+          await stream.writeSSE({
+            event: 'more',
+            data: JSON.stringify({ after: rows[rows.length - 1]!.id }),
+            retry: 10,
+          });
+          return;
+        }
       }
       while (!done) {
         const ev = queue.shift();

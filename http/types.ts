@@ -35,7 +35,7 @@ export interface StatusSnapshot {
 export interface HttpAppOptions {
   db: Db;
   /** `admins` (GATED_ADMINS) are shown as owners of every group on the access page. */
-  config: Pick<Config, 'adminToken'> & Partial<Pick<Config, 'tz' | 'admins'>>;
+  config: Pick<Config, 'adminToken'> & Partial<Pick<Config, 'tz' | 'admins' | 'httpHost' | 'httpHosts'>>;
   log: Logger;
   metrics: Metrics;
   web: WebChannel;

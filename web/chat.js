@@ -87,6 +87,12 @@ class Pane {
       this.setConn(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'),
     );
     es.addEventListener('message', (ev) => this.add(JSON.parse(ev.data)));
+    // The server replays at most one page of missed lines per response; the next page starts after the
+    // newest line shown.
+    es.addEventListener('more', () => {
+      es.close();
+      if (this.es === es) this.open();
+    });
     es.addEventListener('typing', (ev) => {
       this.typing.hidden = !JSON.parse(ev.data).on;
     });
