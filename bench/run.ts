@@ -11,6 +11,7 @@ import { burst, light } from './pipeline.js';
 import { benchPollTick } from './poll.js';
 import { benchGlob } from './glob.js';
 import { benchRouting } from './routing.js';
+import { benchTelegramWindow } from './telegram-window.js';
 
 const quick = process.argv.includes('--quick');
 const onlyArg = process.argv.find((a) => a.startsWith('--only='));
@@ -162,6 +163,16 @@ if (want('memory')) {
     `6. memory: RSS of a whole gated with N groups and sessions — ${verdict(at1k <= 150)}`,
     rows,
     'RSS ≤ 150 MB at 1k groups',
+  );
+}
+
+if (want('window')) {
+  const r = await benchTelegramWindow(quick ? 200 : 2000);
+  results.window = r;
+  table(
+    `8. window: Telegram part accepted → its record committed (a kill inside sends it again)`,
+    [{ ...r }],
+    'report the window (ms) and the share of delivery time inside it',
   );
 }
 
