@@ -133,7 +133,8 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   send_allow TEXT,                       -- globs over JIDs (space/comma separated) `send` actions may reach
   actions    TEXT,                       -- action types the group's agent may use (space/comma separated); NULL: all
   added_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  access     TEXT NOT NULL DEFAULT 'open' -- open | members | approval (docs/ACCESS.md)
+  access     TEXT NOT NULL DEFAULT 'open', -- open | members | approval (docs/ACCESS.md)
+  placement  TEXT                        -- swarm runtime: {"constraints":[…],"reserveMemoryBytes":n,"reserveCpus":n}
 );
 
 -- Registered daemons for `daemon:NAME` targets.

@@ -11,10 +11,13 @@ export interface Config {
   maxConcurrent: number;
   idleTimeoutMs: number;
   runTimeoutMs: number;
-  runtime: 'docker' | 'process';
+  runtime: 'docker' | 'process' | 'swarm';
   agentImage: string;
   agentCmd: string;
   dockerHost: string | undefined;
+  /** DOCKER_TLS_VERIFY=1: talk to DOCKER_HOST over mutual TLS with the files in DOCKER_CERT_PATH. */
+  dockerTlsVerify: boolean;
+  dockerCertPath: string | undefined;
   /** Extra host paths a group may mount into its container (colon-separated GATED_MOUNT_ALLOW). */
   mountAllow: string[];
   httpPort: number;
@@ -99,8 +102,8 @@ function agentSecrets(env: Env): Record<string, string> {
 /** Resolves the configuration from an environment (process.env by default). */
 export function loadConfig(env: Env = process.env): Config {
   const runtime = str(env, 'GATED_RUNTIME') ?? 'process';
-  if (runtime !== 'docker' && runtime !== 'process') {
-    throw new UsageError(`GATED_RUNTIME must be 'docker' or 'process', got '${runtime}'`);
+  if (runtime !== 'docker' && runtime !== 'process' && runtime !== 'swarm') {
+    throw new UsageError(`GATED_RUNTIME must be 'docker', 'swarm' or 'process', got '${runtime}'`);
   }
   const tgToken = str(env, 'TELEGRAM_BOT_TOKEN');
   const bsId = str(env, 'BLUESKY_IDENTIFIER');
@@ -117,6 +120,8 @@ export function loadConfig(env: Env = process.env): Config {
     agentImage: str(env, 'GATED_AGENT_IMAGE') ?? 'gated-agent:latest',
     agentCmd: str(env, 'GATED_AGENT_CMD') ?? 'node "$GATED_HOME/agents/example/agent.mjs"',
     dockerHost: str(env, 'DOCKER_HOST'),
+    dockerTlsVerify: str(env, 'DOCKER_TLS_VERIFY') === '1',
+    dockerCertPath: str(env, 'DOCKER_CERT_PATH'),
     mountAllow: (str(env, 'GATED_MOUNT_ALLOW') ?? '').split(':').filter(Boolean),
     httpPort: int(env, 'GATED_HTTP_PORT', 8787, 0),
     httpHost: str(env, 'GATED_HTTP_HOST') ?? '127.0.0.1',

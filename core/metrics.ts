@@ -37,6 +37,8 @@ export interface Metrics {
   pollTick(seconds: number): void;
   /** One row ended `failed` because processing it threw (`stage`: gateway or queue). */
   rowFailed(stage: string): void;
+  /** One agent started by a container runtime: on which node (swarm) and how long the start took. */
+  agentStarted(runtime: string, node: string, seconds: number): void;
   /** The exposition text for /metrics. */
   text(): Promise<string>;
   /** The Content-Type of `text()`. */
@@ -139,6 +141,19 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     labelNames: ['stage'] as const,
     registers,
   });
+  const agentStarts = new Histogram({
+    name: 'gated_agent_start_seconds',
+    help: 'Create to running of one agent container or swarm service, by runtime',
+    labelNames: ['runtime'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers,
+  });
+  const runsPerNode = new Counter({
+    name: 'gated_agent_starts_total',
+    help: 'Agents started, by runtime and node (the swarm node that ran the task; "local" otherwise)',
+    labelNames: ['runtime', 'node'] as const,
+    registers,
+  });
   // Pre-create the label sets a dashboard expects to see at zero rather than missing.
   for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
   for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
@@ -165,6 +180,11 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     outbound: (outcome) => outbound.inc({ outcome }),
     pollTick: (seconds) => pollTick.observe(seconds),
     rowFailed: (stage) => rowsFailed.inc({ stage: stage === 'queue' ? 'queue' : 'gateway' }),
+    agentStarted: (runtime, node, seconds) => {
+      agentStarts.observe({ runtime }, seconds);
+      // Node ids are few (the swarm's nodes) and set by the operator's cluster, not by chat input.
+      runsPerNode.inc({ runtime, node });
+    },
     text: () => registry.metrics(),
     contentType: registry.contentType,
   };

@@ -1,6 +1,6 @@
 import type { Config } from '../core/config.js';
 import { parseJid } from '../core/types.js';
-import { coerceError } from '../core/errors.js';
+import { coerceError, UsageError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { Channel } from '../channels/channel.js';
 import { createChannels, startChannels } from '../channels/registry.js';
@@ -14,7 +14,7 @@ import { createDelivery, type Delivery } from '../delivery/delivery.js';
 import { AccessSource } from '../store/access.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { RouteSource } from '../store/routes.js';
-import { addGroup, listGroups } from '../store/groups.js';
+import { addGroup, listGroups, placementReader } from '../store/groups.js';
 import { History } from '../store/history.js';
 import { retryParked } from '../store/admin.js';
 import { releaseLimited } from '../store/approvals.js';
@@ -62,31 +62,53 @@ export interface Gated {
 }
 
 /**
- * Engine connection options from DOCKER_HOST as configured (`unix:///path/docker.sock`,
- * `tcp://host:2375`); undefined leaves dockerode's own defaults (the environment, then the local socket).
+ * Makes the runtime the configuration names (dockerode is loaded only for the container runtimes). A
+ * container engine is checked at start: wrong certificates or a missing image stop the start with one line;
+ * an engine that is only unreachable is logged, and runs are retried until it answers.
  */
-export function dockerOptions(host: string | undefined): Record<string, unknown> | undefined {
-  if (!host) return undefined;
-  if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
-  const url = new URL(host.replace(/^tcp:/, 'http:'));
-  return { host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol.replace(':', '') };
-}
-
-/** Makes the runtime the configuration names (dockerode is loaded only for the docker runtime). */
-async function makeRuntime(config: Config, db: Db, log: Logger): Promise<Runtime> {
-  if (config.runtime === 'docker') {
-    const { createDockerRuntime } = await import('../queue/runtime/docker.js');
-    const { default: Docker } = await import('dockerode');
-    return createDockerRuntime({
-      docker: new Docker(dockerOptions(config.dockerHost)),
-      image: config.agentImage,
-      instanceId: instanceId(db),
-      groupsDir: config.groupsDir,
-      mountAllow: config.mountAllow,
-      log: log.child({ part: 'docker' }),
+async function makeRuntime(config: Config, db: Db, log: Logger, metrics: Metrics): Promise<Runtime> {
+  if (config.runtime === 'process') return createProcessRuntime({ cmd: config.agentCmd });
+  const { default: Docker } = await import('dockerode');
+  const { engineOptions, describeAddress, EngineError } = await import('../queue/runtime/engine.js');
+  const address = {
+    host: config.dockerHost,
+    tlsVerify: config.dockerTlsVerify,
+    certPath: config.dockerCertPath,
+  };
+  const docker = new Docker(engineOptions(address));
+  const where = describeAddress(address);
+  const common = {
+    docker,
+    image: config.agentImage,
+    instanceId: instanceId(db),
+    groupsDir: config.groupsDir,
+    mountAllow: config.mountAllow,
+  };
+  let runtime: Runtime;
+  if (config.runtime === 'swarm') {
+    const { createSwarmRuntime } = await import('../queue/runtime/swarm.js');
+    const slog = log.child({ part: 'swarm' });
+    const placement = placementReader(db, (group, reason) =>
+      slog.warn({ group, reason }, 'registered_groups.placement is not valid JSON; placing anywhere'),
+    );
+    runtime = createSwarmRuntime({
+      ...common,
+      where,
+      placement,
+      log: slog,
+      onStarted: (node, ms) => metrics.agentStarted('swarm', node, ms / 1000),
     });
+  } else {
+    const { createDockerRuntime } = await import('../queue/runtime/docker.js');
+    runtime = createDockerRuntime({ ...common, where, log: log.child({ part: 'docker' }) });
   }
-  return createProcessRuntime({ cmd: config.agentCmd });
+  try {
+    await runtime.ping();
+  } catch (err) {
+    if (err instanceof EngineError && err.problem !== 'unreachable') throw new UsageError(err.message);
+    log.warn({ engine: where, err: (err as Error).message }, 'the engine is not answering; runs wait for it');
+  }
+  return runtime;
 }
 
 /**
@@ -171,7 +193,16 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const channels: Channel[] = [web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Delivery is made once the channels have started (they need the gateway's sink); replies written
   // before that wait.
-  const runtime = opts.runtime ?? (await makeRuntime(config, db, log));
+  let runtime: Runtime;
+  try {
+    runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
+  } catch (err) {
+    // A refused engine stops the start: leave the database as a second try will find it.
+    await http?.close();
+    owner?.release();
+    db.close();
+    throw err;
+  }
   late.runtime = runtime;
   // Each message's sender_role in agent input comes from the live access rules.
   const access = new AccessSource(db, config.admins);

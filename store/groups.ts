@@ -45,3 +45,31 @@ export function addGroup(db: Db, groupsDir: string, folder: string, name?: strin
 export function removeGroup(db: Db, folder: string): boolean {
   return db.prepare('DELETE FROM registered_groups WHERE folder = ?').run(folder).changes > 0;
 }
+
+/**
+ * Reads a group's swarm placement (registered_groups.placement, JSON) with one statement made once. A
+ * malformed value is reported to `onBad` and treated as no placement: the run still starts.
+ */
+export function placementReader(
+  db: Db,
+  onBad: (group: string, reason: string) => void,
+): (
+  group: string,
+) => { constraints?: string[]; reserveMemoryBytes?: number; reserveCpus?: number } | undefined {
+  const stmt = db.prepare('SELECT placement FROM registered_groups WHERE folder = ?').pluck();
+  return (group) => {
+    const text = stmt.get(group) as string | null | undefined;
+    if (!text) return undefined;
+    try {
+      const v = JSON.parse(text) as Record<string, unknown>;
+      const constraints = Array.isArray(v.constraints)
+        ? v.constraints.filter((c) => typeof c === 'string')
+        : [];
+      const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x > 0 ? x : undefined);
+      return { constraints, reserveMemoryBytes: num(v.reserveMemoryBytes), reserveCpus: num(v.reserveCpus) };
+    } catch (err) {
+      onBad(group, (err as Error).message);
+      return undefined;
+    }
+  };
+}

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -29,6 +29,8 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   },
   // 4 → 5: turns (docs/PROTOCOL.md): the turn of its run that carried each row.
   4: (db) => addColumn(db, 'messages', 'turn', 'INTEGER'),
+  // 5 → 6: where a group's runs may go on a swarm, and what they reserve (JSON, docs/SCALING.md).
+  5: (db) => addColumn(db, 'registered_groups', 'placement', 'TEXT'),
 };
 
 /**

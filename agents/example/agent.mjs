@@ -38,6 +38,12 @@ rl.on('line', (line) => {
     process.stderr.write('example agent: a stdin line was not JSON\n');
     return;
   }
+  // The explicit end of input (the swarm runtime's stdin never reaches EOF): the same as EOF.
+  if (input.type === 'end') {
+    rl.close();
+    process.stdin.destroy();
+    return;
+  }
   if (first) {
     first = false;
     sessionId =

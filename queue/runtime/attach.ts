@@ -26,10 +26,13 @@ interface ModemInternals {
   headers?: Record<string, string>;
 }
 
-/** Opens the attach stream of container `id`; resolves with the upgraded socket. */
-export async function attachRaw(docker: Docker, id: string): Promise<Duplex> {
+/**
+ * Opens the attach stream of container `id`; resolves with the upgraded socket. With `logs`, the stream
+ * starts with what the container wrote before the attach (a swarm task is attached after it started).
+ */
+export async function attachRaw(docker: Docker, id: string, opts: { logs?: boolean } = {}): Promise<Duplex> {
   const modem = docker.modem as unknown as ModemInternals;
-  const query = 'stream=1&stdin=1&stdout=1&stderr=1';
+  const query = `stream=1&stdin=1&stdout=1&stderr=1${opts.logs ? '&logs=1' : ''}`;
   const path = `${modem.version ? '/' + modem.version : ''}/containers/${encodeURIComponent(id)}/attach?${query}`;
   const headers = { ...modem.headers, Connection: 'Upgrade', Upgrade: 'tcp', 'Content-Length': '0' };
   let request: http.ClientRequest;

@@ -4,6 +4,7 @@ import { PassThrough, Writable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
+import { checkEngine } from './engine.js';
 import { resolveGroupDir, validateMounts, WORKSPACE, type ResolvedMount } from './mounts.js';
 import { chownTree } from './owner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
@@ -29,6 +30,8 @@ export interface DockerRuntimeOptions {
   networkMode?: string;
   /** uid:gid of the agent; default the owner of the group's folder, or 1000:1000 when root owns it. */
   user?: string;
+  /** How the engine is named in errors (`tcp://host:2376 (mutual TLS)`). */
+  where?: string;
   log?: Logger;
 }
 
@@ -44,7 +47,8 @@ export const INSTANCE_LABEL = 'gated.instance';
 // Time allowed for the attach stream to deliver its last bytes after the container has exited.
 const DRAIN_MS = 2000;
 
-function pickUser(dir: string, configured: string | undefined): string {
+/** The agent's uid:gid: configured, else the owner of the group's folder (handed to 1000:1000 when root owns it). */
+export function pickUser(dir: string, configured: string | undefined): string {
   if (configured) return configured;
   const st = statSync(dir);
   if (st.uid !== 0) return `${st.uid}:${st.gid}`;
@@ -120,7 +124,7 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
     name: 'docker',
     sweep,
     async ping() {
-      await docker.ping();
+      await checkEngine(docker, opts.where ?? 'the docker engine', [opts.image]);
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
       // Once per runtime; a failed sweep (engine down) is tried again by the next start.
@@ -158,12 +162,17 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
   };
 }
 
-function handleOf(
+/**
+ * An AgentHandle over a container's attach stream. `endLine`, when given, is how end of input is said:
+ * written as a last line instead of half-closing the stream (a swarm task's stdin never sees EOF).
+ */
+export function handleOf(
   container: Docker.Container,
   socket: Duplex,
   waiting: Promise<{ StatusCode?: number }>,
   remove: () => Promise<unknown>,
   modem: Docker['modem'],
+  endLine?: string,
 ): AgentHandle {
   const stdout = new PassThrough();
   const stderr = new TailBuffer();
@@ -217,8 +226,9 @@ function handleOf(
     closeStdin() {
       if (!stdinOpen) return;
       stdinOpen = false;
+      if (endLine !== undefined) socket.write(endLine);
       // Half-close: the engine sees EOF on the attach stream and closes the agent's stdin (StdinOnce).
-      socket.end();
+      else socket.end();
     },
     kill() {
       stdinOpen = false;

@@ -15,6 +15,14 @@ import { packageFile } from '../../core/paths.js';
 
 const run = promisify(execFile);
 
+/** What else a test engine listens on or runs with. */
+export interface StartDockerdOptions {
+  /** Also serve tcp://127.0.0.1:port with mutual TLS (certificates from test/infra/certs.ts). */
+  tls?: { port: number; ca: string; cert: string; key: string };
+  /** Extra environment of dockerd (e.g. DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 for a swarm). */
+  env?: Record<string, string>;
+}
+
 /** A running test engine. */
 export interface TestDockerd {
   /** The folder holding the socket, data root, exec root and log. */
@@ -94,10 +102,22 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
  * Starts dockerd and waits for `_ping`. Rejects with dockerd's log tail when it cannot start: a suite that
  * needs the engine then fails saying why.
  */
-export async function startDockerd(timeoutMs = 60_000): Promise<TestDockerd> {
+export async function startDockerd(
+  timeoutMs = 60_000,
+  extra: StartDockerdOptions = {},
+): Promise<TestDockerd> {
   const bin = findDockerd();
   const dir = mkdtempSync(join(tmpdir(), 'gated-dockerd-'));
   const socketPath = join(dir, 'docker.sock');
+  const tlsArgs = extra.tls
+    ? [
+        `--host=tcp://127.0.0.1:${extra.tls.port}`,
+        '--tlsverify',
+        `--tlscacert=${extra.tls.ca}`,
+        `--tlscert=${extra.tls.cert}`,
+        `--tlskey=${extra.tls.key}`,
+      ]
+    : [];
   const logPath = join(dir, 'dockerd.log');
   const logFd = openSync(logPath, 'a');
   const child = spawn(
@@ -111,8 +131,9 @@ export async function startDockerd(timeoutMs = 60_000): Promise<TestDockerd> {
       '--ip6tables=false',
       '--bridge=none',
       '--storage-driver=overlay2',
+      ...tlsArgs,
     ],
-    { stdio: ['ignore', logFd, logFd] },
+    { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...extra.env } },
   );
   closeSync(logFd);
   const docker = new Docker({ socketPath });

@@ -222,7 +222,8 @@ export function runtimeConformance(name: string, env: () => ConformanceEnv): voi
       });
 
       it('kills a run at the hard timeout and logs it as timeout', async () => {
-        const q = queueOn({ runTimeoutMs: 1500 });
+        // Long enough for a container to start on a busy machine, short enough for a test.
+        const q = queueOn({ runTimeoutMs: 4000 });
         const id = ready(q.db, { group: 'conf', content: 'hang' });
         q.queue.wake();
         const run = await q.runEnded();

@@ -64,6 +64,12 @@ function handle(content) {
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
 rl.on('line', (line) => {
   const input = JSON.parse(line);
+  // The explicit end of input (runtimes whose stdin never reaches EOF): the same as EOF.
+  if (input.type === 'end') {
+    rl.close();
+    process.stdin.destroy();
+    return;
+  }
   if (session === null) {
     session = `conf-${input.sessionId ?? 'new'}`;
     secrets = input.secrets ?? {};

@@ -1,0 +1,253 @@
+import { mkdirSync } from 'node:fs';
+import type Docker from 'dockerode';
+import type { Logger } from '../../core/log.js';
+import { attachRaw } from './attach.js';
+import { handleOf, INSTANCE_LABEL, pickUser } from './docker.js';
+import { checkEngine, EngineError, engineError } from './engine.js';
+import { resolveGroupDir, validateMounts, WORKSPACE, type ResolvedMount } from './mounts.js';
+import type { AgentHandle, Runtime, RunSpec } from './types.js';
+
+/**
+ * Agents as one-shot Docker Swarm services: each run is a service with one replica and restart condition
+ * `none`, placed by the swarm on any node that satisfies the group's constraints, with the same lockdown
+ * as the docker runtime. The service API has no stdin, so the run's task container is attached on the
+ * engine of the node that runs it; closing that stream never reaches the agent as EOF, so end of input is
+ * the protocol's explicit line `{"type":"end"}` (docs/PROTOCOL.md). docs/SCALING.md says how to run it.
+ */
+
+/** Where a group's runs may go and what they reserve (registered_groups.swarm, JSON). */
+export interface SwarmPlacement {
+  /** Swarm placement constraints, e.g. `node.labels.agents==true`. */
+  constraints?: string[];
+  /** Memory and CPU (in cores) the scheduler reserves for one run. */
+  reserveMemoryBytes?: number;
+  reserveCpus?: number;
+}
+
+/** Options of the swarm runtime. */
+export interface SwarmRuntimeOptions {
+  /** A client of a swarm manager. */
+  docker: Docker;
+  /** The engine that runs a task, by node id; default: the manager itself (a single-node swarm). */
+  nodeEngine?: (nodeId: string) => Docker | Promise<Docker>;
+  image: string;
+  instanceId: string;
+  groupsDir: string;
+  mountAllow?: readonly string[];
+  memoryBytes?: number;
+  nanoCpus?: number;
+  pidsLimit?: number;
+  tmpfsBytes?: number;
+  user?: string;
+  /** The group's placement, looked up per run (registered_groups). */
+  placement?: (group: string) => SwarmPlacement | undefined;
+  /** How the engine is named in errors (`tcp://manager:2376 (mutual TLS)`). */
+  where?: string;
+  log?: Logger;
+  /** Longest wait for the task's container to exist. Default 60 s. */
+  startTimeoutMs?: number;
+  /** Told about each started task: its node and create → running time. */
+  onStarted?: (node: string, ms: number) => void;
+  /** How often services of dead runs are looked for. Default 60 s; 0: never (tests). */
+  sweepEveryMs?: number;
+}
+
+/** The swarm runtime, plus the sweep of this instance's leftover services. */
+export interface SwarmRuntime extends Runtime {
+  /** Removes this instance's services that belong to no live run. Returns how many. */
+  sweep(): Promise<number>;
+  /** Service create → task running, per run (ms), for /metrics and the benchmarks. */
+  readonly startLatencies: number[];
+}
+
+/** The line that ends a swarm agent's input. */
+export const END_OF_INPUT = '{"type":"end"}\n';
+
+const TERMINAL = new Set(['complete', 'failed', 'shutdown', 'rejected', 'orphaned', 'remove']);
+
+interface TaskView {
+  ID: string;
+  NodeID?: string;
+  Status?: { State?: string; Err?: string; ContainerStatus?: { ContainerID?: string; ExitCode?: number } };
+}
+
+/** Creates the swarm runtime. */
+export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
+  const { docker, log } = opts;
+  const where = opts.where ?? 'the swarm manager';
+  const startLatencies: number[] = [];
+  const engineOf = async (nodeId: string | undefined) =>
+    nodeId && opts.nodeEngine ? await opts.nodeEngine(nodeId) : docker;
+
+  // Services of runs this process is serving; anything else with our instance label is a dead run's (one
+  // gated owns an instance id, so nobody else can be serving it).
+  const live = new Set<string>();
+  const sweep = async (): Promise<number> => {
+    const services = await docker.listServices({
+      filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] },
+    });
+    const dead = services.filter((s) => !live.has(s.ID));
+    for (const s of dead)
+      await docker
+        .getService(s.ID)
+        .remove()
+        .catch(() => undefined);
+    if (dead.length) log?.info({ removed: dead.length }, 'removed agent services of dead runs');
+    return dead.length;
+  };
+  let swept: Promise<number> | undefined;
+  const every = opts.sweepEveryMs ?? 60_000;
+  const timer =
+    every > 0
+      ? setInterval(() => {
+          sweep().catch((err: unknown) => log?.warn({ err: (err as Error).message }, 'swarm sweep failed'));
+        }, every)
+      : undefined;
+  timer?.unref();
+
+  const serviceSpec = (spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) => {
+    const place = opts.placement?.(spec.group) ?? {};
+    const labels = {
+      [INSTANCE_LABEL]: opts.instanceId,
+      'gated.group': spec.group,
+      'gated.topic': spec.topic,
+      'gated.run': String(spec.runId),
+    };
+    return {
+      Name: `gated-${opts.instanceId.slice(0, 12)}-run-${spec.runId}`,
+      Labels: labels,
+      TaskTemplate: {
+        ContainerSpec: {
+          Image: spec.image ?? opts.image,
+          Labels: labels,
+          User: pickUser(groupDir, opts.user),
+          Dir: WORKSPACE,
+          // Nothing secret here: secrets travel on stdin only.
+          Env: ['HOME=/tmp', 'LANG=C.UTF-8'],
+          OpenStdin: true,
+          TTY: false,
+          ReadOnly: true,
+          CapabilityDrop: ['ALL'],
+          // Honoured by engines whose API has it (1.44+); older ones ignore it, and with every capability
+          // dropped from the bounding set a setuid binary gains nothing anyway.
+          Privileges: { NoNewPrivileges: true },
+          Mounts: [
+            { Type: 'bind', Source: groupDir, Target: WORKSPACE, ReadOnly: false },
+            ...mounts.map((m) => ({
+              Type: 'bind',
+              Source: m.source,
+              Target: m.target,
+              ReadOnly: m.readOnly,
+            })),
+            {
+              Type: 'tmpfs',
+              Target: '/tmp',
+              TmpfsOptions: { SizeBytes: opts.tmpfsBytes ?? 64 * 1024 * 1024 },
+            },
+          ],
+        },
+        Resources: {
+          Limits: {
+            MemoryBytes: opts.memoryBytes ?? 1024 * 1024 * 1024,
+            NanoCPUs: opts.nanoCpus ?? 1_000_000_000,
+            Pids: opts.pidsLimit ?? 256,
+          },
+          Reservations: {
+            ...(place.reserveMemoryBytes ? { MemoryBytes: place.reserveMemoryBytes } : {}),
+            ...(place.reserveCpus ? { NanoCPUs: Math.round(place.reserveCpus * 1e9) } : {}),
+          },
+        },
+        RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
+        Placement: { Constraints: place.constraints ?? [] },
+        // No Networks: a task then has only loopback. Groups with network access are for the docker runtime.
+      },
+      Mode: { Replicated: { Replicas: 1 } },
+    } as unknown as Docker.CreateServiceOptions;
+  };
+
+  /** Polls the service's task until its container exists (or the task ended without one). */
+  const taskOf = async (serviceId: string): Promise<TaskView> => {
+    const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+    for (;;) {
+      const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as TaskView[];
+      const task = tasks[0];
+      const state = task?.Status?.State ?? '';
+      if (task && (state === 'running' || TERMINAL.has(state))) return task;
+      if (Date.now() > deadline)
+        throw new Error(
+          `swarm task of service ${serviceId.slice(0, 12)} did not start (${state || 'no task'})`,
+        );
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  return {
+    name: 'swarm',
+    sweep,
+    startLatencies,
+    async close() {
+      if (timer) clearInterval(timer);
+    },
+    async ping() {
+      await checkEngine(docker, where, [opts.image]);
+      try {
+        await docker.swarmInspect();
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode === 503) {
+          throw new EngineError(
+            'not_swarm',
+            `the engine at ${where} is not a swarm manager: run 'docker swarm init' there`,
+          );
+        }
+        throw engineError(err, where);
+      }
+    },
+    async start(spec: RunSpec): Promise<AgentHandle> {
+      await (swept ??= sweep().catch((err: unknown) => {
+        swept = undefined;
+        throw err;
+      }));
+      mkdirSync(spec.groupDir, { recursive: true });
+      const groupDir = resolveGroupDir(opts.groupsDir, spec.groupDir);
+      const mounts = validateMounts(spec.mounts ?? [], opts.mountAllow ?? []);
+      const t0 = performance.now();
+      const created = (await docker.createService(serviceSpec(spec, groupDir, mounts))) as {
+        id?: string;
+        ID?: string;
+      };
+      const serviceId = created.id ?? created.ID!;
+      live.add(serviceId);
+      const service = docker.getService(serviceId);
+      const remove = async () => {
+        await service.remove().catch(() => undefined);
+        live.delete(serviceId);
+      };
+      try {
+        const task = await taskOf(serviceId);
+        const containerId = task.Status?.ContainerStatus?.ContainerID;
+        if (!containerId || task.Status?.State !== 'running') {
+          throw new Error(
+            `swarm task ended before it ran: ${task.Status?.State} ${task.Status?.Err ?? ''}`.trim(),
+          );
+        }
+        const engine = await engineOf(task.NodeID);
+        const container = engine.getContainer(containerId);
+        // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
+        const socket = await attachRaw(engine, containerId, { logs: true });
+        const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
+        const ms = performance.now() - t0;
+        startLatencies.push(ms);
+        if (startLatencies.length > 1000) startLatencies.shift();
+        opts.onStarted?.(task.NodeID ?? 'unknown', ms);
+        log?.debug(
+          { runId: spec.runId, service: serviceId.slice(0, 12), node: task.NodeID },
+          'agent task started',
+        );
+        return handleOf(container, socket, waiting, remove, engine.modem, END_OF_INPUT);
+      } catch (err) {
+        await remove();
+        throw err;
+      }
+    },
+  };
+}

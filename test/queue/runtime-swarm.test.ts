@@ -1,0 +1,172 @@
+/**
+ * The swarm runtime on a real single-node swarm: the test starts its own dockerd, initialises a swarm on
+ * loopback, and runs the shared runtime conformance suite with every run a one-shot service. Services and
+ * containers of the suite must all be gone afterwards.
+ */
+import { createServer, type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
+import { createSwarmRuntime } from '../../queue/runtime/swarm.js';
+import { join } from 'node:path';
+import { tempDir } from '../helpers/db.js';
+import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
+import { runtimeConformance } from './runtime-conformance.js';
+
+const IMAGE = 'gated-conformance:swarm';
+const INSTANCE = `swarm-${process.pid}`;
+let engine: TestDockerd | undefined;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const p = (server.address() as AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  return p;
+}
+
+beforeAll(async () => {
+  // Without this, every task start asks a registry for the tag first; there is none here.
+  engine = await startDockerd(60_000, { env: { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' } });
+  const port = await freePort();
+  await engine.docker.swarmInit({
+    ListenAddr: `127.0.0.1:${port}`,
+    AdvertiseAddr: `127.0.0.1:${port}`,
+    DataPathAddr: '127.0.0.1',
+  });
+  // Keep everything on loopback: no ingress overlay, no gateway bridge.
+  for (const name of ['ingress', 'docker_gwbridge']) {
+    await engine.docker
+      .getNetwork(name)
+      .remove()
+      .catch(() => undefined);
+  }
+  await engine.buildAgentImage(IMAGE, packageFile('test', 'queue', 'agents'), 'conformance-agent.mjs');
+}, 180_000);
+
+afterAll(async () => {
+  await engine?.docker.swarmLeave({ force: true }).catch(() => undefined);
+  await engine?.stop();
+});
+
+const ours = async () => ({
+  services: await engine!.docker.listServices({ filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] } }),
+  containers: await engine!.docker.listContainers({
+    all: true,
+    filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] },
+  }),
+});
+
+const swarm = (groupsDir: string) =>
+  createSwarmRuntime({
+    docker: engine!.docker,
+    image: IMAGE,
+    instanceId: INSTANCE,
+    groupsDir,
+    memoryBytes: 256 * 1024 * 1024,
+    pidsLimit: 64,
+    where: 'the test swarm',
+  });
+
+runtimeConformance('swarm', () => ({
+  runtime: swarm,
+  workdirSeenByAgent: () => '/workspace',
+  hostPids: false,
+  assertNothingLeft: async () => {
+    // A removed service's container goes about a second later.
+    const deadline = Date.now() + 15_000;
+    let left = await ours();
+    while ((left.services.length || left.containers.length) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      left = await ours();
+    }
+    expect(left).toEqual({ services: [], containers: [] });
+  },
+}));
+
+describe('swarm runtime on a real swarm', () => {
+  it('runs each run as a locked-down one-shot service labelled with instance, group and run', async () => {
+    const groups = tempDir('gated-swarm-groups-');
+    const rt = swarm(groups);
+    await rt.ping();
+    const handle = await rt.start({
+      runId: 77,
+      group: 'team/alpha',
+      topic: 'ops',
+      groupDir: join(groups, 'team/alpha'),
+    });
+    try {
+      const [svc] = await engine!.docker.listServices({ filters: { label: ['gated.run=77'] } });
+      const spec = svc!.Spec!;
+      expect(spec.Labels).toMatchObject({
+        [INSTANCE_LABEL]: INSTANCE,
+        'gated.group': 'team/alpha',
+        'gated.topic': 'ops',
+      });
+      expect(spec.TaskTemplate?.RestartPolicy?.Condition).toBe('none');
+      const [info] = await engine!.docker.listContainers({ filters: { label: ['gated.run=77'] } });
+      const c = await engine!.docker.getContainer(info!.Id).inspect();
+      expect(c.HostConfig.CapDrop).toEqual(['ALL']);
+      expect(c.HostConfig.ReadonlyRootfs).toBe(true);
+      expect(c.HostConfig.Memory).toBe(256 * 1024 * 1024);
+      expect(c.HostConfig.PidsLimit).toBe(64);
+      expect(c.Config.User).toBe('1000:1000');
+      expect(c.Config.Env.filter((e) => !/^(PATH|HOME|LANG|HOSTNAME)=/.test(e))).toEqual([]);
+      expect(rt.startLatencies.length).toBe(1);
+    } finally {
+      handle.kill();
+      await handle.exited;
+    }
+  });
+
+  it("sweeps services of dead runs and leaves a live run's service alone", async () => {
+    const groups = tempDir('gated-swarm-sweep-');
+    const started: string[] = [];
+    const rt = createSwarmRuntime({
+      docker: engine!.docker,
+      image: IMAGE,
+      instanceId: INSTANCE,
+      groupsDir: groups,
+      sweepEveryMs: 0,
+      onStarted: (node) => started.push(node),
+    });
+    // A service left by a run of an earlier gated process (same instance id), never attached to.
+    await engine!.docker.createService({
+      Name: `dead-run-${process.pid}`,
+      Labels: { [INSTANCE_LABEL]: INSTANCE, 'gated.run': '9000' },
+      TaskTemplate: { ContainerSpec: { Image: IMAGE }, RestartPolicy: { Condition: 'none' } },
+      Mode: { Replicated: { Replicas: 0 } },
+    } as never);
+    const handle = await rt.start({ runId: 78, group: 'g', topic: '', groupDir: join(groups, 'g') });
+    try {
+      // The first start swept the dead run's service; a sweep now finds nothing else to remove.
+      expect(await rt.sweep()).toBe(0);
+      const left = await engine!.docker.listServices({
+        filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] },
+      });
+      expect(left.map((x) => x.Spec?.Labels?.['gated.run'])).toEqual(['78']);
+      expect(started).toHaveLength(1);
+      expect(started[0]).toMatch(/^\w+$/);
+    } finally {
+      handle.kill();
+      await handle.exited;
+      await rt.close?.();
+    }
+  });
+
+  it('says when the engine is not a swarm manager', async () => {
+    const plain = await startDockerd();
+    try {
+      await plain.buildAgentImage(IMAGE, packageFile('test', 'queue', 'agents'), 'conformance-agent.mjs');
+      const rt = createSwarmRuntime({
+        docker: plain.docker,
+        image: IMAGE,
+        instanceId: INSTANCE,
+        groupsDir: tempDir(),
+      });
+      await expect(rt.ping()).rejects.toMatchObject({ problem: 'not_swarm' });
+    } finally {
+      await plain.stop();
+    }
+  }, 120_000);
+});
