@@ -511,6 +511,43 @@ CREATE TABLE IF NOT EXISTS delegations (
   message_id INTEGER,
   answers    INTEGER NOT NULL DEFAULT 0,
   created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+
+-- Files that came with inbound messages (docs/PROTOCOL.md, "Files"). The channel stores the row and these
+-- rows together; the inbox downloader fills the files into the routed group's folder
+-- (`inbox/<message id>/<name>`), retrying failures, and the agent's input lists the saved ones.
+-- state: pending | saved | failed | too_large.
+CREATE TABLE IF NOT EXISTS attachments (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  message_id INTEGER NOT NULL,  -- the inbound messages.id
+  seq        INTEGER NOT NULL,  -- order within the message, from 0
+  kind       TEXT    NOT NULL,  -- photo | document | voice | audio | video | image
+  name       TEXT    NOT NULL,  -- sanitised file name
+  mime       TEXT,
+  size       INTEGER,           -- announced by the platform, then the bytes saved
+  source     TEXT    NOT NULL,  -- where the channel fetches it (file id, URL, did|cid); never shown to agents
+  state      TEXT    NOT NULL DEFAULT 'pending',
+  path       TEXT,              -- relative to the group folder, once saved
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  not_before INTEGER,           -- epoch ms: retry backoff
+  error      TEXT,
+  created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  UNIQUE (message_id, seq)
+);
+CREATE INDEX IF NOT EXISTS idx_attachments_pending ON attachments(message_id) WHERE state = 'pending';
+
+-- Files an agent's block named (`files`), sent after the reply's text parts. Each file is one more part of
+-- its reply: part number = text parts + seq, recorded in outbound_parts like text, so a restart neither
+-- loses nor repeats one. state: ok (will be sent) | refused (outside the group folder, missing; see error).
+CREATE TABLE IF NOT EXISTS outbound_files (
+  message_id INTEGER NOT NULL,  -- the outbound messages.id
+  seq        INTEGER NOT NULL,
+  path       TEXT    NOT NULL,  -- as the agent wrote it, relative to the group folder
+  abs_path   TEXT,              -- resolved (symlinks followed) inside the group folder
+  name       TEXT    NOT NULL,
+  mime       TEXT    NOT NULL,
+  state      TEXT    NOT NULL DEFAULT 'ok',
+  error      TEXT,
+  PRIMARY KEY (message_id, seq)
 );
 -- The dashboard's history: one value per (minute, series, label), written once a minute by store/history.ts
 -- from the rows the minute produced (messages in by platform and outcome, replies out and their latency,

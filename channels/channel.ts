@@ -1,3 +1,4 @@
+import type { SendAs } from '../core/files.js';
 import type { Jid, NewInbound } from '../core/types.js';
 
 /**
@@ -32,6 +33,22 @@ export interface SendPart {
 /** The text dialect a channel's parts are written in (core/markdown.ts converts). */
 export type TextFormat = 'markdown' | 'telegram-html' | 'plain';
 
+/** One file of an outbound row, sent as its own part after the text parts (docs/PROTOCOL.md, "Files"). */
+export interface SendFile extends Omit<SendPart, 'text'> {
+  /** Absolute path, already checked to lie inside the group's folder. */
+  path: string;
+  name: string;
+  mime: string;
+  as: SendAs;
+}
+
+/** The bytes of an inbound attachment, as its channel fetched them. */
+export interface FetchedFile {
+  data: Buffer;
+  /** The type the platform reported while serving it, when the row had none. */
+  mime: string | null;
+}
+
 /**
  * A platform adapter. `start` begins receiving (inbound rows go through the sink) and resolves once the
  * channel is ready; `send` delivers one part or throws a DeliveryError that says whether to retry.
@@ -51,6 +68,13 @@ export interface Channel {
   stop(): Promise<void>;
   /** Sends one part; returns the platform id of the sent message (or null if the platform has none). */
   send(part: SendPart): Promise<string | null>;
+  /**
+   * Fetches an inbound attachment by the `source` its map wrote. Throws FileTooLarge (never retried) past
+   * `maxBytes`; anything else thrown is retried by the inbox downloader.
+   */
+  fetchAttachment?(source: string, maxBytes: number): Promise<FetchedFile>;
+  /** Sends one file of an outbound row; returns its platform id. Throws DeliveryError like `send`. */
+  sendFile?(file: SendFile): Promise<string | null>;
   /** Shows or hides a typing indicator; best effort, never throws. */
   typing?(chatJid: Jid, on: boolean): Promise<void>;
 }

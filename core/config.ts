@@ -29,6 +29,8 @@ export interface Config {
   maxInputBytes: number;
   /** Host names the HTTP server answers besides its bound address, localhost and 127.0.0.1. */
   httpHosts: string[];
+  /** Largest inbound attachment downloaded into a group's folder (GATED_MAX_ATTACHMENT_BYTES). */
+  maxAttachmentBytes: number;
   /**
    * Secrets handed to every agent in its first stdin line (`secrets`), never in its env, image or mounts:
    * the values of the variables GATED_AGENT_SECRETS names (comma-separated), read from gated's environment.
@@ -136,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
       .split(',')
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
+    maxAttachmentBytes: int(env, 'GATED_MAX_ATTACHMENT_BYTES', 20 * 1024 * 1024, 0),
     agentSecrets: agentSecrets(env),
     telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
     bluesky:

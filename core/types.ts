@@ -24,6 +24,8 @@
  * - Outbox: outbound rows (is_from_me = 1) that are not delivered yet.
  */
 
+import type { NewAttachment } from './files.js';
+
 /** How a finished run ended (session_log.result). */
 export type RunResult = 'ok' | 'error' | 'timeout' | 'stopped';
 
@@ -56,6 +58,8 @@ export interface NewInbound {
   reply_to?: string | null;
   /** UTC ISO-8601 with milliseconds; defaulted by the database when absent. */
   timestamp?: string;
+  /** Photos, documents, voice notes… to download into the group's folder once the row is routed. */
+  attachments?: NewAttachment[];
 }
 
 /** One row of `messages` as the pipeline sees it. */

@@ -5,6 +5,7 @@ import type { Channel } from '../channels/channel.js';
 import type { OutboundOutcome } from '../core/metrics.js';
 import type { Db } from '../store/db.js';
 import { Outbox, type OutboxRow } from './outbox.js';
+import { ReplyParts, sendPart } from './files.js';
 import { abortableSleep, backoffDelay, type BackoffOptions, type Sleep } from '../core/backoff.js';
 import { partsFor } from './format.js';
 
@@ -52,6 +53,7 @@ export interface Delivery {
  */
 export function createDelivery(opts: DeliveryOptions): Delivery {
   const outbox = new Outbox(opts.db);
+  const replyParts = new ReplyParts(opts.db);
   const log = opts.log;
   const sleep = opts.sleep ?? abortableSleep;
   const maxAttempts = opts.maxAttempts ?? Number.POSITIVE_INFINITY;
@@ -106,14 +108,16 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
   /** Sends what is left of one row. False when the worker should stop (stopping, or the row moved on). */
   async function deliverRow(row: OutboxRow, channel: Channel): Promise<boolean> {
     const rlog = log.child({ chat: row.chat_jid, row: row.id });
-    const parts = partsFor(row.content, channel);
-    if (parts.length === 0) {
+    const texts = partsFor(row.content, channel);
+    const files = replyParts.files(row.id);
+    const total = texts.length + files.length;
+    if (total === 0) {
       outbox.markFailed(row.id, 'empty reply: nothing to send', false);
       opts.metrics?.outbound('failed');
       rlog.warn('empty reply marked failed');
       return true;
     }
-    if (row.parts_sent >= parts.length) {
+    if (row.parts_sent >= total) {
       // Every part went out before (an operator set the row back to pending): never send one twice.
       outbox.markSent(row.id);
       rlog.warn({ parts_sent: row.parts_sent }, 'row already fully sent; marked sent');
@@ -121,27 +125,26 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     }
     let attempts = row.delivery_attempts;
     let streak = 0;
-    for (let part = row.parts_sent; part < parts.length;) {
+    for (let part = row.parts_sent; part < total;) {
       if (stopped) return false;
       const t0 = performance.now();
       try {
-        const platformId = await channel.send({
+        const base = {
           messageId: row.id,
           chatJid: row.chat_jid,
-          text: parts[part]!,
-          part,
-          parts: parts.length,
+          parts: total,
           replyTo: row.reply_to,
           topic: row.topic,
           previousPartId: part === 0 ? null : outbox.previousPartId(row.id, part),
           createdAt: row.created_at,
-        });
-        const last = part === parts.length - 1;
+        };
+        const platformId = await sendPart(channel, base, part, texts, files);
+        const last = part === total - 1;
         if (!outbox.recordPart(row.id, part, platformId, last)) {
           rlog.warn({ part }, 'row changed while it was being delivered; leaving it');
           return true;
         }
-        rlog.debug({ part, of: parts.length, ms: Math.round(performance.now() - t0) }, 'part delivered');
+        rlog.debug({ part, of: total, ms: Math.round(performance.now() - t0) }, 'part delivered');
         streak = 0;
         part += 1;
       } catch (thrown) {
@@ -171,7 +174,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
       }
     }
     opts.metrics?.outbound('delivered');
-    rlog.debug({ parts: parts.length }, 'reply delivered');
+    rlog.debug({ parts: total }, 'reply delivered');
     return true;
   }
 

@@ -3,6 +3,7 @@ import { parseJid } from '../core/types.js';
 import { coerceError, UsageError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { Channel } from '../channels/channel.js';
+import { createInbox, type Inbox } from '../channels/inbox.js';
 import { createChannels, startChannels } from '../channels/registry.js';
 import { WebChannel } from '../channels/web/index.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
@@ -133,7 +134,13 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   };
   // The parts the HTTP app reaches are made below; it is served first so that a port that cannot be
   // bound stops the start before any agent runs or any channel connects.
-  const late: { delivery?: Delivery; gateway?: Gateway; queue?: WorkQueue; runtime?: Runtime } = {};
+  const late: {
+    delivery?: Delivery;
+    gateway?: Gateway;
+    queue?: WorkQueue;
+    runtime?: Runtime;
+    inbox?: Inbox;
+  } = {};
   let http: HttpServer | undefined;
   if (opts.http !== false) {
     const status = (): StatusSnapshot => ({
@@ -222,7 +229,14 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     db,
     config,
     log: log.child({ part: 'gateway' }),
-    queue,
+    // Rows the gateway released may carry attachments: the inbox fetches them into the routed folder.
+    queue: {
+      ...queue,
+      wake: () => {
+        queue.wake();
+        late.inbox?.wake();
+      },
+    },
     onOutbound: () => late.delivery?.wake(),
     metrics: {
       messageIn: (m) => metrics.messagesIn(parseJid(m.chat_jid).platform, m.verb),
@@ -252,8 +266,18 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     },
   });
   late.delivery = outbox;
+  const inbox = createInbox({
+    db,
+    channels: started,
+    groupsDir: config.groupsDir,
+    maxBytes: config.maxAttachmentBytes,
+    log: log.child({ part: 'inbox' }),
+    onSettled: () => queue.wake(),
+  });
+  late.inbox = inbox;
   gateway.start();
   outbox.start();
+  inbox.start();
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
   const commits = watchCommits(
     config.db,
@@ -275,6 +299,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
         ['gateway', () => (commits.close(), gateway.stop())],
         ['queue', () => queue.close(graceMs)],
         ['delivery', () => outbox.stop()],
+        ['inbox', () => inbox.stop()],
         ['http', () => http?.close()],
         ['history', () => (clearInterval(historyTimer), flushHistory())],
         ['runtime', () => runtime.close?.()],

@@ -8,6 +8,15 @@ import type { SenderRole } from '../store/access.js';
 
 export type { SenderRole };
 
+/** A file that came with a message, saved in the group's folder. */
+export interface AgentAttachment {
+  /** Relative to the group's folder (the agent's working directory): `inbox/<message id>/<seq>-<name>`. */
+  path: string;
+  mime: string;
+  size: number;
+  name: string;
+}
+
 /** One message as the agent receives it. */
 export interface AgentMessage {
   id: number;
@@ -18,6 +27,10 @@ export interface AgentMessage {
   timestamp: string;
   platform_msg_id: string | null;
   sender_role: SenderRole;
+  /** Files of this message that are in the folder. */
+  attachments?: AgentAttachment[];
+  /** Why some of its files are not (too large, failed download). */
+  attachment_notes?: string[];
 }
 
 /** The first stdin line of a run. */
@@ -64,9 +77,13 @@ export function formatPrompt(messages: readonly AgentMessage[], systemNotes: rea
   for (const m of messages) {
     const who = m.sender_name && m.sender_name !== '' ? m.sender_name : m.sender;
     const verb = m.verb === 'message' ? '' : ` verb="${escapeAttr(m.verb)}"`;
+    const files = (m.attachments ?? []).map(
+      (a) => `<attachment path="${escapeAttr(a.path)}" mime="${escapeAttr(a.mime)}" size="${a.size}"/>`,
+    );
+    const notes = (m.attachment_notes ?? []).map((n) => `<note>${escapeText(n)}</note>`);
     lines.push(
       `<message sender="${escapeAttr(who)}" time="${escapeAttr(m.timestamp)}"${verb}>` +
-        `${escapeText(m.content)}</message>`,
+        `${escapeText(m.content)}${[...files, ...notes].join('')}</message>`,
     );
   }
   lines.push('</messages>');

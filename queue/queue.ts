@@ -4,6 +4,8 @@ import { isValidFolder, type SessionKey } from '../core/types.js';
 import { Lane, Lanes } from './lane.js';
 import { formatPrompt, inputLine, type AgentMessage, type SenderRole } from './prompt.js';
 import { Run, type RunHooks } from './run.js';
+import { withAttachments } from './attachments.js';
+import { resolveFiles } from './files.js';
 import { parseMountList } from './runtime/mounts.js';
 import type { RunSpec } from './runtime/types.js';
 import { settlementOf } from './settle.js';
@@ -56,16 +58,17 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     }
   };
 
-  const message = (group: string, r: BatchRow): AgentMessage => ({
-    id: r.id,
-    sender: r.sender,
-    sender_name: r.sender_name,
-    content: r.content,
-    verb: r.verb,
-    timestamp: r.timestamp,
-    platform_msg_id: r.platform_msg_id,
-    sender_role: senderRole(group, r),
-  });
+  const message = (group: string, r: BatchRow): AgentMessage =>
+    withAttachments(opts.db, {
+      id: r.id,
+      sender: r.sender,
+      sender_name: r.sender_name,
+      content: r.content,
+      verb: r.verb,
+      timestamp: r.timestamp,
+      platform_msg_id: r.platform_msg_id,
+      sender_role: senderRole(group, r),
+    });
 
   const hooks: RunHooks = {
     runtime: opts.runtime,
@@ -75,6 +78,13 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     maxOutputBytes: config.maxOutputBytes,
     now,
     message: (run, row) => message(run.key.group, row),
+    resolveFiles(run, paths) {
+      // Checked on disk before the block's transaction: a reply never commits without its files' verdicts.
+      const resolved = resolveFiles(join(config.groupsDir, run.key.group), paths);
+      for (const f of resolved.filter((r) => r.refused))
+        log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
+      return resolved;
+    },
     onBlock(run, commit) {
       let id: number | null;
       try {

@@ -1,3 +1,4 @@
+import type { ResolvedFile } from '../store/outbound-files.js';
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { sessionKeyId, type SessionKey } from '../core/types.js';
@@ -47,6 +48,8 @@ export interface RunHooks {
   now: () => number;
   /** A stored row as this run's agent receives it. */
   message(run: Run, row: BatchRow): AgentMessage;
+  /** The files a block names, checked against the group's folder (refused ones keep their reason). */
+  resolveFiles(run: Run, paths: readonly string[]): ResolvedFile[];
   /** An answer block: commit it (docs/QUEUE.md). False when it could not be stored. */
   onBlock(run: Run, commit: BlockCommit): boolean;
   /** A draft of `turn` (`partial: true`): shown, never stored. */
@@ -216,10 +219,14 @@ export class Run {
       );
     }
     const credit = this.turns.credit(block.turn);
+    const files = block.files ?? [];
     const commit: BlockCommit = {
       runId: this.runId,
       through: credit.through,
-      reply: text === '' ? null : { content: text, replyTo: credit.replyTo },
+      reply:
+        text === '' && files.length === 0
+          ? null
+          : { content: text, replyTo: credit.replyTo, files: this.hooks.resolveFiles(this, files) },
     };
     if (commit.through === 0 && commit.reply === null) return;
     // Only a committed block answers: if storing failed, its turns stay open and the run's end decides.

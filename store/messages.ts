@@ -1,4 +1,5 @@
 import type { NewInbound } from '../core/types.js';
+import { insertAttachments } from './attachments.js';
 import type { Db } from './db.js';
 
 /** What a producer of an outbound row says about it. */
@@ -45,6 +46,17 @@ function statements(db: Db) {
  * a redelivered platform event is kept once.
  */
 export function insertInbound(db: Db, msg: NewInbound): number | null {
+  const files = msg.attachments ?? [];
+  if (files.length === 0) return insertRow(db, msg);
+  // The row and its attachments commit together: a crash never leaves a photo message without its file.
+  return db.transaction(() => {
+    const id = insertRow(db, msg);
+    if (id !== null) insertAttachments(db, id, files, Date.now());
+    return id;
+  })();
+}
+
+function insertRow(db: Db, msg: NewInbound): number | null {
   const info = statements(db).inbound.run({
     chat_jid: msg.chat_jid,
     sender: msg.sender,

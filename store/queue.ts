@@ -1,3 +1,4 @@
+import { insertOutboundFiles, type ResolvedFile } from './outbound-files.js';
 import { isoNow, sessionKeyId, type SessionKey } from '../core/types.js';
 import type { Db } from './db.js';
 import { insertOutbound } from './messages.js';
@@ -95,8 +96,8 @@ export interface BlockCommit {
   runId: number;
   /** Turns 1..through of the run are answered by this block; 0 when it answers no open turn. */
   through: number;
-  /** The reply row, when the block's visible result is not empty. */
-  reply: { content: string; replyTo: BatchRow } | null;
+  /** The reply row, when the block's visible result is not empty or it names files. */
+  reply: { content: string; replyTo: BatchRow; files?: readonly ResolvedFile[] } | null;
 }
 
 /** What settling did. */
@@ -236,6 +237,7 @@ export class QueueStore {
         reply_to: to.platform_msg_id,
         topic: to.topic,
       });
+      insertOutboundFiles(this.db, id, c.reply.files ?? []);
       this.s.addReply.run(c.runId);
       return id;
     })();

@@ -4,7 +4,8 @@
  */
 import type { Logger } from '../../core/log.js';
 import type { Db } from '../../store/db.js';
-import type { Channel, InboundSink, SendPart } from '../channel.js';
+import type { Channel, InboundSink, SendFile, SendPart } from '../channel.js';
+import { fetchBlueskyBlob, sendBlueskyImage } from './files.js';
 import { NotificationPoller, type PollResult } from './poller.js';
 import { POST_LIMIT, ReplyPoster } from './send.js';
 import { BlueskySession } from './session.js';
@@ -131,6 +132,8 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
       await chain;
     },
     send: (part: SendPart) => poster.send(part),
+    sendFile: (file: SendFile) => sendBlueskyImage(poster, session, file),
+    fetchAttachment: (source: string, maxBytes: number) => fetchBlueskyBlob(session, source, maxBytes),
     pollNow,
   };
 }

@@ -1,5 +1,6 @@
 import type { AppBskyNotificationListNotifications } from '@atproto/api';
 import type { NewInbound, Verb } from '../../core/types.js';
+import { attachmentsOf } from './files.js';
 import { blueskyJid } from './refs.js';
 
 /** One entry of app.bsky.notification.listNotifications. */
@@ -27,7 +28,7 @@ interface PostRecord {
   text?: string;
   facets?: Facet[];
   reply?: { parent?: StrongRef };
-  embed?: { $type?: string; record?: StrongRef & { record?: StrongRef } };
+  embed?: { $type?: string; record?: StrongRef & { record?: StrongRef }; images?: unknown; media?: unknown };
 }
 
 const utf8 = new TextEncoder();
@@ -79,7 +80,13 @@ export function toInbound(n: Notification, botDid: string): NewInbound | null {
     default: {
       const record = n.record as PostRecord;
       const text = stripLeadingMention(record.text ?? '', record.facets, botDid);
-      return { ...base, content: text, reply_to: referencedUri(record) };
+      const attachments = attachmentsOf(record.embed, n.author.did);
+      return {
+        ...base,
+        content: text,
+        reply_to: referencedUri(record),
+        ...(attachments.length > 0 ? { attachments } : {}),
+      };
     }
   }
 }

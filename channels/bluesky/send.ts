@@ -35,8 +35,8 @@ export class ReplyPoster {
 
   constructor(private readonly session: BlueskySession) {}
 
-  /** Sends one part; returns `uri|cid` of the new post. Throws DeliveryError. */
-  async send(part: SendPart): Promise<string> {
+  /** Sends one part (with an embed, for images); returns `uri|cid` of the new post. Throws DeliveryError. */
+  async send(part: SendPart, embed?: Record<string, unknown>): Promise<string> {
     const did = didOfJid(part.chatJid);
     if (!did) throw new DeliveryError('permanent', `bluesky: '${part.chatJid}' is not a bluesky:<did> chat`);
     try {
@@ -52,6 +52,7 @@ export class ReplyPoster {
         };
         if (rt.facets?.length) record.facets = rt.facets;
         if (reply) record.reply = reply;
+        if (embed) record.embed = embed as AppBskyFeedPost.Record['embed'];
         const made = await this.create(agent, recordKeyOf(part), record);
         this.remember(made.uri, reply?.root ?? { uri: made.uri, cid: made.cid });
         return encodeRef({ uri: made.uri, cid: made.cid });

@@ -3,7 +3,8 @@ import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
-import type { Channel, InboundSink, SendPart } from '../channel.js';
+import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { fetchDiscordFile, sendDiscordFile } from './files.js';
 import { messageToInbound } from './map.js';
 import { roomOf, sendDiscordPart } from './send.js';
 
@@ -150,6 +151,14 @@ export class DiscordChannel implements Channel {
 
   async send(part: SendPart): Promise<string | null> {
     return sendDiscordPart(this.rest, part);
+  }
+
+  async sendFile(file: SendFile): Promise<string | null> {
+    return sendDiscordFile(this.rest, file);
+  }
+
+  async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
+    return fetchDiscordFile(source, maxBytes);
   }
 
   async typing(chatJid: Jid, on: boolean): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Message } from 'discord.js';
 import type { Jid, NewInbound, Verb } from '../../core/types.js';
+import { attachmentsOf } from './files.js';
 
 /** The JID of a Discord channel, thread or DM. */
 export function discordJid(channelId: string): Jid {
@@ -37,5 +38,6 @@ export function messageToInbound(m: Message, botId: string, botName: string): Ne
     platform_msg_id: m.id,
     reply_to: m.reference?.messageId ?? null,
     timestamp: m.createdAt.toISOString(),
+    ...(m.attachments.size > 0 ? { attachments: attachmentsOf(m) } : {}),
   };
 }

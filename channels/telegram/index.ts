@@ -6,7 +6,8 @@ import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { getState, setState } from '../../store/state.js';
-import type { Channel, InboundSink, SendPart } from '../channel.js';
+import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { fetchTelegramFile, sendTelegramFile } from './files.js';
 import { ALLOWED_UPDATES, updateToInbound, type TelegramBotIdentity } from './map.js';
 import { roomOf, sendTelegramPart } from './send.js';
 
@@ -184,6 +185,14 @@ export class TelegramChannel implements Channel {
 
   async send(part: SendPart): Promise<string | null> {
     return sendTelegramPart(this.telegram, part, this.opts.sendTimeoutMs ?? 30_000);
+  }
+
+  async sendFile(file: SendFile): Promise<string | null> {
+    return sendTelegramFile(this.telegram, file);
+  }
+
+  async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
+    return fetchTelegramFile(this.telegram, source, maxBytes);
   }
 
   async typing(chatJid: Jid, on: boolean): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Message, MessageEntity, Update, User } from 'telegraf/types';
 import type { NewInbound, Verb } from '../../core/types.js';
+import { attachmentsOf } from './media.js';
 
 /** Who the bot is (from getMe): needed to tell mentions of and replies to the bot. */
 export interface TelegramBotIdentity {
@@ -117,12 +118,15 @@ function fromMessage(
   let verb: Verb = 'message';
   if (mentionsBot(text, entities, bot)) verb = 'mention';
   else if (replied?.from?.id === bot.id) verb = 'reply';
+  // An edit carries the same file again: only the original message downloads it.
+  const attachments = idSuffix === '' ? attachmentsOf(msg) : [];
   return {
     ...base,
     verb: verbOverride ?? verb,
     content: verb === 'mention' ? stripLeadingMention(text, bot) : text,
     platform_msg_id: `${msg.message_id}${idSuffix}`,
     reply_to: replied ? String(replied.message_id) : null,
+    ...(attachments.length > 0 ? { attachments } : {}),
   };
 }
 

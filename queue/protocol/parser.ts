@@ -26,6 +26,8 @@ export interface OutputBlock {
   turn?: number;
   /** A draft of the turn in progress: answers nothing and is never stored as a reply. */
   partial?: boolean;
+  /** Paths (relative to the group's folder) of files to send with this block's reply. */
+  files?: string[];
 }
 
 /** Why a block (or part of the stream) was not used. */
@@ -107,6 +109,9 @@ function toBlock(value: unknown): OutputBlock | string {
     if (v.partial !== true) return 'partial must be a boolean';
     block.partial = true;
   }
+  // Entries that are not strings cannot name a file; they are dropped rather than losing the block's text.
+  const files = Array.isArray(v.files) ? v.files.filter((f): f is string => typeof f === 'string') : [];
+  if (files.length > 0) block.files = files;
   return block;
 }
 

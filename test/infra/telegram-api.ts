@@ -29,11 +29,32 @@ export interface SentMessage {
   parse_mode?: string | undefined;
 }
 
+/** A file the bot uploaded (sendPhoto, sendDocument, sendVoice). */
+export interface SentFile {
+  method: 'sendPhoto' | 'sendDocument' | 'sendVoice';
+  chat_id: number;
+  message_id: number;
+  name: string;
+  data: Buffer;
+  reply_to_message_id: number | undefined;
+}
+
+/** A file a user sends with an injected message. */
+export interface InjectFile {
+  kind: 'photo' | 'document' | 'voice';
+  data: Buffer;
+  /** Documents only. */
+  name?: string;
+  mime?: string;
+}
+
 /** What a test says about an injected user message. */
 export interface InjectMessage {
   chat: Chat;
   from: User;
+  /** The text, or the caption when `file` is given. */
   text: string;
+  file?: InjectFile;
   entities?: MessageEntity[];
   /** Reply to this message id of the chat. */
   replyTo?: number;
@@ -55,6 +76,15 @@ export class TelegramApiServer {
   readonly sent: SentMessage[] = [];
   /** performance.now() when each message of `sent` was accepted (same index): the bench measures after it. */
   readonly acceptedAt: number[] = [];
+  readonly sentFiles: SentFile[] = [];
+  /** editMessageText calls that changed a message, in order. */
+  readonly edits: Array<{ chat_id: number; message_id: number; text: string }> = [];
+  /** Messages the bot deleted. */
+  readonly deleted: Array<{ chat_id: number; message_id: number }> = [];
+  /** Times a file was downloaded through /file/bot<token>/<path>. */
+  downloads = 0;
+  private readonly files = new Map<string, { path: string; data: Buffer }>();
+  private readonly lastIds = new Map<number, number>();
   /** Every method called, in order (with its JSON payload). */
   readonly calls: Array<{ method: string; payload: Json }> = [];
   /** Keep confirmed updates (simulates a crash before the confirming getUpdates reached Telegram). */
@@ -113,15 +143,42 @@ export class TelegramApiServer {
       date: Math.floor(Date.now() / 1000),
       chat: m.chat,
       from: m.from,
-      text: m.text,
     };
-    if (m.entities) msg.entities = m.entities;
+    if (m.file) Object.assign(msg, this.media(m.file), m.text ? { caption: m.text } : {});
+    else msg.text = m.text;
+    if (m.entities) msg[m.file ? 'caption_entities' : 'entities'] = m.entities;
     if (m.thread !== undefined) Object.assign(msg, { message_thread_id: m.thread, is_topic_message: true });
     const replied = m.replyTo ?? m.thread;
     if (replied !== undefined && chatMsgs.has(replied)) msg.reply_to_message = chatMsgs.get(replied);
     chatMsgs.set(message_id, msg as unknown as Message);
     this.inject({ message: msg } as unknown as Omit<Update, 'update_id'>);
     return msg as unknown as Message.TextMessage;
+  }
+
+  /** Stores a file as Telegram would; returns its file_id. */
+  addFile(data: Buffer, path: string): string {
+    const id = `file-${this.files.size + 1}`;
+    this.files.set(id, { path, data });
+    return id;
+  }
+
+  /** The message fields of a media message (a photo comes in three sizes, smallest first, as Telegram does). */
+  private media(f: InjectFile): Json {
+    const id = this.addFile(f.data, `${f.kind}s/file_${this.files.size}`);
+    const size = { file_id: id, file_unique_id: `u${id}`, file_size: f.data.length };
+    if (f.kind === 'photo') {
+      const thumb = this.addFile(f.data.subarray(0, 8), `photos/thumb_${this.files.size}`);
+      return {
+        photo: [
+          { file_id: thumb, file_unique_id: `u${thumb}`, file_size: 8, width: 90, height: 90 },
+          { ...size, width: 1280, height: 960 },
+        ],
+      };
+    }
+    if (f.kind === 'voice') return { voice: { ...size, duration: 1, mime_type: f.mime ?? 'audio/ogg' } };
+    return {
+      document: { ...size, file_name: f.name ?? 'file.bin', mime_type: f.mime ?? 'application/octet-stream' },
+    };
   }
 
   /** Injects the same message again as a new update, as Telegram does when a confirmation was lost. */
@@ -180,19 +237,24 @@ export class TelegramApiServer {
   }
 
   private nextMessageId(chatId: number): number {
-    return this.chatMessages(chatId).size + 1;
+    // Ids are never reused, even after a delete, as on Telegram.
+    const next = (this.lastIds.get(chatId) ?? 0) + 1;
+    this.lastIds.set(chatId, next);
+    return next;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const m = /^\/bot([^/]+)\/(\w+)$/.exec(req.url ?? '');
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(req.url ?? '');
+    if (file && file[1] === this.token) return this.download(file[2]!, res);
     if (!m) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
     if (m[1] !== this.token)
       return reply(res, 401, { ok: false, error_code: 401, description: 'Unauthorized' });
     const method = m[2]!;
-    const raw = Buffer.concat(chunks).toString('utf8');
-    const payload = (raw ? JSON.parse(raw) : {}) as Json;
+    const body = Buffer.concat(chunks);
+    const { payload, uploads } = await parseBody(body, req.headers['content-type']);
     this.calls.push({ method, payload });
     const fault = this.faults.get(method)?.shift();
     if (fault) return this.fail(res, fault);
@@ -207,6 +269,16 @@ export class TelegramApiServer {
         return this.getUpdates(payload, res);
       case 'sendMessage':
         return this.sendMessage(payload, res);
+      case 'getFile':
+        return this.getFile(payload, res);
+      case 'sendPhoto':
+      case 'sendDocument':
+      case 'sendVoice':
+        return this.sendFile(method, payload, uploads, res);
+      case 'editMessageText':
+        return this.editMessageText(payload, res);
+      case 'deleteMessage':
+        return this.deleteMessage(payload, res);
       default:
         return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found: method not found' });
     }
@@ -275,6 +347,109 @@ export class TelegramApiServer {
     if (this.poll && this.pending(this.poll.offset, 1).length > 0) this.answerPoll(this.poll);
   }
 
+  private getFile(p: Json, res: ServerResponse): void {
+    const id = String(p.file_id);
+    const f = this.files.get(id);
+    if (!f)
+      return reply(res, 400, { ok: false, error_code: 400, description: 'Bad Request: invalid file_id' });
+    ok(res, { file_id: id, file_unique_id: `u${id}`, file_size: f.data.length, file_path: f.path });
+  }
+
+  private download(path: string, res: ServerResponse): void {
+    const f = [...this.files.values()].find((x) => x.path === path);
+    if (!f) return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found' });
+    this.downloads += 1;
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': f.data.length });
+    res.end(f.data);
+  }
+
+  private sendFile(
+    method: SentFile['method'],
+    p: Json,
+    uploads: Map<string, { name: string; data: Buffer }>,
+    res: ServerResponse,
+  ): void {
+    const chatId = Number(p.chat_id);
+    const chat = this.chats.get(chatId);
+    const field = { sendPhoto: 'photo', sendDocument: 'document', sendVoice: 'voice' }[method];
+    const upload = uploads.get(field);
+    const bad = (d: string) =>
+      reply(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${d}` });
+    if (!chat) return bad('chat not found');
+    if (!upload) return bad(`there is no ${field} in the request`);
+    const message_id = this.nextMessageId(chatId);
+    const id = this.addFile(upload.data, `sent/${message_id}`);
+    const msg = {
+      message_id,
+      date: Math.floor(Date.now() / 1000),
+      chat,
+      from: this.bot,
+      [field]:
+        field === 'photo'
+          ? [{ file_id: id, file_unique_id: id, width: 1, height: 1 }]
+          : { file_id: id, file_unique_id: id },
+    };
+    this.chatMessages(chatId).set(message_id, msg as unknown as Message);
+    const rp = p.reply_parameters as { message_id?: number } | undefined;
+    this.sentFiles.push({
+      method,
+      chat_id: chatId,
+      message_id,
+      name: upload.name,
+      data: upload.data,
+      reply_to_message_id: rp?.message_id,
+    });
+    for (const w of this.sentWaiters.splice(0)) w();
+    ok(res, msg);
+  }
+
+  /** Edits a message's text; like Telegram, an edit that changes nothing is a 400. */
+  private editMessageText(p: Json, res: ServerResponse): void {
+    const chatId = Number(p.chat_id);
+    const id = Number(p.message_id);
+    const text = typeof p.text === 'string' ? p.text : '';
+    const msg = this.chatMessages(chatId).get(id) as (Message & { text?: string }) | undefined;
+    const bad = (d: string) =>
+      reply(res, 400, { ok: false, error_code: 400, description: `Bad Request: ${d}` });
+    if (!msg) return bad('message to edit not found');
+    if (text.trim() === '') return bad('message text is empty');
+    if (text.length > 4096) return bad('MESSAGE_TOO_LONG');
+    if (msg.text === text)
+      return bad(
+        'message is not modified: specified new message content and reply markup are exactly the same',
+      );
+    msg.text = text;
+    const sent = this.sent.find((s) => s.chat_id === chatId && s.message_id === id);
+    if (sent) sent.text = text;
+    this.edits.push({ chat_id: chatId, message_id: id, text });
+    for (const w of this.sentWaiters.splice(0)) w();
+    ok(res, msg);
+  }
+
+  private deleteMessage(p: Json, res: ServerResponse): void {
+    const chatId = Number(p.chat_id);
+    const id = Number(p.message_id);
+    if (!this.chatMessages(chatId).delete(id))
+      return reply(res, 400, {
+        ok: false,
+        error_code: 400,
+        description: 'Bad Request: message to delete not found',
+      });
+    const i = this.sent.findIndex((s) => s.chat_id === chatId && s.message_id === id);
+    if (i >= 0) {
+      this.sent.splice(i, 1);
+      this.acceptedAt.splice(i, 1);
+    }
+    this.deleted.push({ chat_id: chatId, message_id: id });
+    for (const w of this.sentWaiters.splice(0)) w();
+    ok(res, true);
+  }
+
+  /** Resolves once `pred` holds, re-checked after every send, edit or delete. */
+  async waitFor(pred: () => boolean): Promise<void> {
+    while (!pred()) await new Promise<void>((resolve) => this.sentWaiters.push(resolve));
+  }
+
   private sendMessage(p: Json, res: ServerResponse): void {
     const chatId = Number(p.chat_id);
     const text = typeof p.text === 'string' ? p.text : '';
@@ -318,6 +493,29 @@ export class TelegramApiServer {
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
   }
+}
+
+/** A JSON body, or a multipart one (media uploads) split into fields and files. */
+async function parseBody(
+  body: Buffer,
+  type: string | undefined,
+): Promise<{ payload: Json; uploads: Map<string, { name: string; data: Buffer }> }> {
+  const uploads = new Map<string, { name: string; data: Buffer }>();
+  if (!type?.startsWith('multipart/form-data')) {
+    const raw = body.toString('utf8');
+    return { payload: (raw ? JSON.parse(raw) : {}) as Json, uploads };
+  }
+  const form = await new Response(body, { headers: { 'content-type': type } }).formData();
+  const payload: Json = {};
+  for (const [key, value] of form.entries()) {
+    if (typeof value === 'string') {
+      // telegraf sends every field as text; JSON-looking ones (reply_parameters) are objects.
+      payload[key] = /^[{[]/.test(value) ? JSON.parse(value) : /^-?\d+$/.test(value) ? Number(value) : value;
+    } else {
+      uploads.set(key, { name: value.name, data: Buffer.from(await value.arrayBuffer()) });
+    }
+  }
+  return { payload, uploads };
 }
 
 function reply(res: ServerResponse, status: number, body: unknown): void {

@@ -1,0 +1,160 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { backoffDelay } from '../core/backoff.js';
+import { coerceError } from '../core/errors.js';
+import { FileTooLarge } from '../core/files.js';
+import type { Logger } from '../core/log.js';
+import { parseJid } from '../core/types.js';
+import {
+  dueAttachments,
+  nextAttachmentDue,
+  retryAttachment,
+  settleAttachment,
+  type DueAttachment,
+} from '../store/attachments.js';
+import type { Db } from '../store/db.js';
+import type { Channel } from './channel.js';
+
+/** What the inbox downloader needs. */
+export interface InboxOptions {
+  db: Db;
+  channels: Channel[];
+  groupsDir: string;
+  /** GATED_MAX_ATTACHMENT_BYTES: larger files are not downloaded; the agent gets a note instead. */
+  maxBytes: number;
+  log: Logger;
+  /** A message's attachments are all settled: its row may go to the agent now (wakes the queue). */
+  onSettled?: () => void;
+  /** Download attempts before an attachment is given up as failed. Default 5. */
+  maxAttempts?: number;
+  /** How often to look for rows routed meanwhile, in ms. Default 1000. */
+  pollMs?: number;
+  now?: () => number;
+}
+
+/** The running downloader. */
+export interface Inbox {
+  start(): void;
+  /** Looks for due attachments at once (a row was stored or routed). */
+  wake(): void;
+  /** Resolves when no download is in flight. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Fills inbound attachments into the folder of the group each message was routed to:
+ * `<group>/inbox/<message id>/<seq>-<name>` (the message id keeps two messages' `photo.jpg` apart, the seq
+ * two files of one message). It runs beside the gateway, never inside the poll loop or a chat's lane: a slow
+ * or failing download delays only its own message, and only until the message's wait runs out.
+ *
+ * A file is written under a temporary name and renamed, so an agent never reads half a file and a crash
+ * mid-download leaves the row pending, to be fetched again.
+ */
+export function createInbox(opts: InboxOptions): Inbox {
+  const { db, log } = opts;
+  const now = opts.now ?? Date.now;
+  const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
+  const maxAttempts = opts.maxAttempts ?? 5;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const drain = async (): Promise<void> => {
+    do {
+      again = false;
+      for (;;) {
+        if (stopped) return;
+        const due = dueAttachments(db, now());
+        if (due.length === 0) break;
+        await Promise.all(due.map((a) => fetchOne(a)));
+      }
+    } while (again && !stopped);
+  };
+
+  async function fetchOne(a: DueAttachment): Promise<void> {
+    const alog = log.child({ message: a.message_id, attachment: a.id });
+    const channel = byPlatform.get(parseJid(a.chat_jid).platform);
+    const settle = (outcome: Parameters<typeof settleAttachment>[2]) => {
+      if (settleAttachment(db, a, outcome)) opts.onSettled?.();
+    };
+    if (!channel?.fetchAttachment) {
+      // Rows of a platform this process does not run wait for the process that does.
+      if (!channel) return void retryAttachment(db, a.id, now() + 60_000, 'channel not running');
+      return settle({ state: 'failed', error: `${channel.platform} cannot fetch attachments` });
+    }
+    if (a.size !== null && a.size > opts.maxBytes) {
+      alog.info({ size: a.size, max: opts.maxBytes }, 'attachment too large; not downloaded');
+      return settle({ state: 'too_large', error: new FileTooLarge(a.size, opts.maxBytes).message });
+    }
+    try {
+      const file = await channel.fetchAttachment(a.source, opts.maxBytes);
+      const rel = join('inbox', String(a.message_id), `${a.seq}-${a.name}`);
+      const abs = join(opts.groupsDir, a.group_folder, rel);
+      await mkdir(join(abs, '..'), { recursive: true });
+      await writeFile(`${abs}.part`, file.data);
+      await rename(`${abs}.part`, abs);
+      settle({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
+      alog.debug({ path: rel, bytes: file.data.length }, 'attachment saved');
+    } catch (err) {
+      if (err instanceof FileTooLarge) {
+        alog.info({ max: opts.maxBytes }, 'attachment too large; download cut off');
+        return settle({ state: 'too_large', error: err.message });
+      }
+      const reason = coerceError(err).message;
+      if (a.attempts + 1 >= maxAttempts) {
+        alog.warn({ attempts: a.attempts + 1, err: reason }, 'attachment download failed for good');
+        return settle({ state: 'failed', error: reason });
+      }
+      const wait = backoffDelay(a.attempts + 1, { baseMs: 500, maxMs: 30_000 });
+      alog.info(
+        { attempt: a.attempts + 1, waitMs: wait, err: reason },
+        'attachment download failed; retrying',
+      );
+      retryAttachment(db, a.id, now() + wait, reason);
+    }
+  }
+
+  const wake = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = drain()
+      .catch((err) => log.error({ err: coerceError(err).message }, 'inbox pass failed'))
+      .finally(() => {
+        running = undefined;
+        arm();
+      });
+  };
+
+  // A timer for the next retry; the poll interval catches rows routed by another process.
+  const arm = (): void => {
+    clearTimeout(timer);
+    if (stopped) return;
+    let wait = opts.pollMs ?? 1000;
+    try {
+      const next = nextAttachmentDue(db);
+      if (next !== undefined) wait = Math.min(wait, Math.max(0, next - now()));
+    } catch (err) {
+      log.error({ err: coerceError(err).message }, 'inbox scan failed');
+    }
+    timer = setTimeout(wake, wait);
+    timer.unref();
+  };
+
+  return {
+    start: wake,
+    wake,
+    async idle() {
+      while (running) await running;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
