@@ -511,6 +511,7 @@ CREATE TABLE IF NOT EXISTS delegations (
   message_id INTEGER,
   answers    INTEGER NOT NULL DEFAULT 0,
   created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
 
 -- Files that came with inbound messages (docs/PROTOCOL.md, "Files"). The channel stores the row and these
 -- rows together; the inbox downloader fills the files into the routed group's folder
