@@ -21,10 +21,10 @@ export function withAttachments(db: Db, m: AgentMessage): AgentMessage {
         name: a.name,
       });
     else if (a.state === 'too_large')
-      notes.push(`${a.kind} "${a.name}" was not downloaded: ${a.error ?? 'too large'}`);
+      notes.push(`${a.kind} ${a.name} was not downloaded: ${a.error ?? 'too large'}`);
     else if (a.state === 'failed')
-      notes.push(`${a.kind} "${a.name}" could not be downloaded: ${a.error ?? 'unknown error'}`);
-    else notes.push(`${a.kind} "${a.name}" is still downloading and is not in the folder yet`);
+      notes.push(`${a.kind} ${a.name} could not be downloaded: ${a.error ?? 'unknown error'}`);
+    else notes.push(`${a.kind} ${a.name} is still downloading and is not in the folder yet`);
   }
   return {
     ...m,

@@ -74,7 +74,7 @@ test('a document over GATED_MAX_ATTACHMENT_BYTES is not downloaded: the agent ge
     },
   });
   const [reply] = await api.waitForSent(1);
-  expect(reply!.text).toMatch(/^note: document "big_report.pdf" was not downloaded: .*500 bytes.*100 bytes/);
+  expect(reply!.text).toMatch(/^note: document big_report.pdf was not downloaded: .*500 bytes.*100 bytes/);
   expect(api.downloads).toBe(0);
   expect(gated.db.prepare(`SELECT state FROM attachments`).pluck().get()).toBe('too_large');
 });
