@@ -25,6 +25,7 @@ import { createProcessRuntime } from '../queue/runtime/process.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { checkReadable, liveness } from './health.js';
 import { claimOwner, instanceId } from './owner.js';
+import { createTypingKeeper } from './typing.js';
 
 /** How to start gated; everything beyond `config` has a production default. */
 export interface StartOptions {
@@ -140,6 +141,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     queue?: WorkQueue;
     runtime?: Runtime;
     inbox?: Inbox;
+    started?: Channel[];
   } = {};
   let http: HttpServer | undefined;
   if (opts.http !== false) {
@@ -199,7 +201,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
 
   const channels: Channel[] = [web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Delivery is made once the channels have started (they need the gateway's sink); replies written
-  // before that wait.
+  // before that wait. While a chat's agent works, the chat shows typing (only on channels that started).
+  const typing = createTypingKeeper(() => late.started ?? [], log.child({ part: 'typing' }));
   let runtime: Runtime;
   try {
     runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
@@ -219,6 +222,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     config,
     log: log.child({ part: 'queue' }),
     onOutbound: () => late.delivery?.wake(),
+    onWorking: (chatJid, on) => typing.set(chatJid, on),
     metrics,
     secrets: config.agentSecrets,
     senderRole: (group, row) => access.senderRole(group, row),
@@ -252,6 +256,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
   const started = await startChannels(channels, gateway.sink, log);
+  late.started = started;
   metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
   const outbox = createDelivery({
     db,
@@ -295,6 +300,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const close = (graceMs = 10_000): Promise<void> =>
     (closing ??= (async () => {
       const steps: Array<[string, () => unknown]> = [
+        ['typing', () => typing.stop()],
         ['channels', () => Promise.all(started.map((c) => c.stop()))],
         ['gateway', () => (commits.close(), gateway.stop())],
         ['queue', () => queue.close(graceMs)],

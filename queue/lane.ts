@@ -23,16 +23,19 @@ export class Lane {
   /**
    * Writes the ready rows of the run's chat as the next turn, when the agent may take one. The rows join
    * the turn in the database first, so a crash between the two finds them in a dead run and gives them
-   * back; a write that fails gives them back at once.
+   * back; a write that fails gives them back at once. True when a turn was written.
    */
-  feed(store: QueueStore, now: number): void {
+  feed(store: QueueStore, now: number): boolean {
     const run = this.run;
-    if (!run.acceptsFollowUps) return;
+    if (!run.acceptsFollowUps) return false;
     const rows = store.followUps(this.key, run.chatJid, now);
-    if (rows.length === 0) return;
+    if (rows.length === 0) return false;
     const turn = run.turns.written + 1;
     const joined = store.joinTurn(run.runId, turn, rows);
-    if (joined.length > 0 && !run.writeTurn(joined)) store.leaveTurn(run.runId, turn);
+    if (joined.length === 0) return false;
+    if (run.writeTurn(joined)) return true;
+    store.leaveTurn(run.runId, turn);
+    return false;
   }
 
   /** The lane as /status and the dashboard show it. */

@@ -70,6 +70,14 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       sender_role: senderRole(group, r),
     });
 
+  const working = (chatJid: string, on: boolean) => {
+    try {
+      opts.onWorking?.(chatJid, on);
+    } catch (err) {
+      log.error({ err: coerceError(err).message }, 'onWorking hook failed');
+    }
+  };
+
   const hooks: RunHooks = {
     runtime: opts.runtime,
     log,
@@ -107,7 +115,8 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now());
     },
-    onIdle() {
+    onIdle(run) {
+      working(run.chatJid, false);
       wake();
     },
     onEnd(run, end) {
@@ -137,6 +146,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
         log.error({ runId: run.runId, err: coerceError(err).message }, 'settling a run failed');
       }
       lanes.end(run);
+      working(run.chatJid, false);
       run.markSettled();
       wake();
     },
@@ -176,6 +186,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     });
     log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
+    working(d.chatJid, true);
     void run.begin(() => specOf(key, d.runId), input);
   };
 
@@ -207,7 +218,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     const t = now();
     try {
       store.rejoinParked();
-      for (const lane of lanes.all()) lane.feed(store, t);
+      for (const lane of lanes.all()) if (lane.feed(store, t)) working(lane.run.chatJid, true);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
       // yield their slots (more waiting lanes than the cap cannot free more slots).
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap);

@@ -35,6 +35,11 @@ export interface QueueOptions {
   log: Logger;
   /** The clock for rows (ready_at, not_before, session_log); timers use setTimeout. Default Date.now. */
   now?: () => number;
+  /**
+   * A chat's agent started working on its messages (`true`: a run started, a follow-up was written) or has
+   * answered them (`false`: it waits for more, or its run ended). Drives typing indicators.
+   */
+  onWorking?: (chatJid: string, working: boolean) => void;
   /** Called after a reply (or error) row commits, so delivery wakes at once. */
   onOutbound?: (outboundId: number) => void;
   /** Passed to every agent in its first stdin line; never in env, image or mounts. */

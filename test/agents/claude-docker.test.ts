@@ -4,16 +4,22 @@
  * a long streamed turn and an overloaded API.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Chat, User } from 'telegraf/types';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { createDockerRuntime, INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { MessagesApiServer } from '../infra/messages-api.js';
+import { TelegramApiServer } from '../infra/telegram-api.js';
+import { checkTelegramHtml } from '../infra/telegram-html.js';
 import {
   API_KEY,
   longTurnScenario,
   overloadScenario,
+  requestFor,
+  runsEnded,
   sessionScenario,
   startClaudeChat,
   type ClaudeChat,
@@ -49,8 +55,9 @@ afterEach(async () => {
 });
 
 /** Gated with the docker runtime; the agent reaches the loopback API through the host network. */
-function start(): Promise<ClaudeChat> {
+function start(more: Parameters<typeof startClaudeChat>[1] = {}): Promise<ClaudeChat> {
   return startClaudeChat(api, {
+    ...more,
     network: true,
     runtime: (groupsDir) =>
       createDockerRuntime({
@@ -96,3 +103,56 @@ test('an overloaded API: retried runs, then one clear message', { timeout: 180_0
   chat = await start();
   await overloadScenario(chat, api);
 });
+
+test(
+  'Telegram: the agent in its container answers through telegraf, with HTML Telegram accepts',
+  { timeout: 180_000 },
+  async () => {
+    const tg = await TelegramApiServer.start();
+    try {
+      chat = await start({
+        env: { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.url },
+        routes: ['platform=telegram'],
+      });
+      const dm: Chat.PrivateChat = { id: 4242, type: 'private', first_name: 'Ada' };
+      const ada: User = { id: 4242, is_bot: false, first_name: 'Ada' };
+      const said = (n: number) => tg.waitForSent(n).then((s) => s[n - 1]!);
+
+      // A Markdown answer: bold, inline code, a link, a code block, a list, and characters to escape.
+      tg.message({
+        chat: dm,
+        from: ada,
+        text: 'SAY **Hello** Ada, `a<b` & [docs](https://example.org/x?a=1&b=2)\n\n```js\nlet ok = 1 < 2;\n```\n\n- one\n- two',
+      });
+      const first = await said(1);
+      expect(first.parse_mode).toBe('HTML');
+      expect(checkTelegramHtml(first.text)).toBeNull();
+      expect(first.text).toContain(
+        '<b>Hello</b> Ada, <code>a&lt;b</code> &amp; <a href="https://example.org/x?a=1&amp;b=2">docs</a>',
+      );
+      expect(first.text).toContain('<pre><code class="language-js">let ok = 1 &lt; 2;</code></pre>');
+      expect(first.text).toContain('• one\n• two');
+      // The chat saw typing while the agent worked.
+      expect(tg.count('sendChatAction')).toBeGreaterThanOrEqual(1);
+
+      // A follow-up in the same session, with a tool call writing into the group's folder.
+      tg.message({ chat: dm, from: ada, text: 'WRITE from-telegram.txt hello-file' });
+      expect((await said(2)).text).toContain('The file is written');
+      expect(readFileSync(join(chat.groupDir, 'from-telegram.txt'), 'utf8')).toBe('hello-file');
+      expect(chat.runs()).toHaveLength(1);
+
+      // After the run ended, a new run resumes the session: the model sees the first turn.
+      await runsEnded(chat);
+      tg.message({ chat: dm, from: ada, text: 'and now?' });
+      expect((await said(3)).text).toBe('echo: and now?');
+      expect(chat.runs()).toHaveLength(2);
+      expect(api.seenUserWords(requestFor(api, 'and now?')).join('\n')).toContain('SAY **Hello** Ada');
+      expect(tg.refusedHtml).toEqual([]);
+      expect(tg.sent.every((s) => s.parse_mode === 'HTML' && checkTelegramHtml(s.text) === null)).toBe(true);
+    } finally {
+      await chat?.gated.close(5000);
+      chat = undefined;
+      await tg.close();
+    }
+  },
+);

@@ -39,6 +39,8 @@ export async function startClaudeChat(
     runtime?: (groupsDir: string) => Runtime;
     env?: Record<string, string>;
     network?: boolean;
+    /** Platform channels from the configuration (env) instead of the web chat only; routes to the group. */
+    routes?: string[];
   } = {},
 ): Promise<ClaudeChat> {
   const dir = tempDir('gated-claude-');
@@ -61,12 +63,14 @@ export async function startClaudeChat(
   const group = 'claude';
   const db0 = (await import('../../store/db.js')).openDatabase(config.db);
   addGroup(db0, config.groupsDir, group, 'Claude');
+  for (const match of opts.routes ?? [])
+    db0.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, ?, ?)`).run(match, group);
   if (opts.network) db0.prepare(`UPDATE registered_groups SET network = 1 WHERE folder = ?`).run(group);
   db0.close();
   const gated = await startGated({
     config,
     log: silentLogger(),
-    channels: [],
+    ...(opts.routes ? {} : { channels: [] }),
     http: false,
     ...(opts.runtime ? { runtime: opts.runtime(config.groupsDir) } : {}),
   });
