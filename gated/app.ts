@@ -249,6 +249,10 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
       pollTick: (s) => metrics.pollTick(s),
       rowFailed: (stage) => metrics.rowFailed(stage),
     },
+    // The bot's own username as the platform told it at start (Telegram getMe).
+    botName: (platform) =>
+      (channels.find((c) => c.platform === platform) as { identity?: { username?: string } } | undefined)
+        ?.identity?.username,
   });
 
   late.gateway = gateway;

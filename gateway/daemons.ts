@@ -53,7 +53,7 @@ export class DaemonDispatcher {
     const { db } = opts;
     this.now = opts.now ?? Date.now;
     this.dueStmt = db.prepare(
-      `SELECT id, chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, timestamp, target, attempts
+      `SELECT id, chat_jid, sender, sender_name, coalesce(agent_content, content) AS content, verb, topic, platform_msg_id, timestamp, target, attempts
        FROM messages WHERE state = 'daemon' AND (not_before IS NULL OR not_before <= ?) ORDER BY id LIMIT 50`,
     );
     this.doneStmt = db.prepare(`UPDATE messages SET state = 'done', error = NULL WHERE id = ?`);

@@ -14,13 +14,16 @@ import { TaskScheduler } from './tasks.js';
 /** Options of the gateway: the database, the queue it feeds, and what it tells about replies it wrote. */
 export interface GatewayOptions {
   db: Db;
-  config: Pick<Config, 'pollMs' | 'admins'> & Partial<Pick<Config, 'tz' | 'taskMaxFailures'>>;
+  config: Pick<Config, 'pollMs' | 'admins'> &
+    Partial<Pick<Config, 'tz' | 'taskMaxFailures' | 'maxInputBytes'>>;
   log: Logger;
   queue: QueueControl;
   now?: () => number;
   /** Called after gated wrote answer rows (delivery wakes). */
   onOutbound?: () => void;
   metrics?: GatewayMetrics;
+  /** This gateway's bot username on a platform, once its channel started (`/cmd@otherbot` is text). */
+  botName?: (platform: string) => string | undefined;
   batchSize?: number;
   fetch?: typeof fetch;
   /** Backoff bounds of daemon retries (defaults 1 s .. 5 min). */
@@ -67,6 +70,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     routes,
     queue,
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.botName ? { botName: opts.botName } : {}),
   });
   const daemons = new DaemonDispatcher({
     db,
@@ -90,6 +94,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pipeline,
     log: log.child({ part: 'loop' }),
     pollMs: opts.config.pollMs,
+    ...(opts.config.maxInputBytes ? { maxContentChars: opts.config.maxInputBytes } : {}),
     ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     // Every tick also looks at tasks: one cheap read unless something is due or a task run moved on.

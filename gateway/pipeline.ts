@@ -34,6 +34,8 @@ export interface PipelineOptions {
   routes: RouteSource;
   queue: QueueControl;
   metrics?: GatewayMetrics;
+  /** This gateway's bot username on a platform (Telegram getMe), for `/cmd@bot` addressed elsewhere. */
+  botName?: (platform: string) => string | undefined;
 }
 
 /**
@@ -57,7 +59,7 @@ export class Pipeline {
     this.access = new AccessGate(db, new AccessSource(db, opts.config.admins));
     this.sticky = new StickyStore(db);
     this.holdStmt = db.prepare(
-      `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, content = @content,
+      `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, agent_content = @content,
          target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
          max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error
        WHERE id = @id`,
@@ -66,7 +68,7 @@ export class Pipeline {
       'UPDATE messages SET state = @state, target = @target, route_id = @route_id, error = @error WHERE id = @id',
     );
     this.daemonStmt = db.prepare(
-      `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, content = @content WHERE id = @id`,
+      `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, agent_content = @content WHERE id = @id`,
     );
     this.hitStmt = db.prepare(
       `INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 1, ?)
@@ -108,6 +110,7 @@ export class Pipeline {
       },
       afterCommit: (fn) => out.effects.push(fn),
       chatGroup: (draft) => chatGroupOf(draft, catalog.table),
+      botName: (jid) => this.opts.botName?.(jid.slice(0, Math.max(0, jid.indexOf(':')))),
       access: this.access,
     };
     for (const msg of rows) {
@@ -211,7 +214,8 @@ export class Pipeline {
           held_at: verdict.state === 'serve' ? now : null,
           group: target.folder,
           topic: draft.topic ?? msg.topic,
-          content: draft.content,
+          // Only a changed text is kept apart; the stored content stays as the user wrote it.
+          content: draft.content === msg.content ? null : draft.content,
           target: targetText,
           route_id,
           weight: weightOf(impulse, msg.verb),
@@ -230,7 +234,12 @@ export class Pipeline {
         }
         return;
       case 'daemon':
-        this.daemonStmt.run({ id: msg.id, target: targetText, route_id, content: draft.content });
+        this.daemonStmt.run({
+          id: msg.id,
+          target: targetText,
+          route_id,
+          content: draft.content === msg.content ? null : draft.content,
+        });
         out.daemon += 1;
         return;
     }

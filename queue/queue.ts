@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { coerceError } from '../core/errors.js';
-import { isValidFolder, type SessionKey } from '../core/types.js';
+import { isValidFolder, sessionKeyId, type SessionKey } from '../core/types.js';
 import { Lane, Lanes } from './lane.js';
 import { formatPrompt, inputLine, type AgentMessage, type SenderRole } from './prompt.js';
 import { Run, type RunHooks } from './run.js';
@@ -9,7 +9,7 @@ import { resolveFiles } from './files.js';
 import { parseMountList } from './runtime/mounts.js';
 import type { RunSpec } from './runtime/types.js';
 import { settlementOf } from './settle.js';
-import { QueueStore, type BatchRow, type ReadyLane } from '../store/queue.js';
+import { QueueStore, type BatchRow, type Dispatched, type ReadyLane } from '../store/queue.js';
 import type { LaneFacts, LaneInfo, QueueOptions, WorkQueue } from './types.js';
 
 export type {
@@ -41,7 +41,7 @@ export function defaultSenderRole(): SenderRole {
 export function createQueue(opts: QueueOptions): WorkQueue {
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
-  const store = new QueueStore(opts.db);
+  const store = new QueueStore(opts.db, config.maxInputBytes);
   const lanes = new Lanes(config.maxConcurrent);
   const senderRole = opts.senderRole ?? defaultSenderRole;
   const capabilities = opts.capabilities ?? (() => []);
@@ -170,11 +170,37 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     const key: SessionKey = { group: ready.group, topic: ready.topic };
     const d = store.dispatch(key, t);
     if (!d) return;
+    for (const f of d.failed) {
+      log.error({ msgId: f.id, key: sessionKeyId(key), err: f.error }, 'message failed; the lane goes on');
+      opts.metrics?.rowFailed?.('queue');
+    }
+    if (d.rows.length === 0) {
+      wake();
+      return;
+    }
     const run = new Run(key, d.runId, d.chatJid, d.rows, hooks, t);
     run.noteIds = d.systemNoteIds;
     lanes.open(new Lane(key, run));
+    let input: string;
+    try {
+      input = firstInput(key, d);
+    } catch (err) {
+      // The run is open and its rows are running: it must end through the usual path (rows back to ready
+      // with a backoff, parked after repeated failures) instead of staying open with no process.
+      const e = coerceError(err);
+      void run.begin(() => {
+        throw e;
+      }, '');
+      return;
+    }
+    log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
+    working(d.chatJid, true);
+    void run.begin(() => specOf(key, d.runId), input);
+  };
+
+  const firstInput = (key: SessionKey, d: Dispatched): string => {
     const messages = d.rows.map((r) => message(key.group, r));
-    const input = inputLine({
+    return inputLine({
       turn: 1,
       prompt: formatPrompt(messages, d.systemNotes),
       sessionId: d.sessionId,
@@ -185,9 +211,6 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       capabilities: capabilities(key),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     });
-    log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
-    working(d.chatJid, true);
-    void run.begin(() => specOf(key, d.runId), input);
   };
 
   const armRetryTimer = (t: number) => {

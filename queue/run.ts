@@ -9,6 +9,9 @@ import type { BatchRow, BlockCommit } from '../store/queue.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
 import { Turns } from './turns.js';
 
+/** Longest session id an agent may announce (ids are handles: UUIDs, short tokens). */
+export const MAX_SESSION_ID = 256;
+
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
  * blocks as they arrive, runs the idle and hard timers, and reports how it ended. It never touches the
@@ -205,7 +208,15 @@ export class Run {
   private onBlock(block: OutputBlock): void {
     this.lastOutputMs = this.hooks.now();
     if (block.turn !== undefined) this.turns.numbered = true;
-    if (block.newSessionId && !this.sessionReset) this.hooks.onSessionId(this, block.newSessionId);
+    if (block.newSessionId && !this.sessionReset) {
+      // A session id is an opaque handle, echoed by /ping and stored per key: a megabyte one is refused.
+      if (block.newSessionId.length <= MAX_SESSION_ID) this.hooks.onSessionId(this, block.newSessionId);
+      else
+        this.hooks.log.warn(
+          { runId: this.runId, length: block.newSessionId.length },
+          `newSessionId longer than ${MAX_SESSION_ID} characters ignored`,
+        );
+    }
     const text = block.result === null ? '' : cleanResult(block.result);
     if (block.partial) {
       if (text !== '') this.hooks.onPartial(this, block.turn ?? this.turns.current, text);
@@ -214,7 +225,7 @@ export class Run {
     this.blocks++;
     if (block.status === 'error') {
       this.hooks.log.warn(
-        { runId: this.runId, key: this.keyId, turn: block.turn, error: block.error },
+        { runId: this.runId, key: this.keyId, turn: block.turn, error: block.error?.slice(0, 2000) },
         'agent reported an error',
       );
     }

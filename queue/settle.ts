@@ -79,7 +79,8 @@ export function settlementOf(run: Run, end: RunEnd, t: number, cfg: SettleConfig
     runId: run.runId,
     key: run.key,
     result,
-    error,
+    // Errors may quote agent output; rows and logs keep a bounded piece.
+    error: error === null ? null : error.slice(0, 2000),
     exitCode: end.exit?.code ?? null,
     stderrTail: end.exit?.stderrTail ?? null,
     endedAt: t,

@@ -14,6 +14,8 @@ import type { RunResult } from '../core/types.js';
 export interface QueueMetrics {
   runFinished(result: RunResult, seconds: number): void;
   lanes(active: number, waiting: number): void;
+  /** A row ended `failed` because it could not be handed to an agent (`stage` is 'queue'). */
+  rowFailed?(stage: string): void;
 }
 
 /** A draft an agent printed for the turn in progress (`partial: true`): never stored as a reply. */
@@ -31,7 +33,8 @@ export interface PartialDraft {
 export interface QueueOptions {
   db: Db;
   runtime: Runtime;
-  config: Pick<Config, 'groupsDir' | 'maxConcurrent' | 'idleTimeoutMs' | 'runTimeoutMs' | 'maxOutputBytes'>;
+  config: Pick<Config, 'groupsDir' | 'maxConcurrent' | 'idleTimeoutMs' | 'runTimeoutMs' | 'maxOutputBytes'> &
+    Partial<Pick<Config, 'maxInputBytes'>>;
   log: Logger;
   /** The clock for rows (ready_at, not_before, session_log); timers use setTimeout. Default Date.now. */
   now?: () => number;

@@ -11,10 +11,21 @@ const ELIGIBLE = `state = 'ready' AND group_folder IS NOT NULL AND (not_before I
 // session_topic is always set on ready rows (the gateway writes '' for the default topic); comparing it
 // plainly lets idx_messages_ready serve the whole key and chat instead of walking a chat's history.
 const KEY = `group_folder = @group AND session_topic = @topic`;
-const ROW_COLS = `id, chat_jid, sender, sender_name, content, verb, timestamp, platform_msg_id, topic`;
+/**
+ * A batch row's columns. The agent gets the text a layer left (agent_content: a stripped prefix) or the
+ * stored text, and at most `maxChars` characters of it: a 30 MB row is cut in SQLite, not read whole.
+ */
+const rowCols = (maxChars: number) =>
+  `id, chat_jid, sender, sender_name, substr(coalesce(agent_content, content), 1, ${maxChars}) AS content,
+   verb, timestamp, platform_msg_id, topic`;
 
-function prepare(db: Db) {
+function prepare(db: Db, maxChars: number) {
+  const ROW_COLS = rowCols(Math.max(1, Math.floor(maxChars)));
   return {
+    // A row whose columns cannot be handed to an agent ends here, alone (see inboundRowError).
+    failRow: db.prepare(
+      `UPDATE messages SET state = 'failed', error = @error WHERE id = @id AND state = 'ready'`,
+    ),
     // Rows in readiness order, walked only as far as the next few lanes (idx_messages_ready_order).
     walk: db.prepare(
       `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic FROM messages
@@ -97,11 +108,16 @@ function prepare(db: Db) {
 
 /** The prepared statements, by operation. */
 export type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
+const cache = new WeakMap<Db, Map<number, Statements>>();
 
-/** The queue's statements on `db`, prepared on first use. */
-export function queueSql(db: Db): Statements {
-  let s = cache.get(db);
-  if (!s) cache.set(db, (s = prepare(db)));
+/** Default bound on the characters of one message handed to an agent (GATED_MAX_INPUT_BYTES). */
+export const DEFAULT_MAX_INPUT = 256 * 1024;
+
+/** The queue's statements on `db`, prepared on first use (per bound on a message's characters). */
+export function queueSql(db: Db, maxChars = DEFAULT_MAX_INPUT): Statements {
+  let byMax = cache.get(db);
+  if (!byMax) cache.set(db, (byMax = new Map()));
+  let s = byMax.get(maxChars);
+  if (!s) byMax.set(maxChars, (s = prepare(db, maxChars)));
   return s;
 }

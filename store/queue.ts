@@ -1,8 +1,9 @@
 import { insertOutboundFiles, type ResolvedFile } from './outbound-files.js';
 import { isoNow, sessionKeyId, type SessionKey } from '../core/types.js';
 import type { Db } from './db.js';
-import { insertOutbound } from './messages.js';
-import { queueSql, type Statements } from './queue-sql.js';
+import { clipBytes } from '../core/text.js';
+import { inboundRowError, insertOutbound } from './messages.js';
+import { DEFAULT_MAX_INPUT, queueSql, type Statements } from './queue-sql.js';
 
 /**
  * The queue's view of the database: lanes, batches, sessions, session_log. Statements are prepared once per
@@ -54,6 +55,14 @@ export interface Dispatched {
   sessionId: string | null;
   systemNotes: string[];
   systemNoteIds: number[];
+  /** Rows that could not be handed to an agent and ended `failed` (runId is 0 when none could). */
+  failed: FailedRow[];
+}
+
+/** A row the queue ended as `failed`, and why. */
+export interface FailedRow {
+  id: number;
+  error: string;
 }
 
 /** registered_groups fields a runtime needs. */
@@ -111,8 +120,29 @@ export interface Settled {
 export class QueueStore {
   private readonly s: Statements;
 
-  constructor(private readonly db: Db) {
-    this.s = queueSql(db);
+  /** `maxInputBytes`: most bytes of one message's text handed to an agent (the row keeps all). */
+  constructor(
+    private readonly db: Db,
+    private readonly maxInputBytes = DEFAULT_MAX_INPUT,
+  ) {
+    this.s = queueSql(db, maxInputBytes);
+  }
+
+  /**
+   * Rows an agent can be given; the others (a column of the wrong type, written by some program into an
+   * older database) end `failed` with their error, alone. Content is cut to the byte bound.
+   */
+  private usable(rows: BatchRow[]): { rows: BatchRow[]; failed: FailedRow[] } {
+    const ok: BatchRow[] = [];
+    const failed: FailedRow[] = [];
+    for (const r of rows) {
+      const error = inboundRowError(r as unknown as Record<string, unknown>);
+      if (error) {
+        this.s.failRow.run({ id: r.id, error });
+        failed.push({ id: r.id, error });
+      } else ok.push({ ...r, content: clipBytes(r.content, this.maxInputBytes) });
+    }
+    return { rows: ok, failed };
   }
 
   /** Keys with eligible rows, in the order they became ready (min ready_at, then min id). */
@@ -166,7 +196,9 @@ export class QueueStore {
       const p = { group: key.group, topic: key.topic, now };
       const chat = this.s.oldestChat.get(p) as string | undefined;
       if (chat === undefined) return null;
-      const rows = this.s.batch.all({ ...p, chat }) as BatchRow[];
+      const { rows, failed } = this.usable(this.s.batch.all({ ...p, chat }) as BatchRow[]);
+      if (rows.length === 0)
+        return { runId: 0, chatJid: chat, rows, sessionId: null, systemNotes: [], systemNoteIds: [], failed };
       const sessionId = (this.s.session.get(key.group, key.topic) as string | undefined) ?? null;
       const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
       const at = isoNow(now);
@@ -182,13 +214,17 @@ export class QueueStore {
         sessionId,
         systemNotes: notes.map((n) => n.content),
         systemNoteIds: notes.map((n) => n.id),
+        failed,
       };
     })();
   }
 
   /** Eligible rows of `key` from `chat`: follow-up candidates for a run serving that chat. */
   followUps(key: SessionKey, chat: string, now: number): BatchRow[] {
-    return this.s.batch.all({ group: key.group, topic: key.topic, now, chat }) as BatchRow[];
+    return this.db.transaction(
+      () =>
+        this.usable(this.s.batch.all({ group: key.group, topic: key.topic, now, chat }) as BatchRow[]).rows,
+    )();
   }
 
   /**

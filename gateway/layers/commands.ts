@@ -1,5 +1,6 @@
 import { sessionKeyId, type SessionKey } from '../../core/types.js';
 import { sessionsOf } from '../../store/sessions.js';
+import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
 import type { Draft, Layer, LayerEnv } from './types.js';
 
@@ -46,7 +47,10 @@ export const COMMANDS: Record<string, CommandSpec> = {
         const session = sessionsOf(env.db).get(key);
         const f = env.queue.facts(key);
         lines.push(`group: ${key.group}${key.topic ? ' #' + key.topic : ''}`);
-        lines.push(`session: ${session ?? 'none (next run starts fresh)'}`);
+        // Session ids come from agents: echo a bounded piece, never megabytes.
+        lines.push(
+          `session: ${session === undefined || session === null ? 'none (next run starts fresh)' : clipText(String(session), 128)}`,
+        );
         lines.push(
           `queue: ${f.running ? 'agent running' : 'idle'}, ${f.waiting} waiting` +
             (f.backoffUntil ? `, retry after ${new Date(f.backoffUntil).toISOString()}` : ''),
@@ -125,20 +129,29 @@ export const COMMANDS: Record<string, CommandSpec> = {
 
 /**
  * Parses a command: the first token starts with `/` and names a gateway command, case-insensitively, with
- * an optional Telegram `@botname` suffix (`/new@my_bot`). Returns undefined for anything else: unknown
- * slash words are not commands and travel on as text.
+ * an optional Telegram `@botname` suffix (`/new@my_bot`). A suffix naming another bot than `botName` (this
+ * gateway's own username on the platform, when known) makes it text: in a group with several bots,
+ * `/ping@otherbot` is for the other one. Returns undefined for anything else: unknown slash words are not
+ * commands and travel on as text.
  */
-export function parseCommand(content: string): { name: string; args: string[] } | undefined {
-  const words = content.trim().split(/\s+/);
-  const m = /^\/([A-Za-z_]+)(?:@[A-Za-z0-9_]+)?$/.exec(words[0] ?? '');
+export function parseCommand(
+  content: string,
+  botName?: string,
+): { name: string; args: string[] } | undefined {
+  // Only the first words matter; a huge message is not split whole.
+  const words = content.slice(0, 1024).trim().split(/\s+/);
+  const m = /^\/([A-Za-z_]+)(?:@([A-Za-z0-9_]+))?$/.exec(words[0] ?? '');
   if (!m) return undefined;
+  if (m[2] !== undefined && botName !== undefined && m[2].toLowerCase() !== botName.toLowerCase()) {
+    return undefined;
+  }
   const name = m[1]!.toLowerCase();
   return Object.hasOwn(COMMANDS, name) ? { name, args: words.slice(1) } : undefined;
 }
 
 /** Layer 2: gateway commands are answered here and never reach an agent. */
 export const commandLayer: Layer = (draft, env) => {
-  const cmd = parseCommand(draft.content);
+  const cmd = parseCommand(draft.content, env.botName(draft.msg.chat_jid));
   if (!cmd) return 'next';
   COMMANDS[cmd.name]!.run(draft, cmd.args, env);
   env.settle(draft.msg, 'command');

@@ -7,14 +7,17 @@ const TOPIC_PREFIX = /^#([A-Za-z0-9_-]+)\s+(\S[\s\S]*)$/;
 /**
  * Layer 3. Content that starts with `@name ` or `#topic ` followed by more text sends this one message to
  * that group (a child of the chat's group first, then an absolute folder) or that topic, and the prefix is
- * stripped. Anchored at the start: `@` or `#` inside the text (emails, hashtags, handles mid-sentence) is
+ * stripped from what the agent gets (the stored row keeps the text as written). Anchored at the start: `@` or `#` inside the text (emails, hashtags, handles mid-sentence) is
  * never a prefix, and an unknown `@name` is not a prefix either (the message goes on unchanged).
  */
 export const prefixLayer: Layer = (draft, env) => {
   const text = draft.content.replace(/^\s+/, '');
   const g = GROUP_PREFIX.exec(text);
-  if (g) {
-    const group = resolveGroupName(g[1]!, draft.group ?? env.chatGroup(draft), env.catalog);
+  // A chat that no route sends to a group reaches no group by prefix either: `@demo` from an unrouted
+  // chat must not run demo's agent.
+  const home = draft.group ?? env.chatGroup(draft);
+  if (g && home !== undefined) {
+    const group = resolveGroupName(g[1]!, home, env.catalog);
     if (group) {
       draft.group = group;
       draft.content = g[2]!;

@@ -1,3 +1,4 @@
+import { clipText } from '../../core/text.js';
 import { isTopicName, resolveGroupName } from './names.js';
 import type { Layer } from './types.js';
 
@@ -17,9 +18,13 @@ export const stickyLayer: Layer = (draft, env) => {
         env.sticky.setGroup(msg.chat_jid, null);
         env.answer(msg, 'sticky group cleared: messages follow the routing table again');
       } else {
-        const group = resolveGroupName(name, sticky.group ?? env.chatGroup(draft), env.catalog);
-        if (!group) {
-          env.answer(msg, `unknown group '@${name}': nothing changed`);
+        const home = sticky.group ?? env.chatGroup(draft);
+        const group = home === undefined ? undefined : resolveGroupName(name, home, env.catalog);
+        if (home === undefined) {
+          // A chat no route sends to a group cannot pick one: it would reach any agent by name.
+          env.answer(msg, `this chat has no group: '@${clipText(name, 64)}' changes nothing`);
+        } else if (!group) {
+          env.answer(msg, `unknown group '@${clipText(name, 64)}': nothing changed`);
         } else {
           env.sticky.setGroup(msg.chat_jid, group);
           env.answer(msg, `messages of this chat now go to @${group} (send @ alone to reset)`);

@@ -52,6 +52,8 @@ export interface LayerEnv {
   settle(msg: Message, state: 'command' | 'done' | 'dropped' | 'unrouted', error?: string): void;
   /** Runs after the batch commits (side effects outside the database, such as stopping an agent). */
   afterCommit(fn: () => void | Promise<void>): void;
+  /** This gateway's own bot username on the chat's platform (learned at start), when known. */
+  botName(chatJid: string): string | undefined;
   /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */
   chatGroup(draft: Draft): string | undefined;
   /** Access rules and pairing codes (/approve, /reject; docs/ACCESS.md). */

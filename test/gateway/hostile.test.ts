@@ -78,3 +78,61 @@ describe('a database that refuses writes (disk full, I/O errors)', () => {
     gateway.stop();
   });
 });
+
+describe('layers do not widen what a chat can reach', () => {
+  it('a command addressed to another bot is text; one addressed to this bot is a command', async () => {
+    const { parseCommand } = await import('../../gateway/layers/commands.js');
+    expect(parseCommand('/ping@otherbot', 'my_bot')).toBeUndefined();
+    expect(parseCommand('/stop@otherbot', 'my_bot')).toBeUndefined();
+    expect(parseCommand('/ping@My_Bot', 'my_bot')).toEqual({ name: 'ping', args: [] });
+    const { db } = freshDb();
+    const { createGateway } = await import('../../gateway/gateway.js');
+    const { RecordingQueue } = await import('../helpers/gateway.js');
+    const { silentLogger } = await import('../../core/log.js');
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'demo')`).run();
+    testGateway(db, { groups: ['demo'] });
+    const gateway = createGateway({
+      db,
+      config: { pollMs: 2000, admins: [] },
+      log: silentLogger(),
+      queue: new RecordingQueue(),
+      botName: (p) => (p === 'telegram' ? 'my_bot' : undefined),
+    });
+    const other = insertInbound(db, { chat_jid: 'telegram:-1', sender: 'u', content: '/ping@otherbot' })!;
+    const mine = insertInbound(db, { chat_jid: 'telegram:-1', sender: 'u', content: '/ping@my_bot' })!;
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(row(db, other).state).toBe('ready');
+    expect(row(db, mine).state).toBe('command');
+    gateway.stop();
+  });
+
+  it('@name and a sticky @name from a chat no route sends anywhere reach no group', async () => {
+    const { db } = freshDb();
+    const { gateway } = testGateway(db, { groups: ['demo'] });
+    const prefixed = insertInbound(db, { chat_jid: 'telegram:-9', sender: 'u', content: '@demo hello' })!;
+    const sticky = insertInbound(db, { chat_jid: 'telegram:-9', sender: 'u', content: '@demo' })!;
+    const after = insertInbound(db, { chat_jid: 'telegram:-9', sender: 'u', content: 'still nobody' })!;
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(row(db, prefixed)).toMatchObject({ state: 'unrouted', group_folder: null });
+    expect(row(db, sticky).state).toBe('command');
+    expect(row(db, after)).toMatchObject({ state: 'unrouted', group_folder: null });
+    gateway.stop();
+  });
+
+  it('a stripped prefix reaches the agent; the stored row keeps the text as written', async () => {
+    const { db } = freshDb();
+    const { gateway } = testGateway(db, { groups: ['demo', 'demo/sub'] });
+    const id = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: '@sub hello there' })!;
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(row(db, id)).toMatchObject({
+      state: 'ready',
+      group_folder: 'demo/sub',
+      content: '@sub hello there',
+    });
+    expect(db.prepare('SELECT agent_content FROM messages WHERE id = ?').pluck().get(id)).toBe('hello there');
+    gateway.stop();
+  });
+});

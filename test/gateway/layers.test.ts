@@ -186,7 +186,14 @@ describe('layer 3: prefix', () => {
   it('@name text sends one message to that group with the prefix stripped', async () => {
     const { db, send, gateway } = setup();
     const id = await send('@krons/content draft a post');
-    expect(row(db, id)).toMatchObject({ group_folder: 'krons/content', content: 'draft a post' });
+    // The agent gets the stripped text; the row keeps what the user wrote.
+    expect(row(db, id)).toMatchObject({
+      group_folder: 'krons/content',
+      content: '@krons/content draft a post',
+    });
+    expect(db.prepare('SELECT agent_content FROM messages WHERE id = ?').pluck().get(id)).toBe(
+      'draft a post',
+    );
     const next = await send('and this?');
     expect(row(db, next).group_folder).toBe('default/firehose');
     gateway.stop();
@@ -198,8 +205,11 @@ describe('layer 3: prefix', () => {
     expect(row(db, id)).toMatchObject({
       group_folder: 'default/firehose',
       session_topic: 'billing',
-      content: 'where is my invoice',
+      content: '#billing where is my invoice',
     });
+    expect(db.prepare('SELECT agent_content FROM messages WHERE id = ?').pluck().get(id)).toBe(
+      'where is my invoice',
+    );
     gateway.stop();
   });
 
