@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { packageFile } from '../core/paths.js';
+import { benchAccess } from './access.js';
 import { burst, light } from './pipeline.js';
 import { benchPollTick } from './poll.js';
 import { benchGlob } from './glob.js';
@@ -128,6 +129,17 @@ if (want('glob')) {
     `4b. glob: worst accepted pattern (≤ 16 wildcards, ≤ 256 chars) on a 256-char value — ${verdict(worst < 1)}`,
     rows.map((r) => ({ ...r, ms: Number(r.ms.toFixed(4)) })),
     'linear matcher < 1 ms; the regexp rows show why globs are not compiled to a RegExp',
+  );
+}
+
+if (want('access')) {
+  const rows = benchAccess(quick ? 2000 : 20_000);
+  results.access = rows;
+  const open = rows[0]!.perDecisionUs;
+  table(
+    `4c. access: one access decision per routed message — ${verdict(open <= 5)}`,
+    rows,
+    '≤ 5 µs for an open group (the default); the other rows are what members, codes and limits add',
   );
 }
 
