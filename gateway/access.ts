@@ -1,6 +1,7 @@
 import type { Message } from '../core/types.js';
 import {
   AccessSource,
+  type AccessSnapshot,
   isTaskRow,
   principalId,
   principalOf,
@@ -34,6 +35,8 @@ const DAY = 24 * HOUR;
 /** The access decision with its statements prepared once. */
 export class AccessGate {
   readonly approvals: ApprovalStore;
+  /** The rules for the poll batch in progress (see beginBatch); undefined outside one. */
+  private snap: AccessSnapshot | undefined;
   private readonly senderCountStmt;
   private readonly runCountStmt;
   private readonly costStmt;
@@ -44,13 +47,17 @@ export class AccessGate {
     readonly source: AccessSource,
   ) {
     this.approvals = new ApprovalStore(db);
-    // Served rows only: a denied, pending or limited message does not use up the sender's allowance.
+    // Every message the sender sent the group this hour counts, limited ones included (a sender who keeps
+    // writing past the limit stays limited until the window ends); denied and pending rows never reach
+    // a limit check. The index covers the query.
     this.senderCountStmt = db
       .prepare(
-        `SELECT count(*) FROM messages
-         WHERE group_folder = @group AND sender = @id AND timestamp >= @since
-           AND substr(chat_jid, 1, length(@platform) + 1) = @platform || ':'
-           AND state NOT IN ('denied', 'pending', 'limited')`,
+        // Counting stops at the limit: the cost is bounded by it, not by how much the sender wrote.
+        `SELECT count(*) FROM (
+           SELECT 1 FROM messages
+           WHERE group_folder = @group AND sender = @id AND timestamp >= @since
+             AND chat_jid >= @lo AND chat_jid < @hi
+           LIMIT @limit)`,
       )
       .pluck();
     this.runCountStmt = db
@@ -67,31 +74,48 @@ export class AccessGate {
     );
   }
 
+  /**
+   * Reads the rules once for a whole poll batch. The batch holds the write lock, so only the batch itself
+   * can change them meanwhile, and the one thing in it that does (a decided code) drops this copy.
+   */
+  beginBatch(): void {
+    this.snap = this.source.current();
+  }
+
+  /** Ends the batch: later decisions read the rules again. */
+  endBatch(): void {
+    this.snap = undefined;
+  }
+
   /** Decides one message routed to `folder` (call inside the batch transaction). */
   decide(msg: Message, folder: string, now: number): AccessVerdict {
     // Scheduled tasks are the operator's own work: access never applies to them.
     if (isTaskRow(msg)) return SERVE;
     const { source } = this;
+    const snap = this.snap ?? source.current();
     const p = principalOf(msg);
-    const role = source.role(folder, p);
+    const role = source.role(folder, p, snap);
     if (role === 'blocked') return { state: 'denied', reason: `${principalId(p)} is blocked in ${folder}` };
     if (role === 'owner') return SERVE;
     if (role === undefined) {
-      const mode = source.mode(folder);
+      const mode = source.mode(folder, snap);
       if (mode === 'members')
         return { state: 'denied', reason: `${principalId(p)} is not a member of ${folder}` };
       if (mode === 'approval') return this.pair(msg, p, folder, now);
     }
-    const limits = source.limits(folder);
+    const limits = source.limits(folder, snap);
     return limits ? this.limit(p, folder, limits, now) : SERVE;
   }
 
   /** A stranger in an approval group: issue a code, or hold the message without one (docs/ACCESS.md). */
   private pair(msg: Message, p: Principal, folder: string, now: number): AccessVerdict {
     const who = principalId(p);
-    const open = this.approvals.openFor(folder, who, now);
-    if (open) return { state: 'pending', reason: `waiting for approval of code ${open.code}` };
+    // A stranger has at most one open code per group (a new one needs the last to be an hour old, when
+    // it has expired), so the latest code says everything.
     const last = this.approvals.last(folder, who);
+    if (last?.state === 'open' && last.expires_at > now) {
+      return { state: 'pending', reason: `waiting for approval of code ${last.code}` };
+    }
     if (last?.state === 'rejected' && now - (last.decided_at ?? 0) < CODE_INTERVAL_MS) {
       return { state: 'denied', reason: `rejected by ${last.decided_by ?? 'an owner'} within the hour` };
     }
@@ -130,7 +154,15 @@ export class AccessGate {
     let hit: { kind: string; window: number; text: string } | undefined;
     if (limits.senderPerHour !== null) {
       const since = new Date(hour).toISOString();
-      const n = this.senderCountStmt.get({ group: folder, id: p.id, platform: p.platform, since }) as number;
+      const n = this.senderCountStmt.get({
+        group: folder,
+        id: p.id,
+        // The chats of the sender's platform: JIDs from `platform:` up to `platform;` (';' follows ':').
+        lo: `${p.platform}:`,
+        hi: `${p.platform};`,
+        since,
+        limit: limits.senderPerHour,
+      }) as number;
       if (n >= limits.senderPerHour) {
         hit = { kind: 'sender', window: hour, text: `${limits.senderPerHour} messages per sender per hour` };
       }
@@ -170,6 +202,8 @@ export class AccessGate {
       return `refused: only an owner of ${found.group_folder} may ${verb} code ${found.code}`;
     }
     const who = principalId(p);
+    // The decision may add a member row: the rest of the batch must see it.
+    this.snap = undefined;
     const result = withActor(this.db, `chat:${who}`, () =>
       this.approvals.decide(typedCode, approve, `chat:${who}`, now),
     );

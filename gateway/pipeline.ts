@@ -113,6 +113,7 @@ export class Pipeline {
       botName: (jid) => this.opts.botName?.(jid.slice(0, Math.max(0, jid.indexOf(':')))),
       access: this.access,
     };
+    this.access.beginBatch();
     for (const msg of rows) {
       const mark = { outbound: out.outbound, daemon: out.daemon, effects: out.effects.length };
       const mine = new Set<string>();
@@ -129,6 +130,7 @@ export class Pipeline {
         this.fail(msg, err);
       }
     }
+    this.access.endBatch();
     for (const chat of touched) {
       try {
         if (this.db.transaction(() => this.gate.settle(chat, now))()) out.released += 1;

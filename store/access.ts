@@ -1,6 +1,7 @@
 import { UsageError } from '../core/errors.js';
 import { isValidFolder, parseJid } from '../core/types.js';
-import { compileGlob, globError, type GlobTest } from '../router/index.js';
+import { compileGlob, globError, isLiteral, type GlobTest } from '../router/index.js';
+import { literalValue } from '../router/glob.js';
 import type { Db } from './db.js';
 
 /**
@@ -50,13 +51,24 @@ export interface MemberRule {
   invalid: string | null;
 }
 
+/**
+ * The member rows of one folder, split for speed: literal senders (the common case, and every row an
+ * approval adds) in a map holding the strongest role per sender, wildcard globs in a list.
+ */
+export interface FolderRules {
+  exact: ReadonlyMap<string, Role>;
+  globs: readonly MemberRule[];
+}
+
 /** Everything access reads per message, compiled together once per `access_version`. */
 export interface AccessSnapshot {
   version: string;
   modes: ReadonlyMap<string, AccessMode>;
-  rules: ReadonlyMap<string, readonly MemberRule[]>;
+  rules: ReadonlyMap<string, FolderRules>;
   limits: ReadonlyMap<string, Limits>;
 }
+
+const RANK: Record<Role, number> = { member: 1, owner: 2, blocked: 3 };
 
 /** True for a task row (scheduled work the operator set up): access never applies to it. */
 export function isTaskRow(msg: { sender: string; verb: string }): boolean {
@@ -112,24 +124,29 @@ export class AccessSource {
     for (const g of this.groupsStmt.all() as { folder: string; access: string | null }[]) {
       modes.set(g.folder, toMode(g.access));
     }
-    const rules = new Map<string, MemberRule[]>();
+    const rules = new Map<string, { exact: Map<string, Role>; globs: MemberRule[] }>();
     for (const m of this.membersStmt.all() as {
       id: number;
       group_folder: string;
       sender: string;
       role: Role;
     }[]) {
+      let folder = rules.get(m.group_folder);
+      if (!folder) rules.set(m.group_folder, (folder = { exact: new Map(), globs: [] }));
       const invalid = globError(m.sender);
-      const rule = {
+      if (!invalid && isLiteral(m.sender)) {
+        const who = literalValue(m.sender);
+        const had = folder.exact.get(who);
+        if (!had || RANK[m.role] > RANK[had]) folder.exact.set(who, m.role);
+        continue;
+      }
+      folder.globs.push({
         id: m.id,
         sender: m.sender,
         role: m.role,
         invalid,
         test: invalid ? never : compileGlob(m.sender),
-      };
-      const list = rules.get(m.group_folder);
-      if (list) list.push(rule);
-      else rules.set(m.group_folder, [rule]);
+      });
     }
     const limits = new Map<string, Limits>();
     for (const l of this.limitsStmt.all() as {
@@ -148,21 +165,21 @@ export class AccessSource {
   }
 
   /** The group's access mode (`open` for a folder that is not registered: routing refuses those anyway). */
-  mode(folder: string): AccessMode {
-    return this.current().modes.get(folder) ?? 'open';
+  mode(folder: string, snap = this.current()): AccessMode {
+    return snap.modes.get(folder) ?? 'open';
   }
 
   /** The group's limits, if it has a row. */
-  limits(folder: string): Limits | undefined {
-    return this.current().limits.get(folder);
+  limits(folder: string, snap = this.current()): Limits | undefined {
+    return snap.limits.get(folder);
   }
 
   /**
    * The folder whose `members` rows apply to `folder`: the folder itself when it has rows, else its nearest
    * ancestor that has (`krons/content` inherits from `krons`), else undefined.
    */
-  ruleFolder(folder: string): string | undefined {
-    const { rules } = this.current();
+  ruleFolder(folder: string, snap = this.current()): string | undefined {
+    const { rules } = snap;
     for (let f: string | undefined = folder; f; f = parentFolder(f)) if (rules.has(f)) return f;
     return undefined;
   }
@@ -177,17 +194,18 @@ export class AccessSource {
    * blocked; otherwise a matching `blocked` row wins over any `owner` or `member` row, and `owner` over
    * `member`.
    */
-  role(folder: string, p: Principal): Role | undefined {
+  role(folder: string, p: Principal, snap = this.current()): Role | undefined {
     if (this.isAdmin(p)) return 'owner';
-    const from = this.ruleFolder(folder);
+    const from = this.ruleFolder(folder, snap);
     if (!from) return undefined;
     const who = principalId(p);
-    let best: Role | undefined;
-    for (const r of this.current().rules.get(from)!) {
+    const rules = snap.rules.get(from)!;
+    let best = rules.exact.get(who);
+    if (best === 'blocked') return best;
+    for (const r of rules.globs) {
       if (!r.test(who)) continue;
       if (r.role === 'blocked') return 'blocked';
-      if (r.role === 'owner') best = 'owner';
-      else best ??= 'member';
+      if (!best || RANK[r.role] > RANK[best]) best = r.role;
     }
     return best;
   }

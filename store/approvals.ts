@@ -61,7 +61,6 @@ export type Decision =
 /** The approvals table with its statements prepared once (the pipeline uses it per stranger's message). */
 export class ApprovalStore {
   private readonly getStmt;
-  private readonly openForStmt;
   private readonly lastStmt;
   private readonly openCountStmt;
   private readonly insertStmt;
@@ -73,10 +72,6 @@ export class ApprovalStore {
 
   constructor(private readonly db: Db) {
     this.getStmt = db.prepare('SELECT * FROM approvals WHERE code = ?');
-    this.openForStmt = db.prepare(
-      `SELECT * FROM approvals WHERE group_folder = ? AND sender = ? AND state = 'open' AND expires_at > ?
-       ORDER BY created_at DESC LIMIT 1`,
-    );
     this.lastStmt = db.prepare(
       'SELECT * FROM approvals WHERE group_folder = ? AND sender = ? ORDER BY created_at DESC LIMIT 1',
     );
@@ -116,11 +111,6 @@ export class ApprovalStore {
   /** A code's row. */
   get(code: string): Approval | undefined {
     return this.getStmt.get(code) as Approval | undefined;
-  }
-
-  /** The stranger's open code in the group, if any. */
-  openFor(group: string, sender: string, now: number): Approval | undefined {
-    return this.openForStmt.get(group, sender, now) as Approval | undefined;
   }
 
   /** The stranger's latest code in the group, whatever its state. */
