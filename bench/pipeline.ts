@@ -30,7 +30,7 @@ export async function benchInstance(opts: {
   idleMs: number;
   pollMs?: number;
   /** The docker runtime on this engine and image; default the process runtime with the awk agent. */
-  runtime?: { kind: 'docker'; host: string; image: string };
+  runtime?: { kind: 'docker' | 'swarm'; host: string; image: string };
   /** Per-minute history: off (default), or written every `flushMs`. */
   history?: { flushMs: number };
 }) {
@@ -58,7 +58,11 @@ export async function benchInstance(opts: {
     // mawk buffers a piped stdin until it fills unless told it is interactive.
     GATED_AGENT_CMD: `exec awk -W interactive -f '${packageFile('bench', 'agent.awk')}'`,
     ...(opts.runtime
-      ? { GATED_RUNTIME: 'docker', DOCKER_HOST: opts.runtime.host, GATED_AGENT_IMAGE: opts.runtime.image }
+      ? {
+          GATED_RUNTIME: opts.runtime.kind,
+          DOCKER_HOST: opts.runtime.host,
+          GATED_AGENT_IMAGE: opts.runtime.image,
+        }
       : { GATED_RUNTIME: 'process' }),
   });
   const channel = new BenchChannel();

@@ -160,6 +160,17 @@ if (want('docker')) {
   }
 }
 
+if (want('swarm')) {
+  const { swarmScale } = await import('./swarm.js');
+  const r = await swarmScale(quick ? 3 : 15, quick ? 5 : 40);
+  results.swarm = r;
+  table(
+    '9. swarm: one-shot services vs plain containers on one engine, and runs held at once on one node',
+    [r],
+    'report the ratios and the memory per run',
+  );
+}
+
 if (want('memory')) {
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
   const rows = [1000, 10_000].map((n) =>
