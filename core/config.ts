@@ -18,6 +18,8 @@ export interface Config {
   /** DOCKER_TLS_VERIFY=1: talk to DOCKER_HOST over mutual TLS with the files in DOCKER_CERT_PATH. */
   dockerTlsVerify: boolean;
   dockerCertPath: string | undefined;
+  /** Swarm: the port of every node's engine (same TLS settings), for attaching to the tasks it runs. */
+  swarmNodePort: number | undefined;
   /** Extra host paths a group may mount into its container (colon-separated GATED_MOUNT_ALLOW). */
   mountAllow: string[];
   httpPort: number;
@@ -124,6 +126,7 @@ export function loadConfig(env: Env = process.env): Config {
     dockerHost: str(env, 'DOCKER_HOST'),
     dockerTlsVerify: str(env, 'DOCKER_TLS_VERIFY') === '1',
     dockerCertPath: str(env, 'DOCKER_CERT_PATH'),
+    swarmNodePort: str(env, 'GATED_SWARM_NODE_PORT') ? int(env, 'GATED_SWARM_NODE_PORT', 2376, 1) : undefined,
     mountAllow: (str(env, 'GATED_MOUNT_ALLOW') ?? '').split(':').filter(Boolean),
     httpPort: int(env, 'GATED_HTTP_PORT', 8787, 0),
     httpHost: str(env, 'GATED_HTTP_HOST') ?? '127.0.0.1',

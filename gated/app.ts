@@ -71,7 +71,8 @@ export interface Gated {
 async function makeRuntime(config: Config, db: Db, log: Logger, metrics: Metrics): Promise<Runtime> {
   if (config.runtime === 'process') return createProcessRuntime({ cmd: config.agentCmd });
   const { default: Docker } = await import('dockerode');
-  const { engineOptions, describeAddress, EngineError } = await import('../queue/runtime/engine.js');
+  const { engineOptions, describeAddress, EngineError, nodeEngines } =
+    await import('../queue/runtime/engine.js');
   const address = {
     host: config.dockerHost,
     tlsVerify: config.dockerTlsVerify,
@@ -97,6 +98,7 @@ async function makeRuntime(config: Config, db: Db, log: Logger, metrics: Metrics
       ...common,
       where,
       placement,
+      nodeEngine: nodeEngines(docker, Docker, address, config.swarmNodePort),
       log: slog,
       onStarted: (node, ms) => metrics.agentStarted('swarm', node, ms / 1000),
     });

@@ -112,3 +112,28 @@ export async function checkEngine(docker: Docker, where: string, images: readonl
     }
   }
 }
+
+/**
+ * The engine of each swarm node, for attaching to the tasks it runs: `tcp://<node address>:<port>` with the
+ * manager's TLS settings, one client per node, made on first use. Without a port every task is attached
+ * through the manager (a single-node swarm).
+ */
+export function nodeEngines(
+  manager: Docker,
+  DockerClass: new (opts?: Docker.DockerOptions) => Docker,
+  address: EngineAddress,
+  port: number | undefined,
+): ((nodeId: string) => Promise<Docker>) | undefined {
+  if (port === undefined) return undefined;
+  const clients = new Map<string, Docker>();
+  return async (nodeId) => {
+    const known = clients.get(nodeId);
+    if (known) return known;
+    const node = (await manager.getNode(nodeId).inspect()) as { Status?: { Addr?: string } };
+    const addr = node.Status?.Addr;
+    if (!addr) throw new EngineError('unreachable', `swarm node ${nodeId} has no address`);
+    const client = new DockerClass(engineOptions({ ...address, host: `tcp://${addr}:${port}` }));
+    clients.set(nodeId, client);
+    return client;
+  };
+}

@@ -3,7 +3,12 @@
  * loopback, and runs the shared runtime conformance suite with every run a one-shot service. Services and
  * containers of the suite must all be gone afterwards.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import Docker from 'dockerode';
+import { nodeEngines } from '../../queue/runtime/engine.js';
+import { makeTestCerts, type TestCerts } from '../infra/certs.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
@@ -16,6 +21,9 @@ import { runtimeConformance } from './runtime-conformance.js';
 const IMAGE = 'gated-conformance:swarm';
 const INSTANCE = `swarm-${process.pid}`;
 let engine: TestDockerd | undefined;
+let certs: TestCerts;
+let certDir = '';
+let tlsPort = 0;
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -27,7 +35,14 @@ async function freePort(): Promise<number> {
 
 beforeAll(async () => {
   // Without this, every task start asks a registry for the tag first; there is none here.
-  engine = await startDockerd(60_000, { env: { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' } });
+  certDir = mkdtempSync(join(tmpdir(), 'gated-swarm-certs-'));
+  certs = await makeTestCerts(certDir);
+  tlsPort = await freePort();
+  engine = await startDockerd(60_000, {
+    env: { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' },
+    // The node's engine also on TLS, as a worker of a multi-node swarm would be reached.
+    tls: { port: tlsPort, ca: certs.ca, cert: certs.serverCert, key: certs.serverKey },
+  });
   const port = await freePort();
   await engine.docker.swarmInit({
     ListenAddr: `127.0.0.1:${port}`,
@@ -47,6 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine?.docker.swarmLeave({ force: true }).catch(() => undefined);
   await engine?.stop();
+  rmSync(certDir, { recursive: true, force: true });
 });
 
 const ours = async () => ({
@@ -152,6 +168,37 @@ describe('swarm runtime on a real swarm', () => {
       await handle.exited;
       await rt.close?.();
     }
+  });
+
+  it("attaches to a task on its node's engine over mutual TLS (GATED_SWARM_NODE_PORT)", async () => {
+    const groups = tempDir('gated-swarm-nodes-');
+    const address = { host: engine!.host, tlsVerify: true, certPath: certs.clientDir };
+    const nodeEngine = nodeEngines(engine!.docker, Docker, address, tlsPort)!;
+    const seen: string[] = [];
+    const rt = createSwarmRuntime({
+      docker: engine!.docker,
+      image: IMAGE,
+      instanceId: INSTANCE,
+      groupsDir: groups,
+      sweepEveryMs: 0,
+      nodeEngine: async (id) => {
+        seen.push(id);
+        return nodeEngine(id);
+      },
+    });
+    const handle = await rt.start({ runId: 79, group: 'g', topic: '', groupDir: join(groups, 'g') });
+    let out = '';
+    handle.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    handle.write(JSON.stringify({ sessionId: null, messages: [{ id: 1, content: 'echo over tls' }] }) + '\n');
+    handle.closeStdin();
+    const exit = await handle.exited;
+    expect(exit.code).toBe(0);
+    expect(out).toContain('echo: over tls');
+    expect(seen).toHaveLength(1);
+    // The client it made speaks TLS to the node's address (127.0.0.1 here), not the manager's socket.
+    const client = await nodeEngine(seen[0]!);
+    expect((client.modem as unknown as { protocol: string; host: string }).protocol).toBe('https');
+    await rt.close?.();
   });
 
   it('says when the engine is not a swarm manager', async () => {
