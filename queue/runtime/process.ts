@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { PACKAGE_ROOT } from '../../core/paths.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
@@ -41,7 +42,38 @@ function signalGroup(child: Child, signal: NodeJS.Signals): void {
   }
 }
 
-function handleOf(child: Child): AgentHandle {
+/** The environment variable that marks every process of one run, inherited by all it starts. */
+export const RUN_MARK_VAR = 'GATED_RUN_MARK';
+
+/**
+ * Kills every process that still carries this run's mark in its environment (Linux /proc; elsewhere only
+ * the process group is reached). This catches what the process group cannot: a child that called
+ * `setsid` (a new session and group) or double-forked to get away from the run. Returns how many it
+ * signalled.
+ */
+export function sweepMarked(mark: string): number {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  const needle = Buffer.from(`${RUN_MARK_VAR}=${mark}\0`);
+  let killed = 0;
+  for (const pid of pids) {
+    if (Number(pid) === process.pid) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`).includes(needle)) continue;
+      process.kill(Number(pid), 'SIGKILL');
+      killed += 1;
+    } catch {
+      // gone already, or another user's process we cannot read
+    }
+  }
+  return killed;
+}
+
+function handleOf(child: Child, mark: string): AgentHandle {
   const stderr = new TailBuffer();
   let stdinOpen = true;
   let exitInfo: { code: number | null; signal: string | null } | undefined;
@@ -63,6 +95,7 @@ function handleOf(child: Child): AgentHandle {
       exitInfo = { code, signal };
       // The agent is over: children it left behind would hold its pipes open and outlive the run.
       signalGroup(child, 'SIGKILL');
+      sweepMarked(mark);
       // A child that left the process group (setsid) can still hold the pipes: stop waiting for them.
       drain = setTimeout(() => {
         child.stdout.destroy();
@@ -94,6 +127,7 @@ function handleOf(child: Child): AgentHandle {
     kill() {
       stdinOpen = false;
       signalGroup(child, 'SIGKILL');
+      sweepMarked(mark);
     },
     exited,
   };
@@ -101,16 +135,21 @@ function handleOf(child: Child): AgentHandle {
 
 /**
  * The process runtime: each run is `sh -c "$GATED_AGENT_CMD"` in the group's folder, in its own process
- * group (detached) so that a kill reaches every child it started.
+ * group (detached) so that a kill reaches every child it started; at the run's end the group is killed and
+ * every process still carrying the run's mark (an environment variable all its descendants inherit, even
+ * after `setsid`) is swept. It is a runtime for trusted local agents: they run as gated's user with its
+ * file access, and an agent that clears its environment and detaches on purpose can still escape the
+ * sweep. Untrusted agents belong in the docker runtime (docs/QUEUE.md).
  */
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
   return {
     name: 'process',
     async start(spec: RunSpec): Promise<AgentHandle> {
       mkdirSync(spec.groupDir, { recursive: true });
+      const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
       const child = spawn('sh', ['-c', opts.cmd], {
         cwd: spec.groupDir,
-        env: agentEnv(opts.env),
+        env: { ...agentEnv(opts.env), [RUN_MARK_VAR]: mark },
         detached: true,
         stdio: ['pipe', 'pipe', 'pipe'],
       });
@@ -118,7 +157,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
         child.once('spawn', resolve);
         child.once('error', reject);
       });
-      return handleOf(child);
+      return handleOf(child, mark);
     },
     async ping() {
       // sh is always there on a machine that runs gated; nothing to reach.
