@@ -190,6 +190,23 @@ export class AccessGate {
   }
 
   /**
+   * Why the sender may not steer the group's sessions (`/new`, `/stop`, `/ping` facts), or undefined when
+   * they may: the same rule as for their messages, without limits (a blocked sender, or a stranger of a
+   * `members` or `approval` group, may not reset or stop what members are doing).
+   */
+  refusal(msg: Message, folder: string): string | undefined {
+    if (isTaskRow(msg)) return undefined;
+    const snap = this.snap ?? this.source.current();
+    const p = principalOf(msg);
+    const role = this.source.role(folder, p, snap);
+    if (role === 'blocked') return `${principalId(p)} is blocked in ${folder}`;
+    if (role === undefined && this.source.mode(folder, snap) !== 'open') {
+      return `${principalId(p)} is not a member of ${folder}`;
+    }
+    return undefined;
+  }
+
+  /**
    * `/approve CODE` or `/reject CODE` from a chat: only an owner of the code's group (checked on the sender,
    * not the chat) may decide. Returns the answer for the chat; a refusal changes nothing.
    */

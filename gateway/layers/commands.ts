@@ -29,6 +29,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
       }
       const key = keyOf(draft, env, topicArg ?? '');
       if (!key) return env.answer(draft.msg, NO_GROUP);
+      const refused = env.access.refusal(draft.msg, key.group);
+      if (refused) return env.answer(draft.msg, `/new refused: ${refused}`);
       // The row and the note go in the batch's transaction; the queue then only tells a running agent.
       const sessions = sessionsOf(env.db);
       sessions.drop(key);
@@ -42,7 +44,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
     run(draft, _args, env) {
       const key = keyOf(draft, env);
       const lines = ['pong'];
+      const refused = key && env.access.refusal(draft.msg, key.group);
       if (!key) lines.push(NO_GROUP);
+      else if (refused) lines.push(`(group facts are for members: ${refused})`);
       else {
         const session = sessionsOf(env.db).get(key);
         const f = env.queue.facts(key);
@@ -70,6 +74,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
     run(draft, _args, env) {
       const key = keyOf(draft, env);
       if (!key) return env.answer(draft.msg, NO_GROUP);
+      const refused = env.access.refusal(draft.msg, key.group);
+      if (refused) return env.answer(draft.msg, `/stop refused: ${refused}`);
       const { msg } = draft;
       env.afterCommit(async () => {
         const stopped = await env.queue.stop(key, msg.chat_jid);

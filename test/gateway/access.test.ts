@@ -71,6 +71,23 @@ describe('access: members groups', () => {
     gateway.stop();
   });
 
+  it('a stranger cannot /new or /stop the group, nor read its /ping facts; a member can', async () => {
+    const { db, send, queue, gateway } = setup({ access: 'members' });
+    upsertMember(db, 'club', 'telegram:alice', 'member');
+    await send('/new', 'mallory');
+    expect(answers(db, CHAT).at(-1)).toBe('/new refused: telegram:mallory is not a member of club');
+    await send('/stop', 'mallory');
+    expect(answers(db, CHAT).at(-1)).toBe('/stop refused: telegram:mallory is not a member of club');
+    await send('/ping', 'mallory');
+    expect(answers(db, CHAT).at(-1)).toMatch(/^pong\n\(group facts are for members/);
+    expect(queue.resets).toEqual([]);
+    expect(queue.stops).toEqual([]);
+    await send('/new', 'alice');
+    expect(answers(db, CHAT).at(-1)).toBe('new session for club');
+    expect(queue.resets).toHaveLength(1);
+    gateway.stop();
+  });
+
   it('blocked beats member (and owner); GATED_ADMINS cannot be blocked', async () => {
     const { db, send, state, gateway } = setup({ access: 'members', admins: ['telegram:boss'] });
     upsertMember(db, 'club', 'telegram:*', 'member');
