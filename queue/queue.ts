@@ -42,6 +42,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
   const store = new QueueStore(opts.db, config.maxInputBytes);
+  const maxFailures = opts.maxFailures ?? 3;
   const lanes = new Lanes(config.maxConcurrent);
   const senderRole = opts.senderRole ?? defaultSenderRole;
   const capabilities = opts.capabilities ?? (() => []);
@@ -124,7 +125,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       try {
         const st = settlementOf(run, end, t, {
           ...config,
-          maxFailures: opts.maxFailures ?? 3,
+          maxFailures,
           random: opts.random,
         });
         const settled = store.settle(st);
@@ -240,7 +241,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     if (closing) return;
     const t = now();
     try {
-      store.rejoinParked();
+      store.rejoinParked(maxFailures);
       for (const lane of lanes.all()) if (lane.feed(store, t)) working(lane.run.chatJid, true);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
       // yield their slots (more waiting lanes than the cap cannot free more slots).

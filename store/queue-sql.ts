@@ -85,14 +85,26 @@ function prepare(db: Db, maxChars: number) {
       `UPDATE session_log SET ended_at = @at, result = @result, error = @error, exit_code = @exitCode,
               stderr_tail = @stderrTail WHERE id = @runId`,
     ),
+    // A parked row rejoins once, with a new message (attempts 0) of its chat; it comes back marked with
+    // attempts = @max, so a run that fails with it again parks it for good and retries the others alone.
     rejoin: db.prepare(
-      `UPDATE messages SET state = 'ready', attempts = 0, not_before = NULL
-       WHERE state = 'parked' AND EXISTS (
+      `UPDATE messages SET state = 'ready', attempts = @max, not_before = NULL
+       WHERE state = 'parked' AND attempts < @max AND EXISTS (
          SELECT 1 FROM messages n WHERE n.state = 'ready' AND n.group_folder = messages.group_folder
            AND coalesce(n.session_topic, '') = coalesce(messages.session_topic, '')
-           AND n.chat_jid = messages.chat_jid AND n.id > messages.id)`,
+           AND n.chat_jid = messages.chat_jid AND n.id > messages.id AND n.attempts = 0)`,
     ),
-    anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' LIMIT 1`).pluck(),
+    // Rows of a failed run at the failure limit: parked. Those reaching it for the first time are counted
+    // first (they earn the chat its one notice); rows back from a rejoin are past it and park silently.
+    reachingLimit: db
+      .prepare(
+        `SELECT count(*) FROM messages WHERE run_id = @runId AND state = 'running' AND attempts + 1 = @max`,
+      )
+      .pluck(),
+    parkAtLimit: db.prepare(
+      `UPDATE messages SET state = 'parked' WHERE run_id = @runId AND state = 'running' AND attempts + 1 >= @max`,
+    ),
+    anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' AND attempts < ? LIMIT 1`).pluck(),
     nextRetry: db
       .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_retry
       .pluck(),

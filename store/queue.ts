@@ -175,11 +175,15 @@ export class QueueStore {
     }));
   }
 
-  /** Parked rows of a (key, chat) that got a newer ready row rejoin it: back to ready, attempts 0. */
-  rejoinParked(): number {
+  /**
+   * Parked rows of a (key, chat) that got a newer message rejoin it, once: back to ready, marked with
+   * attempts = `maxFailures` so that failing again parks them for good while the new message is retried
+   * alone (a message that crashes the agent every time never holds its chat hostage).
+   */
+  rejoinParked(maxFailures: number): number {
     // Checked first with a read: the pump runs often, and an UPDATE would take the write lock every time.
-    if (this.s.anyParked.get() === undefined) return 0;
-    return this.s.rejoin.run().changes;
+    if (this.s.anyParked.get(maxFailures) === undefined) return 0;
+    return this.s.rejoin.run({ max: maxFailures }).changes;
   }
 
   /** Earliest future retry time of any ready row, for the wake-up timer. */
@@ -293,10 +297,13 @@ export class QueueStore {
       if (st.rows === 'done' || st.rows === 'stopped' || st.rows === 'ready') {
         this.s.allRunning.run({ state: st.rows, runId });
       } else if (st.retry) {
+        // Per row: rows at the failure limit are parked, the others retried with a backoff.
+        const max = st.retry.maxFailures;
+        const firstTime = this.s.reachingLimit.get({ runId, max }) as number;
+        parked = this.s.parkAtLimit.run({ runId, max }).changes > 0;
         const attempt = this.maxAttempts(runId) + 1;
-        if (attempt >= st.retry.maxFailures) {
-          parked = true;
-          this.s.allRunning.run({ state: 'parked', runId });
+        this.s.retry.run({ runId, notBefore: st.retry.notBefore(attempt) });
+        if (firstTime > 0) {
           const to = st.retry.parkReply.replyTo;
           replyId = insertOutbound(this.db, {
             chat_jid: to.chat_jid,
@@ -306,8 +313,6 @@ export class QueueStore {
             reply_to: to.platform_msg_id,
             topic: to.topic,
           });
-        } else {
-          this.s.retry.run({ runId, notBefore: st.retry.notBefore(attempt) });
         }
       }
       if (st.evictSession) this.s.deleteSession.run(st.key.group, st.key.topic);

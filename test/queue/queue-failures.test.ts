@@ -104,7 +104,22 @@ describe('queue: failure rule', () => {
     await flush();
     expect(runtime.agents).toHaveLength(4);
     expect(runtime.agents[3]!.inputs()[0]!.messages.map((m) => m.id)).toEqual([first, next]);
-    expect(row(db, first)).toMatchObject({ state: 'running', attempts: 0 });
+    // Back once, marked at the limit: failing again parks it for good, without a second notice, and the
+    // new message is retried alone (a message that crashes every agent never holds its chat hostage).
+    expect(row(db, first)).toMatchObject({ state: 'running', attempts: 3 });
+    runtime.agents[3]!.finish({ code: 1 });
+    await flush();
+    expect(row(db, first)).toMatchObject({ state: 'parked' });
+    expect(row(db, next)).toMatchObject({ state: 'ready', attempts: 1 });
+    expect(outbound).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(60_000);
+    await flush();
+    expect(runtime.agents).toHaveLength(5);
+    expect(runtime.agents[4]!.inputs()[0]!.messages.map((m) => m.id)).toEqual([next]);
+    ready(db, { chat: 'tg:A', content: 'once more' });
+    queue.wake();
+    await flush();
+    expect(row(db, first)).toMatchObject({ state: 'parked' });
   });
 
   it('treats an agent that cannot be started as a failure before output', async () => {
