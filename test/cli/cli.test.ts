@@ -5,12 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { tempDir } from '../helpers/db.js';
 
-const TSX = packageFile('node_modules', '.bin', 'tsx');
 const CLI = packageFile('gated', 'cli.ts');
 
 /** Runs the real `gated` CLI in a child process against `db`. */
 function gated(db: string, ...args: string[]) {
-  const r = spawnSync(TSX, [CLI, ...args, '--db', db], {
+  // One process: node with tsx as a loader (the tsx binary would start a second node).
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args, '--db', db], {
     encoding: 'utf8',
     env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups') },
   });
@@ -22,7 +22,8 @@ function sqlite(db: string, sql: string) {
   return execFileSync('sqlite3', [db], { input: sql, encoding: 'utf8' });
 }
 
-describe('gated CLI', () => {
+// Each case runs the CLI several times; on a busy two-core machine one start can take seconds.
+describe('gated CLI', { timeout: 120_000 }, () => {
   it('init + routes.example.sql + routes check (0), then bad rows (1) listed by id with reasons', () => {
     const db = join(tempDir(), 'gated.db');
     expect(gated(db, 'init')).toMatchObject({ code: 0 });

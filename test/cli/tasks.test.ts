@@ -8,12 +8,12 @@ import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 
-const TSX = packageFile('node_modules', '.bin', 'tsx');
 const CLI = packageFile('gated', 'cli.ts');
 
 /** Runs the real `gated` CLI in a child process against `db`. */
 function gated(db: string, env: Record<string, string>, ...args: string[]) {
-  const r = spawnSync(TSX, [CLI, ...args, '--db', db], {
+  // One process: node with tsx as a loader (the tsx binary would start a second node).
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args, '--db', db], {
     encoding: 'utf8',
     env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env },
   });
@@ -38,7 +38,7 @@ async function inProcess(db: string, ...args: string[]) {
   }
 }
 
-describe('gated tasks', () => {
+describe('gated tasks', { timeout: 120_000 }, () => {
   it('picks exactly one schedule option', () => {
     expect(scheduleOption({ every: '15m' })).toEqual({ kind: 'every', spec: '15m' });
     expect(scheduleOption({ cron: '0 9 * * *' })).toEqual({ kind: 'cron', spec: '0 9 * * *' });
