@@ -171,6 +171,20 @@ if (want('swarm')) {
   );
 }
 
+if (want('claude')) {
+  const { claudeBench } = await import('./claude.js');
+  const docker = ['/usr/bin/dockerd', '/usr/sbin/dockerd', '/usr/local/bin/dockerd'].some((p) =>
+    existsSync(p),
+  );
+  const rows = await claudeBench(quick ? 2 : 5, docker);
+  results.claude = rows;
+  table(
+    'claude: the Claude agent through gated vs alone (cold runs, a 1 s streamed answer; medians)',
+    rows.map((r) => ({ ...r })),
+    'report the ratios and the agent memory',
+  );
+}
+
 if (want('memory')) {
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
   const rows = [1000, 10_000].map((n) =>
