@@ -238,6 +238,7 @@ export class Run {
         text === '' && files.length === 0
           ? null
           : { content: text, replyTo: credit.replyTo, files: this.hooks.resolveFiles(this, files) },
+      ...(block.usage ? { usage: block.usage } : {}),
     };
     if (commit.through === 0 && commit.reply === null) return;
     // Only a committed block answers: if storing failed, its turns stay open and the run's end decides.

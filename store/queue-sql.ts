@@ -73,6 +73,11 @@ function prepare(db: Db, maxChars: number) {
     ),
     addMessages: db.prepare(`UPDATE session_log SET messages = messages + ? WHERE id = ?`),
     addReply: db.prepare(`UPDATE session_log SET replies = replies + 1 WHERE id = ?`),
+    addUsage: db.prepare(
+      `UPDATE session_log SET input_tokens = coalesce(input_tokens, 0) + @input_tokens,
+         output_tokens = coalesce(output_tokens, 0) + @output_tokens, cost_usd = coalesce(cost_usd, 0) + @cost_usd
+       WHERE id = @runId`,
+    ),
     allRunning: db.prepare(`UPDATE messages SET state = @state WHERE run_id = @runId AND state = 'running'`),
     retry: db.prepare(
       `UPDATE messages SET state = 'ready', attempts = attempts + 1, not_before = @notBefore

@@ -107,6 +107,8 @@ export interface BlockCommit {
   through: number;
   /** The reply row, when the block's visible result is not empty or it names files. */
   reply: { content: string; replyTo: BatchRow; files?: readonly ResolvedFile[] } | null;
+  /** The block's reported usage, added to the run's session_log row (the daily cost limit reads it). */
+  usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
 }
 
 /** What settling did. */
@@ -267,6 +269,7 @@ export class QueueStore {
   commitBlock(c: BlockCommit): number | null {
     return this.db.transaction((): number | null => {
       if (c.through > 0) this.s.answerTurns.run({ runId: c.runId, through: c.through });
+      if (c.usage) this.s.addUsage.run({ runId: c.runId, ...c.usage });
       if (!c.reply) return null;
       const to = c.reply.replyTo;
       const id = insertOutbound(this.db, {

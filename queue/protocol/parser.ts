@@ -28,6 +28,15 @@ export interface OutputBlock {
   partial?: boolean;
   /** Paths (relative to the group's folder) of files to send with this block's reply. */
   files?: string[];
+  /** What producing this block cost, as the agent reports it; summed per run on session_log. */
+  usage?: BlockUsage;
+}
+
+/** Tokens and cost of one block (missing or malformed fields count as 0). */
+export interface BlockUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
 }
 
 /** Why a block (or part of the stream) was not used. */
@@ -112,6 +121,16 @@ function toBlock(value: unknown): OutputBlock | string {
   // Entries that are not strings cannot name a file; they are dropped rather than losing the block's text.
   const files = Array.isArray(v.files) ? v.files.filter((f): f is string => typeof f === 'string') : [];
   if (files.length > 0) block.files = files;
+  // Usage is bookkeeping: a malformed one is ignored rather than losing the block's answer.
+  if (typeof v.usage === 'object' && v.usage !== null && !Array.isArray(v.usage)) {
+    const u = v.usage as Record<string, unknown>;
+    const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : 0);
+    block.usage = {
+      input_tokens: Math.round(num(u.input_tokens)),
+      output_tokens: Math.round(num(u.output_tokens)),
+      cost_usd: num(u.cost_usd),
+    };
+  }
   return block;
 }
 

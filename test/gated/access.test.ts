@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
-import { upsertMember } from '../../store/access.js';
+import { setLimits, upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
@@ -15,12 +15,13 @@ afterEach(async () => {
 });
 
 /** A whole gated (process runtime, the example agent that echoes each message) with group `club`. */
-async function start(access: string) {
+async function start(access: string, env: Record<string, string> = {}) {
   const dir = tempDir();
   const config = loadConfig({
     GATED_DB: join(dir, 'gated.db'),
     GATED_GROUPS_DIR: join(dir, 'groups'),
     GATED_IDLE_TIMEOUT_MS: '300',
+    ...env,
   });
   const g = (gated = await startGated({ config, log: silentLogger(), channels: [], http: false }));
   addGroup(g.db, config.groupsDir, 'club');
@@ -66,5 +67,28 @@ describe('access, end to end with a real agent', () => {
     const answered = replies(chat).filter((r) => r.startsWith('echo:'));
     expect(answered.join('\n')).toBe('echo: one\necho: two\necho: three');
     expect(replies('telegram:999').at(-1)).toMatch(/approved telegram:newbie .*3 messages released/);
+  });
+
+  it('cost per day: the usage agents report is summed on session_log; past the cap messages are limited', async () => {
+    // An agent that answers every line with a block costing $0.02.
+    const block =
+      '{"status":"ok","result":"costly answer","usage":{"input_tokens":10,"output_tokens":5,"cost_usd":0.02}}';
+    const cmd = `while IFS= read -r line; do printf '%s\\n' '---GATED_OUTPUT_START---' '${block}' '---GATED_OUTPUT_END---'; done`;
+    const { g, replies, state } = await start('open', { GATED_AGENT_CMD: cmd });
+    setLimits(g.db, 'club', { senderPerHour: null, runsPerDay: null, costPerDayUsd: 0.01 });
+    const first = g.gateway.sink({ chat_jid: 'telegram:-3', sender: 'bob', content: 'expensive question' })!;
+    await until(() => state(first) === 'done', 15_000, 'the first answer');
+    const usage = await until(
+      () =>
+        g.db
+          .prepare('SELECT input_tokens, output_tokens, cost_usd FROM session_log WHERE cost_usd > 0')
+          .get() as { input_tokens: number; output_tokens: number; cost_usd: number } | undefined,
+      10_000,
+      'usage on session_log',
+    );
+    expect(usage).toEqual({ input_tokens: 10, output_tokens: 5, cost_usd: 0.02 });
+    const second = g.gateway.sink({ chat_jid: 'telegram:-3', sender: 'bob', content: 'another one' })!;
+    await until(() => state(second) === 'limited', 10_000, 'the second limited');
+    expect(replies('telegram:-3').at(-1)).toMatch(/Limit reached \(\$0\.01 of agent cost per day\)/);
   });
 });
