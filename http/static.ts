@@ -33,6 +33,7 @@ async function asset(name: string): Promise<{ body: Buffer; type: string } | und
 const VENDOR: Record<string, { pkg: string; file: string; type: string }> = {
   'uplot.js': { pkg: 'uplot', file: 'dist/uPlot.esm.js', type: TYPES.js! },
   'uplot.css': { pkg: 'uplot', file: 'dist/uPlot.min.css', type: TYPES.css! },
+  'marked.js': { pkg: 'marked', file: 'lib/marked.esm.js', type: TYPES.js! },
 };
 
 const require = createRequire(import.meta.url);

@@ -3,6 +3,11 @@
 // shown. EventSource reconnects by itself and sends Last-Event-ID; the server replays what was missed and
 // the pane drops lines whose id it already shows.
 import { el, getJson, randomId } from './common.js';
+import { markdownNode } from './markdown.js';
+
+// Agent replies are Markdown (rendered as DOM nodes, never as HTML); everything else is plain text.
+const textOf = (line) =>
+  line.role === 'agent' ? markdownNode(line.content) : el('span', 'text', line.content);
 
 const $ = (id) => document.getElementById(id);
 const client = localStorage.getItem('gated.client') || randomId();
@@ -113,10 +118,10 @@ class Pane {
     if (have) {
       if (have.whole) return;
       if (part === null) {
-        have.texts.replaceChildren(el('span', 'text', line.content));
+        have.texts.replaceChildren(textOf(line));
         have.whole = true;
       } else if (part === have.next) {
-        have.texts.append(el('span', 'text', line.content));
+        have.texts.append(textOf(line));
         have.next += 1;
       }
       return;
@@ -126,7 +131,7 @@ class Pane {
     const who =
       line.role === 'user' ? line.sender_name || 'you' : line.role === 'agent' ? 'agent' : line.role;
     const texts = el('span', 'texts');
-    texts.append(el('span', 'text', line.content));
+    texts.append(textOf(line));
     li.append(el('span', 'who', who), texts);
     li.title = line.timestamp;
     this.shown.set(line.id, { texts, whole: part === null, next: (part ?? 0) + 1 });
