@@ -217,6 +217,39 @@ function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
+// The crash campaign takes minutes: it runs only when named (`--only=crash`).
+if (only?.has('crash')) {
+  const { crashCampaign } = await import('./crash.js');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
+  const r = await crashCampaign(
+    quick
+      ? { messages: 1000, chats: 20, kills: 6, trafficMs: 40_000, drainMs: 60_000, compiled: true }
+      : {
+          messages: 10_000,
+          chats: 60,
+          kills: 18,
+          trafficMs: 300_000,
+          drainMs: 120_000,
+          compiled: true,
+          verbose: true,
+        },
+  );
+  results.crash = r;
+  const ok =
+    r.neverAnswered === 0 && r.answeredTwice === 0 && r.notStored === 0 && r.kills >= (quick ? 6 : 20);
+  table(
+    `7. crash: ${r.messages} messages over ${r.chats} chats, gated SIGKILLed ${r.kills} times — ${verdict(ok)}`,
+    [{ ...r }],
+    '0 lost, 0 answered twice; parts sent twice only in the Telegram window',
+  );
+  if (!quick) {
+    writeFileSync(
+      packageFile('bench', 'results', 'crash.json'),
+      JSON.stringify({ date: new Date().toISOString(), machine, crash: r }, null, 2) + '\n',
+    );
+  }
+}
+
 mkdirSync(packageFile('bench', 'results'), { recursive: true });
 const file = packageFile(
   'bench',

@@ -1,0 +1,313 @@
+/**
+ * The crash campaign (bench/README.md): a whole gated process under steady traffic, killed with SIGKILL
+ * again and again at random moments (while it runs, inside delivery, during its startup recovery), its
+ * agents killed with it, restarted each time. Afterwards every message and every outbound row is checked:
+ * answered once, twice or never; delivered once, twice or never.
+ *
+ * The parts are real: the gated CLI as its own process on a real SQLite file, the process runtime running
+ * bench/crash-agent.mjs (slow, sometimes failing or hanging), the Telegram channel talking to the local
+ * Bot API server (test/infra/telegram-api.ts), which records every message the bot sends. Half of the
+ * messages come through that channel (updates gated fetches), half from an external writer process that
+ * inserts rows the way another adapter would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { packageFile } from '../core/paths.js';
+import { openDatabase } from '../store/db.js';
+import { addGroup } from '../store/groups.js';
+import { addRoute } from '../store/routes.js';
+import { TelegramApiServer } from '../test/infra/telegram-api.js';
+
+/** Size and pace of a campaign. */
+export interface CrashOptions {
+  /** Messages in all (half through the channel, half from the external writer). */
+  messages: number;
+  chats: number;
+  /** Kill rounds; a 'startup' round kills twice (once more while the restarted gated recovers). */
+  kills: number;
+  /** How long the traffic lasts; kills are spread over it. */
+  trafficMs: number;
+  /** After the traffic: how long the last gated may take to answer and deliver everything. */
+  drainMs: number;
+  /** Progress lines (stderr) while it runs. */
+  verbose?: boolean;
+  /** Run the compiled gated (dist/, `npm run build` first) instead of the sources through tsx. */
+  compiled?: boolean;
+}
+
+/** What a campaign found. */
+export interface CrashReport {
+  messages: number;
+  chats: number;
+  /** SIGKILLs of gated (with its agents). */
+  kills: number;
+  killKinds: Record<string, number>;
+  wallSeconds: number;
+  /** Per message (token): how many stored replies name it. */
+  answeredOnce: number;
+  answeredTwice: number;
+  neverAnswered: number;
+  /** Messages the platform or writer produced that never became a row (should be 0). */
+  notStored: number;
+  /** Per outbound row: how many sends of it the platform recorded. */
+  outboundRows: number;
+  deliveredOnce: number;
+  deliveredTwice: number;
+  neverDelivered: number;
+  /** Time from a SIGKILL to the restarted gated answering /healthz with 200 (ms). */
+  recoveryP50ms: number;
+  recoveryMaxMs: number;
+  recoveries: number;
+  runs: number;
+  runsFailed: number;
+  runsTimedOut: number;
+  runsInterrupted: number;
+}
+
+const TOKEN = '123456:CRASH-token';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const chatId = (c: number) => -1_000_000 - c;
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+function exitOf(c: ChildProcess): Promise<unknown> {
+  return c.exitCode !== null || c.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((r) => c.once('exit', r));
+}
+
+function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+/** Runs one campaign and returns its report. */
+export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
+  const say = (s: string) => o.verbose && process.stderr.write(`[crash] ${s}\n`);
+  const dir = mkdtempSync(join(tmpdir(), 'gated-crash-'));
+  const dbPath = join(dir, 'gated.db');
+  const groupsDir = join(dir, 'groups');
+  const pidsDir = join(dir, 'pids');
+  mkdirSync(pidsDir);
+  const api = await TelegramApiServer.start(TOKEN);
+  const port = await freePort();
+
+  const seed = openDatabase(dbPath);
+  for (let c = 0; c < o.chats; c++) {
+    addGroup(seed, groupsDir, `c${c}`);
+    addRoute(seed, { seq: c, match: `platform=telegram room=${chatId(c)}`, target: `c${c}` });
+    api.addChat({ id: chatId(c), type: 'group', title: `chat ${c}` });
+  }
+  seed.close();
+
+  const env = {
+    ...process.env,
+    GATED_DB: dbPath,
+    GATED_GROUPS_DIR: groupsDir,
+    GATED_HTTP_PORT: String(port),
+    GATED_POLL_MS: '2000',
+    GATED_IDLE_TIMEOUT_MS: '1500',
+    GATED_RUN_TIMEOUT_MS: '8000',
+    GATED_MAX_CONCURRENT: '12',
+    GATED_RUNTIME: 'process',
+    GATED_LOG_LEVEL: 'error',
+    GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
+    TELEGRAM_BOT_TOKEN: TOKEN,
+    TELEGRAM_API_ROOT: api.url,
+  };
+  let gated: ChildProcess | undefined;
+  const startGated = () => {
+    const cli = o.compiled
+      ? [packageFile('dist', 'gated', 'cli.js')]
+      : ['--import', 'tsx', packageFile('gated', 'cli.ts')];
+    gated = spawn(process.execPath, [...cli, 'run'], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    gated.stderr!.on('data', (d) => o.verbose && process.stderr.write(`[gated] ${d}`));
+    return gated;
+  };
+  const killAll = () => {
+    gated?.kill('SIGKILL');
+    // Agents die with gated, as they would with the machine: each is its own process group.
+    for (const pid of readdirSync(pidsDir)) {
+      try {
+        process.kill(-Number(pid), 'SIGKILL');
+      } catch {
+        // gone already
+      }
+      rmSync(join(pidsDir, pid), { force: true });
+    }
+  };
+  const healthy = async (): Promise<boolean> => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) });
+      return res.status === 200;
+    } catch {
+      return false;
+    }
+  };
+
+  const started = Date.now();
+  startGated();
+
+  // Traffic: the external writer (its own process) and the channel (updates the bot fetches).
+  const half = Math.floor(o.messages / 2);
+  const writer = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      packageFile('bench', 'crash-writer.ts'),
+      dbPath,
+      String(o.chats),
+      String(half),
+      String(o.trafficMs),
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const writerDone = new Promise((r) => writer.once('exit', r));
+  const channelDone = (async () => {
+    const n = o.messages - half;
+    for (let i = 0; i < n; i++) {
+      const c = i % o.chats;
+      api.message({
+        chat: { id: chatId(c), type: 'group', title: `chat ${c}` },
+        from: { id: 5000 + c, is_bot: false, first_name: `user${c}` },
+        text: `hello tok-${half + i}`,
+      });
+      await sleep(o.trafficMs / n);
+    }
+  })();
+
+  // Kills, spread over the traffic: a third at a random moment, a third right after a reply reached the
+  // platform (inside delivery), a third while the restarted gated is still starting and recovering.
+  const recoveries: number[] = [];
+  const killKinds: Record<string, number> = { random: 0, delivery: 0, startup: 0 };
+  let sigkills = 0;
+  const gap = o.trafficMs / (o.kills + 1);
+  for (let k = 0; k < o.kills; k++) {
+    const kind = (['random', 'delivery', 'startup'] as const)[k % 3]!;
+    await sleep(gap * (0.5 + Math.random()));
+    if (kind === 'delivery') {
+      const seen = api.sent.length;
+      await Promise.race([api.waitForSent(seen + 1), sleep(5000)]);
+    } else if (kind === 'startup') {
+      // A first kill at this moment; the counted one then hits the restarted gated while it recovers.
+      killKinds.random!++;
+      sigkills++;
+      killAll();
+      await exitOf(gated!);
+      startGated();
+      await sleep(100 + Math.random() * 1500);
+    }
+    killKinds[kind]!++;
+    sigkills++;
+    const killedAt = Date.now();
+    killAll();
+    await exitOf(gated!);
+    startGated();
+    while (!(await healthy())) await sleep(25);
+    recoveries.push(Date.now() - killedAt);
+    say(`kill ${k + 1}/${o.kills} (${kind}): healthy again after ${recoveries.at(-1)} ms`);
+  }
+  await Promise.all([writerDone, channelDone]);
+  say('traffic done; draining');
+
+  const watch = new Database(dbPath, { readonly: true });
+  watch.pragma('busy_timeout = 5000');
+  const count = (sql: string) => watch.prepare(sql).pluck().get() as number;
+  const deadline = Date.now() + o.drainMs;
+  while (Date.now() < deadline) {
+    const open = count(
+      `SELECT count(*) FROM messages WHERE (is_from_me = 0 AND (state IS NULL OR state NOT IN ('done', 'parked', 'stopped'))) OR (is_from_me = 1 AND delivery = 'pending')`,
+    );
+    const stored = count(`SELECT count(*) FROM messages WHERE is_from_me = 0`);
+    if (open === 0 && stored >= o.messages) break;
+    await sleep(250);
+  }
+  gated!.kill('SIGTERM');
+  await exitOf(gated!);
+  killAll();
+
+  // Per message: the replies that name its token.
+  const answered = new Map<string, number>();
+  for (const content of watch
+    .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND kind = 'reply'`)
+    .pluck()
+    .all() as string[]) {
+    for (const tok of content.match(/tok-\d+/g) ?? []) answered.set(tok, (answered.get(tok) ?? 0) + 1);
+  }
+  const stored = new Set(
+    (watch.prepare(`SELECT content FROM messages WHERE is_from_me = 0`).pluck().all() as string[]).flatMap(
+      (c) => c.match(/tok-\d+/g) ?? [],
+    ),
+  );
+  let once = 0;
+  let twice = 0;
+  let never = 0;
+  let notStored = 0;
+  for (let i = 0; i < o.messages; i++) {
+    const n = answered.get(`tok-${i}`) ?? 0;
+    if (!stored.has(`tok-${i}`)) notStored++;
+    if (n === 0) never++;
+    else if (n === 1) once++;
+    else twice++;
+  }
+  // Per outbound row: the platform's sends that carry its nonce.
+  const sends = new Map<string, number>();
+  for (const m of api.sent) {
+    const nonce = /r-[0-9a-f]{12}/.exec(m.text)?.[0];
+    if (nonce) sends.set(nonce, (sends.get(nonce) ?? 0) + 1);
+  }
+  const rows = watch
+    .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND kind = 'reply'`)
+    .pluck()
+    .all() as string[];
+  let dOnce = 0;
+  let dTwice = 0;
+  let dNever = 0;
+  for (const content of rows) {
+    const n = sends.get(/r-[0-9a-f]{12}/.exec(content)?.[0] ?? '') ?? 0;
+    if (n === 0) dNever++;
+    else if (n === 1) dOnce++;
+    else dTwice++;
+  }
+  const report: CrashReport = {
+    messages: o.messages,
+    chats: o.chats,
+    kills: sigkills,
+    killKinds,
+    wallSeconds: Math.round((Date.now() - started) / 100) / 10,
+    answeredOnce: once,
+    answeredTwice: twice,
+    neverAnswered: never,
+    notStored,
+    outboundRows: rows.length,
+    deliveredOnce: dOnce,
+    deliveredTwice: dTwice,
+    neverDelivered: dNever,
+    recoveryP50ms: percentile(recoveries, 50),
+    recoveryMaxMs: Math.max(0, ...recoveries),
+    recoveries: recoveries.length,
+    runs: count(`SELECT count(*) FROM session_log`),
+    runsFailed: count(`SELECT count(*) FROM session_log WHERE error LIKE 'exit code%'`),
+    runsTimedOut: count(`SELECT count(*) FROM session_log WHERE result = 'timeout'`),
+    runsInterrupted: count(`SELECT count(*) FROM session_log WHERE error LIKE 'interrupted%'`),
+  };
+  watch.close();
+  await api.close();
+  rmSync(dir, { recursive: true, force: true });
+  return report;
+}
