@@ -62,6 +62,9 @@ export interface CrashReport {
   recoveryP50ms: number;
   recoveryMaxMs: number;
   recoveries: number;
+  recoveryMs: number[];
+  /** The slowest recovery: its kill kind and the last reason /healthz gave before it answered 200. */
+  slowestRecovery: { ms: number; kind: string; waitedOn: string };
   runs: number;
   runsFailed: number;
   runsTimedOut: number;
@@ -150,11 +153,15 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
       rmSync(join(pidsDir, pid), { force: true });
     }
   };
+  // The last reason /healthz gave for not being healthy: what a slow recovery waited on.
+  let unhealthy = '';
   const healthy = async (): Promise<boolean> => {
     try {
       const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) });
+      if (res.status !== 200) unhealthy = (await res.text()).slice(0, 300);
       return res.status === 200;
-    } catch {
+    } catch (err) {
+      unhealthy = (err as Error).message;
       return false;
     }
   };
@@ -196,6 +203,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   const recoveries: number[] = [];
   const killKinds: Record<string, number> = { random: 0, delivery: 0, startup: 0 };
   let sigkills = 0;
+  let slowest = { ms: 0, kind: '', waitedOn: '' };
   const gap = o.trafficMs / (o.kills + 1);
   for (let k = 0; k < o.kills; k++) {
     const kind = (['random', 'delivery', 'startup'] as const)[k % 3]!;
@@ -218,8 +226,10 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     killAll();
     await exitOf(gated!);
     startGated();
+    unhealthy = '';
     while (!(await healthy())) await sleep(25);
     recoveries.push(Date.now() - killedAt);
+    if (recoveries.at(-1)! > slowest.ms) slowest = { ms: recoveries.at(-1)!, kind, waitedOn: unhealthy };
     say(`kill ${k + 1}/${o.kills} (${kind}): healthy again after ${recoveries.at(-1)} ms`);
   }
   await Promise.all([writerDone, channelDone]);
@@ -301,6 +311,8 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     recoveryP50ms: percentile(recoveries, 50),
     recoveryMaxMs: Math.max(0, ...recoveries),
     recoveries: recoveries.length,
+    recoveryMs: recoveries,
+    slowestRecovery: slowest,
     runs: count(`SELECT count(*) FROM session_log`),
     runsFailed: count(`SELECT count(*) FROM session_log WHERE error LIKE 'exit code%'`),
     runsTimedOut: count(`SELECT count(*) FROM session_log WHERE result = 'timeout'`),

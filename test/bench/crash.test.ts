@@ -16,9 +16,10 @@ describe('crash campaign (small)', () => {
     expect(r.answeredOnce).toBe(300);
     expect(r.runsInterrupted).toBeGreaterThan(0);
     expect(r.neverDelivered).toBe(0);
-    // Telegram has no idempotency key: a kill right after it accepted a part and before gated recorded it
-    // resends that part (the documented window). Only the delivery-moment kill can hit it.
-    expect(r.deliveredTwice).toBeLessThanOrEqual(r.killKinds.delivery!);
+    // Telegram has no idempotency key: a part it accepted just before a kill, not yet recorded by gated, is
+    // sent again (the documented window). Delivery is sequential per chat, so a kill can catch at most one
+    // part per chat in that window.
+    expect(r.deliveredTwice).toBeLessThanOrEqual(r.kills * r.chats);
     expect(r.recoveries).toBe(3);
   }, 60_000);
 });
