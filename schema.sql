@@ -566,3 +566,16 @@ CREATE TABLE IF NOT EXISTS metrics_minute (
 -- Runs and replies by the minute they ended or were delivered (the history's windows; the run view).
 CREATE INDEX IF NOT EXISTS idx_session_log_ended ON session_log(ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_messages_delivered ON messages(delivered_at) WHERE delivered_at IS NOT NULL;
+
+-- The draft message a chat shows while an agent streams (`partial` blocks; docs/CHANNELS.md, "Drafts"):
+-- never a reply, only its platform id, so that after a crash the next answer edits or removes it. final = 1
+-- once it was edited into an answer's first part, until delivery records that part.
+CREATE TABLE IF NOT EXISTS drafts (
+  chat_jid        TEXT PRIMARY KEY,
+  run_id          INTEGER,
+  turn            INTEGER,
+  platform_msg_id TEXT,
+  text            TEXT,
+  final           INTEGER NOT NULL DEFAULT 0,
+  updated_at      INTEGER
+);

@@ -50,6 +50,22 @@ export interface FetchedFile {
 }
 
 /**
+ * How a channel shows an answer in progress (docs/CHANNELS.md, "Drafts"): one message posted, then edited.
+ * Draft texts are plain (half-written Markdown is not converted); the final edit is in the channel's dialect.
+ */
+export interface DraftOps {
+  /** Posts a draft; returns its platform id. */
+  open(chatJid: Jid, text: string): Promise<string>;
+  /**
+   * Replaces a draft's text; `final`: `text` is part 0 of the answer, formatted like `send` formats it. An
+   * edit that changes nothing succeeds.
+   */
+  edit(chatJid: Jid, id: string, text: string, final: boolean): Promise<void>;
+  /** Deletes a draft (an answer too long for one message replaces it). */
+  remove(chatJid: Jid, id: string): Promise<void>;
+}
+
+/**
  * A platform adapter. `start` begins receiving (inbound rows go through the sink) and resolves once the
  * channel is ready; `send` delivers one part or throws a DeliveryError that says whether to retry.
  */
@@ -75,6 +91,8 @@ export interface Channel {
   fetchAttachment?(source: string, maxBytes: number): Promise<FetchedFile>;
   /** Sends one file of an outbound row; returns its platform id. Throws DeliveryError like `send`. */
   sendFile?(file: SendFile): Promise<string | null>;
+  /** Drafts: present on platforms whose messages can be edited in place. */
+  readonly drafts?: DraftOps;
   /** Shows or hides a typing indicator; best effort, never throws. */
   typing?(chatJid: Jid, on: boolean): Promise<void>;
 }

@@ -33,6 +33,8 @@ export interface Config {
   httpHosts: string[];
   /** Largest inbound attachment downloaded into a group's folder (GATED_MAX_ATTACHMENT_BYTES). */
   maxAttachmentBytes: number;
+  /** Platforms in `stream` mode (drafts edited in place); the others are `batch` (GATED_STREAM_CHANNELS). */
+  streamChannels: string[];
   /**
    * Secrets handed to every agent in its first stdin line (`secrets`), never in its env, image or mounts:
    * the values of the variables GATED_AGENT_SECRETS names (comma-separated), read from gated's environment.
@@ -142,6 +144,10 @@ export function loadConfig(env: Env = process.env): Config {
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
     maxAttachmentBytes: int(env, 'GATED_MAX_ATTACHMENT_BYTES', 20 * 1024 * 1024, 0),
+    streamChannels: (str(env, 'GATED_STREAM_CHANNELS') ?? 'telegram,discord,web')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter((s) => s !== '' && s !== 'none'),
     agentSecrets: agentSecrets(env),
     telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
     bluesky:

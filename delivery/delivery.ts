@@ -6,6 +6,7 @@ import type { OutboundOutcome } from '../core/metrics.js';
 import type { Db } from '../store/db.js';
 import { Outbox, type OutboxRow } from './outbox.js';
 import { ReplyParts, sendPart } from './files.js';
+import type { Drafts } from './drafts.js';
 import { abortableSleep, backoffDelay, type BackoffOptions, type Sleep } from '../core/backoff.js';
 import { partsFor } from './format.js';
 
@@ -25,6 +26,8 @@ export interface DeliveryOptions {
   /** Failed attempts after which a row is marked failed even on transient errors. Default: never. */
   maxAttempts?: number;
   metrics?: { outbound(outcome: OutboundOutcome): void };
+  /** The chats' streaming drafts: an answer takes over its chat's draft instead of appearing twice. */
+  drafts?: Drafts;
 }
 
 /** Delivers outbound rows. */
@@ -138,13 +141,21 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           previousPartId: part === 0 ? null : outbox.previousPartId(row.id, part),
           createdAt: row.created_at,
         };
-        const platformId = await sendPart(channel, base, part, texts, files);
+        const draft =
+          part === 0 && opts.drafts
+            ? await opts.drafts.takeOver(row.id, row.chat_jid, texts, files.length)
+            : null;
+        const platformId = draft ?? (await sendPart(channel, base, part, texts, files));
         const last = part === total - 1;
         if (!outbox.recordPart(row.id, part, platformId, last)) {
           rlog.warn({ part }, 'row changed while it was being delivered; leaving it');
           return true;
         }
-        rlog.debug({ part, of: total, ms: Math.round(performance.now() - t0) }, 'part delivered');
+        if (draft !== null) opts.drafts!.settled(row.chat_jid, draft);
+        rlog.debug(
+          { part, of: total, ms: Math.round(performance.now() - t0), draft: draft !== null },
+          'part delivered',
+        );
         streak = 0;
         part += 1;
       } catch (thrown) {

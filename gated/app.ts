@@ -4,6 +4,7 @@ import { coerceError, UsageError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import type { Channel } from '../channels/channel.js';
 import { createInbox, type Inbox } from '../channels/inbox.js';
+import { createDrafts, type Drafts } from '../delivery/drafts.js';
 import { createChannels, startChannels } from '../channels/registry.js';
 import { WebChannel } from '../channels/web/index.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
@@ -144,6 +145,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     runtime?: Runtime;
     inbox?: Inbox;
     started?: Channel[];
+    drafts?: Drafts;
   } = {};
   let http: HttpServer | undefined;
   if (opts.http !== false) {
@@ -228,6 +230,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     metrics,
     secrets: config.agentSecrets,
     senderRole: (group, row) => access.senderRole(group, row),
+    onPartial: (d) =>
+      late.drafts?.partial({ chatJid: d.chatJid, runId: d.runId, turn: d.turn, text: d.text }),
   });
   late.queue = queue;
   queue.recover();
@@ -264,9 +268,17 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const started = await startChannels(channels, gateway.sink, log);
   late.started = started;
   metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
+  const drafts = createDrafts({
+    db,
+    channels: started,
+    log: log.child({ part: 'drafts' }),
+    mode: (platform) => (config.streamChannels.includes(platform) ? 'stream' : 'batch'),
+  });
+  late.drafts = drafts;
   const outbox = createDelivery({
     db,
     channels: started,
+    drafts,
     log: log.child({ part: 'delivery' }),
     metrics: {
       outbound(outcome) {
@@ -312,6 +324,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
         ['queue', () => queue.close(graceMs)],
         ['delivery', () => outbox.stop()],
         ['inbox', () => inbox.stop()],
+        ['drafts', () => drafts.stop()],
         ['http', () => http?.close()],
         ['history', () => (clearInterval(historyTimer), flushHistory())],
         ['runtime', () => runtime.close?.()],

@@ -6,8 +6,9 @@ import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { getState, setState } from '../../store/state.js';
-import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
 import { fetchTelegramFile, sendTelegramFile } from './files.js';
+import { telegramDrafts } from './drafts.js';
 import { ALLOWED_UPDATES, updateToInbound, type TelegramBotIdentity } from './map.js';
 import { roomOf, sendTelegramPart } from './send.js';
 
@@ -48,6 +49,7 @@ export class TelegramChannel implements Channel {
   readonly limitUnit = 'chars' as const;
   readonly textFormat = 'telegram-html' as const;
   private readonly telegram: Telegram;
+  readonly drafts: DraftOps;
   private readonly log: Logger;
   private readonly sleep: Sleep;
   private bot: TelegramBotIdentity | undefined;
@@ -58,6 +60,7 @@ export class TelegramChannel implements Channel {
     // An apiRoot with a path must end in '/': telegraf resolves `./bot<token>/<method>` against it.
     const apiRoot = opts.apiRoot && !opts.apiRoot.endsWith('/') ? `${opts.apiRoot}/` : opts.apiRoot;
     this.telegram = new Telegram(opts.token, apiRoot ? { apiRoot } : {});
+    this.drafts = telegramDrafts(this.telegram);
     this.log = opts.log;
     this.sleep = opts.sleep ?? abortableSleep;
   }

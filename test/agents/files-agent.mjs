@@ -4,10 +4,11 @@
 // - `send <name>`: writes out/<name> (a tiny PNG for .png, text otherwise) and answers with `files`;
 // - `send-path <path>`: names <path> as it is (tests of refused paths);
 // - `stream <n>`: n partial blocks ~1.1 s apart, each longer than the last, then the final text;
-// - `hang`: one partial block, then waits forever (crash tests);
+// - `hang`: the first time, one partial block and then waits forever (crash tests); in a later run (the
+//   file hang.flag exists), a partial block and then `answer after restart`;
 // - anything else: `echo: <content>`.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const START = '---GATED_OUTPUT_START---';
@@ -62,8 +63,14 @@ async function answer(input) {
       }
       lines.push(`final: ${words.join(' ')} done`);
     } else if (text === 'hang') {
-      emit({ status: 'ok', partial: true, result: 'thinking about it', ...turn });
-      await new Promise(() => {});
+      if (!existsSync('hang.flag')) {
+        writeFileSync('hang.flag', '');
+        emit({ status: 'ok', partial: true, result: 'thinking about it', ...turn });
+        await new Promise(() => {});
+      }
+      emit({ status: 'ok', partial: true, result: 'thinking again', ...turn });
+      await sleep(1100);
+      lines.push('answer after restart');
     } else if (!m.attachments?.length) {
       lines.push(`echo: ${text}`);
     }

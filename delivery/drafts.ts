@@ -1,0 +1,227 @@
+import { coerceError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { parseJid } from '../core/types.js';
+import type { Channel } from '../channels/channel.js';
+import type { Db } from '../store/db.js';
+
+/**
+ * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat,
+ * posted at the first draft and edited in place after that, at most once per `minIntervalMs` (the newest
+ * text wins: drafts that arrive in between are never shown). When the turn's answer is delivered, the
+ * draft becomes the answer: edited to the final text when it fits one part (and has no files), otherwise
+ * removed before the answer is sent as usual. So the final text appears once, never twice.
+ *
+ * Drafts are not replies: they are never stored in `messages`. Only the draft's platform id is kept, in
+ * `drafts` (one row per chat), so that after a crash the next answer in that chat still finds the stale
+ * draft and edits or removes it, and a re-run's drafts reuse it instead of posting a second one.
+ */
+
+/** What a partial block gives the drafts. */
+export interface DraftText {
+  chatJid: string;
+  runId: number;
+  turn: number;
+  text: string;
+}
+
+/** How a channel's chats show work in progress: `stream` (drafts) or `batch` (answers only). */
+export type StreamMode = 'stream' | 'batch';
+
+/** What the drafts need. */
+export interface DraftsOptions {
+  db: Db;
+  channels: Channel[];
+  log: Logger;
+  /** The mode of a platform (GATED_STREAM_CHANNELS). A channel without draft support is always batch. */
+  mode: (platform: string) => StreamMode;
+  /** Shortest time between two edits of one chat's draft. Default 1000 ms. */
+  minIntervalMs?: number;
+  now?: () => number;
+}
+
+/** The drafts of every chat. */
+export interface Drafts {
+  /** A partial block arrived: show it (now, or at the next allowed edit). Never throws. */
+  partial(d: DraftText): void;
+  /**
+   * Called by delivery before it sends part 0 of outbound row `messageId`: if the chat shows a draft, it is
+   * turned into the answer. Returns the platform id to record for part 0 when the draft now IS part 0
+   * (edited to `parts[0]`), or null when delivery should send every part itself.
+   */
+  takeOver(
+    messageId: number,
+    chatJid: string,
+    parts: readonly string[],
+    files: number,
+  ): Promise<string | null>;
+  /** Delivery recorded part 0 that a takeover returned: the chat has no draft any more. */
+  settled(chatJid: string, platformId: string): void;
+  /** Waits for edits in flight and drops pending ones. */
+  stop(): Promise<void>;
+}
+
+interface ChatDraft {
+  pending: DraftText | undefined;
+  timer: NodeJS.Timeout | undefined;
+  lastEditAt: number;
+  chain: Promise<void>;
+}
+
+interface DraftRow {
+  platform_msg_id: string | null;
+  text: string | null;
+  /** 1 once the draft was edited into an answer's part 0 (until delivery has recorded that part). */
+  final: number;
+}
+
+/** Creates the drafts of a gated process. */
+export function createDrafts(opts: DraftsOptions): Drafts {
+  const { db, log } = opts;
+  const now = opts.now ?? Date.now;
+  const interval = opts.minIntervalMs ?? 1000;
+  const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
+  const chats = new Map<string, ChatDraft>();
+  let stopped = false;
+  const s = {
+    get: db.prepare<[string], DraftRow>(`SELECT platform_msg_id, text, final FROM drafts WHERE chat_jid = ?`),
+    upsert: db.prepare(
+      `INSERT INTO drafts (chat_jid, run_id, turn, platform_msg_id, text, updated_at)
+       VALUES (@chat, @run, @turn, @id, @text, @at)
+       ON CONFLICT (chat_jid) DO UPDATE SET run_id = excluded.run_id, turn = excluded.turn,
+         platform_msg_id = excluded.platform_msg_id, text = excluded.text, updated_at = excluded.updated_at,
+         final = 0`,
+    ),
+    markFinal: db.prepare(`UPDATE drafts SET final = 1 WHERE chat_jid = ?`),
+    settled: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND final = 1 AND platform_msg_id = ?`),
+    recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
+    remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ?`),
+    kind: db.prepare<[number], { kind: string | null }>(`SELECT kind FROM messages WHERE id = ?`),
+  };
+
+  const channelOf = (chatJid: string): Channel | undefined => {
+    const ch = byPlatform.get(parseJid(chatJid).platform);
+    return ch?.drafts && opts.mode(ch.platform) === 'stream' ? ch : undefined;
+  };
+
+  const stateOf = (chatJid: string): ChatDraft => {
+    let c = chats.get(chatJid);
+    if (!c)
+      chats.set(
+        chatJid,
+        (c = { pending: undefined, timer: undefined, lastEditAt: 0, chain: Promise.resolve() }),
+      );
+    return c;
+  };
+
+  /** Runs `fn` after everything queued for the chat: a draft edit and the takeover never interleave. */
+  const serial = <T>(c: ChatDraft, fn: () => Promise<T>): Promise<T> => {
+    const next = c.chain.then(fn);
+    c.chain = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  };
+
+  const flush = (chatJid: string, c: ChatDraft): void => {
+    c.timer = undefined;
+    void serial(c, async () => {
+      const d = c.pending;
+      c.pending = undefined;
+      const channel = channelOf(chatJid);
+      if (!d || !channel || stopped) return;
+      const ops = channel.drafts!;
+      const text = d.text.slice(0, channel.limit);
+      const found = s.get.get(chatJid);
+      // A draft already edited into an answer is that answer now: the next turn gets a new draft.
+      const row = found?.final ? undefined : found;
+      c.lastEditAt = now();
+      try {
+        if (row?.platform_msg_id) {
+          if (row.text !== text) await ops.edit(chatJid, row.platform_msg_id, text, false);
+          s.upsert.run({
+            chat: chatJid,
+            run: d.runId,
+            turn: d.turn,
+            id: row.platform_msg_id,
+            text,
+            at: now(),
+          });
+        } else {
+          const id = await ops.open(chatJid, text);
+          s.upsert.run({ chat: chatJid, run: d.runId, turn: d.turn, id, text, at: now() });
+        }
+      } catch (err) {
+        // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
+        log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');
+      }
+    });
+  };
+
+  return {
+    partial(d) {
+      try {
+        if (stopped || !channelOf(d.chatJid)) return;
+        const c = stateOf(d.chatJid);
+        c.pending = d;
+        if (c.timer) return; // the scheduled edit will show the newest text
+        const wait = Math.max(0, c.lastEditAt + interval - now());
+        c.timer = setTimeout(() => flush(d.chatJid, c), wait);
+        c.timer.unref();
+      } catch (err) {
+        log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
+      }
+    },
+
+    async takeOver(messageId, chatJid, parts, files) {
+      const channel = byPlatform.get(parseJid(chatJid).platform);
+      if (!channel?.drafts) return null;
+      const c = stateOf(chatJid);
+      return serial(c, async (): Promise<string | null> => {
+        const row = s.get.get(chatJid);
+        if (!row) return null;
+        if (row.final && row.platform_msg_id && s.recorded.get(row.platform_msg_id) !== undefined) {
+          // The answer it became was recorded before a crash could clear the row: nothing to take over.
+          s.remove.run(chatJid);
+          return null;
+        }
+        // Gateway notices (/ping, errors) leave a turn's draft alone; the turn's own answer takes it over.
+        if (s.kind.get(messageId)?.kind !== 'reply') return null;
+        clearTimeout(c.timer);
+        c.timer = undefined;
+        c.pending = undefined;
+        const ops = channel.drafts!;
+        const id = row.platform_msg_id;
+        if (id && parts.length === 1 && files === 0) {
+          try {
+            // Kept (final) until delivery records the part: a crash in between edits it again, harmlessly.
+            await ops.edit(chatJid, id, parts[0]!, true);
+            s.markFinal.run(chatJid);
+            return id;
+          } catch (err) {
+            log.info({ chat: chatJid, err: coerceError(err).message }, 'draft not editable; replacing it');
+          }
+        }
+        if (id) {
+          await ops
+            .remove(chatJid, id)
+            .catch((err: unknown) =>
+              log.info({ chat: chatJid, err: coerceError(err).message }, 'stale draft not removed'),
+            );
+        }
+        s.remove.run(chatJid);
+        return null;
+      });
+    },
+
+    settled(chatJid, platformId) {
+      s.settled.run(chatJid, platformId);
+    },
+
+    async stop() {
+      stopped = true;
+      for (const c of chats.values()) clearTimeout(c.timer);
+      await Promise.all([...chats.values()].map((c) => c.chain));
+    },
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * Streaming drafts on Telegram end to end: the whole gateway with real telegraf against the local Bot API.
+ * An agent's partial blocks become one message edited in place; the answer replaces it, so the final text
+ * is shown once. After a kill -9 between a draft and the answer, the restarted gateway still ends with one
+ * final text and no stale draft.
+ */
+import { join } from 'node:path';
+import type { Chat, User } from 'telegraf/types';
+import { afterEach, expect, test } from 'vitest';
+import { silentLogger } from '../../core/log.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import { tempDir } from '../helpers/db.js';
+import { exited, spawnGated, until } from '../helpers/process.js';
+import { TelegramApiServer } from '../infra/telegram-api.js';
+import { e2eConfig } from './support.js';
+
+const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
+const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
+const AGENT = `node "$GATED_HOME/test/agents/files-agent.mjs"`;
+
+let api: TelegramApiServer | undefined;
+let gated: Gated | undefined;
+
+afterEach(async () => {
+  await gated?.close(2000);
+  await api?.close();
+  gated = api = undefined;
+});
+
+function config(dir: string, server: TelegramApiServer, env: Record<string, string> = {}) {
+  return e2eConfig(
+    dir,
+    {
+      TELEGRAM_BOT_TOKEN: server.token,
+      TELEGRAM_API_ROOT: server.url,
+      GATED_AGENT_CMD: AGENT,
+      GATED_IDLE_TIMEOUT_MS: '2000',
+      ...env,
+    },
+    { groups: [['tg/stream', 'Stream']], routes: [[0, 'platform=telegram', 'tg/stream']] },
+  );
+}
+
+test('a streamed turn edits one draft at least 3 times and ends as exactly one final text', async () => {
+  api = await TelegramApiServer.start();
+  api.addChat(chat);
+  gated = await startGated({
+    config: config(tempDir('gated-tg-drafts-'), api),
+    log: silentLogger(),
+    http: false,
+  });
+  await api.waitForPoll();
+  api.message({ chat, from: ada, text: 'stream 4' });
+  const final = 'final: word1 word2 word3 word4 done';
+  await api.waitFor(() => api!.sent.some((m) => m.text === final));
+  await gated.delivery.idle();
+  // One message in the chat: the draft, posted once and edited into the answer.
+  expect(api.sent.map((m) => m.text)).toEqual([final]);
+  expect(api.count('sendMessage')).toBe(1);
+  const drafts = api.edits.filter((e) => e.text !== final);
+  expect(drafts.length).toBeGreaterThanOrEqual(3);
+  expect(drafts.at(-1)!.text).toBe('word1 word2 word3 word4');
+  expect(api.edits.at(-1)!.text).toBe(final);
+  // Drafts are never stored as replies; the answer is one row, delivered as the edited draft.
+  const rows = gated.db
+    .prepare(`SELECT content, delivery FROM messages WHERE is_from_me = 1`)
+    .all() as Array<{ content: string; delivery: string }>;
+  expect(rows).toEqual([{ content: final, delivery: 'sent' }]);
+  expect(gated.db.prepare(`SELECT count(*) FROM drafts`).pluck().get()).toBe(0);
+});
+
+test('in batch mode the same turn shows no draft: only the answer', async () => {
+  api = await TelegramApiServer.start();
+  api.addChat(chat);
+  const cfg = config(tempDir('gated-tg-batch-'), api, { GATED_STREAM_CHANNELS: 'none' });
+  gated = await startGated({ config: cfg, log: silentLogger(), http: false });
+  await api.waitForPoll();
+  api.message({ chat, from: ada, text: 'stream 3' });
+  const [sent] = await api.waitForSent(1);
+  expect(sent!.text).toBe('final: word1 word2 word3 done');
+  expect(api.edits).toEqual([]);
+});
+
+test(
+  'kill -9 between a draft and the answer: after restart one final text and no stale draft',
+  { timeout: 60_000 },
+  async () => {
+    api = await TelegramApiServer.start();
+    api.addChat(chat);
+    const dir = tempDir('gated-tg-crash-');
+    const cfg = config(dir, api);
+    const env = {
+      GATED_DB: cfg.db,
+      GATED_GROUPS_DIR: cfg.groupsDir,
+      GATED_POLL_MS: '50',
+      GATED_HTTP_PORT: '0',
+      GATED_IDLE_TIMEOUT_MS: '2000',
+      GATED_LOG_LEVEL: 'warn',
+      GATED_AGENT_CMD: AGENT,
+      TELEGRAM_BOT_TOKEN: api.token,
+      TELEGRAM_API_ROOT: api.url,
+    };
+    const first = spawnGated(['run'], env);
+    await api.waitForPoll();
+    api.message({ chat, from: ada, text: 'hang' });
+    await api.waitFor(() => api!.sent.some((m) => m.text === 'thinking about it'));
+    first.kill('SIGKILL');
+    await exited(first);
+
+    const second = spawnGated(['run'], env);
+    try {
+      await until(() => api!.sent.some((m) => m.text === 'answer after restart'), 30_000, 'the answer');
+      await until(() => api!.sent.length === 1, 10_000, 'one message in the chat');
+      expect(api.sent.map((m) => m.text)).toEqual(['answer after restart']);
+      expect(join(cfg.groupsDir, 'tg/stream')).toBeTruthy();
+    } finally {
+      second.kill('SIGTERM');
+      await exited(second);
+    }
+  },
+);
