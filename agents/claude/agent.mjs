@@ -288,7 +288,8 @@ async function main() {
         usage: {
           input_tokens: msg.usage?.input_tokens ?? 0,
           output_tokens: msg.usage?.output_tokens ?? 0,
-          cost_usd: Math.max(0, total - before),
+          // Rounded to a millionth of a dollar: the difference of two running totals carries float noise.
+          cost_usd: Math.round(Math.max(0, total - before) * 1e6) / 1e6,
         },
       });
     }
