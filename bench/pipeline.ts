@@ -33,6 +33,8 @@ export async function benchInstance(opts: {
   runtime?: { kind: 'docker' | 'swarm'; host: string; image: string };
   /** Per-minute history: off (default), or written every `flushMs`. */
   history?: { flushMs: number };
+  /** Serve the dashboard on a free port of 127.0.0.1 (the browser tests look at a filled instance). */
+  http?: boolean;
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
@@ -55,6 +57,7 @@ export async function benchInstance(opts: {
     GATED_IDLE_TIMEOUT_MS: String(opts.idleMs),
     GATED_POLL_MS: String(opts.pollMs ?? 2000),
     GATED_HISTORY_DAYS: opts.history ? '14' : '0',
+    GATED_HTTP_PORT: '0',
     // mawk buffers a piped stdin until it fills unless told it is interactive.
     GATED_AGENT_CMD: `exec awk -W interactive -f '${packageFile('bench', 'agent.awk')}'`,
     ...(opts.runtime
@@ -70,7 +73,7 @@ export async function benchInstance(opts: {
     config,
     log: silentLogger(),
     channels: [channel],
-    http: false,
+    http: opts.http === true,
     ...(opts.history ? { historyFlushMs: opts.history.flushMs } : {}),
   });
   return {

@@ -92,7 +92,8 @@ function draw(def, data, box) {
           label: name,
           stroke: FIXED_COLOURS[name] || COLOURS[i % COLOURS.length],
           width: 2,
-          points: { show: false },
+          // Percentiles and samples exist only for minutes with data: dots show a lone minute too.
+          points: { show: def.kind === 'percentile' || def.kind === 'gauge', size: 5 },
           spanGaps: def.kind === 'percentile' || def.kind === 'gauge',
         })),
       ],
