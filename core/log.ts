@@ -15,8 +15,22 @@ export function createLogger(level = 'info', pretty = process.stdout.isTTY === t
       paths: ['token', '*.token', 'password', '*.password', 'authorization', '*.authorization', 'adminToken'],
       censor: '[redacted]',
     },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true } } } : {}),
+    ...(pretty ? { transport: { target: 'pino-pretty', options: prettyOptions() } } : {}),
   });
+}
+
+/**
+ * How log lines look on a terminal (pino-pretty): the level in colour (none with NO_COLOR set), the local
+ * clock time, the part of gated that logged (`queue · run ended`) before the message, and the other fields
+ * indented below it. Plain data, because pino hands it to a worker thread.
+ */
+export function prettyOptions(env: Record<string, string | undefined> = process.env) {
+  return {
+    colorize: env.NO_COLOR === undefined,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,part,mod',
+    messageFormat: '{if part}{part} · {end}{if mod}{mod} · {end}{msg}',
+  };
 }
 
 /** A logger that drops everything (tests). */

@@ -3,6 +3,7 @@ import { UsageError } from '../../core/errors.js';
 import { compileRoutes, explainFields, formatExplain } from '../../router/index.js';
 import { addCheckedRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
 import { action, intArg } from '../context.js';
+import { formatTable, terminalStyle } from '../table.js';
 
 /** `gated routes list | add | rm | check | explain`. */
 export function routesCommand(program: Command): void {
@@ -18,21 +19,25 @@ export function routesCommand(program: Command): void {
         const table = compileRoutes(rows);
         const problems = new Map(table.problems().map((p) => [p.id, p.reason]));
         const hits = routeHits(db);
-        ctx.out(['id', 'seq', 'hits', 'match', 'target', 'impulse', 'status'].join('\t'));
-        for (const r of rows) {
-          const status = problems.has(r.id) ? `INVALID: ${problems.get(r.id)}` : 'ok';
-          ctx.out(
-            [
+        const lines = formatTable(
+          ['id', 'seq', 'hits', 'match', 'target', 'impulse', 'status'],
+          rows.map((r) => {
+            const reason = problems.get(r.id);
+            return [
               r.id,
               r.seq,
               hits.get(r.id) ?? 0,
               r.match || '(all)',
-              r.target,
+              { text: r.target, tint: 'cyan' },
               r.impulse_config ?? '',
-              status,
-            ].join('\t'),
-          );
-        }
+              reason === undefined
+                ? { text: 'ok', tint: 'green' }
+                : { text: `INVALID: ${reason}`, tint: 'red' },
+            ];
+          }),
+          terminalStyle(),
+        );
+        for (const line of lines) ctx.out(line);
       }),
     );
 

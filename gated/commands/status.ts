@@ -1,10 +1,13 @@
 import type { Command } from 'commander';
 import type { Db } from '../../store/db.js';
 import { action } from '../context.js';
+import { formatTable, paint, resultTint, terminalStyle, type TableStyle } from '../table.js';
 
 /** The instance facts `gated status` prints, read from the database (works beside a running gated). */
-export function statusLines(db: Db): string[] {
+export function statusLines(db: Db, style: TableStyle = { aligned: false, color: false }): string[] {
   const out: string[] = [];
+  const title = (t: string) => out.push(paint(t, 'bold', style));
+  const indent = (lines: string[]) => lines.map((l) => `  ${l}`);
   const groups = db.prepare('SELECT folder FROM registered_groups ORDER BY folder').pluck().all() as string[];
   out.push(`groups (${groups.length}): ${groups.join(', ') || '-'}`);
   const running = db
@@ -12,10 +15,16 @@ export function statusLines(db: Db): string[] {
       `SELECT id, group_folder, topic, chat_jid, started_at FROM session_log WHERE result IS NULL ORDER BY id`,
     )
     .all() as { id: number; group_folder: string; topic: string; chat_jid: string; started_at: string }[];
-  out.push(`runs (${running.length}):`);
-  for (const r of running)
+  title(`runs (${running.length}):`);
+  if (running.length)
     out.push(
-      `  #${r.id} ${r.group_folder}${r.topic ? '#' + r.topic : ''} ${r.chat_jid} since ${r.started_at}`,
+      ...indent(
+        formatTable(
+          ['run', 'session', 'chat', 'since'],
+          running.map((r) => [`#${r.id}`, session(r.group_folder, r.topic), r.chat_jid, r.started_at]),
+          style,
+        ),
+      ),
     );
   const queued = db
     .prepare(
@@ -23,9 +32,21 @@ export function statusLines(db: Db): string[] {
        WHERE state IN ('held', 'ready', 'parked') GROUP BY group_folder, session_topic, state`,
     )
     .all() as { group_folder: string; session_topic: string; state: string; n: number }[];
-  out.push(`queued sessions (${queued.length}):`);
-  for (const q of queued)
-    out.push(`  ${q.group_folder}${q.session_topic ? '#' + q.session_topic : ''} ${q.state} ${q.n}`);
+  title(`queued sessions (${queued.length}):`);
+  if (queued.length)
+    out.push(
+      ...indent(
+        formatTable(
+          ['session', 'state', 'rows'],
+          queued.map((q) => [
+            session(q.group_folder, q.session_topic),
+            { text: q.state, tint: resultTint(q.state) },
+            q.n,
+          ]),
+          style,
+        ),
+      ),
+    );
   const outbox = db
     .prepare(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery = 'pending'`)
     .pluck()
@@ -34,7 +55,10 @@ export function statusLines(db: Db): string[] {
     .prepare(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery = 'failed'`)
     .pluck()
     .get() as number;
-  out.push(`undelivered replies: ${outbox} pending, ${failed} failed`);
+  const failedText = `${failed} failed`;
+  out.push(
+    `undelivered replies: ${outbox} pending, ${paint(failedText, failed > 0 ? 'red' : undefined, style)}`,
+  );
   const recent = db
     .prepare(
       `SELECT id, group_folder, topic, started_at, ended_at, result, error FROM session_log ORDER BY id DESC LIMIT 10`,
@@ -48,13 +72,28 @@ export function statusLines(db: Db): string[] {
     result: string | null;
     error: string | null;
   }[];
-  out.push('recent runs:');
-  for (const r of recent) {
+  title('recent runs:');
+  if (recent.length)
     out.push(
-      `  #${r.id} ${r.group_folder}${r.topic ? '#' + r.topic : ''} ${r.started_at} ${r.result ?? 'running'}${r.error ? ' ' + r.error : ''}`,
+      ...indent(
+        formatTable(
+          ['run', 'session', 'started', 'result', 'error'],
+          recent.map((r) => [
+            `#${r.id}`,
+            session(r.group_folder, r.topic),
+            r.started_at,
+            { text: r.result ?? 'running', tint: resultTint(r.result) },
+            { text: r.error ?? '', tint: 'dim' },
+          ]),
+          style,
+        ),
+      ),
     );
-  }
   return out;
+}
+
+function session(group: string, topic: string | null): string {
+  return topic ? `${group}#${topic}` : group;
 }
 
 /** `gated status`. */
@@ -64,7 +103,7 @@ export function statusCommand(program: Command): void {
     .description('groups, runs, queues, undelivered replies, recent session_log rows')
     .action(
       action((ctx) => {
-        for (const line of statusLines(ctx.db())) ctx.out(line);
+        for (const line of statusLines(ctx.db(), terminalStyle())) ctx.out(line);
       }),
     );
 }

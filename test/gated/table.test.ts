@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { statusLines } from '../../gated/commands/status.js';
+import { formatTable, terminalStyle } from '../../gated/table.js';
+import { freshDb } from '../helpers/db.js';
+
+const ESC = '\u001b[';
+const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, '');
+
+describe('CLI tables', () => {
+  it('a terminal gets aligned columns with colour; a pipe gets tab-separated lines', () => {
+    expect(terminalStyle({ isTTY: true }, {})).toEqual({ aligned: true, color: true });
+    expect(terminalStyle({ isTTY: true }, { NO_COLOR: '1' })).toEqual({ aligned: true, color: false });
+    expect(terminalStyle({ isTTY: false }, {})).toEqual({ aligned: false, color: false });
+    expect(terminalStyle({}, { FORCE_COLOR: '1' })).toEqual({ aligned: true, color: true });
+
+    const rows = [
+      [1, 'platform=telegram', { text: 'ok', tint: 'green' as const }],
+      [12, '(all)', { text: 'INVALID: bad\tglob', tint: 'red' as const }],
+    ];
+    expect(formatTable(['id', 'match', 'status'], rows, { aligned: false, color: false })).toEqual([
+      'id\tmatch\tstatus',
+      '1\tplatform=telegram\tok',
+      '12\t(all)\tINVALID: bad glob',
+    ]);
+    const aligned = formatTable(['id', 'match', 'status'], rows, { aligned: true, color: true });
+    expect(aligned[1]).toContain(`${ESC}32mok`);
+    expect(aligned[2]).toContain(`${ESC}31mINVALID`);
+    expect(aligned.map(strip)).toEqual([
+      'id  match              status',
+      '1   platform=telegram  ok',
+      '12  (all)              INVALID: bad\tglob',
+    ]);
+    expect(formatTable(['a'], [], { aligned: true, color: false })).toEqual(['a']);
+  });
+
+  it('gated status: runs, queues and recent runs as tables, results coloured on a terminal', () => {
+    const { db } = freshDb();
+    db.prepare(`INSERT INTO registered_groups (folder) VALUES ('demo')`).run();
+    db.prepare(
+      `INSERT INTO session_log (group_folder, topic, chat_jid, started_at, ended_at, result, error) VALUES
+       ('demo', '', 'web:demo', '2026-11-23T06:00:00Z', '2026-11-23T06:00:03Z', 'ok', NULL),
+       ('demo', 'support', NULL, '2026-11-23T06:01:00Z', '2026-11-23T06:01:30Z', 'error', 'exit 1'),
+       ('demo', '', 'web:demo', '2026-11-23T06:02:00Z', NULL, NULL, NULL)`,
+    ).run();
+    db.prepare(
+      `INSERT INTO messages (chat_jid, content, state, group_folder, session_topic)
+       VALUES ('web:demo', 'x', 'parked', 'demo', 'support')`,
+    ).run();
+    const plain = statusLines(db);
+    expect(plain).toContain('groups (1): demo');
+    expect(plain).toContain('  #2\tdemo#support\t2026-11-23T06:01:00Z\terror\texit 1');
+    expect(plain.join('\n')).not.toContain(ESC);
+    const tty = statusLines(db, { aligned: true, color: true });
+    expect(tty.find((l) => l.includes('#2'))).toContain(`${ESC}31merror`);
+    expect(tty.find((l) => l.includes('parked'))).toContain(`${ESC}35mparked`);
+    const recent = tty.slice(tty.findIndex((l) => strip(l) === 'recent runs:') + 1).map(strip);
+    expect(recent).toEqual([
+      '  run  session       started               result   error',
+      '  #3   demo          2026-11-23T06:02:00Z  running',
+      '  #2   demo#support  2026-11-23T06:01:00Z  error    exit 1',
+      '  #1   demo          2026-11-23T06:00:00Z  ok',
+    ]);
+  });
+});
