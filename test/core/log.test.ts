@@ -22,7 +22,7 @@ describe('terminal logs', () => {
     expect(pretty).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] /);
     expect(pretty).toContain('\u001b[33mWARN\u001b[39m');
     expect(pretty).toContain('queue · run ended');
-    expect(pretty).toMatch(/\n\s+\u001b\[35mrunId\u001b\[39m: 7\n/);
+    expect(pretty).toContain('\n    \u001b[35mrunId\u001b[39m: 7\n');
     expect(pretty).not.toMatch(/\bpart: /);
   });
 

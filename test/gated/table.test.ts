@@ -4,7 +4,11 @@ import { formatTable, terminalStyle } from '../../gated/table.js';
 import { freshDb } from '../helpers/db.js';
 
 const ESC = '\u001b[';
-const strip = (s: string) => s.replace(/\u001b\[[0-9;]*m/g, '');
+const strip = (s: string) =>
+  s
+    .split(ESC)
+    .map((part, i) => (i === 0 ? part : part.replace(/^[0-9;]*m/, '')))
+    .join('');
 
 describe('CLI tables', () => {
   it('a terminal gets aligned columns with colour; a pipe gets tab-separated lines', () => {
