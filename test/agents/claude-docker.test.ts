@@ -111,7 +111,8 @@ test(
     const tg = await TelegramApiServer.start();
     try {
       chat = await start({
-        env: { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.url },
+        // Batch mode: each answer is one sendMessage (drafts edited in place are tested with the drafts).
+        env: { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.url, GATED_STREAM_CHANNELS: 'none' },
         routes: ['platform=telegram'],
       });
       const dm: Chat.PrivateChat = { id: 4242, type: 'private', first_name: 'Ada' };
