@@ -508,6 +508,7 @@ CREATE TABLE IF NOT EXISTS delegations (
   from_group TEXT    NOT NULL,
   from_topic TEXT    NOT NULL DEFAULT '',
   from_chat  TEXT    NOT NULL,
+  from_thread TEXT   NOT NULL DEFAULT '', -- the platform thread (messages.topic) answers go back to
   to_group   TEXT    NOT NULL,
   depth      INTEGER NOT NULL,
   message_id INTEGER,

@@ -33,6 +33,8 @@ export interface Metrics {
   lanes(active: number, waiting: number): void;
   /** One outbound delivery attempt's outcome (per row: delivered once, or failed once, retried n times). */
   outbound(outcome: OutboundOutcome): void;
+  /** One action of an agent's output block: applied, refused (malformed or not allowed), or ignored. */
+  action(type: string, outcome: 'applied' | 'refused' | 'ignored'): void;
   /** Wall time of one poll tick (read new rows, run the layers, release, dispatch). */
   pollTick(seconds: number): void;
   /** One row ended `failed` because processing it threw (`stage`: gateway or queue). */
@@ -59,6 +61,7 @@ const KNOWN_VERBS = new Set([
   'follow',
   'quote',
 ]);
+const ACTION_LABELS = new Set(['send', 'delegate', 'escalate', 'schedule', 'react', 'partial']);
 const PLATFORM_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 function verbLabel(verb: string): string {
@@ -129,6 +132,12 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     labelNames: ['outcome'] as const,
     registers,
   });
+  const actions = new Counter({
+    name: 'gated_actions_total',
+    help: 'Actions in agents\' output blocks, by type and outcome (applied, refused, ignored)',
+    labelNames: ['type', 'outcome'] as const,
+    registers,
+  });
   const pollTick = new Histogram({
     name: 'gated_poll_tick_seconds',
     help: 'Wall time of one poll tick',
@@ -178,6 +187,8 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       lanesWaiting.set(waiting);
     },
     outbound: (outcome) => outbound.inc({ outcome }),
+    // Agents write the type: anything but the known names is counted together, so labels stay bounded.
+    action: (type, outcome) => actions.inc({ type: ACTION_LABELS.has(type) ? type : 'other', outcome }),
     pollTick: (seconds) => pollTick.observe(seconds),
     rowFailed: (stage) => rowsFailed.inc({ stage: stage === 'queue' ? 'queue' : 'gateway' }),
     agentStarted: (runtime, node, seconds) => {

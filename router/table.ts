@@ -179,6 +179,23 @@ export class RouteTable {
     return null;
   }
 
+  /**
+   * The targets some sender's message with these fields could reach: rows are walked in table order and
+   * the sender is left open, so a row that pins the sender contributes its target and lets later rows
+   * still count, while the first row that matches whatever the sender is ends the walk. (Whether a sender
+   * glob can match anything at all is not examined: a row that names a sender is taken at its word.)
+   */
+  targetsForAnySender(fields: Omit<RouteFields, 'sender'>): Target[] {
+    const out: Target[] = [];
+    for (const r of this.routes) {
+      const others = r.preds.filter((p) => p.key !== 'sender');
+      if (firstMismatch(others, { ...fields, sender: '' }) !== undefined) continue;
+      out.push(r.target);
+      if (others.length === r.preds.length) break;
+    }
+    return out;
+  }
+
   /** Every row's verdict for these fields, in table order; the first `matched` row is the outcome. */
   explain(fields: RouteFields): ExplainLine[] {
     const compiled = new Map<number, Route>(this.routes.map((r) => [r.row.id, r]));

@@ -6,8 +6,11 @@ import type { Db } from './db.js';
 export interface NewOutbound {
   chat_jid: string;
   content: string;
-  /** reply: an agent's answer; gateway: a command or sticky answer; error: a failure notice. */
-  kind: 'reply' | 'gateway' | 'error' | 'status';
+  /**
+   * reply: an agent's answer; gateway: a command or sticky answer; error: a failure notice; send: an
+   * agent's `send` action; reaction: an agent's `react` action (content is the emoji, reply_to the message).
+   */
+  kind: 'reply' | 'gateway' | 'error' | 'status' | 'send' | 'reaction';
   /** The inbound messages.id this answers, if any. */
   reply_to_id?: number | null;
   /** The platform id of the message this answers (so the adapter can thread the reply). */

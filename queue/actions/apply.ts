@@ -1,0 +1,255 @@
+import { coerceError } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
+import { parseJid } from '../../core/types.js';
+import { ActionStore, DELEGATION_PLATFORM, delegationOf } from '../../store/actions.js';
+import type { Db } from '../../store/db.js';
+import { insertOutbound } from '../../store/messages.js';
+import { RouteSource } from '../../store/routes.js';
+import { addTask } from '../../store/tasks.js';
+import { parseActions, type Action, type ActionType } from './parse.js';
+import { capabilitiesOf, delegationTarget, parentOf, sendRefusal } from './policy.js';
+
+/** Platforms whose channels can put a reaction on a message. */
+export const REACTION_PLATFORMS: ReadonlySet<string> = new Set(['telegram', 'discord']);
+
+/** The run a block belongs to, as the actions see it. */
+export interface ActionContext {
+  runId: number;
+  group: string;
+  topic: string;
+  /** The chat the run answers. */
+  chatJid: string;
+  /** The newest message the block's turn answers: what `react` reacts to. */
+  answering: { id: number; chat_jid: string; platform_msg_id: string | null; topic: string } | null;
+  now: number;
+}
+
+/** What applying a block's actions did, so the caller knows whom to wake after the commit. */
+export interface ActionsOutcome {
+  applied: number;
+  refused: number;
+  /** Outbound rows written (send, react): delivery should look. */
+  outbound: number;
+  /** Inbound rows placed in a session (delegate, escalate): the queue should look. */
+  placed: number;
+}
+
+/** What the applier counts (core/metrics.ts). */
+export interface ActionMetrics {
+  action(type: string, outcome: 'applied' | 'refused' | 'ignored'): void;
+}
+
+/** How the applier is built; only gated/ and the queue construct it. */
+export interface ActionApplierOptions {
+  db: Db;
+  log: Logger;
+  /** GATED_TZ: cron tasks of `schedule`. */
+  tz: string;
+  /** Longest delegation chain; a hop beyond it is refused. */
+  maxDepth: number;
+  metrics?: ActionMetrics;
+}
+
+/** An action refused for a reason the agent should hear about. */
+class Refusal extends Error {}
+
+/**
+ * Applies the actions of output blocks (docs/PROTOCOL.md), inside the transaction that stores the block:
+ * every action is first a row of `actions`, then its effect (an outbound row, a placed inbound row, a
+ * task), so a crash neither loses nor repeats it. A refused or malformed action is logged with its reason,
+ * counted, and becomes one note (system_messages) for the session's next line.
+ */
+export class ActionApplier {
+  private readonly store: ActionStore;
+  private readonly routes: RouteSource;
+
+  constructor(private readonly opts: ActionApplierOptions) {
+    this.store = new ActionStore(opts.db);
+    this.routes = new RouteSource(opts.db);
+  }
+
+  /** The action types `group` may use, for the agent's input (`capabilities`). */
+  capabilities(group: string): ActionType[] {
+    return capabilitiesOf(group, this.store.settings(group)?.actions, this.store.groups());
+  }
+
+  /** A partial block's actions are not applied; they are logged and counted. */
+  ignorePartial(ctx: ActionContext, raw: unknown): void {
+    const n = Array.isArray(raw) ? raw.length : raw === undefined || raw === null ? 0 : 1;
+    if (n === 0) return;
+    this.opts.metrics?.action('partial', 'ignored');
+    this.opts.log.warn({ runId: ctx.runId, actions: n }, 'actions of a partial block ignored');
+  }
+
+  /** Applies a block's `actions` value. Call inside the block's transaction; never throws for bad input. */
+  apply(ctx: ActionContext, raw: unknown): ActionsOutcome {
+    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: 0, placed: 0 };
+    const parsed = parseActions(raw);
+    if (parsed.length === 0) return out;
+    const allowed = new Set(this.capabilities(ctx.group));
+    parsed.forEach((p, i) => {
+      const payload = clip(JSON.stringify(Array.isArray(raw) ? raw[i] : raw) ?? 'null');
+      const type = p.ok ? p.action.type : p.type;
+      const refuse = (reason: string) => {
+        this.store.log(
+          {
+            run_id: ctx.runId,
+            group: ctx.group,
+            topic: ctx.topic,
+            chat_jid: ctx.chatJid,
+            type,
+            payload,
+            status: 'refused',
+            reason,
+          },
+          ctx.now,
+        );
+        this.store.note(ctx.group, ctx.topic, `Your ${type} action was not applied: ${reason}.`, ctx.now);
+        this.opts.metrics?.action(type, 'refused');
+        this.opts.log.warn({ runId: ctx.runId, group: ctx.group, type, reason }, 'action refused');
+        out.refused += 1;
+      };
+      if (!p.ok) return refuse(`malformed: ${p.reason}`);
+      if (!allowed.has(p.action.type))
+        return refuse(`'${p.action.type}' is not allowed for group '${ctx.group}'`);
+      try {
+        // A savepoint per action: a refusal found halfway undoes that action's rows, not the block's.
+        this.opts.db.transaction(() => {
+          const id = this.store.log(
+            {
+              run_id: ctx.runId,
+              group: ctx.group,
+              topic: ctx.topic,
+              chat_jid: ctx.chatJid,
+              type,
+              payload,
+              status: 'applied',
+              reason: null,
+            },
+            ctx.now,
+          );
+          this.effect(ctx, p.action, id, out);
+        })();
+      } catch (err) {
+        if (err instanceof Refusal) return refuse(err.message);
+        return refuse(`failed: ${coerceError(err).message}`);
+      }
+      out.applied += 1;
+      this.opts.metrics?.action(type, 'applied');
+      this.opts.log.info({ runId: ctx.runId, group: ctx.group, type }, 'action applied');
+    });
+    return out;
+  }
+
+  /**
+   * A block's answer in a delegated run (its chat is `delegation:<id>`) goes back to the delegating session
+   * instead of a platform. Returns the placed row's id, or null when the chat is not a delegation's.
+   */
+  answerDelegation(ctx: Pick<ActionContext, 'group' | 'chatJid' | 'now'>, text: string): number | null {
+    const id = delegationOf(ctx.chatJid);
+    return id === null ? null : this.store.returnAnswer(id, ctx.group, text, ctx.now);
+  }
+
+  private effect(ctx: ActionContext, a: Action, actionId: number, out: ActionsOutcome): void {
+    switch (a.type) {
+      case 'send': {
+        if (parseJid(a.chat_jid).platform === DELEGATION_PLATFORM)
+          throw new Refusal(`'${a.chat_jid}' is not a chat (answer the delegation instead)`);
+        const why = sendRefusal(a.chat_jid, {
+          group: ctx.group,
+          runChat: ctx.chatJid,
+          routes: this.routes.current().table,
+          store: this.store,
+          sendAllow: this.store.settings(ctx.group)?.send_allow ?? null,
+        });
+        if (why) throw new Refusal(why);
+        const id = insertOutbound(this.opts.db, { chat_jid: a.chat_jid, content: a.text, kind: 'send' });
+        this.store.linkMessage(actionId, id);
+        out.outbound += 1;
+        return;
+      }
+      case 'delegate':
+      case 'escalate': {
+        const groups = this.store.groups();
+        let to: string;
+        if (a.type === 'delegate') {
+          const t = delegationTarget(a.group, ctx.group, groups);
+          if (typeof t !== 'string') throw new Refusal(t.refused);
+          to = t;
+        } else {
+          const up = parentOf(ctx.group, groups);
+          if (up === undefined) throw new Refusal(`no registered group above '${ctx.group}'`);
+          to = up;
+        }
+        const from = delegationOf(ctx.chatJid);
+        const depth = (from === null ? 0 : (this.store.delegation(from)?.depth ?? 0)) + 1;
+        if (depth > this.opts.maxDepth)
+          throw new Refusal(`the delegation chain would be ${depth} deep; at most ${this.opts.maxDepth}`);
+        const made = this.store.delegate(
+          {
+            action_id: actionId,
+            kind: a.type,
+            from_group: ctx.group,
+            from_topic: ctx.topic,
+            from_chat: ctx.chatJid,
+            from_thread: ctx.answering?.topic ?? '',
+            to_group: to,
+            depth,
+          },
+          a.text,
+          ctx.now,
+        );
+        this.store.linkMessage(actionId, made.message);
+        out.placed += 1;
+        return;
+      }
+      case 'schedule': {
+        let task: number;
+        try {
+          task = addTask(
+            this.opts.db,
+            {
+              group: ctx.group,
+              topic: a.topic ?? ctx.topic,
+              chat_jid: ctx.chatJid,
+              kind: a.kind,
+              spec: a.spec,
+              text: a.text,
+              created_by: `agent:${ctx.group}`,
+            },
+            ctx.now,
+            this.opts.tz,
+          );
+        } catch (err) {
+          throw new Refusal(coerceError(err).message);
+        }
+        this.store.linkTask(actionId, task);
+        return;
+      }
+      case 'react': {
+        const to = ctx.answering;
+        if (!to) throw new Refusal('there is no message to react to');
+        const platform = parseJid(to.chat_jid).platform;
+        if (!REACTION_PLATFORMS.has(platform))
+          throw new Refusal(`${platform || 'this'} chats have no reactions`);
+        if (to.platform_msg_id === null) throw new Refusal('the message has no platform id to react to');
+        const id = insertOutbound(this.opts.db, {
+          chat_jid: to.chat_jid,
+          content: a.emoji,
+          kind: 'reaction',
+          reply_to: to.platform_msg_id,
+          reply_to_id: to.id,
+          topic: to.topic,
+        });
+        this.store.linkMessage(actionId, id);
+        out.outbound += 1;
+        return;
+      }
+    }
+  }
+}
+
+/** The action as logged: whole unless it is huge. */
+function clip(json: string): string {
+  return json.length > 4096 ? json.slice(0, 4095) + '…' : json;
+}
