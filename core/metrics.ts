@@ -134,7 +134,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
   });
   const actions = new Counter({
     name: 'gated_actions_total',
-    help: 'Actions in agents\' output blocks, by type and outcome (applied, refused, ignored)',
+    help: "Actions in agents' output blocks, by type and outcome (applied, refused, ignored)",
     labelNames: ['type', 'outcome'] as const,
     registers,
   });

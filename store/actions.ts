@@ -70,7 +70,9 @@ function prepare(db: Db) {
     settings: db.prepare('SELECT send_allow, actions FROM registered_groups WHERE folder = ?'),
     groups: db.prepare('SELECT folder FROM registered_groups').pluck(),
     sticky: db.prepare('SELECT sticky_group FROM chat_state WHERE chat_jid = ?').pluck(),
-    note: db.prepare('INSERT INTO system_messages (group_folder, topic, content, created_at) VALUES (?, ?, ?, ?)'),
+    note: db.prepare(
+      'INSERT INTO system_messages (group_folder, topic, content, created_at) VALUES (?, ?, ?, ?)',
+    ),
   };
 }
 
