@@ -232,6 +232,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     senderRole: (group, row) => access.senderRole(group, row),
     onPartial: (d) =>
       late.drafts?.partial({ chatJid: d.chatJid, runId: d.runId, turn: d.turn, text: d.text }),
+    actions: { tz: config.tz, maxDepth: config.maxDelegationDepth, metrics },
   });
   late.queue = queue;
   queue.recover();

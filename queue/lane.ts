@@ -33,8 +33,12 @@ export class Lane {
     const turn = run.turns.written + 1;
     const joined = store.joinTurn(run.runId, turn, rows);
     if (joined.length === 0) return false;
-    if (run.writeTurn(joined)) return true;
+    // Notes written since the run started (a refused action) reach the agent in this line.
+    const notes = store.takeNotes(this.key, now);
+    const texts = notes.map((n) => n.content);
+    if (run.writeTurn(joined, texts)) return true;
     store.leaveTurn(run.runId, turn);
+    store.restoreNotes(notes.map((n) => n.id));
     return false;
   }
 

@@ -95,12 +95,16 @@ export function inputLine(input: AgentInput): string {
   return JSON.stringify(input) + '\n';
 }
 
-/** A follow-up stdin line, `\n`-terminated. */
-export function followUpLine(turn: number, messages: readonly AgentMessage[]): string {
+/** A follow-up stdin line, `\n`-terminated; pending system notes lead its prompt. */
+export function followUpLine(
+  turn: number,
+  messages: readonly AgentMessage[],
+  systemNotes: readonly string[] = [],
+): string {
   const line: AgentFollowUp = {
     type: 'message',
     turn,
-    prompt: formatPrompt(messages),
+    prompt: formatPrompt(messages, systemNotes),
     messages: [...messages],
   };
   return JSON.stringify(line) + '\n';

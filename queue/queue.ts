@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { coerceError } from '../core/errors.js';
 import { isValidFolder, sessionKeyId, type SessionKey } from '../core/types.js';
+import { ActionApplier, type ActionsOutcome } from './actions/apply.js';
 import { Lane, Lanes } from './lane.js';
 import { formatPrompt, inputLine, type AgentMessage, type SenderRole } from './prompt.js';
 import { Run, type RunHooks } from './run.js';
@@ -45,7 +46,14 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   const maxFailures = opts.maxFailures ?? 3;
   const lanes = new Lanes(config.maxConcurrent);
   const senderRole = opts.senderRole ?? defaultSenderRole;
-  const capabilities = opts.capabilities ?? (() => []);
+  const applier = new ActionApplier({
+    db: opts.db,
+    log: log.child({ part: 'actions' }),
+    tz: opts.actions?.tz ?? 'UTC',
+    maxDepth: opts.actions?.maxDepth ?? 4,
+    ...(opts.actions?.metrics ? { metrics: opts.actions.metrics } : {}),
+  });
+  const capabilities = opts.capabilities ?? ((key: SessionKey) => applier.capabilities(key.group));
   let scheduled = false;
   let closing: Promise<void> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -94,17 +102,39 @@ export function createQueue(opts: QueueOptions): WorkQueue {
         log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
       return resolved;
     },
-    onBlock(run, commit) {
+    onBlock(run, commit, actions, answering) {
+      const t = now();
+      const ctx = {
+        runId: run.runId,
+        group: run.key.group,
+        topic: run.key.topic,
+        chatJid: run.chatJid,
+        answering,
+        now: t,
+      };
+      // A delegated run answers no platform chat: its answer goes back to the delegating session.
+      const reply = commit.reply;
+      const delegated = reply !== null && applier.isDelegationChat(run.chatJid);
+      let done: ActionsOutcome | undefined;
+      let returned: number | null = null;
       let id: number | null;
       try {
-        id = store.commitBlock(commit);
+        id = store.commitBlock(delegated ? { ...commit, reply: null } : commit, () => {
+          if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
+          if (actions !== undefined) done = applier.apply(ctx, actions);
+        });
       } catch (err) {
         // Nothing was committed: the turns stay open and the run's end decides their rows' fate.
         log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');
         return false;
       }
       if (id !== null) notify(id);
+      for (const out of done?.outbound ?? []) notify(out);
+      if (returned !== null || (done?.placed ?? 0) > 0) wake();
       return true;
+    },
+    onIgnoredActions(run, actions) {
+      applier.ignorePartial({ runId: run.runId }, actions);
     },
     onPartial(run, turn, text) {
       try {

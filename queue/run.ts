@@ -53,8 +53,13 @@ export interface RunHooks {
   message(run: Run, row: BatchRow): AgentMessage;
   /** The files a block names, checked against the group's folder (refused ones keep their reason). */
   resolveFiles(run: Run, paths: readonly string[]): ResolvedFile[];
-  /** An answer block: commit it (docs/QUEUE.md). False when it could not be stored. */
-  onBlock(run: Run, commit: BlockCommit): boolean;
+  /**
+   * An answer block: commit it (docs/QUEUE.md) with its actions, as written (`undefined`: none), acting on
+   * `answering`, the newest row of the turn it speaks to. False when it could not be stored.
+   */
+  onBlock(run: Run, commit: BlockCommit, actions: unknown, answering: BatchRow): boolean;
+  /** A draft block carried actions: they are not applied (logged and counted). */
+  onIgnoredActions(run: Run, actions: unknown): void;
   /** A draft of `turn` (`partial: true`): shown, never stored. */
   onPartial(run: Run, turn: number, text: string): void;
   onSessionId(run: Run, sessionId: string): void;
@@ -161,18 +166,11 @@ export class Run {
    * Writes rows (already joined to turn `turns.written + 1` in the database) as the next turn's line.
    * False when the agent cannot take it (stdin closed, exiting): the caller gives the rows back.
    */
-  writeTurn(rows: readonly BatchRow[]): boolean {
+  writeTurn(rows: readonly BatchRow[], notes: readonly string[] = []): boolean {
     if (!this.acceptsFollowUps || rows.length === 0) return false;
     const turn = this.turns.written + 1;
-    if (
-      !this.handle!.write(
-        followUpLine(
-          turn,
-          rows.map((r) => this.hooks.message(this, r)),
-        ),
-      )
-    )
-      return false;
+    const messages = rows.map((r) => this.hooks.message(this, r));
+    if (!this.handle!.write(followUpLine(turn, messages, notes))) return false;
     clearTimeout(this.idleTimer);
     this.turns.add(rows);
     return true;
@@ -219,6 +217,7 @@ export class Run {
     }
     const text = block.result === null ? '' : cleanResult(block.result);
     if (block.partial) {
+      if (block.actions !== undefined) this.hooks.onIgnoredActions(this, block.actions);
       if (text !== '') this.hooks.onPartial(this, block.turn ?? this.turns.current, text);
       return;
     }
@@ -240,9 +239,9 @@ export class Run {
           : { content: text, replyTo: credit.replyTo, files: this.hooks.resolveFiles(this, files) },
       ...(block.usage ? { usage: block.usage } : {}),
     };
-    if (commit.through === 0 && commit.reply === null) return;
+    if (commit.through === 0 && commit.reply === null && block.actions === undefined) return;
     // Only a committed block answers: if storing failed, its turns stay open and the run's end decides.
-    if (!this.hooks.onBlock(this, commit)) return;
+    if (!this.hooks.onBlock(this, commit, block.actions, credit.replyTo)) return;
     this.turns.answer(commit.through);
     if (commit.reply) this.replies++;
     if (this.phase !== 'running' || this.turns.open > 0) return;

@@ -5,6 +5,7 @@ import type { Db } from '../store/db.js';
 import type { SenderRole } from './prompt.js';
 import type { Runtime } from './runtime/types.js';
 import type { BatchRow } from '../store/queue.js';
+import type { ActionMetrics } from './actions/apply.js';
 
 /** How a run ended (session_log.result). */
 export type { RunResult } from '../core/types.js';
@@ -54,8 +55,19 @@ export interface QueueOptions {
   maxFailures?: number;
   /** The role the agent is told for a message's sender in `group` (access rules). Default 'member'. */
   senderRole?: (group: string, row: BatchRow) => SenderRole;
-  /** The action types a session key's agent may use (its input's `capabilities`). Default none. */
+  /**
+   * The action types a session key's agent may use (its input's `capabilities`). Default: what the
+   * group's registered_groups row allows (none for an unregistered folder).
+   */
   capabilities?: (key: SessionKey) => string[];
+  /** Settings of agents' actions (docs/PROTOCOL.md). */
+  actions?: {
+    /** GATED_TZ, for `schedule` cron tasks. Default UTC. */
+    tz: string;
+    /** GATED_MAX_DELEGATION_DEPTH. Default 4. */
+    maxDepth: number;
+    metrics?: ActionMetrics;
+  };
   /** A draft block (`partial: true`) arrived. Called synchronously; must not throw (logged if it does). */
   onPartial?: (draft: PartialDraft) => void;
 }

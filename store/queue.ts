@@ -264,26 +264,47 @@ export class QueueStore {
   /**
    * THE transaction that stores an agent's answer block: the rows of the turns it answers become 'done'
    * together with its reply row (and session_log.replies + 1), or nothing happens. Whatever else a block
-   * makes durable belongs inside this one transaction too. Returns the reply's outbound id, if any.
+   * makes durable belongs inside this one transaction too: `also` runs in it, after the reply row (the
+   * block's actions, an answer going back to a delegating session). Returns the reply's outbound id, if any.
    */
-  commitBlock(c: BlockCommit): number | null {
+  commitBlock(c: BlockCommit, also?: () => void): number | null {
     return this.db.transaction((): number | null => {
       if (c.through > 0) this.s.answerTurns.run({ runId: c.runId, through: c.through });
       if (c.usage) this.s.addUsage.run({ runId: c.runId, ...c.usage });
-      if (!c.reply) return null;
-      const to = c.reply.replyTo;
-      const id = insertOutbound(this.db, {
-        chat_jid: to.chat_jid,
-        content: c.reply.content,
-        kind: 'reply',
-        reply_to_id: to.id,
-        reply_to: to.platform_msg_id,
-        topic: to.topic,
-      });
-      insertOutboundFiles(this.db, id, c.reply.files ?? []);
-      this.s.addReply.run(c.runId);
+      let id: number | null = null;
+      if (c.reply) {
+        const to = c.reply.replyTo;
+        id = insertOutbound(this.db, {
+          chat_jid: to.chat_jid,
+          content: c.reply.content,
+          kind: 'reply',
+          reply_to_id: to.id,
+          reply_to: to.platform_msg_id,
+          topic: to.topic,
+        });
+        insertOutboundFiles(this.db, id, c.reply.files ?? []);
+        this.s.addReply.run(c.runId);
+      }
+      also?.();
       return id;
     })();
+  }
+
+  /**
+   * Pending system notes of a key, consumed: they go into the line about to be written (a follow-up turn).
+   * Given back with restoreNotes when that write fails.
+   */
+  takeNotes(key: SessionKey, now: number): Array<{ id: number; content: string }> {
+    return this.db.transaction(() => {
+      const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
+      for (const n of notes) this.s.consumeNote.run(isoNow(now), n.id);
+      return notes;
+    })();
+  }
+
+  /** Notes taken for a line that was never written are pending again. */
+  restoreNotes(ids: readonly number[]): void {
+    for (const id of ids) this.s.restoreNote.run(id);
   }
 
   /** Highest attempts count among the rows a run still holds. */

@@ -29,7 +29,7 @@ export interface ActionsOutcome {
   applied: number;
   refused: number;
   /** Outbound rows written (send, react): delivery should look. */
-  outbound: number;
+  outbound: number[];
   /** Inbound rows placed in a session (delegate, escalate): the queue should look. */
   placed: number;
 }
@@ -70,11 +70,18 @@ export class ActionApplier {
 
   /** The action types `group` may use, for the agent's input (`capabilities`). */
   capabilities(group: string): ActionType[] {
-    return capabilitiesOf(group, this.store.settings(group)?.actions, this.store.groups());
+    const settings = this.store.settings(group);
+    if (!settings) return [];
+    return capabilitiesOf(group, settings.actions, this.store.groups());
+  }
+
+  /** True for the chat of a delegation (`delegation:<id>`), whose answers go back to the delegator. */
+  isDelegationChat(chatJid: string): boolean {
+    return delegationOf(chatJid) !== null;
   }
 
   /** A partial block's actions are not applied; they are logged and counted. */
-  ignorePartial(ctx: ActionContext, raw: unknown): void {
+  ignorePartial(ctx: Pick<ActionContext, 'runId'>, raw: unknown): void {
     const n = Array.isArray(raw) ? raw.length : raw === undefined || raw === null ? 0 : 1;
     if (n === 0) return;
     this.opts.metrics?.action('partial', 'ignored');
@@ -83,7 +90,7 @@ export class ActionApplier {
 
   /** Applies a block's `actions` value. Call inside the block's transaction; never throws for bad input. */
   apply(ctx: ActionContext, raw: unknown): ActionsOutcome {
-    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: 0, placed: 0 };
+    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: [], placed: 0 };
     const parsed = parseActions(raw);
     if (parsed.length === 0) return out;
     const allowed = new Set(this.capabilities(ctx.group));
@@ -165,7 +172,7 @@ export class ActionApplier {
         if (why) throw new Refusal(why);
         const id = insertOutbound(this.opts.db, { chat_jid: a.chat_jid, content: a.text, kind: 'send' });
         this.store.linkMessage(actionId, id);
-        out.outbound += 1;
+        out.outbound.push(id);
         return;
       }
       case 'delegate':
@@ -242,7 +249,7 @@ export class ActionApplier {
           topic: to.topic,
         });
         this.store.linkMessage(actionId, id);
-        out.outbound += 1;
+        out.outbound.push(id);
         return;
       }
     }

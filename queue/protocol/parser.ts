@@ -30,6 +30,8 @@ export interface OutputBlock {
   files?: string[];
   /** What producing this block cost, as the agent reports it; summed per run on session_log. */
   usage?: BlockUsage;
+  /** What the agent asks gated to do besides answering, as written (checked by queue/actions/). */
+  actions?: unknown;
 }
 
 /** Tokens and cost of one block (missing or malformed fields count as 0). */
@@ -131,6 +133,8 @@ function toBlock(value: unknown): OutputBlock | string {
       cost_usd: num(u.cost_usd),
     };
   }
+  // Checked action by action when applied: one bad action must not cost the block its answer.
+  if (v.actions !== undefined && v.actions !== null) block.actions = v.actions;
   return block;
 }
 
