@@ -95,4 +95,9 @@ export interface Channel {
   readonly drafts?: DraftOps;
   /** Shows or hides a typing indicator; best effort, never throws. */
   typing?(chatJid: Jid, on: boolean): Promise<void>;
+  /**
+   * Puts `emoji` on the message `messageId` of the chat (an agent's `react` action), where the platform has
+   * reactions; throws a DeliveryError like send. Absent: the platform has none.
+   */
+  react?(chatJid: Jid, messageId: string, emoji: string): Promise<void>;
 }

@@ -111,8 +111,17 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
   /** Sends what is left of one row. False when the worker should stop (stopping, or the row moved on). */
   async function deliverRow(row: OutboxRow, channel: Channel): Promise<boolean> {
     const rlog = log.child({ chat: row.chat_jid, row: row.id });
-    const texts = partsFor(row.content, channel);
-    const files = replyParts.files(row.id);
+    // A reaction row is one "part": the emoji, put on the message it answers instead of sent.
+    const reaction = row.kind === 'reaction';
+    if (reaction && (!channel.react || row.reply_to === null)) {
+      const why = channel.react ? 'no message to react to' : `${channel.platform} has no reactions`;
+      outbox.markFailed(row.id, why, false);
+      opts.metrics?.outbound('failed');
+      rlog.warn({ why }, 'reaction not delivered');
+      return true;
+    }
+    const texts = reaction ? [row.content] : partsFor(row.content, channel);
+    const files = reaction ? [] : replyParts.files(row.id);
     const total = texts.length + files.length;
     if (total === 0) {
       outbox.markFailed(row.id, 'empty reply: nothing to send', false);
@@ -142,10 +151,12 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           createdAt: row.created_at,
         };
         const draft =
-          part === 0 && opts.drafts
+          !reaction && part === 0 && opts.drafts
             ? await opts.drafts.takeOver(row.id, row.chat_jid, texts, files.length)
             : null;
-        const platformId = draft ?? (await sendPart(channel, base, part, texts, files));
+        const platformId = reaction
+          ? await channel.react!(row.chat_jid, row.reply_to!, row.content).then(() => null)
+          : (draft ?? (await sendPart(channel, base, part, texts, files)));
         const last = part === total - 1;
         if (!outbox.recordPart(row.id, part, platformId, last)) {
           rlog.warn({ part }, 'row changed while it was being delivered; leaving it');

@@ -11,6 +11,8 @@ export interface OutboxRow {
   delivery_attempts: number;
   /** When the row was stored (its `timestamp`): part of each part's idempotency key. */
   created_at: string;
+  /** reply, gateway, error, status, send, or reaction (content is an emoji for the message reply_to). */
+  kind: string | null;
 }
 
 /**
@@ -34,7 +36,8 @@ export class Outbox {
       `SELECT DISTINCT chat_jid FROM messages WHERE is_from_me = 1 AND delivery = 'pending'`,
     );
     this.nextStmt = db.prepare(
-      `SELECT id, chat_jid, content, reply_to, topic, parts_sent, delivery_attempts, timestamp AS created_at
+      `SELECT id, chat_jid, content, reply_to, topic, parts_sent, delivery_attempts, timestamp AS created_at,
+              kind
        FROM messages
        WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id LIMIT 1`,
     );

@@ -3,6 +3,12 @@
 // message, `echo: <content>`, and names the turn it answers. It keeps a session id (the one gated passes in,
 // or a new one) and exits on end of stdin.
 //
+// It also shows actions (docs/PROTOCOL.md): a message starting with one of these asks for one, if the
+// group's `capabilities` include it:
+//   !send <chat_jid> <text>        !delegate <group> <text>        !escalate <text>        !react <emoji>
+//   !schedule every|at <spec> <text>   !schedule cron "<5 fields>" <text>   !action <raw JSON action(s)>
+// and it repeats gated's system notes (a refused action, a reset session) as `system: <note>` lines.
+//
 // Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on
 // stdout, log to stderr, never print secrets.
 import { randomUUID } from 'node:crypto';
@@ -13,17 +19,56 @@ const END = '---GATED_OUTPUT_END---';
 
 let sessionId = null;
 let turns = 0;
+let capabilities = [];
 
 function emit(block) {
   process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
 }
 
-function answer(turn, messages) {
+/** The action a message asks for, or null. */
+function actionOf(content) {
+  const m = /^!(\w+)\s*([\s\S]*)$/.exec(content.trim());
+  if (!m) return null;
+  const [, verb, rest] = m;
+  const word = /^(\S+)\s+([\s\S]+)$/.exec(rest);
+  switch (verb) {
+    case 'send':
+      return word && { type: 'send', chat_jid: word[1], text: word[2] };
+    case 'delegate':
+      return word && { type: 'delegate', group: word[1], text: word[2] };
+    case 'escalate':
+      return rest ? { type: 'escalate', text: rest } : null;
+    case 'react':
+      return rest ? { type: 'react', emoji: rest.trim() } : null;
+    case 'schedule': {
+      const cron = /^cron\s+"([^"]+)"\s+([\s\S]+)$/.exec(rest);
+      if (cron) return { type: 'schedule', cron: cron[1], text: cron[2] };
+      const other = /^(every|at)\s+(\S+)\s+([\s\S]+)$/.exec(rest);
+      return other && { type: 'schedule', [other[1]]: other[2], text: other[3] };
+    }
+    case 'action':
+      try {
+        return JSON.parse(rest);
+      } catch {
+        return { malformed: rest };
+      }
+    default:
+      return null;
+  }
+}
+
+function answer(turn, prompt, messages) {
   turns += 1;
-  const lines = messages.map((m) => `echo: ${m.content}`);
+  const notes = [...String(prompt ?? '').matchAll(/<system>([\s\S]*?)<\/system>/g)].map((m) => m[1]);
+  const lines = [...notes.map((n) => `system: ${n}`), ...messages.map((m) => `echo: ${m.content}`)];
+  const actions = messages.flatMap((m) => {
+    const a = actionOf(String(m.content));
+    return a === null ? [] : Array.isArray(a) ? a : [a];
+  });
   // `turn` tells gated which line this block answers, so it may write the next one before this answer.
   const numbered = Number.isInteger(turn) ? { turn } : {};
-  emit({ status: 'ok', result: lines.join('\n'), newSessionId: sessionId, ...numbered });
+  const acting = actions.length > 0 ? { actions } : {};
+  emit({ status: 'ok', result: lines.join('\n'), newSessionId: sessionId, ...numbered, ...acting });
 }
 
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -48,9 +93,13 @@ rl.on('line', (line) => {
     first = false;
     sessionId =
       typeof input.sessionId === 'string' && input.sessionId ? input.sessionId : `example-${randomUUID()}`;
-    process.stderr.write(`example agent: group=${input.group} topic=${input.topic} session=${sessionId}\n`);
+    capabilities = Array.isArray(input.capabilities) ? input.capabilities : [];
+    process.stderr.write(
+      `example agent: group=${input.group} topic=${input.topic} session=${sessionId} ` +
+        `capabilities=${capabilities.join(',') || 'none'}\n`,
+    );
   }
-  answer(input.turn, Array.isArray(input.messages) ? input.messages : []);
+  answer(input.turn, input.prompt, Array.isArray(input.messages) ? input.messages : []);
 });
 
 rl.on('close', () => {

@@ -6,7 +6,7 @@ import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js'
 import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
 import { fetchDiscordFile, sendDiscordFile } from './files.js';
 import { messageToInbound } from './map.js';
-import { roomOf, sendDiscordPart } from './send.js';
+import { reactDiscord, roomOf, sendDiscordPart } from './send.js';
 
 export { discordJid, messageToInbound } from './map.js';
 export { toDeliveryError } from './send.js';
@@ -159,6 +159,10 @@ export class DiscordChannel implements Channel {
 
   async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
     return fetchDiscordFile(source, maxBytes);
+  }
+
+  async react(chatJid: Jid, messageId: string, emoji: string): Promise<void> {
+    return reactDiscord(this.rest, chatJid, messageId, emoji);
   }
 
   async typing(chatJid: Jid, on: boolean): Promise<void> {

@@ -28,6 +28,22 @@ export async function sendDiscordPart(rest: REST, part: SendPart): Promise<strin
   }
 }
 
+/** Puts an emoji reaction of the bot on a message (PUT …/reactions/{emoji}/@me). */
+export async function reactDiscord(
+  rest: REST,
+  chatJid: Jid,
+  messageId: string,
+  emoji: string,
+): Promise<void> {
+  if (!/^\d+$/.test(messageId))
+    throw new DeliveryError('permanent', `not a discord message id: ${messageId}`);
+  try {
+    await rest.put(Routes.channelMessageOwnReaction(roomOf(chatJid), messageId, encodeURIComponent(emoji)));
+  } catch (err) {
+    throw toDeliveryError(err);
+  }
+}
+
 /**
  * The nonce of one part: row id, part and the row's creation time in base 36, at most 25 characters (the
  * API's limit). The time keeps a reset database that reuses ids from colliding with recent messages.

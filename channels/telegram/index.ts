@@ -10,7 +10,7 @@ import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } 
 import { fetchTelegramFile, sendTelegramFile } from './files.js';
 import { telegramDrafts } from './drafts.js';
 import { ALLOWED_UPDATES, updateToInbound, type TelegramBotIdentity } from './map.js';
-import { roomOf, sendTelegramPart } from './send.js';
+import { reactTelegram, roomOf, sendTelegramPart } from './send.js';
 
 export { toDeliveryError } from './send.js';
 
@@ -196,6 +196,10 @@ export class TelegramChannel implements Channel {
 
   async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
     return fetchTelegramFile(this.telegram, source, maxBytes);
+  }
+
+  async react(chatJid: Jid, messageId: string, emoji: string): Promise<void> {
+    return reactTelegram(this.telegram, chatJid, messageId, emoji, this.opts.sendTimeoutMs ?? 30_000);
   }
 
   async typing(chatJid: Jid, on: boolean): Promise<void> {

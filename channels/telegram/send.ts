@@ -61,6 +61,32 @@ async function sendHtmlOrPlain(
   }
 }
 
+/**
+ * Puts an emoji reaction on a message (setMessageReaction). Telegram accepts only its own set of reaction
+ * emoji: another one is refused with a 400, a permanent failure recorded on the row.
+ */
+export async function reactTelegram(
+  telegram: Telegram,
+  chatJid: Jid,
+  messageId: string,
+  emoji: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const id = messageIdOf(messageId);
+  if (id === undefined) throw new DeliveryError('permanent', `not a telegram message id: ${messageId}`);
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    await telegram.callApi(
+      'setMessageReaction',
+      { chat_id: roomOf(chatJid), message_id: id, reaction: [{ type: 'emoji', emoji: emoji as never }] },
+      { signal: signal as never },
+    );
+  } catch (err) {
+    if (signal.aborted) throw new DeliveryError('transient', `telegram: no answer within ${timeoutMs} ms`);
+    throw toDeliveryError(err);
+  }
+}
+
 /** The chat id of a `telegram:` JID; anything else is a permanent delivery error. */
 export function roomOf(chatJid: Jid): string {
   const { platform, room } = parseJid(chatJid);

@@ -65,6 +65,8 @@ export class DiscordApiServer {
   /** A DM channel (not in any guild). */
   readonly dmChannelId = '900000000000000020';
   readonly posted: PostedMessage[] = [];
+  /** Reactions the bot put on messages (PUT …/reactions/{emoji}/@me), in order. */
+  readonly reactions: Array<{ channelId: string; messageId: string; emoji: string }> = [];
   /** Every REST request, as `METHOD /path`. */
   readonly requests: string[] = [];
   private readonly messages = new Map<string, Json>();
@@ -288,6 +290,14 @@ export class DiscordApiServer {
       return send(res, 200, { url: `ws://127.0.0.1:${this.port}`, shards: 1, session_start_limit: limit });
     }
     if (method === 'GET' && path === '/api/v10/users/@me') return send(res, 200, this.bot);
+    const r = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/.exec(path);
+    if (r && method === 'PUT') {
+      const [, channelId, messageId, emoji] = r as unknown as [string, string, string, string];
+      if (this.messages.get(messageId)?.channel_id !== channelId)
+        return send(res, 404, { message: 'Unknown Message', code: 10008 });
+      this.reactions.push({ channelId, messageId, emoji: decodeURIComponent(emoji) });
+      return void res.writeHead(204).end();
+    }
     const m = /^\/api\/v10\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
     if (!m) return send(res, 404, { message: '404: Not Found', code: 0 });
     const [, channelId, sub] = m as unknown as [string, string, string | undefined];

@@ -85,6 +85,8 @@ export class TelegramApiServer {
   downloads = 0;
   private readonly files = new Map<string, { path: string; data: Buffer }>();
   private readonly lastIds = new Map<number, number>();
+  /** Reactions the bot set (setMessageReaction), in order. */
+  readonly reactions: Array<{ chatId: number; messageId: number; emoji: string }> = [];
   /** Every method called, in order (with its JSON payload). */
   readonly calls: Array<{ method: string; payload: Json }> = [];
   /** Keep confirmed updates (simulates a crash before the confirming getUpdates reached Telegram). */
@@ -279,6 +281,8 @@ export class TelegramApiServer {
         return this.editMessageText(payload, res);
       case 'deleteMessage':
         return this.deleteMessage(payload, res);
+      case 'setMessageReaction':
+        return this.setMessageReaction(payload, res);
       default:
         return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found: method not found' });
     }
@@ -299,6 +303,22 @@ export class TelegramApiServer {
     const d =
       'description' in f && f.description ? f.description : 'Forbidden: bot was kicked from the group chat';
     reply(res, f.status, { ok: false, error_code: f.status, description: d });
+  }
+
+  /** Records a reaction on a message the chat has; Telegram refuses one on a message it does not know. */
+  private setMessageReaction(p: Json, res: ServerResponse): void {
+    const chatId = Number(p.chat_id);
+    const messageId = Number(p.message_id);
+    const reaction = (p.reaction as Array<{ type: string; emoji: string }> | undefined) ?? [];
+    if (!this.messages.get(chatId)?.has(messageId)) {
+      return reply(res, 400, {
+        ok: false,
+        error_code: 400,
+        description: 'Bad Request: message to react not found',
+      });
+    }
+    for (const r of reaction) this.reactions.push({ chatId, messageId, emoji: r.emoji });
+    ok(res, true);
   }
 
   private getUpdates(p: Json, res: ServerResponse): void {
