@@ -1,5 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { startDockerd, type TestDockerd } from '../test/infra/dockerd.js';
+import { gatedCycles } from './docker.js';
 import { benchInstance, pct } from './pipeline.js';
 
 /**
@@ -39,40 +40,10 @@ const median = (xs: number[]) =>
     50,
   );
 
-/** `runs` one-message runs in a row through gated on `kind`; medians of reply and run-ended times. */
+/** Medians of `gatedCycles` on `kind`. */
 async function cycles(kind: 'docker' | 'swarm', host: string, image: string, runs: number) {
-  const inst = await benchInstance({
-    groups: runs + 1,
-    maxConcurrent: 1,
-    idleMs: 0,
-    runtime: { kind, host, image },
-  });
-  const reply: number[] = [];
-  const cycle: number[] = [];
-  try {
-    const one = async (g: number, tok: number) => {
-      const t0 = performance.now();
-      const id = inst.channel.sink!({ chat_jid: `bench:g${g}`, sender: 'bench', content: `tok-${tok}` })!;
-      await inst.channel.waitFor(tok + 1, 120_000);
-      const replyMs = performance.now() - t0;
-      const ended = () =>
-        inst.gated.db
-          .prepare(`SELECT s.ended_at FROM messages m JOIN session_log s ON s.id = m.run_id WHERE m.id = ?`)
-          .pluck()
-          .get(id);
-      while (!ended()) await new Promise((r) => setTimeout(r, 5));
-      return { replyMs, cycleMs: performance.now() - t0 };
-    };
-    await one(runs, 0); // warm-up
-    for (let i = 0; i < runs; i++) {
-      const r = await one(i, i + 1);
-      reply.push(r.replyMs);
-      cycle.push(r.cycleMs);
-    }
-  } finally {
-    await inst.close();
-  }
-  return { replyMs: median(reply), cycleMs: median(cycle) };
+  const r = await gatedCycles(kind, host, image, runs);
+  return { replyMs: median(r.reply), cycleMs: median(r.cycle) };
 }
 
 /** Keeps `n` swarm runs alive at once (an idle timeout long enough), then reads their memory use. */
