@@ -22,10 +22,10 @@ const CANARY_EVERY_MS = 250;
 /**
  * The canary must be answered within this, whatever the rest of the traffic does. The storm runs in the
  * same process and event loop as gated, beside the suite's other files on two cores: seen on a quiet
- * machine, p50 ~130 ms with single stalls of up to ~17 s while the storm saturates both cores. A stall is
+ * machine, p50 ~130 ms with single stalls of 17–23 s while the storm saturates both cores. A stall is
  * not a stop: the bound catches a gated that stops serving, not one that is merely shared.
  */
-const CANARY_BOUND_MS = 30_000;
+const CANARY_BOUND_MS = 60_000;
 /** After the storm, every canary must be answered within this (on a machine shared by many jobs). */
 const DRAIN_MS = 25_000;
 
