@@ -1,11 +1,11 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
 import { checkEngine } from './engine.js';
-import { resolveGroupDir, validateMounts, WORKSPACE, type ResolvedMount } from './mounts.js';
+import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import { chownTree } from './owner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
@@ -77,7 +77,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
     if (leftovers.length) log?.info({ removed: leftovers.length }, 'removed leftover agent containers');
     return leftovers.length;
   };
-  let swept: Promise<number> | undefined;
+  // Once per runtime; a failed sweep (engine down) is tried again by the next start.
+  const sweptOnce = onceUntilDone(sweep);
 
   const containerConfig = (spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) => ({
     Image: spec.image ?? opts.image,
@@ -127,14 +128,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
       await checkEngine(docker, opts.where ?? 'the docker engine', [opts.image]);
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
-      // Once per runtime; a failed sweep (engine down) is tried again by the next start.
-      await (swept ??= sweep().catch((err: unknown) => {
-        swept = undefined;
-        throw err;
-      }));
-      mkdirSync(spec.groupDir, { recursive: true });
-      const groupDir = resolveGroupDir(opts.groupsDir, spec.groupDir);
-      const mounts = validateMounts(spec.mounts ?? [], opts.mountAllow ?? []);
+      await sweptOnce();
+      const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
       const container = await docker.createContainer(containerConfig(spec, groupDir, mounts));
       const remove = () => container.remove({ force: true, v: true }).catch(() => undefined);
       let socket: Duplex;

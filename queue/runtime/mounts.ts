@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { basename, isAbsolute, posix, relative, sep } from 'node:path';
 import type { MountRequest } from './types.js';
 
@@ -118,4 +118,30 @@ export function validateMounts(
     seen.add(norm);
     return { source, target: norm, readOnly: req.rw !== true };
   });
+}
+
+/**
+ * What a container runtime needs before it creates anything for a run: the group's folder (made when
+ * missing, then resolved inside the groups root) and the group's extra mounts, checked against the allow-list.
+ */
+export function prepareWorkspace(
+  spec: { groupDir: string; mounts?: readonly MountRequest[] | undefined },
+  groupsRoot: string,
+  allowRoots: readonly string[],
+): { groupDir: string; mounts: ResolvedMount[] } {
+  mkdirSync(spec.groupDir, { recursive: true });
+  return {
+    groupDir: resolveGroupDir(groupsRoot, spec.groupDir),
+    mounts: validateMounts(spec.mounts ?? [], allowRoots),
+  };
+}
+
+/** Runs `fn` once; a failure (engine down) is forgotten, so the next call tries again. */
+export function onceUntilDone<T>(fn: () => Promise<T>): () => Promise<T> {
+  let done: Promise<T> | undefined;
+  return () =>
+    (done ??= fn().catch((err: unknown) => {
+      done = undefined;
+      throw err;
+    }));
 }

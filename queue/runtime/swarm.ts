@@ -1,10 +1,9 @@
-import { mkdirSync } from 'node:fs';
 import type Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
 import { handleOf, INSTANCE_LABEL, pickUser } from './docker.js';
 import { checkEngine, EngineError, engineError } from './engine.js';
-import { resolveGroupDir, validateMounts, WORKSPACE, type ResolvedMount } from './mounts.js';
+import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import type { AgentHandle, Runtime, RunSpec } from './types.js';
 
 /**
@@ -95,7 +94,8 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
     if (dead.length) log?.info({ removed: dead.length }, 'removed agent services of dead runs');
     return dead.length;
   };
-  let swept: Promise<number> | undefined;
+  // Once per runtime; a failed sweep (engine down) is tried again by the next start.
+  const sweptOnce = onceUntilDone(sweep);
   const every = opts.sweepEveryMs ?? 60_000;
   const timer =
     every > 0
@@ -203,13 +203,8 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
       }
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
-      await (swept ??= sweep().catch((err: unknown) => {
-        swept = undefined;
-        throw err;
-      }));
-      mkdirSync(spec.groupDir, { recursive: true });
-      const groupDir = resolveGroupDir(opts.groupsDir, spec.groupDir);
-      const mounts = validateMounts(spec.mounts ?? [], opts.mountAllow ?? []);
+      await sweptOnce();
+      const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
       const t0 = performance.now();
       const created = (await docker.createService(serviceSpec(spec, groupDir, mounts))) as {
         id?: string;
