@@ -3,7 +3,7 @@ import { Routes, type Message, type REST } from 'discord.js';
 import { mimeOf, type AttachmentKind, type NewAttachment } from '../../core/files.js';
 import type { FetchedFile, SendFile } from '../channel.js';
 import { fetchCapped } from '../fetch.js';
-import { roomOf, toDeliveryError } from './send.js';
+import { nonceOf, roomOf, toDeliveryError } from './send.js';
 
 /**
  * Discord files both ways. Inbound: a message's attachments, kept by their CDN URL and fetched after the
@@ -30,10 +30,15 @@ export function fetchDiscordFile(url: string, maxBytes: number): Promise<Fetched
   return fetchCapped(url, maxBytes);
 }
 
-/** Sends one file of an outbound row as an attachment of a new message. */
+/**
+ * Sends one file of an outbound row as an attachment of a new message. Like a text part it carries the
+ * part's enforced nonce, so an upload retried after a lost answer or a crash returns the first message.
+ */
 export async function sendDiscordFile(rest: REST, file: SendFile): Promise<string | null> {
   const room = roomOf(file.chatJid);
   const body = {
+    nonce: nonceOf(file),
+    enforce_nonce: true,
     allowed_mentions: { parse: [] },
     ...(file.part === 0 && file.replyTo
       ? { message_reference: { message_id: file.replyTo, fail_if_not_exists: false } }

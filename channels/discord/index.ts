@@ -3,7 +3,8 @@ import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
-import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { discordDrafts } from './drafts.js';
 import { fetchDiscordFile, sendDiscordFile } from './files.js';
 import { messageToInbound } from './map.js';
 import { reactDiscord, roomOf, sendDiscordPart } from './send.js';
@@ -47,6 +48,7 @@ export class DiscordChannel implements Channel {
   readonly limitUnit = 'chars' as const;
   private client: Client | undefined;
   private readonly rest: REST;
+  readonly drafts: DraftOps;
   private readonly sleep: Sleep;
   private abort = new AbortController();
   private retrying: Promise<void> | undefined;
@@ -59,6 +61,7 @@ export class DiscordChannel implements Channel {
       rejectOnRateLimit: () => true,
       timeout: opts.sendTimeoutMs ?? 15_000,
     }).setToken(opts.token);
+    this.drafts = discordDrafts(this.rest);
     this.sleep = opts.sleep ?? abortableSleep;
   }
 

@@ -4,11 +4,13 @@
 // - `send <name>`: writes out/<name> (a tiny PNG for .png, text otherwise) and answers with `files`;
 // - `send-path <path>`: names <path> as it is (tests of refused paths);
 // - `stream <n>`: n partial blocks ~1.1 s apart, each longer than the last, then the final text;
+//   `stream <n> +<k>`: the same with k more words ` x` at the end of the final text (a long answer);
 // - `hang`: the first time, one partial block and then waits forever (crash tests); in a later run (the
 //   file hang.flag exists), a partial block and then `answer after restart`;
 // - anything else: `echo: <content>`.
+// Every input line is also appended to inputs.jsonl in the working directory, so tests see what it was given.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const START = '---GATED_OUTPUT_START---';
@@ -26,6 +28,7 @@ const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
 rl.on('line', (line) => {
   if (line.trim() === '') return;
   const input = JSON.parse(line);
+  appendFileSync('inputs.jsonl', `${line}\n`);
   queue = queue.then(() => answer(input));
 });
 rl.on('close', () => void queue.then(() => process.exit(0)));
@@ -54,14 +57,15 @@ async function answer(input) {
       files.push(text.slice(10).trim());
       lines.push('sending that path');
     } else if (text.startsWith('stream ')) {
-      const n = Number(text.slice(7));
+      const [count, pad] = text.slice(7).trim().split(/\s+/);
+      const n = Number(count);
       const words = [];
       for (let i = 1; i <= n; i++) {
         words.push(`word${i}`);
         emit({ status: 'ok', partial: true, result: words.join(' '), ...turn });
         await sleep(1100);
       }
-      lines.push(`final: ${words.join(' ')} done`);
+      lines.push(`final: ${words.join(' ')} done${pad ? ' x'.repeat(Number(pad.slice(1))) : ''}`);
     } else if (text === 'hang') {
       if (!existsSync('hang.flag')) {
         writeFileSync('hang.flag', '');

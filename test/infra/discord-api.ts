@@ -1,10 +1,13 @@
 /**
  * A small Discord API on 127.0.0.1 that discord.js connects to, for tests: REST under `/api/v10` (gateway/bot,
- * users/@me, channels/:id, channels/:id/messages, channels/:id/typing) and a websocket gateway on the same
+ * users/@me, channels/:id, channels/:id/messages as JSON or multipart with `payload_json` + `files[n]`,
+ * channels/:id/messages/:id PATCH and DELETE, channels/:id/typing) and a websocket gateway on the same
  * port speaking HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat → ACK, and MESSAGE_CREATE pushed by the
- * test. The next message sends can be made to answer 429 (Retry-After), 5xx or 403 the way Discord does.
- * Message creates enforce `nonce` as Discord does with `enforce_nonce: true`: the same nonce in the same
- * channel within a few minutes returns the message the first create made, and creates nothing.
+ * test. A pushed message may carry attachments, served without a token from `/attachments/…` on the same
+ * port, as Discord's CDN serves them. The next message sends can be made to answer 429 (Retry-After), 5xx
+ * or 403 the way Discord does. Message creates enforce `nonce` as Discord does with `enforce_nonce: true`:
+ * the same nonce in the same channel within a few minutes returns the message the first create made, and
+ * creates nothing.
  */
 import { listenLoopback, type Loopback } from './loopback.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,7 +25,14 @@ export interface DiscordUser {
 export type DiscordFault =
   { status: 429; retryAfterS: number } | { status: 500 | 502 | 503 } | { status: 403 | 400 | 404 };
 
-/** One message the bot posted, as the server stored it. */
+/** A file uploaded with a message (multipart `files[n]`), as the server stored it. */
+export interface UploadedFile {
+  name: string;
+  contentType: string;
+  data: Buffer;
+}
+
+/** One message the bot posted, as the server stored it when it was created (edits: `edits`, `shown`). */
 export interface PostedMessage {
   id: string;
   channel_id: string;
@@ -30,6 +40,22 @@ export interface PostedMessage {
   message_reference: { message_id: string } | undefined;
   allowed_mentions: unknown;
   nonce: string | undefined;
+  attachments: UploadedFile[];
+}
+
+/** One edit of a bot message (PATCH). */
+export interface MessageEdit {
+  channelId: string;
+  messageId: string;
+  content: string;
+  allowed_mentions: unknown;
+}
+
+/** A bot message as a user sees it now: its current text and files. */
+export interface ShownMessage {
+  id: string;
+  content: string;
+  attachments: UploadedFile[];
 }
 
 /** How long Discord remembers an enforced nonce ("the past few minutes"). */
@@ -46,6 +72,8 @@ export interface PushMessage {
   replyTo?: string;
   /** Nickname in the guild (guild channels only). */
   nick?: string;
+  /** Files attached by the user; each gets a CDN URL on this server. `size` overrides the listed size. */
+  attachments?: Array<{ name: string; data: Buffer; contentType?: string; size?: number }>;
 }
 
 type Json = Record<string, unknown>;
@@ -67,8 +95,17 @@ export class DiscordApiServer {
   readonly posted: PostedMessage[] = [];
   /** Reactions the bot put on messages (PUT …/reactions/{emoji}/@me), in order. */
   readonly reactions: Array<{ channelId: string; messageId: string; emoji: string }> = [];
+  /** Edits of bot messages (PATCH), in order. */
+  readonly edits: MessageEdit[] = [];
+  /** Ids of bot messages deleted (DELETE), in order. */
+  readonly deleted: string[] = [];
   /** Every REST request, as `METHOD /path`. */
   readonly requests: string[] = [];
+  /** Attachment downloads from the CDN path. */
+  cdnDownloads = 0;
+  private readonly cdn = new Map<string, { data: Buffer; contentType: string }>();
+  /** Creates whose answer is withheld: the message is made, the client never hears back. */
+  private swallow = 0;
   private readonly messages = new Map<string, Json>();
   private readonly faults: DiscordFault[] = [];
   private readonly nonces = new Map<string, { at: number; msg: Json }>();
@@ -81,6 +118,7 @@ export class DiscordApiServer {
   private conn: { ws: WebSocket; seq: number } | undefined;
   private identifyWaiters: Array<() => void> = [];
   private postWaiters: Array<() => void> = [];
+  private changeWaiters: Array<() => void> = [];
 
   private loopback!: Loopback;
 
@@ -115,8 +153,24 @@ export class DiscordApiServer {
   /** Pushes a MESSAGE_CREATE to the connected bot; returns the message payload. */
   push(m: PushMessage): Json {
     const inGuild = m.channelId !== this.dmChannelId;
+    const id = nextId();
+    const attachments = (m.attachments ?? []).map((a) => {
+      const attId = nextId();
+      const path = `/attachments/${m.channelId}/${attId}/${encodeURIComponent(a.name)}`;
+      const contentType = a.contentType ?? 'application/octet-stream';
+      this.cdn.set(path, { data: a.data, contentType });
+      const url = `http://127.0.0.1:${this.port}${path}`;
+      return {
+        id: attId,
+        filename: a.name,
+        size: a.size ?? a.data.length,
+        url,
+        proxy_url: url,
+        ...(a.contentType ? { content_type: a.contentType } : {}),
+      };
+    });
     const msg: Json = {
-      id: nextId(),
+      id,
       channel_id: m.channelId,
       author: m.author,
       content: m.content,
@@ -126,7 +180,7 @@ export class DiscordApiServer {
       mention_everyone: false,
       mentions: m.mentions ?? [],
       mention_roles: [],
-      attachments: [],
+      attachments,
       embeds: [],
       pinned: false,
       type: m.replyTo ? 19 : 0,
@@ -174,6 +228,27 @@ export class DiscordApiServer {
   async waitForPosted(n: number): Promise<PostedMessage[]> {
     while (this.posted.length < n) await new Promise<void>((resolve) => this.postWaiters.push(resolve));
     return this.posted;
+  }
+
+  /** The next `n` message creates are made but never answered (a crash before the answer is recorded). */
+  swallowNextAnswers(n = 1): void {
+    this.swallow += n;
+  }
+
+  /** The bot's messages in a channel as a user sees them now: current text, deleted ones gone. */
+  shown(channelId: string): ShownMessage[] {
+    return this.posted
+      .filter((p) => p.channel_id === channelId && this.messages.has(p.id))
+      .map((p) => ({
+        id: p.id,
+        content: this.messages.get(p.id)!.content as string,
+        attachments: p.attachments,
+      }));
+  }
+
+  /** Resolves once `pred` holds, checked after every create, edit and delete. */
+  async waitFor(pred: () => boolean): Promise<void> {
+    while (!pred()) await new Promise<void>((resolve) => this.changeWaiters.push(resolve));
   }
 
   /** Resolves when a client has identified (the bot is connected). */
@@ -279,6 +354,12 @@ export class DiscordApiServer {
     const path = (req.url ?? '').split('?')[0]!;
     const method = req.method ?? 'GET';
     this.requests.push(`${method} ${path}`);
+    const file = method === 'GET' ? this.cdn.get(path) : undefined;
+    if (file) {
+      this.cdnDownloads += 1;
+      res.writeHead(200, { 'content-type': file.contentType, 'content-length': file.data.length });
+      return void res.end(file.data);
+    }
     if (req.headers.authorization !== `Bot ${this.token}`)
       return send(res, 401, { message: '401: Unauthorized', code: 0 });
     if (method === 'GET' && path === '/api/v10/gateway/bot') {
@@ -298,6 +379,12 @@ export class DiscordApiServer {
       this.reactions.push({ channelId, messageId, emoji: decodeURIComponent(emoji) });
       return void res.writeHead(204).end();
     }
+    const one = /^\/api\/v10\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (one && (method === 'PATCH' || method === 'DELETE')) {
+      const [, channelId, messageId] = one as unknown as [string, string, string];
+      const body = method === 'PATCH' ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json) : {};
+      return this.changeMessage(method, channelId, messageId, body, res);
+    }
     const m = /^\/api\/v10\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
     if (!m) return send(res, 404, { message: '404: Not Found', code: 0 });
     const [, channelId, sub] = m as unknown as [string, string, string | undefined];
@@ -305,7 +392,8 @@ export class DiscordApiServer {
     if (method === 'POST' && sub === '/messages') {
       const fault = this.faults.shift();
       if (fault) return this.fail(res, fault);
-      return this.createMessage(channelId, JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json, res);
+      const { body, files } = await parseBody(Buffer.concat(chunks), req.headers['content-type']);
+      return this.createMessage(channelId, body, files, res);
     }
     send(res, 404, { message: 'Unknown Channel', code: 10003 });
   }
@@ -319,9 +407,40 @@ export class DiscordApiServer {
     send(res, f.status, { message: 'Missing Access', code: 50001 });
   }
 
-  private createMessage(channelId: string, body: Json, res: ServerResponse): void {
+  private changeMessage(
+    method: 'PATCH' | 'DELETE',
+    channelId: string,
+    messageId: string,
+    body: Json,
+    res: ServerResponse,
+  ): void {
+    const msg = this.messages.get(messageId);
+    if (msg?.channel_id !== channelId) return send(res, 404, { message: 'Unknown Message', code: 10008 });
+    if ((msg.author as DiscordUser).id !== this.bot.id)
+      return send(res, 403, { message: 'Cannot edit a message authored by another user', code: 50005 });
+    if (method === 'DELETE') {
+      this.messages.delete(messageId);
+      this.deleted.push(messageId);
+      this.changed();
+      return void res.writeHead(204).end();
+    }
     const content = typeof body.content === 'string' ? body.content : '';
-    if (content.trim() === '' || content.length > 2000) {
+    if (content.trim() === '' || content.length > 2000)
+      return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    msg.content = content;
+    msg.edited_timestamp = new Date().toISOString();
+    this.edits.push({ channelId, messageId, content, allowed_mentions: body.allowed_mentions });
+    this.changed();
+    send(res, 200, msg);
+  }
+
+  private changed(): void {
+    for (const w of this.changeWaiters.splice(0)) w();
+  }
+
+  private createMessage(channelId: string, body: Json, files: UploadedFile[], res: ServerResponse): void {
+    const content = typeof body.content === 'string' ? body.content : '';
+    if ((content.trim() === '' && files.length === 0) || content.length > 2000) {
       return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
     }
     const nonce = body.nonce === undefined ? undefined : String(body.nonce as string | number);
@@ -342,6 +461,12 @@ export class DiscordApiServer {
       content,
       timestamp: new Date().toISOString(),
       type: ref ? 19 : 0,
+      attachments: files.map((f, i) => ({
+        id: String(i),
+        filename: f.name,
+        size: f.data.length,
+        content_type: f.contentType,
+      })),
       ...(nonce !== undefined ? { nonce } : {}),
     };
     this.messages.set(msg.id, msg);
@@ -353,10 +478,34 @@ export class DiscordApiServer {
       message_reference: ref,
       allowed_mentions: body.allowed_mentions,
       nonce,
+      attachments: files,
     });
     for (const w of this.postWaiters.splice(0)) w();
+    this.changed();
+    if (this.swallow > 0) {
+      // The message exists; its answer is lost (the client's socket stays open until it gives up or dies).
+      this.swallow -= 1;
+      return;
+    }
     send(res, 200, msg);
   }
+}
+
+/** A JSON body, or a multipart one as discord.js sends uploads: `payload_json` plus `files[n]`. */
+async function parseBody(
+  raw: Buffer,
+  type: string | undefined,
+): Promise<{ body: Json; files: UploadedFile[] }> {
+  if (!type?.startsWith('multipart/form-data'))
+    return { body: JSON.parse(raw.toString('utf8')) as Json, files: [] };
+  const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+  const payload = form.get('payload_json');
+  const files: UploadedFile[] = [];
+  for (const [key, value] of form.entries()) {
+    if (typeof value === 'string' || !/^files\[\d+\]$/.test(key)) continue;
+    files.push({ name: value.name, contentType: value.type, data: Buffer.from(await value.arrayBuffer()) });
+  }
+  return { body: typeof payload === 'string' ? (JSON.parse(payload) as Json) : {}, files };
 }
 
 function send(
