@@ -104,7 +104,7 @@ export class DiscordApiServer {
   /** Attachment downloads from the CDN path. */
   cdnDownloads = 0;
   private readonly cdn = new Map<string, { data: Buffer; contentType: string }>();
-  /** Creates whose answer is withheld: the message is made, the client never hears back. */
+  /** Uploads whose answer is withheld: the message is made, the client never hears back. */
   private swallow = 0;
   private readonly messages = new Map<string, Json>();
   private readonly faults: DiscordFault[] = [];
@@ -230,8 +230,11 @@ export class DiscordApiServer {
     return this.posted;
   }
 
-  /** The next `n` message creates are made but never answered (a crash before the answer is recorded). */
-  swallowNextAnswers(n = 1): void {
+  /**
+   * The next `n` creates that upload files are made but never answered: the answer is lost, as when the
+   * sender crashes after the platform accepted the message and before it recorded that.
+   */
+  swallowNextUploads(n = 1): void {
     this.swallow += n;
   }
 
@@ -482,7 +485,7 @@ export class DiscordApiServer {
     });
     for (const w of this.postWaiters.splice(0)) w();
     this.changed();
-    if (this.swallow > 0) {
+    if (files.length > 0 && this.swallow > 0) {
       // The message exists; its answer is lost (the client's socket stays open until it gives up or dies).
       this.swallow -= 1;
       return;
