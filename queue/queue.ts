@@ -9,7 +9,7 @@ import { withAttachments } from './attachments.js';
 import { resolveFiles } from './files.js';
 import { parseMountList } from './runtime/mounts.js';
 import type { RunSpec } from './runtime/types.js';
-import { settlementOf } from './settle.js';
+import { engineRetryDelayMs, settlementOf } from './settle.js';
 import { QueueStore, type BatchRow, type Dispatched, type ReadyLane } from '../store/queue.js';
 import type { LaneFacts, LaneInfo, QueueOptions, WorkQueue } from './types.js';
 
@@ -58,6 +58,8 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   let closing: Promise<void> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let retryAt: number | null = null;
+  // Since when runs have been ending because the container engine could not be reached (null: it answers).
+  let engineDownSince: number | null = null;
 
   const notify = (outboundId: number) => {
     try {
@@ -152,11 +154,22 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     },
     onEnd(run, end) {
       const t = now();
+      if (end.unreachable !== null) {
+        if (engineDownSince === null)
+          log.warn({ err: end.unreachable }, 'the engine is unreachable; runs wait for it');
+        engineDownSince ??= t;
+      } else if (end.exit !== null && engineDownSince !== null) {
+        log.info({ downMs: t - engineDownSince }, 'the engine answers again');
+        engineDownSince = null;
+      }
       try {
         const st = settlementOf(run, end, t, {
           ...config,
           maxFailures,
           random: opts.random,
+          ...(engineDownSince !== null
+            ? { engineRetryMs: engineRetryDelayMs(t - engineDownSince, opts.random) }
+            : {}),
         });
         const settled = store.settle(st);
         log.info(

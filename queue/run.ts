@@ -6,6 +6,7 @@ import { cleanResult } from './protocol/clean.js';
 import { createOutputParser, type OutputBlock } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
+import { EngineError } from './runtime/engine.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
 import { Turns } from './turns.js';
 
@@ -29,6 +30,11 @@ export interface RunEnd {
   exit: AgentExit | null;
   /** The agent could not be started or fed its input. */
   startError: string | null;
+  /**
+   * The container engine could not be reached: the start was refused, or the engine vanished while the
+   * agent ran. Not the messages' fault: they wait for the engine without losing an attempt.
+   */
+  unreachable: string | null;
   killed: KillReason | null;
   /** Why gated closed stdin before the end, if it did. */
   closedFor: CloseReason | null;
@@ -132,7 +138,9 @@ export class Run {
     try {
       handle = await this.hooks.runtime.start(spec());
     } catch (err) {
-      return this.end(null, `start failed: ${coerceError(err).message}`);
+      const e = coerceError(err);
+      const down = e instanceof EngineError && e.problem === 'unreachable';
+      return this.end(null, `start failed: ${e.message}`, down ? e.message : null);
     }
     this.handle = handle;
     const parser = createOutputParser({
@@ -253,13 +261,14 @@ export class Run {
     this.hooks.onIdle(this);
   }
 
-  private end(exit: AgentExit | null, startError: string | null): void {
+  private end(exit: AgentExit | null, startError: string | null, unreachable: string | null = null): void {
     this.phase = 'ended';
     clearTimeout(this.idleTimer);
     clearTimeout(this.hardTimer);
     this.hooks.onEnd(this, {
       exit,
       startError,
+      unreachable: unreachable ?? exit?.engineLost ?? null,
       killed: this.killed,
       closedFor: this.closedFor,
       blocks: this.blocks,

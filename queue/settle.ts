@@ -12,6 +12,9 @@ import type { RunResult } from './types.js';
  *   'ready' for a new run, unless the run answered no turn at all, which is a failure (an agent that exits
  *   at once without answering would otherwise be started again forever).
  * - /stop: 'stopped', never retried. Shutdown kill: back to 'ready' as they were.
+ * - The container engine could not be reached (refused the start, or vanished while the agent ran): back to
+ *   'ready' as they were, not before the outage backoff (engineRetryDelayMs): an engine that is away is no
+ *   fault of the messages, so no attempt is counted and nothing is parked however long it stays away.
  * - Any other end (exit ≠ 0, signal, hard timeout, start failure, engine lost): a run that answered some
  *   turn gives the rest back to 'ready' as they were; one that answered none is a failure: attempts + 1 and
  *   a capped, jittered exponential backoff, parked with one error reply after `maxFailures`. A run with no
@@ -28,11 +31,26 @@ export function retryDelayMs(attempt: number, random: () => number = Math.random
   return backoffDelay(attempt, { baseMs: RETRY_BASE_MS, maxMs: RETRY_CAP_MS, random });
 }
 
+/** Longest wait between two tries while the engine is unreachable. */
+export const ENGINE_RETRY_CAP_MS = 30_000;
+
+/**
+ * Delay before runs are tried again when the engine has been unreachable for `downMs`: half the outage so
+ * far (tries thin out as it lasts), between 1 s and 30 s, scaled by a jitter factor in [0.5, 1). It depends
+ * on the outage, not on how many runs failed in it, so fifty lanes failing at once do not push it to the cap.
+ */
+export function engineRetryDelayMs(downMs: number, random: () => number = Math.random): number {
+  const ms = Math.min(ENGINE_RETRY_CAP_MS, Math.max(RETRY_BASE_MS, downMs / 2));
+  return Math.round(ms * (0.5 + random() * 0.5));
+}
+
 /** What settling needs besides the run. */
 export interface SettleConfig {
   runTimeoutMs: number;
   maxFailures: number;
   random?: (() => number) | undefined;
+  /** The outage backoff of a run that ended because the engine was unreachable (engineRetryDelayMs). */
+  engineRetryMs?: number;
 }
 
 function describe(
@@ -47,6 +65,9 @@ function describe(
   }
   if (end.killed === 'shutdown') {
     return { result: 'error', error: 'interrupted: gated shutting down', failed: false, rows: 'ready' };
+  }
+  if (end.unreachable !== null) {
+    return { result: 'error', error: `engine unreachable: ${end.unreachable}`, failed: false, rows: 'later' };
   }
   if (end.killed === 'timeout') return failure('timeout', `no exit within ${cfg.runTimeoutMs} ms`);
   if (end.startError !== null || end.exit === null) {
@@ -85,6 +106,7 @@ export function settlementOf(run: Run, end: RunEnd, t: number, cfg: SettleConfig
     stderrTail: end.exit?.stderrTail ?? null,
     endedAt: t,
     rows,
+    ...(rows === 'later' ? { notBefore: t + (cfg.engineRetryMs ?? RETRY_BASE_MS) } : {}),
     ...(failed
       ? {
           retry: {

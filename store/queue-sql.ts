@@ -83,6 +83,10 @@ function prepare(db: Db, maxChars: number) {
       `UPDATE messages SET state = 'ready', attempts = attempts + 1, not_before = @notBefore
        WHERE run_id = @runId AND state = 'running'`,
     ),
+    // The engine was unreachable: back as they were (attempts unchanged), after the outage backoff.
+    later: db.prepare(
+      `UPDATE messages SET state = 'ready', not_before = @notBefore WHERE run_id = @runId AND state = 'running'`,
+    ),
     maxAttempts: db
       .prepare(`SELECT max(attempts) FROM messages WHERE run_id = ? AND state = 'running'`)
       .pluck(),

@@ -4,7 +4,7 @@ import { PassThrough, Writable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
-import { checkEngine } from './engine.js';
+import { checkEngine, unreachableError } from './engine.js';
 import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import { chownTree } from './owner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
@@ -33,11 +33,19 @@ export interface DockerRuntimeOptions {
   /** How the engine is named in errors (`tcp://host:2376 (mutual TLS)`). */
   where?: string;
   log?: Logger;
+  /**
+   * How often containers of dead runs are looked for while a removal is owed (the engine was gone when a
+   * run ended). Default 60 s; 0: only at the next start (tests).
+   */
+  sweepEveryMs?: number;
 }
 
 /** The docker runtime, plus the sweep of this instance's leftover containers. */
 export interface DockerRuntime extends Runtime {
-  /** Removes containers labelled with this instance id (left by a crash). Returns how many. */
+  /**
+   * Removes this instance's containers that belong to no live run (left by a crash of gated, or by runs
+   * that ended while the engine was gone). Returns how many.
+   */
   sweep(): Promise<number>;
 }
 
@@ -46,6 +54,9 @@ export const INSTANCE_LABEL = 'gated.instance';
 
 // Time allowed for the attach stream to deliver its last bytes after the container has exited.
 const DRAIN_MS = 2000;
+// After the attach stream closed without an exit being reported, how long to wait before asking the engine
+// whether the container still runs (an engine that died closes the stream and never answers the wait).
+const PROBE_MS = 1000;
 
 /** The agent's uid:gid: configured, else the owner of the group's folder (handed to 1000:1000 when root owns it). */
 export function pickUser(dir: string, configured: string | undefined): string {
@@ -62,23 +73,47 @@ export function pickUser(dir: string, configured: string | undefined): string {
 export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
   const docker = opts.docker ?? new Docker();
   const log = opts.log;
+  const where = opts.where ?? 'the docker engine';
 
+  // Runs of this process from before their container is created until its removal was tried: anything
+  // else with our instance label is a dead run's (one gated owns an instance id).
+  const live = new Set<string>();
+  // A removal failed (the engine was gone): the next start and the periodic sweep owe a sweep.
+  let owed = false;
   const sweep = async (): Promise<number> => {
-    const leftovers = await docker.listContainers({
+    const ours = await docker.listContainers({
       all: true,
       filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] },
     });
-    for (const c of leftovers) {
+    const dead = ours.filter((c) => !live.has(c.Labels?.['gated.run'] ?? ''));
+    let left = 0;
+    for (const c of dead) {
       await docker
         .getContainer(c.Id)
         .remove({ force: true, v: true })
-        .catch(() => undefined);
+        .catch((err: { statusCode?: number }) => {
+          if (err.statusCode !== 404) left++;
+        });
     }
-    if (leftovers.length) log?.info({ removed: leftovers.length }, 'removed leftover agent containers');
-    return leftovers.length;
+    owed = left > 0;
+    if (dead.length) log?.info({ removed: dead.length - left }, 'removed agent containers of dead runs');
+    return dead.length - left;
   };
   // Once per runtime; a failed sweep (engine down) is tried again by the next start.
   const sweptOnce = onceUntilDone(sweep);
+  const sweepIfOwed = async () => {
+    if (owed) await sweep();
+  };
+  const every = opts.sweepEveryMs ?? 60_000;
+  const timer =
+    every > 0
+      ? setInterval(() => {
+          sweepIfOwed().catch((err: unknown) =>
+            log?.debug({ err: (err as Error).message }, 'docker sweep failed; tried again later'),
+          );
+        }, every)
+      : undefined;
+  timer?.unref();
 
   const containerConfig = (spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) => ({
     Image: spec.image ?? opts.image,
@@ -125,41 +160,110 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
     name: 'docker',
     sweep,
     async ping() {
-      await checkEngine(docker, opts.where ?? 'the docker engine', [opts.image]);
+      await checkEngine(docker, where, [opts.image]);
+    },
+    async close() {
+      if (timer) clearInterval(timer);
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
-      await sweptOnce();
-      const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
-      const container = await docker.createContainer(containerConfig(spec, groupDir, mounts));
-      const remove = () => container.remove({ force: true, v: true }).catch(() => undefined);
-      let socket: Duplex;
+      const run = String(spec.runId);
       try {
-        socket = await attachRaw(docker, container.id);
+        await sweptOnce();
+        await sweepIfOwed();
+        const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
+        live.add(run);
+        return await startContainer(spec, groupDir, mounts);
       } catch (err) {
-        await remove();
-        throw err;
+        live.delete(run);
+        // An engine that is not there is named as such: the queue retries without blaming the messages.
+        throw unreachableError(err, where) ?? err;
       }
-      // Waiting for the next exit is registered before the start, so an agent that exits at once is seen;
-      // a plain wait on a container that is only created would return at once.
-      const waiting = container.wait({ condition: 'next-exit' }) as Promise<{ StatusCode?: number }>;
-      try {
-        await container.start();
-      } catch (err) {
-        waiting.catch(() => undefined);
-        socket.destroy();
-        await remove();
-        throw err;
-      }
-      const handle = handleOf(container, socket, waiting, remove, docker.modem);
-      log?.debug({ runId: spec.runId, container: container.id.slice(0, 12) }, 'agent container started');
-      return handle;
     },
   };
+
+  async function startContainer(spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) {
+    const container = await docker.createContainer(containerConfig(spec, groupDir, mounts));
+    const remove = async () => {
+      try {
+        await container.remove({ force: true, v: true });
+      } catch (err) {
+        // Gone already is done; anything else (the engine is away) is owed to the next sweep.
+        if ((err as { statusCode?: number }).statusCode !== 404) owed = true;
+      }
+      live.delete(String(spec.runId));
+    };
+    let socket: Duplex;
+    try {
+      socket = await attachRaw(docker, container.id);
+    } catch (err) {
+      await remove();
+      throw err;
+    }
+    // Waiting for the next exit is registered before the start, so an agent that exits at once is seen;
+    // a plain wait on a container that is only created would return at once.
+    const waiting = container.wait({ condition: 'next-exit' }) as Promise<{ StatusCode?: number }>;
+    try {
+      await container.start();
+    } catch (err) {
+      waiting.catch(() => undefined);
+      socket.destroy();
+      await remove();
+      throw err;
+    }
+    const handle = handleOf(container, socket, waiting, remove, docker.modem, { where });
+    log?.debug({ runId: spec.runId, container: container.id.slice(0, 12) }, 'agent container started');
+    return handle;
+  }
+}
+
+/** How a container ended, as far as the engine could tell. */
+interface ContainerEnd {
+  code: number | null;
+  /** The engine stopped answering: why. */
+  lost?: string;
+}
+
+const sleep = (ms: number) => new Promise<undefined>((r) => setTimeout(() => r(undefined), ms).unref());
+
+/**
+ * Waits for the container's exit. The engine reports it on `waiting`; an engine that dies closes the attach
+ * stream and never answers the wait, so once the stream has closed without an exit the engine is asked
+ * every PROBE_MS, and a refused connection means the agent is lost with it (the run then ends at once
+ * instead of hanging until its hard timeout).
+ */
+async function endOf(
+  container: Docker.Container,
+  waiting: Promise<{ StatusCode?: number }>,
+  streamDone: Promise<void>,
+  where: string,
+): Promise<ContainerEnd> {
+  const waited = waiting.then(
+    (res): ContainerEnd => ({ code: typeof res.StatusCode === 'number' ? res.StatusCode : null }),
+    (err: unknown): ContainerEnd => {
+      const lost = unreachableError(err, where);
+      return lost ? { code: null, lost: lost.message } : { code: null };
+    },
+  );
+  const first = await Promise.race([waited, streamDone.then(() => undefined)]);
+  if (first) return first;
+  for (;;) {
+    const end = await Promise.race([waited, sleep(PROBE_MS)]);
+    if (end) return end;
+    try {
+      const info = await container.inspect();
+      if (!info.State.Running) return { code: info.State.ExitCode ?? null };
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return { code: null };
+      const lost = unreachableError(err, where);
+      if (lost) return { code: null, lost: lost.message };
+    }
+  }
 }
 
 /**
- * An AgentHandle over a container's attach stream. `endLine`, when given, is how end of input is said:
- * written as a last line instead of half-closing the stream (a swarm task's stdin never sees EOF).
+ * An AgentHandle over a container's attach stream. `where` names the engine in errors; `endLine`, when
+ * given, is how end of input is said: written as a last line instead of half-closing the stream (a swarm
+ * task's stdin never sees EOF).
  */
 export function handleOf(
   container: Docker.Container,
@@ -167,8 +271,9 @@ export function handleOf(
   waiting: Promise<{ StatusCode?: number }>,
   remove: () => Promise<unknown>,
   modem: Docker['modem'],
-  endLine?: string,
+  how: { where: string; endLine?: string },
 ): AgentHandle {
+  const { endLine } = how;
   const stdout = new PassThrough();
   const stderr = new TailBuffer();
   const stderrSink = new Writable({
@@ -191,13 +296,7 @@ export function handleOf(
   });
 
   const exited = (async (): Promise<AgentExit> => {
-    let code: number | null = null;
-    try {
-      const res = await waiting;
-      code = typeof res.StatusCode === 'number' ? res.StatusCode : null;
-    } catch {
-      code = null;
-    }
+    const { code, lost } = await endOf(container, waiting, streamDone, how.where);
     stdinOpen = false;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([streamDone, new Promise((r) => (timer = setTimeout(r, DRAIN_MS)))]);
@@ -205,7 +304,12 @@ export function handleOf(
     socket.destroy();
     stdout.end();
     await remove();
-    return { code, signal: killed ? 'SIGKILL' : null, stderrTail: stderr.toString() };
+    return {
+      code,
+      signal: killed ? 'SIGKILL' : null,
+      stderrTail: stderr.toString(),
+      ...(lost ? { engineLost: lost } : {}),
+    };
   })();
 
   return {

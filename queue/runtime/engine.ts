@@ -88,6 +88,33 @@ export function engineError(err: unknown, where: string): EngineError {
   return new EngineError('unreachable', `the engine at ${where} failed: ${msg}`);
 }
 
+// Errors of the connection itself, as Node names them: the engine is not there (or not any more).
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EPIPE',
+]);
+
+/**
+ * An EngineError('unreachable') when `err` says the engine could not be reached at all (a refused or reset
+ * connection, a socket file with nobody behind it), else undefined: an answer the engine gave (404, 409, a
+ * bad request) is not an outage. The queue retries runs that end this way without counting them against
+ * their messages.
+ */
+export function unreachableError(err: unknown, where: string): EngineError | undefined {
+  if (err instanceof EngineError) return err.problem === 'unreachable' ? err : undefined;
+  const e = err as (NodeJS.ErrnoException & { statusCode?: number }) | undefined;
+  if (!e || typeof e !== 'object' || e.statusCode !== undefined) return undefined;
+  const code = e.code ?? '';
+  if (CONNECTION_CODES.has(code) || (code === 'ENOENT' && e.syscall === 'connect')) {
+    return new EngineError('unreachable', `the engine at ${where} cannot be reached (${code})`);
+  }
+  return undefined;
+}
+
 /**
  * Checks that the engine answers and holds `images` (none can be pulled on a registry-less host, and a
  * remote engine has only what was built or loaded there). Rejects with an EngineError naming the problem.

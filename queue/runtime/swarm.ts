@@ -238,7 +238,7 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
           { runId: spec.runId, service: serviceId.slice(0, 12), node: task.NodeID },
           'agent task started',
         );
-        return handleOf(container, socket, waiting, remove, engine.modem, END_OF_INPUT);
+        return handleOf(container, socket, waiting, remove, engine.modem, { where, endLine: END_OF_INPUT });
       } catch (err) {
         await remove();
         throw err;

@@ -39,6 +39,11 @@ export interface AgentExit {
   signal: string | null;
   /** The last few KiB of stderr, for session_log and logs. */
   stderrTail: string;
+  /**
+   * Set when the runtime lost sight of the agent because its engine stopped answering (container
+   * runtimes): why, in one line. The agent's real end is unknown; the run is retried once the engine is back.
+   */
+  engineLost?: string;
 }
 
 /** One running agent. */
@@ -63,7 +68,10 @@ export interface AgentHandle {
 /** Starts agents. */
 export interface Runtime {
   readonly name: string;
-  /** Starts an agent; rejects when it cannot be started (no image, engine down, bad mount). */
+  /**
+   * Starts an agent; rejects when it cannot be started (no image, engine down, bad mount). An engine that
+   * cannot be reached at all rejects with EngineError('unreachable') (runtime/engine.ts).
+   */
   start(spec: RunSpec): Promise<AgentHandle>;
   /** Resolves when the runtime can start agents (engine reachable); rejects saying why not. */
   ping(): Promise<void>;

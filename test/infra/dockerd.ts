@@ -35,6 +35,13 @@ export interface TestDockerd {
   buildAgentImage(tag: string, agentDir?: string, agentFile?: string): Promise<string>;
   /** Stops dockerd and removes everything it left. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Stops the engine, keeping its data: SIGTERM as an operator would, or SIGKILL as a crash (then nothing
+   * is cleaned up on the way down).
+   */
+  stopEngine(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Starts the engine again on the same socket and data, and waits for `_ping`. */
+  startEngine(): Promise<void>;
 }
 
 function findDockerd(): string {
@@ -119,23 +126,27 @@ export async function startDockerd(
       ]
     : [];
   const logPath = join(dir, 'dockerd.log');
-  const logFd = openSync(logPath, 'a');
-  const child = spawn(
-    bin,
-    [
-      `--host=unix://${socketPath}`,
-      `--data-root=${join(dir, 'data')}`,
-      `--exec-root=${join(dir, 'exec')}`,
-      `--pidfile=${join(dir, 'dockerd.pid')}`,
-      '--iptables=false',
-      '--ip6tables=false',
-      '--bridge=none',
-      '--storage-driver=overlay2',
-      ...tlsArgs,
-    ],
-    { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...extra.env } },
-  );
-  closeSync(logFd);
+  const launch = (): ChildProcess => {
+    const logFd = openSync(logPath, 'a');
+    const c = spawn(
+      bin,
+      [
+        `--host=unix://${socketPath}`,
+        `--data-root=${join(dir, 'data')}`,
+        `--exec-root=${join(dir, 'exec')}`,
+        `--pidfile=${join(dir, 'dockerd.pid')}`,
+        '--iptables=false',
+        '--ip6tables=false',
+        '--bridge=none',
+        '--storage-driver=overlay2',
+        ...tlsArgs,
+      ],
+      { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...extra.env } },
+    );
+    closeSync(logFd);
+    return c;
+  };
+  let child = launch();
   const docker = new Docker({ socketPath });
 
   let stopping: Promise<void> | undefined;
@@ -155,27 +166,30 @@ export async function startDockerd(
       rmSync(dir, { recursive: true, force: true });
     })());
 
-  const started = Date.now();
-  let lastErr = 'no answer';
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      const tail = logTail(logPath);
-      await stop();
-      throw new Error(`dockerd exited during start (${child.exitCode ?? child.signalCode}):\n${tail}`);
+  const waitPing = async (): Promise<void> => {
+    const started = Date.now();
+    let lastErr = 'no answer';
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const tail = logTail(logPath);
+        await stop();
+        throw new Error(`dockerd exited during start (${child.exitCode ?? child.signalCode}):\n${tail}`);
+      }
+      try {
+        await docker.ping();
+        break;
+      } catch (err) {
+        lastErr = (err as Error).message;
+      }
+      if (Date.now() - started > timeoutMs) {
+        const tail = logTail(logPath);
+        await stop();
+        throw new Error(`dockerd did not answer _ping within ${timeoutMs} ms (${lastErr}):\n${tail}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
     }
-    try {
-      await docker.ping();
-      break;
-    } catch (err) {
-      lastErr = (err as Error).message;
-    }
-    if (Date.now() - started > timeoutMs) {
-      const tail = logTail(logPath);
-      await stop();
-      throw new Error(`dockerd did not answer _ping within ${timeoutMs} ms (${lastErr}):\n${tail}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  };
+  await waitPing();
 
   const host = `unix://${socketPath}`;
   return {
@@ -184,6 +198,17 @@ export async function startDockerd(
     host,
     docker,
     stop,
+    async stopEngine(signal = 'SIGTERM') {
+      child.kill(signal);
+      if (!(await waitExit(child, 30_000))) {
+        child.kill('SIGKILL');
+        await waitExit(child, 5_000);
+      }
+    },
+    async startEngine() {
+      child = launch();
+      await waitPing();
+    },
     async buildAgentImage(tag, agentDir, agentFile) {
       const env: NodeJS.ProcessEnv = { ...process.env, DOCKER_HOST: host };
       if (agentDir) env.GATED_AGENT_DIR = agentDir;

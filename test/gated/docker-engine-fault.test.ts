@@ -1,0 +1,156 @@
+/**
+ * The docker engine dies under a working gated and comes back. The whole gated (real queue, docker runtime,
+ * real SQLite file, web channel, delivery) against a private dockerd (test/infra/dockerd.ts) running a slow
+ * agent that answers turn by turn (test/queue/agents/turn-agent.mjs, 300 ms per turn). dockerd is killed
+ * with SIGKILL while runs are in flight, so nothing is cleaned up on its way down (a SIGTERM would make
+ * dockerd remove its containers itself), then started again on the same data root.
+ */
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { silentLogger } from '../../core/log.js';
+import { packageFile } from '../../core/paths.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
+import { openDatabase } from '../../store/db.js';
+import { addGroup } from '../../store/groups.js';
+import { getState } from '../../store/state.js';
+import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
+import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
+
+const IMAGE = 'gated-turn-agent:test';
+const GROUPS = ['g1', 'g2', 'g3', 'g4'];
+
+let engine: TestDockerd | undefined;
+let gated: Gated | undefined;
+
+beforeAll(async () => {
+  engine = await startDockerd();
+  await engine.buildAgentImage(IMAGE, packageFile('test', 'queue', 'agents'), 'turn-agent.mjs');
+}, 180_000);
+
+afterEach(async () => {
+  await gated?.close(2000);
+  gated = undefined;
+});
+
+afterAll(async () => {
+  await engine?.stop();
+});
+
+describe('the docker engine killed during runs and started again', () => {
+  it('fails the runs at once, retries them once it is back, answers every message once and removes the dead runs’ containers', async () => {
+    const dir = tempDir('gated-engine-fault-');
+    const config = loadConfig({
+      GATED_DB: join(dir, 'gated.db'),
+      GATED_GROUPS_DIR: join(dir, 'groups'),
+      GATED_POLL_MS: '50',
+      GATED_RUNTIME: 'docker',
+      DOCKER_HOST: engine!.host,
+      GATED_AGENT_IMAGE: IMAGE,
+      GATED_MAX_CONCURRENT: '4',
+      // Agents stay for follow-ups, so the kill finds runs between turns as well as inside one.
+      GATED_IDLE_TIMEOUT_MS: '1500',
+      // Far longer than the test may take: a run that waits for its hard timeout fails the test.
+      GATED_RUN_TIMEOUT_MS: '600000',
+    });
+    const setup = openDatabase(config.db);
+    for (const g of GROUPS) addGroup(setup, config.groupsDir, g, g);
+    setup.close();
+    gated = await startGated({ config, log: silentLogger(), http: false });
+    const g = gated;
+    const db = g.db;
+    const count = (sql: string, ...args: unknown[]) =>
+      db
+        .prepare(sql)
+        .pluck()
+        .get(...args) as number;
+    const sent: Array<{ id: number; content: string }> = [];
+    const post = (group: string, content: string) => {
+      const id = g.web.post({ folder: group, topic: '', content })!;
+      sent.push({ id, content });
+    };
+    const wave = (name: string) => {
+      for (const grp of GROUPS) for (let i = 0; i < 3; i++) post(grp, `${name}-${grp}-${i}`);
+    };
+
+    wave('before');
+    // Runs in flight: some turns answered, others written and waiting for their answer.
+    await until(
+      () =>
+        count(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND kind = 'reply'`) >= 2 &&
+        count(`SELECT count(DISTINCT run_id) FROM messages WHERE state = 'running'`) >= 2,
+      60_000,
+      'runs in flight with answered and open turns',
+    );
+    wave('during');
+    const inFlight = count(`SELECT count(*) FROM session_log WHERE result IS NULL`);
+    await engine!.stopEngine('SIGKILL');
+    const killedAt = Date.now();
+
+    // Every run of the outage ends at once, recorded as failed with the reason; its rows wait, ready.
+    await until(
+      () =>
+        count(`SELECT count(*) FROM session_log WHERE result IS NULL`) === 0 &&
+        count(`SELECT count(*) FROM messages WHERE state = 'running'`) === 0,
+      15_000,
+      'the runs of the outage ended',
+    );
+    const endedWithin = Date.now() - killedAt;
+    wave('outage');
+    // Starts tried while the engine is gone fail the same way and lose nothing.
+    await until(
+      () => count(`SELECT count(*) FROM session_log WHERE error LIKE 'engine unreachable%'`) > inFlight,
+      30_000,
+      'a retry while the engine is gone',
+    );
+    const outage = db
+      .prepare(`SELECT result, error FROM session_log WHERE error LIKE 'engine unreachable%'`)
+      .all() as Array<{ result: string; error: string }>;
+    expect(outage.length).toBeGreaterThan(inFlight);
+    for (const r of outage) {
+      expect(r.result).toBe('error');
+      expect(r.error).toMatch(/^engine unreachable: .*cannot be reached \((ECONNREFUSED|ENOENT)\)/);
+    }
+    expect(
+      count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND state IN ('parked', 'failed')`),
+    ).toBe(0);
+
+    await engine!.startEngine();
+    await until(
+      () =>
+        count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND state = 'done'`) === sent.length &&
+        count(`SELECT count(*) FROM session_log WHERE result IS NULL`) === 0,
+      120_000,
+      'every message answered and every run ended',
+    );
+
+    // Every message answered exactly once: its echo is in exactly one reply row, and nothing failed.
+    const replies = db
+      .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND kind = 'reply'`)
+      .pluck()
+      .all() as string[];
+    const lines = replies.flatMap((r) => r.split('\n'));
+    for (const m of sent)
+      expect(
+        lines.filter((l) => l === `echo: ${m.content}`),
+        m.content,
+      ).toHaveLength(1);
+    expect(lines).toHaveLength(sent.length);
+    expect(count(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND kind = 'error'`)).toBe(0);
+    // The outage counted against no message: none used up an attempt.
+    expect(count(`SELECT max(attempts) FROM messages WHERE is_from_me = 0`)).toBe(0);
+
+    // No container of any run is left: the dead runs' ones (stopped by the restarted engine, not
+    // removed) were swept once the engine answered, the later ones removed as their runs ended.
+    const instance = getState(db, 'instance_id')!;
+    const left = await engine!.docker.listContainers({
+      all: true,
+      filters: { label: [`${INSTANCE_LABEL}=${instance}`] },
+    });
+    expect(left.map((c) => `${c.Labels['gated.run']}: ${c.State}`)).toEqual([]);
+    // The runs of the outage ended within seconds, not at their 10-minute hard timeout.
+    expect(endedWithin).toBeLessThan(15_000);
+  }, 300_000);
+});
