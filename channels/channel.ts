@@ -54,8 +54,11 @@ export interface FetchedFile {
  * Draft texts are plain (half-written Markdown is not converted); the final edit is in the channel's dialect.
  */
 export interface DraftOps {
-  /** Posts a draft; returns its platform id. */
-  open(chatJid: Jid, text: string): Promise<string>;
+  /**
+   * Posts a draft; returns its platform id. `thread` is the topic of the messages the turn answers (a web
+   * chat tab, a forum thread), '' for none; platforms that keep drafts per chat may ignore it.
+   */
+  open(chatJid: Jid, text: string, thread?: string): Promise<string>;
   /**
    * Replaces a draft's text; `final`: `text` is part 0 of the answer, formatted like `send` formats it. An
    * edit that changes nothing succeeds.
@@ -63,6 +66,11 @@ export interface DraftOps {
   edit(chatJid: Jid, id: string, text: string, final: boolean): Promise<void>;
   /** Deletes a draft (an answer too long for one message replaces it). */
   remove(chatJid: Jid, id: string): Promise<void>;
+  /**
+   * True when an answer never takes over the draft by an edit: the draft is removed and the answer sent as
+   * usual (the web chat, whose answer line must carry the reply row's id, which a draft edit does not know).
+   */
+  readonly finalReplaces?: boolean;
 }
 
 /**

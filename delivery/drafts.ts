@@ -96,6 +96,12 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
     remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ?`),
     kind: db.prepare<[number], { kind: string | null }>(`SELECT kind FROM messages WHERE id = ?`),
+    // The thread (messages.topic) of the turn being drafted: its rows are the run's running ones.
+    thread: db
+      .prepare<[number, string], string>(
+        `SELECT topic FROM messages WHERE run_id = ? AND state = 'running' AND chat_jid = ? ORDER BY id DESC LIMIT 1`,
+      )
+      .pluck(),
   };
 
   const channelOf = (chatJid: string): Channel | undefined => {
@@ -148,7 +154,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
             at: now(),
           });
         } else {
-          const id = await ops.open(chatJid, text);
+          const id = await ops.open(chatJid, text, s.thread.get(d.runId, chatJid) ?? '');
           s.upsert.run({ chat: chatJid, run: d.runId, turn: d.turn, id, text, at: now() });
         }
       } catch (err) {
@@ -192,7 +198,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
         c.pending = undefined;
         const ops = channel.drafts!;
         const id = row.platform_msg_id;
-        if (id && parts.length === 1 && files === 0) {
+        if (id && parts.length === 1 && files === 0 && !ops.finalReplaces) {
           try {
             // Kept (final) until delivery records the part: a crash in between edits it again, harmlessly.
             await ops.edit(chatJid, id, parts[0]!, true);

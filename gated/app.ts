@@ -1,3 +1,4 @@
+import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
 import { parseJid } from '../core/types.js';
 import { coerceError, UsageError } from '../core/errors.js';
@@ -127,7 +128,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   checkReadable(db, config.db);
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
   const metrics = createMetrics({ processMetrics: true });
-  const web = new WebChannel(db);
+  // Uploads wait next to the database (the same disk and owner), outside every group's folder.
+  const web = new WebChannel(db, { uploadsDir: join(dirname(resolve(config.db)), 'web-uploads') });
   const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
   const flushHistory = () => {
     try {

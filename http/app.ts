@@ -5,6 +5,7 @@ import { accessApi } from './access.js';
 import { adminApi } from './admin.js';
 import { createAuth } from './auth.js';
 import { chatRoutes } from './chat.js';
+import { chatFileRoutes } from './chat-files.js';
 import { dashboardRoutesApi } from './dashboard.js';
 import { hostGuard } from './guard.js';
 import { healthApi, metricsApi } from './health.js';
@@ -27,8 +28,14 @@ export {
   type StatusSnapshot,
 } from './types.js';
 
-/** Largest request body any endpoint accepts. */
+/** Largest request body any endpoint accepts, but the chat's upload. */
 export const MAX_BODY_BYTES = 300 * 1024;
+
+/** The default of GATED_MAX_ATTACHMENT_BYTES, for an app built without it. */
+const DEFAULT_MAX_ATTACHMENT = 20 * 1024 * 1024;
+
+/** Room for the multipart framing and the text fields of an upload, on top of its files. */
+const UPLOAD_OVERHEAD = MAX_BODY_BYTES;
 
 /**
  * The HTTP surface of gated as one hono app: the web chat (`/`, `/api/chat/*`), the dashboard
@@ -44,6 +51,12 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   if (!web.started) void web.start(sink);
 
   const app = new Hono();
+  // Set after every other header middleware (this one wraps them all): a file an agent wrote is never a
+  // page of this origin, whatever its type.
+  app.use('/api/chat/file', async (c, next) => {
+    await next();
+    c.res.headers.set('Content-Security-Policy', "default-src 'none'; sandbox");
+  });
   app.use(
     secureHeaders({
       // The pages load only their own script and style files: no inline code, nothing from elsewhere.
@@ -63,10 +76,18 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.use(auth.noTokenInUrl);
   // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an
   // endpoint accepts is larger, and the parsers buffer whole bodies.
-  app.use(
-    '/api/*',
-    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => c.json({ error: 'request body too large' }, 413) }),
-  );
+  const maxAttachment = config.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT;
+  const small = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) => c.json({ error: 'request body too large' }, 413),
+  });
+  // An upload may carry files up to GATED_MAX_ATTACHMENT_BYTES; the limit counts the bytes as they arrive,
+  // so a lying or absent Content-Length is cut off too.
+  const upload = bodyLimit({
+    maxSize: maxAttachment + UPLOAD_OVERHEAD,
+    onError: (c) => c.json({ error: `upload over the limit of ${maxAttachment} bytes` }, 413),
+  });
+  app.use('/api/*', (c, next) => (c.req.path === '/api/chat/upload' ? upload(c, next) : small(c, next)));
   app.use(async (c, next) => {
     const t0 = performance.now();
     await next();
@@ -86,6 +107,10 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.use('/metrics', auth.read);
   app.route('/metrics', metricsApi(metrics));
   app.route('/api/chat', chatRoutes({ q, web, log: httpLog }));
+  app.route(
+    '/api/chat',
+    chatFileRoutes({ q, web, log: httpLog, groupsDir: config.groupsDir, maxBytes: maxAttachment }),
+  );
   app.use('/api/dashboard/*', auth.read);
   const routes = opts.routes ?? new RouteSource(db);
   app.route('/api/dashboard', dashboardRoutesApi({ q, status, now, routes }));

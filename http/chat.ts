@@ -3,7 +3,14 @@ import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { isValidFolder, TOPIC_RE } from '../core/types.js';
-import { toChatLine, webJid, type WebChannel, type WebEvent } from '../channels/web/index.js';
+import {
+  toChatLine,
+  webJid,
+  type ChatLine,
+  type ChatRow,
+  type WebChannel,
+  type WebEvent,
+} from '../channels/web/index.js';
 import type { Queries } from './queries.js';
 
 /** What the chat API needs. */
@@ -28,6 +35,16 @@ function chatParams(c: Context, q: Queries): { folder: string; topic: string } |
   return { folder, topic };
 }
 
+/** Stored rows as the chat shows them, each with its files. */
+function linesOf(q: Queries, rows: readonly ChatRow[]): ChatLine[] {
+  const files = q.chatFiles(rows.map((r) => r.id));
+  return rows.map((r) => {
+    const line = toChatLine(r);
+    const f = files.get(r.id);
+    return f ? { ...line, files: f } : line;
+  });
+}
+
 function nonNegInt(raw: string | undefined): number | undefined {
   if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
   return Number(raw.trim());
@@ -37,7 +54,8 @@ function nonNegInt(raw: string | undefined): number | undefined {
  * The web chat's API: groups to pick from, history, posting, and the reply stream.
  *
  * SSE protocol (`GET /api/chat/stream?group=&topic=&after=`): `message` events carry one ChatLine as JSON;
- * `typing` events carry `{"on":bool}`. On connect the server replays every row of the topic after the
+ * `typing` events carry `{"on":bool}`; `draft` events carry `{"id","text"}`, the whole current text of the
+ * topic's draft (text null: the draft is gone, its answer follows as a `message`). On connect the server replays every row of the topic after the
  * cursor (the Last-Event-ID header when the browser reconnects, else `after`; no cursor at all means live
  * only) as whole lines with `id:` set to their messages.id, at most 500 a response (a `more` event then
  * ends the response: the client reconnects from the last id), then follows live. A live reply arrives part by
@@ -57,7 +75,7 @@ export function chatRoutes(deps: ChatDeps): Hono {
     if (p instanceof Response) return p;
     const before = nonNegInt(c.req.query('before')) ?? Number.MAX_SAFE_INTEGER;
     const limit = Math.min(nonNegInt(c.req.query('limit')) ?? 200, HISTORY_MAX);
-    const lines = q.chatTail(webJid(p.folder), p.topic, before, limit).map(toChatLine);
+    const lines = linesOf(q, q.chatTail(webJid(p.folder), p.topic, before, limit));
     return c.json({ group: p.folder, topic: p.topic, lines });
   });
 
@@ -131,13 +149,9 @@ export function chatRoutes(deps: ChatDeps): Hono {
       // reconnect with Last-Event-ID does the same).
       if (cursor !== undefined && !done) {
         const rows = q.chatAfter(jid, topic, cursor, REPLAY_PAGE);
-        for (const row of rows) {
-          sent.add(row.id);
-          await stream.writeSSE({
-            event: 'message',
-            id: String(row.id),
-            data: JSON.stringify(toChatLine(row)),
-          });
+        for (const line of linesOf(q, rows)) {
+          sent.add(line.id);
+          await stream.writeSSE({ event: 'message', id: String(line.id), data: JSON.stringify(line) });
         }
         if (rows.length === REPLAY_PAGE) {
           await stream.writeSSE({
@@ -148,6 +162,9 @@ export function chatRoutes(deps: ChatDeps): Hono {
           return;
         }
       }
+      // A tab that connects mid-turn starts from the draft shown now (memory only: none after a restart).
+      const draft = web.currentDraft(jid, topic);
+      if (draft && !done) await stream.writeSSE({ event: 'draft', data: JSON.stringify(draft) });
       while (!done) {
         const ev = queue.shift();
         if (!ev) {
@@ -158,6 +175,10 @@ export function chatRoutes(deps: ChatDeps): Hono {
         if (ev.type === 'close') break;
         if (ev.type === 'typing') {
           await stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
+          continue;
+        }
+        if (ev.type === 'draft') {
+          await stream.writeSSE({ event: 'draft', data: JSON.stringify(ev.draft) });
           continue;
         }
         // A row this stream already showed whole (replayed, or a post) needs none of its parts again.

@@ -1,5 +1,5 @@
 import type { RouteRow } from '../router/index.js';
-import { CHAT_COLUMNS, type ChatRow } from '../channels/web/index.js';
+import { CHAT_COLUMNS, type ChatFile, type ChatRow } from '../channels/web/index.js';
 import type { Db } from '../store/db.js';
 
 /** A registered group as the chat and dashboard list it. */
@@ -45,6 +45,26 @@ export interface OutboxView {
 
 const CHAT_COLS = CHAT_COLUMNS;
 
+/** Where one file of a chat row lies, as the file endpoint needs it. */
+export interface ChatFileRow {
+  chat_jid: string;
+  name: string;
+  mime: string | null;
+  /** outbound_files.abs_path (absolute), or attachments.path (relative to `group_folder`). */
+  path: string | null;
+  /** The folder the path was checked against: the inbound row's group, or the group a reply answers. */
+  group_folder: string | null;
+}
+
+interface FileListRow {
+  message_id: number;
+  seq: number;
+  name: string;
+  mime: string | null;
+  size: number | null;
+  ready: number;
+}
+
 /**
  * The dashboard's and the chat's reads, prepared once per connection. Every
  * read is one statement, so a page never sees half of a gateway transaction.
@@ -81,6 +101,27 @@ export class Queries {
                 delivery_error, parts_sent, timestamp
            FROM messages WHERE is_from_me = 1 AND delivery IN ('pending', 'failed') ORDER BY id DESC LIMIT ?`,
       ),
+      // The files of chat rows with ids in a range: the rows' own attachments and the replies' files.
+      filesIn: db.prepare<[number, number, number, number], FileListRow>(
+        `SELECT message_id, seq, name, mime, size, state = 'saved' AS ready FROM attachments
+           WHERE message_id BETWEEN ? AND ?
+         UNION ALL
+         SELECT message_id, seq, name, mime, NULL, 1 FROM outbound_files
+           WHERE message_id BETWEEN ? AND ? AND state = 'ok' AND abs_path IS NOT NULL
+         ORDER BY message_id, seq`,
+      ),
+      inboundFile: db.prepare<[number, number], ChatFileRow>(
+        `SELECT m.chat_jid, a.name, a.mime, a.path, m.group_folder FROM attachments a
+           JOIN messages m ON m.id = a.message_id
+          WHERE a.message_id = ? AND a.seq = ? AND m.is_from_me = 0 AND a.state = 'saved'`,
+      ),
+      outboundFile: db.prepare<[number, number], ChatFileRow>(
+        `SELECT m.chat_jid, f.name, f.mime, f.abs_path AS path,
+                (SELECT q.group_folder FROM messages q WHERE q.id = m.reply_to_id) AS group_folder
+           FROM outbound_files f JOIN messages m ON m.id = f.message_id
+          WHERE f.message_id = ? AND f.seq = ? AND m.is_from_me = 1 AND f.state = 'ok'`,
+      ),
+      fromMe: db.prepare<[number], number>(`SELECT is_from_me FROM messages WHERE id = ?`).pluck(),
       // Reads the newest page of messages: a damaged file fails here, not only on the next write.
       ping: db.prepare<[], { ok: number }>(`SELECT 1 AS ok FROM (SELECT max(id) FROM messages)`),
     };
@@ -104,6 +145,35 @@ export class Queries {
   /** Up to `limit` rows of a chat topic after row `afterId`, oldest first (SSE replay). */
   chatAfter(chatJid: string, topic: string, afterId: number, limit: number): ChatRow[] {
     return this.s.chatAfter.all(chatJid, topic, afterId, limit);
+  }
+
+  /** The files of the given chat rows, by row id (rows without files are absent). */
+  chatFiles(ids: readonly number[]): Map<number, ChatFile[]> {
+    const out = new Map<number, ChatFile[]>();
+    if (ids.length === 0) return out;
+    const wanted = new Set(ids);
+    const lo = Math.min(...ids);
+    const hi = Math.max(...ids);
+    for (const f of this.s.filesIn.all(lo, hi, lo, hi)) {
+      if (!wanted.has(f.message_id)) continue;
+      let list = out.get(f.message_id);
+      if (!list) out.set(f.message_id, (list = []));
+      list.push({
+        seq: f.seq,
+        name: f.name,
+        mime: f.mime ?? 'application/octet-stream',
+        size: f.size,
+        ready: f.ready === 1,
+      });
+    }
+    return out;
+  }
+
+  /** One file of a chat row (an inbound row's saved attachment or a reply's file), or undefined. */
+  chatFile(messageId: number, seq: number): ChatFileRow | undefined {
+    const fromMe = this.s.fromMe.get(messageId);
+    if (fromMe === undefined) return undefined;
+    return fromMe ? this.s.outboundFile.get(messageId, seq) : this.s.inboundFile.get(messageId, seq);
   }
 
   /** Every route in (seq, id) order with its stored hit count. */

@@ -35,7 +35,9 @@ export interface StatusSnapshot {
 export interface HttpAppOptions {
   db: Db;
   /** `admins` (GATED_ADMINS) are shown as owners of every group on the access page. */
-  config: Pick<Config, 'adminToken'> & Partial<Pick<Config, 'tz' | 'admins' | 'httpHost' | 'httpHosts'>>;
+  /** `groupsDir` and `maxAttachmentBytes`: the web chat's files (without groupsDir no file is served). */
+  config: Pick<Config, 'adminToken'> &
+    Partial<Pick<Config, 'tz' | 'admins' | 'httpHost' | 'httpHosts' | 'groupsDir' | 'maxAttachmentBytes'>>;
   log: Logger;
   metrics: Metrics;
   web: WebChannel;

@@ -2,12 +2,24 @@
 // History comes from /api/chat/history, then an EventSource follows /api/chat/stream from the newest id
 // shown. EventSource reconnects by itself and sends Last-Event-ID; the server replays what was missed and
 // the pane drops lines whose id it already shows.
+import { DraftBubble, fileNode } from './chat-parts.js';
 import { el, getJson, randomId } from './common.js';
 import { markdownNode } from './markdown.js';
 
 // Agent replies are Markdown (rendered as DOM nodes, never as HTML); everything else is plain text.
 const textOf = (line) =>
   line.role === 'agent' ? markdownNode(line.content) : el('span', 'text', line.content);
+
+/** What a line (or one live part of it) shows: its text, a note when history cut it, its files. */
+function bodyOf(group, line) {
+  const frag = document.createDocumentFragment();
+  const files = Array.isArray(line.files) ? line.files : [];
+  if (line.content || files.length === 0) frag.append(textOf(line));
+  if (typeof line.full_length === 'number')
+    frag.append(el('span', 'cut', `… (${line.full_length.toLocaleString('en')} characters in all)`));
+  for (const f of files) frag.append(fileNode(group, line.id, f));
+  return frag;
+}
 
 const $ = (id) => document.getElementById(id);
 const client = localStorage.getItem('gated.client') || randomId();
@@ -55,11 +67,30 @@ class Pane {
       head.append(x);
     }
     this.lines = el('ol', 'lines');
+    this.draft = new DraftBubble(this.lines);
     this.typing = el('p', 'typing', 'agent is working…');
     this.typing.hidden = true;
     this.form = el('form', 'composer');
     this.input = el('textarea', '', null, { rows: '2', placeholder: 'message', 'aria-label': 'message' });
-    this.form.append(this.input, el('button', '', 'send', { type: 'submit' }));
+    this.file = el('input', 'attach-input', null, {
+      type: 'file',
+      multiple: '',
+      'aria-label': 'attach files',
+    });
+    this.file.hidden = true;
+    const attach = el('button', 'attach', '📎', { type: 'button', title: 'attach files' });
+    attach.addEventListener('click', () => this.file.click());
+    this.chosen = el('span', 'chosen');
+    this.file.addEventListener('change', () => {
+      this.chosen.textContent = [...this.file.files].map((f) => f.name).join(', ');
+    });
+    this.form.append(
+      attach,
+      this.file,
+      this.input,
+      this.chosen,
+      el('button', '', 'send', { type: 'submit' }),
+    );
     this.form.addEventListener('submit', (e) => {
       e.preventDefault();
       void this.send();
@@ -92,6 +123,10 @@ class Pane {
       this.setConn(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'),
     );
     es.addEventListener('message', (ev) => this.add(JSON.parse(ev.data)));
+    // Every (re)connect starts over from the draft the server shows now, if any: one that went away while
+    // the tab was disconnected must not stay.
+    es.addEventListener('ready', () => this.draft.clear());
+    es.addEventListener('draft', (ev) => this.draft.apply(JSON.parse(ev.data)));
     // The server replays at most one page of missed lines per response; the next page starts after the
     // newest line shown.
     es.addEventListener('more', () => {
@@ -118,10 +153,10 @@ class Pane {
     if (have) {
       if (have.whole) return;
       if (part === null) {
-        have.texts.replaceChildren(textOf(line));
+        have.texts.replaceChildren(bodyOf(this.group, line));
         have.whole = true;
       } else if (part === have.next) {
-        have.texts.append(textOf(line));
+        have.texts.append(bodyOf(this.group, line));
         have.next += 1;
       }
       return;
@@ -131,7 +166,7 @@ class Pane {
     const who =
       line.role === 'user' ? line.sender_name || 'you' : line.role === 'agent' ? 'agent' : line.role;
     const texts = el('span', 'texts');
-    texts.append(textOf(line));
+    texts.append(bodyOf(this.group, line));
     li.append(el('span', 'who', who), texts);
     li.title = line.timestamp;
     this.shown.set(line.id, { texts, whole: part === null, next: (part ?? 0) + 1 });
@@ -148,17 +183,31 @@ class Pane {
     this.lines.scrollTop = this.lines.scrollHeight;
   }
 
-  async send() {
-    const content = this.input.value;
-    if (!content.trim()) return;
-    this.input.value = '';
-    const body = { group: this.group, topic: this.topic, content, client, clientMsgId: randomId() };
-    try {
-      const r = await getJson('/api/chat/send', {
+  /** Posts the composer's text (JSON to /send) or its text and files (multipart to /upload). */
+  post(body, files) {
+    if (files.length === 0) {
+      return getJson('/api/chat/send', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify(body),
       });
+    }
+    const form = new FormData();
+    for (const [k, v] of Object.entries(body)) form.append(k, v);
+    for (const f of files) form.append('file', f, f.name);
+    return getJson('/api/chat/upload', { method: 'POST', body: form });
+  }
+
+  async send() {
+    const content = this.input.value;
+    const files = [...this.file.files];
+    if (!content.trim() && files.length === 0) return;
+    this.input.value = '';
+    this.file.value = '';
+    this.chosen.textContent = '';
+    const body = { group: this.group, topic: this.topic, content, client, clientMsgId: randomId() };
+    try {
+      const r = await this.post(body, files);
       if (r.id) {
         const now = new Date().toISOString();
         this.add({
@@ -169,6 +218,7 @@ class Pane {
           sender_name: null,
           topic: this.topic,
           timestamp: now,
+          files: r.files,
         });
       }
     } catch (err) {

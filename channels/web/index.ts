@@ -1,13 +1,19 @@
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { UsageError } from '../../core/errors.js';
 import { isoNow, isValidFolder, TOPIC_RE, type Jid } from '../../core/types.js';
 import type { Db } from '../../store/db.js';
-import type { Channel, InboundSink, SendPart } from '../channel.js';
+import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { UploadStage } from './uploads.js';
 import {
   CHAT_COLUMNS,
   replyRole,
   toChatLine,
   WEB_LIMIT,
   webJid,
+  type ChatDraft,
+  type ChatFile,
   type ChatLine,
   type ChatRow,
   type WebEvent,
@@ -15,6 +21,16 @@ import {
 } from './map.js';
 
 export * from './map.js';
+export { UploadStage, UPLOAD_KEEP_MS } from './uploads.js';
+
+/** What the web channel needs besides the database. */
+export interface WebChannelOptions {
+  /** Where uploads wait for the inbox downloader (default: `gated-web-uploads` in the OS temp folder). */
+  uploadsDir?: string;
+}
+
+/** Most files one post may carry. */
+export const MAX_UPLOAD_FILES = 8;
 
 const CLIENT_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -32,20 +48,53 @@ export class WebChannel implements Channel {
   private sink: InboundSink | undefined;
   private readonly subs = new Map<string, Set<Subscriber>>();
   private readonly rowById;
+  private readonly fileSeq;
+  /** The draft each chat topic shows now (memory only: after a restart a tab shows none, never a stale one). */
+  private readonly shownDrafts = new Map<string, { id: string; text: string }>();
+  /** Uploaded files between the POST and the inbox downloader. */
+  readonly uploads: UploadStage;
+  /**
+   * Drafts (docs/WEB.md, "Drafts"): pushed to the tabs of the draft's topic as `draft` events. The answer
+   * never edits a draft here: the draft is removed and the reply arrives as its own line, with its row id.
+   */
+  readonly drafts: DraftOps = {
+    finalReplaces: true,
+    open: async (chatJid, text, thread = '') => {
+      // The topic rides in the id, so that edits and removals (which get no topic) reach the same tabs,
+      // also after a restart (the drafts table keeps the id).
+      const id = `${randomUUID().slice(0, 8)}:${thread}`;
+      this.showDraft(chatJid, id, text);
+      return id;
+    },
+    edit: async (chatJid, id, text) => this.showDraft(chatJid, id, text),
+    remove: async (chatJid, id) => {
+      const key = subKey(chatJid, draftTopic(id));
+      if (this.shownDrafts.get(key)?.id === id) this.shownDrafts.delete(key);
+      this.emit(chatJid, draftTopic(id), { type: 'draft', draft: { id, text: null } });
+    },
+  };
 
   /** `db` is read to push a delivered reply whole, with its kind, exactly as history shows it. */
-  constructor(db: Db) {
+  constructor(db: Db, opts: WebChannelOptions = {}) {
     this.rowById = db.prepare<[number], ChatRow>(`SELECT ${CHAT_COLUMNS} FROM messages WHERE id = ?`);
+    this.fileSeq = db
+      .prepare<[number, string], number>(
+        `SELECT seq FROM outbound_files WHERE message_id = ? AND abs_path = ? AND state = 'ok' ORDER BY seq LIMIT 1`,
+      )
+      .pluck();
+    this.uploads = new UploadStage(opts.uploadsDir ?? join(tmpdir(), 'gated-web-uploads'));
   }
 
   /** Starts accepting posts; the sink stores them and wakes the poll loop. */
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
+    void this.uploads.sweep(Date.now());
   }
 
   /** Stops accepting posts and ends every open stream (their browsers reconnect and replay later). */
   async stop(): Promise<void> {
     this.sink = undefined;
+    this.shownDrafts.clear();
     const all = [...this.subs.values()].flatMap((s) => [...s]);
     this.subs.clear();
     for (const sub of all) sub({ type: 'close' });
@@ -64,7 +113,9 @@ export class WebChannel implements Channel {
     if (!this.sink) throw new UsageError('web chat is not started');
     if (!isValidFolder(p.folder)) throw new UsageError(`bad group folder '${p.folder}'`);
     if (p.topic !== '' && !TOPIC_RE.test(p.topic)) throw new UsageError(`bad topic '${p.topic}'`);
-    if (p.content.trim() === '') throw new UsageError('empty message');
+    const files = p.attachments ?? [];
+    if (files.length > MAX_UPLOAD_FILES) throw new UsageError(`more than ${MAX_UPLOAD_FILES} files`);
+    if (p.content.trim() === '' && files.length === 0) throw new UsageError('empty message');
     if (p.content.length > WEB_LIMIT) throw new UsageError(`message longer than ${WEB_LIMIT} characters`);
     const client = p.client && CLIENT_RE.test(p.client) ? p.client : 'anon';
     const msgId = p.clientMsgId && CLIENT_RE.test(p.clientMsgId) ? `${client}-${p.clientMsgId}` : null;
@@ -81,6 +132,7 @@ export class WebChannel implements Channel {
       topic: p.topic,
       platform_msg_id: msgId,
       timestamp,
+      ...(files.length > 0 ? { attachments: files } : {}),
     });
     if (id !== null) {
       const line: ChatLine = {
@@ -93,6 +145,17 @@ export class WebChannel implements Channel {
         topic: p.topic,
         timestamp,
         reply_to: null,
+        ...(files.length > 0
+          ? {
+              files: files.map((f, seq): ChatFile => ({
+                seq,
+                name: f.name,
+                mime: f.mime ?? 'application/octet-stream',
+                size: f.size,
+                ready: false,
+              })),
+            }
+          : {}),
       };
       this.emit(chat_jid, p.topic, { type: 'message', line, cursor: false });
     }
@@ -153,6 +216,44 @@ export class WebChannel implements Channel {
     return `web-${part.messageId}-${part.part}`;
   }
 
+  /**
+   * Pushes one file of a reply (an agent's `files`) as a part of its line; the page shows an image inline
+   * and anything else as a download link, both fetched from the chat's file endpoint.
+   */
+  async sendFile(file: SendFile): Promise<string | null> {
+    const row = this.rowById.get(file.messageId);
+    const seq = this.fileSeq.get(file.messageId, file.path);
+    if (!row || seq === undefined) return `web-${file.messageId}-${file.part}`;
+    const shown: ChatFile = { seq, name: file.name, mime: file.mime, size: null, ready: true };
+    const line: ChatLine = {
+      ...toChatLine(row),
+      part: file.part,
+      content: '',
+      reply_to: file.replyTo,
+      files: [shown],
+    };
+    delete line.full_length;
+    const last = file.part >= file.parts - 1;
+    this.emit(file.chatJid, line.topic, { type: 'message', line, cursor: last });
+    return `web-${file.messageId}-${file.part}`;
+  }
+
+  /** Reads an upload the inbox downloader is filling into the group's folder. */
+  async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
+    return this.uploads.read(source, maxBytes);
+  }
+
+  /** The draft a chat topic shows now, if any (a tab that connects mid-turn starts from it). */
+  currentDraft(chatJid: Jid, topic: string): ChatDraft | undefined {
+    return this.shownDrafts.get(subKey(chatJid, topic));
+  }
+
+  private showDraft(chatJid: Jid, id: string, text: string): void {
+    const topic = draftTopic(id);
+    this.shownDrafts.set(subKey(chatJid, topic), { id, text });
+    this.emit(chatJid, topic, { type: 'draft', draft: { id, text } });
+  }
+
   /** Tells every tab of the chat that the agent is (or stopped) working. */
   async typing(chatJid: Jid, on: boolean): Promise<void> {
     for (const [key, set] of this.subs) {
@@ -166,6 +267,12 @@ export class WebChannel implements Channel {
     if (!set) return;
     for (const fn of [...set]) fn(ev);
   }
+}
+
+/** The topic a draft id was opened in (`<random>:<topic>`); '' for an id of another shape. */
+function draftTopic(id: string): string {
+  const topic = id.slice(id.indexOf(':') + 1);
+  return id.includes(':') && TOPIC_RE.test(topic) ? topic : '';
 }
 
 function subKey(chatJid: Jid, topic: string): string {

@@ -1,3 +1,4 @@
+import type { NewAttachment } from '../../core/files.js';
 import type { Jid } from '../../core/types.js';
 
 /** How the web chat shows a line: the user's message, the agent's reply, a tool/status line, or the gateway. */
@@ -19,6 +20,33 @@ export interface ChatLine {
   timestamp: string;
   /** The platform id of the post this reply answers (`<client>-<clientMsgId>`), if known. */
   reply_to: string | null;
+  /**
+   * Files of the line: a user's uploads (inbound attachments) or the agent's `files`. A live part of a reply
+   * that is a file carries that one file and empty content. Absent when there are none.
+   */
+  files?: ChatFile[];
+  /** The stored text's full length when `content` was cut for the chat (history lines are bounded). */
+  full_length?: number;
+}
+
+/**
+ * One file shown with a chat line. The page fetches it from `/api/chat/file?group=&id=<line id>&seq=`, which
+ * serves only files of that chat's rows, from inside the group's folder (docs/WEB.md).
+ */
+export interface ChatFile {
+  /** attachments.seq of an inbound row, outbound_files.seq of a reply. */
+  seq: number;
+  name: string;
+  mime: string;
+  size: number | null;
+  /** False while an upload waits to be saved into the group's folder (or when saving it failed). */
+  ready: boolean;
+}
+
+/** A draft shown in a chat topic while the agent streams: `text` null when the draft went away. */
+export interface ChatDraft {
+  id: string;
+  text: string | null;
 }
 
 /**
@@ -26,7 +54,10 @@ export interface ChatLine {
  * cursor (SSE `id:`) to this line: only for the last part of a reply, never for a post (see chat.ts).
  */
 export type WebEvent =
-  { type: 'message'; line: ChatLine; cursor: boolean } | { type: 'typing'; on: boolean } | { type: 'close' };
+  | { type: 'message'; line: ChatLine; cursor: boolean }
+  | { type: 'typing'; on: boolean }
+  | { type: 'draft'; draft: ChatDraft }
+  | { type: 'close' };
 
 /** A browser tab's post, as the HTTP layer hands it over (already checked against registered_groups). */
 export interface WebPost {
@@ -38,19 +69,31 @@ export interface WebPost {
   senderName?: string;
   /** The tab's id for this post: a retried POST with the same id is stored once. */
   clientMsgId?: string;
+  /** Uploaded files, already staged (`source` names the staged copy); the content may then be empty. */
+  attachments?: NewAttachment[];
 }
 
 /** The fields of a messages row that decide how it is shown. */
-export interface ChatRow extends Omit<ChatLine, 'role' | 'part'> {
+export interface ChatRow extends Omit<ChatLine, 'role' | 'part' | 'files' | 'full_length'> {
   is_from_me: number;
   kind: string | null;
+  /** The stored content's length; larger than `content` when the read cut it. */
+  content_length?: number | null;
 }
-
-/** The messages columns a ChatRow is read from. */
-export const CHAT_COLUMNS = 'id, is_from_me, kind, content, sender, sender_name, topic, timestamp, reply_to';
 
 /** Longest web message, in characters; replies longer than this are split by the outbound deliverer. */
 export const WEB_LIMIT = 65_536;
+
+/**
+ * Longest text of one line of history or replay, in characters: a reply of a few parts is replayed whole,
+ * a row far larger than anything the chat sends (any program may write rows) is cut, so it cannot make a
+ * history page or a replay enormous. The row keeps all of it.
+ */
+export const CHAT_LINE_MAX = 4 * WEB_LIMIT;
+
+/** The messages columns a ChatRow is read from, the content cut at CHAT_LINE_MAX characters. */
+export const CHAT_COLUMNS = `id, is_from_me, kind, substr(CAST(content AS TEXT), 1, ${CHAT_LINE_MAX}) AS content,
+  length(CAST(content AS TEXT)) AS content_length, sender, sender_name, topic, timestamp, reply_to`;
 
 // An agent marks a reply as a tool/status line by starting it with one of these (the protocol has no field
 // for it; outbound kind 'status' is the other way). The marker is shown as styling, not as text.
@@ -85,5 +128,12 @@ export function toChatLine(row: ChatRow): ChatLine {
     topic: row.topic,
     timestamp: row.timestamp,
     reply_to: row.reply_to,
+    // Both counted in characters by SQLite: cut exactly when the stored text is longer than the cap.
+    ...(row.content_length != null && row.content_length > CHAT_LINE_MAX
+      ? { full_length: row.content_length }
+      : {}),
   };
 }
+
+/** The image types the chat shows inline; every other file is offered as a download. */
+export const INLINE_IMAGE_RE = /^image\/(jpeg|png|gif|webp)$/;

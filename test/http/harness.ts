@@ -10,7 +10,7 @@ import type { Db } from '../../store/db.js';
 import { History } from '../../store/history.js';
 import type { AdminActions } from '../../http/admin.js';
 import { insertInbound } from '../../store/messages.js';
-import { freshDb } from '../helpers/db.js';
+import { freshDb, tempDir } from '../helpers/db.js';
 
 const closers: Array<() => Promise<void>> = [];
 
@@ -31,6 +31,10 @@ export interface WebServerOptions {
   history?: boolean;
   /** The admin actions the wiring would provide. */
   admin?: AdminActions;
+  /** GATED_GROUPS_DIR for the chat's file endpoint (default: a fresh temporary folder). */
+  groupsDir?: string;
+  /** GATED_MAX_ATTACHMENT_BYTES (default 20 MiB). */
+  maxAttachmentBytes?: number;
 }
 
 /** A real hono app on 127.0.0.1:0 over a fresh SQLite file, closed after the test. */
@@ -38,6 +42,8 @@ export interface WebServer {
   url: string;
   db: Db;
   web: WebChannel;
+  /** The group folders' root the file endpoint serves from. */
+  groupsDir: string;
   metrics: Metrics;
   history: History | undefined;
   /** Ids the sink stored, in order (the gateway would wake its poll loop for each). */
@@ -65,7 +71,8 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
       )
     : pino({ level: 'silent' });
   const metrics = createMetrics();
-  const web = new WebChannel(db);
+  const web = new WebChannel(db, { uploadsDir: tempDir('gated-uploads-') });
+  const groupsDir = opts.groupsDir ?? tempDir('gated-groups-');
   const woken: number[] = [];
   const sink: InboundSink = (m) => {
     const id = insertInbound(db, m);
@@ -78,7 +85,11 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     history,
     ...(opts.admin ? { admin: opts.admin } : {}),
     db,
-    config: { adminToken: opts.adminToken },
+    config: {
+      adminToken: opts.adminToken,
+      groupsDir,
+      ...(opts.maxAttachmentBytes !== undefined ? { maxAttachmentBytes: opts.maxAttachmentBytes } : {}),
+    },
     log,
     metrics,
     web,
@@ -100,6 +111,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     url: server.url,
     db,
     web,
+    groupsDir,
     metrics,
     history,
     woken,

@@ -1,0 +1,152 @@
+import { open, readlink, realpath } from 'node:fs/promises';
+import { isAbsolute, join, resolve, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import { Hono } from 'hono';
+import { UsageError } from '../core/errors.js';
+import { mimeOf, safeFileName, type AttachmentKind, type NewAttachment } from '../core/files.js';
+import type { Logger } from '../core/log.js';
+import { isValidFolder } from '../core/types.js';
+import {
+  INLINE_IMAGE_RE,
+  MAX_UPLOAD_FILES,
+  webJid,
+  type ChatFile,
+  type WebChannel,
+} from '../channels/web/index.js';
+import type { Queries } from './queries.js';
+
+/** What the chat's file endpoints need. */
+export interface ChatFilesDeps {
+  q: Queries;
+  web: WebChannel;
+  log: Logger;
+  /** GATED_GROUPS_DIR: files are served from inside these folders only. */
+  groupsDir: string | undefined;
+  /** GATED_MAX_ATTACHMENT_BYTES: the most one upload (all its files together) may hold. */
+  maxBytes: number;
+}
+
+// A type the browser claims for a file; anything else is replaced by the type the name suggests.
+const MIME_RE = /^[a-z]+\/[a-z0-9][a-z0-9.+-]{0,100}$/i;
+
+function kindOf(mime: string): AttachmentKind {
+  if (mime.startsWith('image/')) return 'image';
+  if (mime.startsWith('audio/')) return 'audio';
+  if (mime.startsWith('video/')) return 'video';
+  return 'document';
+}
+
+function intParam(raw: string | undefined): number | undefined {
+  return raw !== undefined && /^\d{1,15}$/.test(raw) ? Number(raw) : undefined;
+}
+
+/**
+ * Files in the web chat (docs/WEB.md, "Files"). `POST /upload` (multipart: the fields of `/send` plus one
+ * or more `file`s) stages the files and stores the message with them as attachments, which the inbox
+ * downloader saves into the group's folder as for any platform. `GET /file?group=&id=&seq=` serves one
+ * file of a row of that group's web chat (an upload once saved, or a file of a reply) and nothing else:
+ * the file must lie inside its group's folder once every symlink is resolved.
+ */
+export function chatFileRoutes(deps: ChatFilesDeps): Hono {
+  const { q, web, log } = deps;
+  const app = new Hono();
+
+  app.post('/upload', async (c) => {
+    if (!/^multipart\/form-data\b/i.test(c.req.header('content-type') ?? '')) {
+      return c.json({ error: 'send multipart/form-data' }, 415);
+    }
+    if (!web.started) return c.json({ error: 'the web chat is not started' }, 503);
+    const form = await c.req.parseBody({ all: true }).catch(() => null);
+    if (!form) return c.json({ error: 'unreadable multipart body' }, 400);
+    const str = (k: string) => (typeof form[k] === 'string' ? (form[k] as string) : undefined);
+    const folder = str('group') ?? '';
+    if (!isValidFolder(folder)) return c.json({ error: `bad group folder '${folder}'` }, 400);
+    if (!q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
+    const files = [form.file ?? []].flat().filter((f): f is File => f instanceof File);
+    if (files.length === 0) return c.json({ error: 'no file in the field "file"' }, 400);
+    if (files.length > MAX_UPLOAD_FILES)
+      return c.json({ error: `at most ${MAX_UPLOAD_FILES} files per message` }, 400);
+    const total = files.reduce((n, f) => n + f.size, 0);
+    if (total > deps.maxBytes) {
+      return c.json({ error: `files of ${total} bytes are over the limit of ${deps.maxBytes} bytes` }, 413);
+    }
+    const staged: NewAttachment[] = [];
+    const dropAll = () => Promise.all(staged.map((a) => web.uploads.drop(a.source).catch(() => undefined)));
+    try {
+      for (const f of files) {
+        const name = safeFileName(f.name);
+        const mime = MIME_RE.test(f.type) ? f.type.toLowerCase() : mimeOf(name);
+        const source = await web.uploads.put(new Uint8Array(await f.arrayBuffer()));
+        staged.push({ kind: kindOf(mime), name, mime, size: f.size, source });
+      }
+      const id = web.post({
+        folder,
+        topic: str('topic') ?? '',
+        content: str('content') ?? '',
+        client: str('client'),
+        senderName: str('name'),
+        clientMsgId: str('clientMsgId'),
+        attachments: staged,
+      });
+      if (id === null) {
+        await dropAll();
+        return c.json({ id: null, duplicate: true }, 200);
+      }
+      const shown: ChatFile[] = staged.map((a, seq) => ({
+        seq,
+        name: a.name,
+        mime: a.mime!,
+        size: a.size,
+        ready: false,
+      }));
+      return c.json({ id, files: shown }, 201);
+    } catch (err) {
+      await dropAll();
+      if (err instanceof UsageError) return c.json({ error: err.message }, 400);
+      throw err;
+    }
+  });
+
+  app.get('/file', async (c) => {
+    const folder = c.req.query('group') ?? '';
+    const id = intParam(c.req.query('id'));
+    const seq = intParam(c.req.query('seq'));
+    if (!isValidFolder(folder) || id === undefined || seq === undefined)
+      return c.json({ error: 'give group, id and seq' }, 400);
+    if (!deps.groupsDir) return c.json({ error: 'no group folders here' }, 404);
+    const row = q.chatFile(id, seq);
+    // Only rows of this group's web chat: an id of another chat is as unknown as a missing one.
+    if (!row?.path || row.chat_jid !== webJid(folder)) return c.json({ error: 'no such file' }, 404);
+    const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
+    const root = await realpath(join(deps.groupsDir, group)).catch(() => undefined);
+    if (!root) return c.json({ error: 'no such file' }, 404);
+    const wanted = isAbsolute(row.path) ? row.path : resolve(root, row.path);
+    const fh = await open(wanted, 'r').catch(() => undefined);
+    if (!fh) return c.json({ error: 'no such file' }, 404);
+    try {
+      // The path of what was opened, not of what was asked for: a symlink swapped in after any earlier
+      // check cannot lead outside the folder.
+      const real = await readlink(`/proc/self/fd/${fh.fd}`).catch(() => realpath(wanted));
+      const st = await fh.stat();
+      if (!real.startsWith(root + sep) || !st.isFile()) {
+        log.warn({ id, seq, group }, 'chat file outside its group folder refused');
+        await fh.close();
+        return c.json({ error: 'file is outside its group folder' }, 403);
+      }
+      const mime = row.mime ?? 'application/octet-stream';
+      const inline = INLINE_IMAGE_RE.test(mime);
+      const stream = Readable.toWeb(fh.createReadStream()) as unknown as ReadableStream;
+      return c.body(stream, 200, {
+        'Content-Type': inline ? mime : 'application/octet-stream',
+        'Content-Length': String(st.size),
+        'Content-Disposition': `${inline ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.name)}`,
+        'Cache-Control': 'private, max-age=3600',
+      });
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      throw err;
+    }
+  });
+
+  return app;
+}

@@ -1,0 +1,77 @@
+// What a chat line shows besides its text: files (an upload of the user, a file an agent sent) and the
+// draft of an answer in progress. Files come from /api/chat/file, which serves only this chat's files; the
+// page never builds a path, only the row id and the file's position.
+import { el } from './common.js';
+
+// The types a browser shows as pictures (the server sends every other type as a download).
+const INLINE = /^image\/(jpeg|png|gif|webp)$/;
+
+/** "12 KB" for a byte count, or '' when unknown. */
+function size(n) {
+  if (typeof n !== 'number') return '';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${Math.round(n / 1024)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The URL of file `seq` of row `id` in the web chat of `group`. */
+export function fileUrl(group, id, seq) {
+  return `/api/chat/file?group=${encodeURIComponent(group)}&id=${id}&seq=${seq}`;
+}
+
+/**
+ * One file of a line: a picture when it is an image that has been saved, a download link when it is
+ * another saved file, and its name alone while an upload waits to be saved.
+ */
+export function fileNode(group, id, f) {
+  const label = [f.name, size(f.size)].filter(Boolean).join(' · ');
+  if (!f.ready) return el('span', 'file pending', `📎 ${label} (uploading)`);
+  const url = fileUrl(group, id, f.seq);
+  if (INLINE.test(f.mime)) {
+    const a = el('a', 'file image', null, { href: url, target: '_blank', rel: 'noopener' });
+    a.append(el('img', '', null, { src: url, alt: f.name, loading: 'lazy' }));
+    return a;
+  }
+  return el('a', 'file download', `📎 ${label}`, { href: url, download: f.name });
+}
+
+/**
+ * The draft bubble of a pane: created by the first `draft` event of a turn, its text replaced by each later
+ * one (an event carries the whole text so far), removed when its answer arrives. It sits after every line.
+ */
+export class DraftBubble {
+  constructor(lines) {
+    this.lines = lines;
+    this.li = null;
+    this.id = null;
+  }
+
+  /** Applies one `draft` event: `{id, text}`, text null when the draft went away. */
+  apply(d) {
+    if (d.text === null) {
+      if (this.id === d.id) this.clear();
+      return;
+    }
+    if (!this.li || this.id !== d.id) {
+      this.clear();
+      this.id = d.id;
+      // Above any number a row id reaches, so lines arriving later are inserted before it.
+      this.li = el('li', 'line agent draft', null, { 'data-id': String(Number.MAX_SAFE_INTEGER) });
+      this.li.dataset.draft = d.id;
+      this.text = el('span', 'text');
+      const texts = el('span', 'texts');
+      texts.append(this.text);
+      this.li.append(el('span', 'who', 'agent · typing…'), texts);
+      this.lines.append(this.li);
+    }
+    // Drafts are plain text: half-written Markdown is shown as written, and rendered once final.
+    this.text.textContent = d.text;
+    this.lines.scrollTop = this.lines.scrollHeight;
+  }
+
+  clear() {
+    this.li?.remove();
+    this.li = null;
+    this.id = null;
+  }
+}
