@@ -237,7 +237,6 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     actions: { tz: config.tz, maxDepth: config.maxDelegationDepth, metrics },
   });
   late.queue = queue;
-  queue.recover();
   const gateway = createGateway({
     db,
     config,
@@ -278,6 +277,9 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     mode: (platform) => (config.streamChannels.includes(platform) ? 'stream' : 'batch'),
   });
   late.drafts = drafts;
+  // Interrupted runs start again only now: a re-run's first drafts would be lost before the channels
+  // (and the drafts that show them) are up.
+  queue.recover();
   const outbox = createDelivery({
     db,
     channels: started,

@@ -13,7 +13,8 @@ import { nonceOf, roomOf, toDeliveryError } from './send.js';
 /** The attachments of a message, in order. */
 export function attachmentsOf(m: Message): NewAttachment[] {
   return [...m.attachments.values()].map((a) => {
-    const mime = a.contentType ?? mimeOf(a.name);
+    // Discord lists text files as `text/plain; charset=utf-8`: the agent gets the type alone.
+    const mime = a.contentType?.split(';')[0]!.trim() || mimeOf(a.name);
     return { kind: kindOf(mime), name: a.name, mime, size: a.size, source: a.url };
   });
 }

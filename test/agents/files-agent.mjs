@@ -6,7 +6,8 @@
 // - `stream <n>`: n partial blocks ~1.1 s apart, each longer than the last, then the final text;
 //   `stream <n> +<k>`: the same with k more words ` x` at the end of the final text (a long answer);
 // - `hang`: the first time, one partial block and then waits forever (crash tests); in a later run (the
-//   file hang.flag exists), a partial block and then `answer after restart`;
+//   file hang.flag exists), a partial block and then `answer after restart`; `hang +<k>`: that answer with
+//   k more words ` x` (too long for one message);
 // - anything else: `echo: <content>`.
 // Every input line is also appended to inputs.jsonl in the working directory, so tests see what it was given.
 import { createHash } from 'node:crypto';
@@ -66,7 +67,7 @@ async function answer(input) {
         await sleep(1100);
       }
       lines.push(`final: ${words.join(' ')} done${pad ? ' x'.repeat(Number(pad.slice(1))) : ''}`);
-    } else if (text === 'hang') {
+    } else if (text === 'hang' || text.startsWith('hang +')) {
       if (!existsSync('hang.flag')) {
         writeFileSync('hang.flag', '');
         emit({ status: 'ok', partial: true, result: 'thinking about it', ...turn });
@@ -74,7 +75,8 @@ async function answer(input) {
       }
       emit({ status: 'ok', partial: true, result: 'thinking again', ...turn });
       await sleep(1100);
-      lines.push('answer after restart');
+      const pad = Number(text.split('+')[1] ?? 0);
+      lines.push(`answer after restart${' x'.repeat(pad)}`);
     } else if (!m.attachments?.length) {
       lines.push(`echo: ${text}`);
     }

@@ -121,52 +121,74 @@ test('draft operations: removing a message already gone succeeds; editing one is
   expect(err).toMatchObject({ failure: 'permanent', status: 404 });
 });
 
+/**
+ * Starts gated as a child process, lets the agent show a draft for `text` (a `hang` command), kills gated
+ * with SIGKILL and starts it again; resolves once the answer is recorded as sent, with the server.
+ */
+async function crashBetweenDraftAndAnswer(text: string): Promise<DiscordApiServer> {
+  api = await DiscordApiServer.start();
+  const server = api;
+  const cfg = config(tempDir('gated-dc-crash-'), server);
+  const env = {
+    GATED_DB: cfg.db,
+    GATED_GROUPS_DIR: cfg.groupsDir,
+    GATED_POLL_MS: '50',
+    GATED_HTTP_PORT: '0',
+    GATED_IDLE_TIMEOUT_MS: '2000',
+    GATED_LOG_LEVEL: 'warn',
+    GATED_AGENT_CMD: AGENT,
+    DISCORD_BOT_TOKEN: server.token,
+    DISCORD_API_ROOT: server.apiRoot,
+  };
+  const first = spawnGated(['run'], env);
+  await server.waitForIdentify();
+  say(server, text);
+  await server.waitFor(() => server.posted.some((m) => m.content === 'thinking about it'));
+  // The draft is on screen and its id recorded: the answer is still to come.
+  const watch = new Database(cfg.db, { readonly: true });
+  const draftId = () => watch.prepare(`SELECT platform_msg_id FROM drafts`).pluck().get();
+  await until(draftId, 10_000, 'the draft row').finally(() => watch.close());
+  first.kill('SIGKILL');
+  await exited(first);
+
+  const second = spawnGated(['run'], env);
+  try {
+    const db = new Database(cfg.db, { readonly: true });
+    const delivered = () =>
+      db.prepare(`SELECT delivery FROM messages WHERE is_from_me = 1`).pluck().all().join() === 'sent';
+    await until(delivered, 30_000, 'the answer recorded as sent').finally(() => db.close());
+  } finally {
+    second.kill('SIGTERM');
+    await exited(second);
+  }
+  return server;
+}
+
 test(
-  'kill -9 between a draft and the answer: after restart one final text and no stale draft',
+  'kill -9 between a draft and the answer: after restart the stale draft becomes the one final text',
   { timeout: 60_000 },
   async () => {
-    api = await DiscordApiServer.start();
-    const server = api;
-    const cfg = config(tempDir('gated-dc-crash-'), server);
-    const env = {
-      GATED_DB: cfg.db,
-      GATED_GROUPS_DIR: cfg.groupsDir,
-      GATED_POLL_MS: '50',
-      GATED_HTTP_PORT: '0',
-      GATED_IDLE_TIMEOUT_MS: '2000',
-      GATED_LOG_LEVEL: 'warn',
-      GATED_AGENT_CMD: AGENT,
-      DISCORD_BOT_TOKEN: server.token,
-      DISCORD_API_ROOT: server.apiRoot,
-    };
-    const first = spawnGated(['run'], env);
-    await server.waitForIdentify();
-    say(server, 'hang');
-    await server.waitFor(() => server.posted.some((m) => m.content === 'thinking about it'));
-    // The draft is on screen and its id recorded: the answer is still to come.
-    const watch = new Database(cfg.db, { readonly: true });
-    const draftId = () => watch.prepare(`SELECT platform_msg_id FROM drafts`).pluck().get();
-    await until(draftId, 10_000, 'the draft row');
-    watch.close();
-    first.kill('SIGKILL');
-    await exited(first);
+    const server = await crashBetweenDraftAndAnswer('hang');
+    expect(server.shown(server.textChannelId).map((m) => m.content)).toEqual(['answer after restart']);
+    // The re-run reused the stale draft, and the answer took it over: a second message was never needed.
+    expect(server.posted).toHaveLength(1);
+    expect(server.edits.map((e) => e.content)).toEqual(['thinking again', 'answer after restart']);
+    expect(server.deleted).toEqual([]);
+  },
+);
 
-    const second = spawnGated(['run'], env);
-    try {
-      const shown = () => server.shown(server.textChannelId).map((m) => m.content);
-      await until(() => shown().includes('answer after restart'), 30_000, 'the answer');
-      const db = new Database(cfg.db, { readonly: true });
-      const delivered = () =>
-        db.prepare(`SELECT delivery FROM messages WHERE is_from_me = 1`).pluck().all().join() === 'sent';
-      await until(delivered, 10_000, 'the answer recorded as sent').finally(() => db.close());
-      expect(shown()).toEqual(['answer after restart']);
-      // The re-run reused the stale draft, and the answer took it over: a second message was never needed.
-      expect(server.posted).toHaveLength(1);
-      expect(server.edits.map((e) => e.content)).toEqual(['thinking again', 'answer after restart']);
-      expect(server.deleted).toEqual([]);
-    } finally {
-      second.kill('SIGTERM');
-      await exited(second);
-    }
+test(
+  'kill -9 between a draft and a long answer: after restart the stale draft is deleted, the parts sent once',
+  { timeout: 60_000 },
+  async () => {
+    const server = await crashBetweenDraftAndAnswer('hang +1200');
+    const [draft, ...parts] = server.posted;
+    expect(draft!.content).toBe('thinking about it');
+    expect(server.edits.map((e) => e.content)).toEqual(['thinking again']);
+    expect(server.deleted).toEqual([draft!.id]);
+    const shown = server.shown(server.textChannelId);
+    expect(shown.map((m) => m.id)).toEqual(parts.map((p) => p.id));
+    expect(shown.map((m) => m.content).join(' ')).toBe(`answer after restart${' x'.repeat(1200)}`);
+    expect(shown).toHaveLength(2);
   },
 );

@@ -61,7 +61,7 @@ function agentInputs(
     .flatMap((l) => (JSON.parse(l) as { messages: never[] }).messages);
 }
 
-test('a photo a user attaches reaches the agent as a file in its folder, listed with path, mime, size, name', async () => {
+test('a photo and a text file a user attaches reach the agent as files in its folder, listed with path, mime, size, name', async () => {
   const { api, gated } = await start();
   const photo = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47]), Buffer.alloc(300, 7)]);
   const msg = api.push({
@@ -69,26 +69,43 @@ test('a photo a user attaches reaches the agent as a file in its folder, listed 
     author: ada,
     content: `<@${api.bot.id}> look`,
     mentions: [api.bot],
-    attachments: [{ name: 'holiday photo.png', data: photo, contentType: 'image/png' }],
+    attachments: [
+      { name: 'holiday photo.png', data: photo, contentType: 'image/png' },
+      { name: 'notes.txt', data: Buffer.from('hello\n'), contentType: 'text/plain; charset=utf-8' },
+    ],
   });
   const [reply] = await api.waitForPosted(1);
   const row = gated.db
     .prepare(`SELECT id FROM messages WHERE platform_msg_id = ? AND is_from_me = 0`)
     .get(msg.id) as { id: number };
   const path = `inbox/${row.id}/0-holiday_photo.png`;
-  expect(reply!.content).toBe(`saw holiday_photo.png ${photo.length} ${sha(photo)} at ${path}`);
+  const notes = `inbox/${row.id}/1-notes.txt`;
+  expect(reply!.content).toBe(
+    [
+      `saw holiday_photo.png ${photo.length} ${sha(photo)} at ${path}`,
+      `saw notes.txt 6 ${sha(Buffer.from('hello\n'))} at ${notes}`,
+    ].join('\n'),
+  );
   expect(reply!.message_reference).toMatchObject({ message_id: msg.id });
   expect(readFileSync(join(gated.config.groupsDir, GROUP, path))).toEqual(photo);
   expect(agentInputs(gated)).toEqual([
     expect.objectContaining({
       content: 'look',
-      attachments: [{ path, mime: 'image/png', size: photo.length, name: 'holiday_photo.png' }],
+      attachments: [
+        { path, mime: 'image/png', size: photo.length, name: 'holiday_photo.png' },
+        { path: notes, mime: 'text/plain', size: 6, name: 'notes.txt' },
+      ],
     }),
   ]);
   expect(
-    gated.db.prepare(`SELECT kind, mime, size, state FROM attachments WHERE message_id = ?`).get(row.id),
-  ).toEqual({ kind: 'image', mime: 'image/png', size: photo.length, state: 'saved' });
-  expect(api.cdnDownloads).toBe(1);
+    gated.db
+      .prepare(`SELECT kind, mime, size, state FROM attachments WHERE message_id = ? ORDER BY seq`)
+      .all(row.id),
+  ).toEqual([
+    { kind: 'image', mime: 'image/png', size: photo.length, state: 'saved' },
+    { kind: 'document', mime: 'text/plain', size: 6, state: 'saved' },
+  ]);
+  expect(api.cdnDownloads).toBe(2);
 });
 
 test('an attachment over GATED_MAX_ATTACHMENT_BYTES is not downloaded: the agent gets a note', async () => {
