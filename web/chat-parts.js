@@ -25,14 +25,14 @@ export function fileUrl(group, id, seq) {
  */
 export function fileNode(group, id, f) {
   const label = [f.name, size(f.size)].filter(Boolean).join(' · ');
-  if (!f.ready) return el('span', 'file pending', `📎 ${label} (uploading)`);
+  if (!f.ready) return el('span', 'file pending', `${label} (uploading)`);
   const url = fileUrl(group, id, f.seq);
   if (INLINE.test(f.mime)) {
     const a = el('a', 'file image', null, { href: url, target: '_blank', rel: 'noopener' });
     a.append(el('img', '', null, { src: url, alt: f.name, loading: 'lazy' }));
     return a;
   }
-  return el('a', 'file download', `📎 ${label}`, { href: url, download: f.name });
+  return el('a', 'file download', `↓ ${label}`, { href: url, download: f.name });
 }
 
 /**

@@ -78,7 +78,7 @@ class Pane {
       'aria-label': 'attach files',
     });
     this.file.hidden = true;
-    const attach = el('button', 'attach', '📎', { type: 'button', title: 'attach files' });
+    const attach = el('button', 'attach', 'attach', { type: 'button', title: 'attach files' });
     attach.addEventListener('click', () => this.file.click());
     this.chosen = el('span', 'chosen');
     this.file.addEventListener('change', () => {
