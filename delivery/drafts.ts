@@ -96,12 +96,12 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
     remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ?`),
     kind: db.prepare<[number], { kind: string | null }>(`SELECT kind FROM messages WHERE id = ?`),
-    // The thread (messages.topic) of the turn being drafted: its rows are the run's running ones.
-    thread: db
-      .prepare<[number, string], string>(
-        `SELECT topic FROM messages WHERE run_id = ? AND state = 'running' AND chat_jid = ? ORDER BY id DESC LIMIT 1`,
-      )
-      .pluck(),
+    // The thread (messages.topic) and newest message of the turn being drafted: its rows are the run's
+    // running ones.
+    turn: db.prepare<[number, string], { topic: string; platform_msg_id: string | null }>(
+      `SELECT topic, platform_msg_id FROM messages WHERE run_id = ? AND state = 'running' AND chat_jid = ?
+       ORDER BY id DESC LIMIT 1`,
+    ),
   };
 
   const channelOf = (chatJid: string): Channel | undefined => {
@@ -154,7 +154,8 @@ export function createDrafts(opts: DraftsOptions): Drafts {
             at: now(),
           });
         } else {
-          const id = await ops.open(chatJid, text, s.thread.get(d.runId, chatJid) ?? '');
+          const turn = s.turn.get(d.runId, chatJid);
+          const id = await ops.open(chatJid, text, turn?.topic ?? '', turn?.platform_msg_id ?? null);
           s.upsert.run({ chat: chatJid, run: d.runId, turn: d.turn, id, text, at: now() });
         }
       } catch (err) {

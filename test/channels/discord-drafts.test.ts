@@ -57,14 +57,19 @@ const say = (server: DiscordApiServer, content: string) =>
 
 test('a streamed turn edits one draft at least 3 times and ends as exactly one final text', async () => {
   const { api, gated } = await start();
-  say(api, 'stream 4');
+  const msg = say(api, 'stream 4');
   const final = 'final: word1 word2 word3 word4 done';
   await api.waitFor(() => api.edits.some((e) => e.content === final));
   await gated.delivery.idle();
-  // One message in the channel: the draft, posted once (pinging no one) and edited into the answer.
+  // One message in the channel: the draft, posted once as a reply (pinging only the user answered) and
+  // edited into the answer.
   expect(api.shown(api.textChannelId).map((m) => m.content)).toEqual([final]);
   expect(api.posted).toHaveLength(1);
-  expect(api.posted[0]!).toMatchObject({ content: 'word1', allowed_mentions: { parse: [] } });
+  expect(api.posted[0]!).toMatchObject({
+    content: 'word1',
+    message_reference: { message_id: msg.id },
+    allowed_mentions: { parse: [], replied_user: true },
+  });
   const drafts = api.edits.filter((e) => e.content !== final);
   expect(drafts.length).toBeGreaterThanOrEqual(3);
   expect(drafts.map((e) => e.content)).toEqual([
