@@ -88,7 +88,9 @@ CREATE INDEX IF NOT EXISTS idx_messages_held
   ON messages(chat_jid, weight, threshold, held_at, max_hold_ms) WHERE state = 'held';
 CREATE INDEX IF NOT EXISTS idx_messages_ready
   ON messages(group_folder, session_topic, chat_jid, id) WHERE state = 'ready';
-CREATE INDEX IF NOT EXISTS idx_messages_ready_order ON messages(ready_at, id) WHERE state = 'ready';
+-- Ready rows in readiness order, covering what the queue's walks filter on (store/queue.ts nextLanes).
+CREATE INDEX IF NOT EXISTS idx_messages_ready_walk
+  ON messages(ready_at, id, group_folder, session_topic, not_before) WHERE state = 'ready';
 CREATE INDEX IF NOT EXISTS idx_messages_retry ON messages(not_before) WHERE state = 'ready';
 CREATE INDEX IF NOT EXISTS idx_messages_running ON messages(run_id) WHERE state = 'running';
 CREATE INDEX IF NOT EXISTS idx_messages_parked

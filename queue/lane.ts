@@ -82,6 +82,11 @@ export class Lanes {
     return new Set(this.live.keys());
   }
 
+  /** The groups that have a live run (the queue gives a slot to every other waiting group first). */
+  groups(): Set<string> {
+    return new Set([...this.live.values()].map((lane) => lane.run.key.group));
+  }
+
   all(): Lane[] {
     return [...this.live.values()];
   }

@@ -287,8 +287,8 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       store.rejoinParked(maxFailures);
       for (const lane of lanes.all()) if (lane.feed(store, t)) working(lane.run.chatJid, true);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
-      // yield their slots (more waiting lanes than the cap cannot free more slots).
-      const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap);
+      // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
+      const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       let i = 0;
       while (lanes.free > 0 && i < next.length) dispatch(next[i++]!, t);
       if (next.length > i) {

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -31,6 +31,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   4: (db) => addColumn(db, 'messages', 'turn', 'INTEGER'),
   // 5 → 6: where a group's runs may go on a swarm, and what they reserve (JSON, docs/SCALING.md).
   5: (db) => addColumn(db, 'registered_groups', 'placement', 'TEXT'),
+  // 6 → 7: the readiness index covers the group, topic and backoff, so the queue's fair pick skips busy
+  // groups without reading the table (schema.sql creates idx_messages_ready_walk).
+  6: (db) => db.exec('DROP INDEX IF EXISTS idx_messages_ready_order'),
 };
 
 /**

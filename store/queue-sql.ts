@@ -26,10 +26,17 @@ function prepare(db: Db, maxChars: number) {
     failRow: db.prepare(
       `UPDATE messages SET state = 'failed', error = @error WHERE id = @id AND state = 'ready'`,
     ),
-    // Rows in readiness order, walked only as far as the next few lanes (idx_messages_ready_order).
+    // Rows in readiness order, walked only as far as the next few lanes (idx_messages_ready_walk).
     walk: db.prepare(
       `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic FROM messages
        WHERE ${ELIGIBLE} ORDER BY ready_at, id`,
+    ),
+    // The oldest lane of any group outside @busy (a JSON array): the index covers every column named, so
+    // SQLite skips the rows of busy groups without reading the table.
+    firstIdle: db.prepare(
+      `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic FROM messages
+       WHERE ${ELIGIBLE} AND group_folder NOT IN (SELECT value FROM json_each(@busy))
+       ORDER BY ready_at, id LIMIT 1`,
     ),
     summary: db.prepare(
       `SELECT group_folder AS "group", coalesce(session_topic, '') AS topic, count(*) AS ready,

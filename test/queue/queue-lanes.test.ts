@@ -162,6 +162,36 @@ describe('queue: lanes', () => {
     expect(runtime.live()).toHaveLength(2);
   });
 
+  it('shares slots fairly between groups: a flood of sessions in one group never starves another', async () => {
+    const { db, queue, runtime } = setup({ maxConcurrent: 3 });
+    // 40 sessions of one group became ready before the quiet group's chat, then a second quiet group.
+    for (let i = 0; i < 40; i++) ready(db, { group: 'flood', topic: `t${i}`, readyAt: 100 + i });
+    ready(db, { group: 'quiet', readyAt: 500 });
+    ready(db, { group: 'calm', readyAt: 600 });
+    queue.wake();
+    await flush();
+    // One slot per group first; the flood's oldest session gets the first.
+    expect(runtime.agents.map((a) => `${a.spec.group}/${a.spec.topic}`)).toEqual([
+      'flood/t0',
+      'quiet/',
+      'calm/',
+    ]);
+    // A group with nothing ready leaves its slot to the flood.
+    runtime.agents[1]!.finish();
+    await flush();
+    expect(runtime.agents.slice(3).map((a) => `${a.spec.group}/${a.spec.topic}`)).toEqual(['flood/t1']);
+    // The quiet group's next message goes before the flood's 38 older sessions: it has no run, the flood two.
+    ready(db, { group: 'quiet', readyAt: 900 });
+    runtime.agents[0]!.finish();
+    await flush();
+    expect(runtime.agents.slice(4).map((a) => `${a.spec.group}/${a.spec.topic}`)).toEqual(['quiet/']);
+    // With the other groups served, the flood takes what is free, oldest session first.
+    runtime.agents[2]!.finish();
+    await flush();
+    expect(runtime.agents.slice(5).map((a) => `${a.spec.group}/${a.spec.topic}`)).toEqual(['flood/t2']);
+    expect(runtime.live()).toHaveLength(3);
+  });
+
   it('closes the stdin of an idle agent at once when another lane waits for a slot', async () => {
     const { db, queue, runtime } = setup({ maxConcurrent: 1, idleTimeoutMs: 3_600_000 });
     ready(db, { group: 'busy' });

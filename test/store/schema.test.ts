@@ -114,7 +114,7 @@ describe('schema.sql', () => {
       [
         `SELECT id FROM messages WHERE state = 'ready' ORDER BY ready_at, id LIMIT 10`,
         [],
-        /idx_messages_ready_order/,
+        /idx_messages_ready_walk/,
       ],
       [
         `SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`,
@@ -124,7 +124,13 @@ describe('schema.sql', () => {
       [
         `SELECT group_folder FROM messages WHERE state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= ?) ORDER BY ready_at, id`,
         [1],
-        /idx_messages_ready_order/,
+        /idx_messages_ready_walk/,
+      ],
+      // the oldest lane of a group without a run, read from the index alone
+      [
+        `SELECT group_folder, session_topic FROM messages WHERE state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= ?) AND group_folder NOT IN (SELECT value FROM json_each(?)) ORDER BY ready_at, id LIMIT 1`,
+        [1, '["a"]'],
+        /COVERING INDEX idx_messages_ready_walk/,
       ],
       [`SELECT id FROM messages WHERE state = 'running' AND run_id = ?`, [1], /idx_messages_running/],
       [
