@@ -223,7 +223,7 @@ interface ContainerEnd {
   lost?: string;
 }
 
-const sleep = (ms: number) => new Promise<undefined>((r) => setTimeout(() => r(undefined), ms).unref());
+const sleep = (ms: number) => new Promise<undefined>((r) => setTimeout(() => r(undefined), ms));
 
 /**
  * Waits for the container's exit. The engine reports it on `waiting`; an engine that dies closes the attach

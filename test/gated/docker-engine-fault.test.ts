@@ -6,7 +6,8 @@
  * dockerd remove its containers itself), then started again on the same data root.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { packageFile } from '../../core/paths.js';
@@ -50,8 +51,8 @@ describe('the docker engine killed during runs and started again', () => {
       DOCKER_HOST: engine!.host,
       GATED_AGENT_IMAGE: IMAGE,
       GATED_MAX_CONCURRENT: '4',
-      // Agents stay for follow-ups, so the kill finds runs between turns as well as inside one.
-      GATED_IDLE_TIMEOUT_MS: '1500',
+      // Agents stay for follow-ups: the kill finds every run alive, with follow-up turns open.
+      GATED_IDLE_TIMEOUT_MS: '30000',
       // Far longer than the test may take: a run that waits for its hard timeout fails the test.
       GATED_RUN_TIMEOUT_MS: '600000',
     });
@@ -60,32 +61,35 @@ describe('the docker engine killed during runs and started again', () => {
     setup.close();
     gated = await startGated({ config, log: silentLogger(), http: false });
     const g = gated;
-    const db = g.db;
-    const count = (sql: string, ...args: unknown[]) =>
-      db
-        .prepare(sql)
-        .pluck()
-        .get(...args) as number;
+    const instance = getState(g.db, 'instance_id')!;
+    // Its own connection: the checks go on after gated is closed.
+    const db = new Database(config.db, { readonly: true });
+    onTestFinished(() => {
+      db.close();
+    });
+    const count = (sql: string) => db.prepare(sql).pluck().get() as number;
     const sent: Array<{ id: number; content: string }> = [];
     const post = (group: string, content: string) => {
       const id = g.web.post({ folder: group, topic: '', content })!;
       sent.push({ id, content });
     };
-    const wave = (name: string) => {
-      for (const grp of GROUPS) for (let i = 0; i < 3; i++) post(grp, `${name}-${grp}-${i}`);
+    const wave = (name: string, n: number) => {
+      for (const grp of GROUPS) for (let i = 0; i < n; i++) post(grp, `${name}-${grp}-${i}`);
     };
+    const answered = () => count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND state = 'done'`);
 
-    wave('before');
-    // Runs in flight: some turns answered, others written and waiting for their answer.
-    await until(
-      () =>
-        count(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND kind = 'reply'`) >= 2 &&
-        count(`SELECT count(DISTINCT run_id) FROM messages WHERE state = 'running'`) >= 2,
-      60_000,
-      'runs in flight with answered and open turns',
-    );
-    wave('during');
+    // A run per chat answers its first turn and stays for follow-ups (30 s idle timeout).
+    wave('before', 2);
+    await until(() => answered() === sent.length, 60_000, 'the first turns answered');
     const inFlight = count(`SELECT count(*) FROM session_log WHERE result IS NULL`);
+    expect(inFlight).toBe(GROUPS.length);
+    // Follow-ups are written to the live agents, which think 300 ms per turn: the engine dies under them.
+    wave('during', 2);
+    await until(
+      () => count(`SELECT count(*) FROM messages WHERE state = 'running'`) >= GROUPS.length,
+      30_000,
+      'follow-up turns written',
+    );
     await engine!.stopEngine('SIGKILL');
     const killedAt = Date.now();
 
@@ -98,7 +102,7 @@ describe('the docker engine killed during runs and started again', () => {
       'the runs of the outage ended',
     );
     const endedWithin = Date.now() - killedAt;
-    wave('outage');
+    wave('outage', 1);
     // Starts tried while the engine is gone fail the same way and lose nothing.
     await until(
       () => count(`SELECT count(*) FROM session_log WHERE error LIKE 'engine unreachable%'`) > inFlight,
@@ -118,13 +122,10 @@ describe('the docker engine killed during runs and started again', () => {
     ).toBe(0);
 
     await engine!.startEngine();
-    await until(
-      () =>
-        count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND state = 'done'`) === sent.length &&
-        count(`SELECT count(*) FROM session_log WHERE result IS NULL`) === 0,
-      120_000,
-      'every message answered and every run ended',
-    );
+    await until(() => answered() === sent.length, 120_000, 'every message answered');
+    // Stopping gated ends the runs that came after the outage; their containers are removed as they end.
+    await g.close(10_000);
+    gated = undefined;
 
     // Every message answered exactly once: its echo is in exactly one reply row, and nothing failed.
     const replies = db
@@ -144,7 +145,6 @@ describe('the docker engine killed during runs and started again', () => {
 
     // No container of any run is left: the dead runs' ones (stopped by the restarted engine, not
     // removed) were swept once the engine answered, the later ones removed as their runs ended.
-    const instance = getState(db, 'instance_id')!;
     const left = await engine!.docker.listContainers({
       all: true,
       filters: { label: [`${INSTANCE_LABEL}=${instance}`] },

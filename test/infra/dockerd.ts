@@ -6,7 +6,7 @@
  * unmounts what it left mounted (exec/netns/default and any overlay) and removes the folder.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, closeSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -94,6 +94,46 @@ async function unmountAll(dir: string): Promise<void> {
   if (left.length) throw new Error(`dockerd left mounts behind: ${left.join(', ')}`);
 }
 
+/** True while `pid` is a live process (a zombie nobody reaps counts as gone). */
+function running(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Kills `pid` and waits (up to `ms`) until it is gone. */
+async function killAndWait(pid: number, ms: number): Promise<void> {
+  killIfAlive(pid);
+  const end = Date.now() + ms;
+  while (running(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+}
+
+/**
+ * Processes an engine can leave behind when it dies without cleaning up: the containerd shims serving its
+ * socket under `execRoot`, and their children (the containers' processes). SIGKILLed, children first.
+ */
+async function killStranded(execRoot: string): Promise<void> {
+  const sock = join(execRoot, 'containerd', 'containerd.sock');
+  const procs = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map((d) => {
+      try {
+        const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+        const ppid = Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
+        return { pid: Number(d), ppid, cmd };
+      } catch {
+        return undefined;
+      }
+    })
+    .filter((p): p is { pid: number; ppid: number; cmd: string } => p !== undefined);
+  const shims = procs.filter((p) => p.cmd.includes('containerd-shim') && p.cmd.includes(sock));
+  const shimPids = new Set(shims.map((p) => p.pid));
+  for (const p of procs.filter((q) => shimPids.has(q.ppid))) await killAndWait(p.pid, 5000);
+  for (const p of shims) await killAndWait(p.pid, 5000);
+}
+
 function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
   return new Promise((resolve) => {
@@ -154,13 +194,19 @@ export async function startDockerd(
     (stopping ??= (async () => {
       // dockerd starts its own containerd; a dockerd that had to be killed leaves it running.
       const containerdPid = readPid(join(dir, 'exec', 'containerd', 'containerd.pid'));
+      let clean = true;
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         if (!(await waitExit(child, 20_000))) {
           child.kill('SIGKILL');
           await waitExit(child, 5_000);
-          if (containerdPid !== undefined) killIfAlive(containerdPid);
+          clean = false;
         }
+      } else clean = false;
+      // An engine that was killed (or never stopped cleanly) leaves its containerd, shims and containers.
+      if (!clean) {
+        if (containerdPid !== undefined) await killAndWait(containerdPid, 5000);
+        await killStranded(join(dir, 'exec'));
       }
       await unmountAll(dir);
       rmSync(dir, { recursive: true, force: true });
@@ -199,10 +245,18 @@ export async function startDockerd(
     docker,
     stop,
     async stopEngine(signal = 'SIGTERM') {
+      const containerdPid = readPid(join(dir, 'exec', 'containerd', 'containerd.pid'));
       child.kill(signal);
       if (!(await waitExit(child, 30_000))) {
         child.kill('SIGKILL');
         await waitExit(child, 5_000);
+      }
+      // A crashed engine takes its containerd with it; the shims (and the containers) stay, as after a
+      // real crash. The pid file goes too: where nobody reaps the dead containerd (a container's init), its
+      // zombie would pass for a live one and the next dockerd would wait for it instead of starting its own.
+      if (signal === 'SIGKILL' && containerdPid !== undefined) {
+        await killAndWait(containerdPid, 10_000);
+        rmSync(join(dir, 'exec', 'containerd', 'containerd.pid'), { force: true });
       }
     },
     async startEngine() {
