@@ -85,10 +85,9 @@ export interface Settlement {
    * What happens to the rows of the turns no block answered (the run's rows still 'running'): done (read
    * and left unanswered after an idle close); stopped (/stop); ready (back as they were, for a new run);
    * retry (a failure: attempts + 1 and a backoff, or parked with one error reply at `maxFailures`); later
-   * (back as they were, not before `notBefore`: the engine was unreachable).
+   * (back as they were, not before the epoch ms `notBefore`: the engine was unreachable).
    */
   rows: 'done' | 'stopped' | 'ready' | 'retry' | 'later';
-  /** Epoch ms before which rows settled 'later' are not run again. */
   notBefore?: number;
   retry?: {
     /** Epoch ms of the next try after `attempt` consecutive failures (1-based). */
@@ -341,9 +340,8 @@ export class QueueStore {
       let replyId: number | null = null;
       if (st.rows === 'done' || st.rows === 'stopped' || st.rows === 'ready') {
         this.s.allRunning.run({ state: st.rows, runId });
-      } else if (st.rows === 'later') {
-        this.s.later.run({ runId, notBefore: st.notBefore ?? st.endedAt });
-      } else if (st.retry) {
+      } else if (st.rows === 'later') this.s.later.run({ runId, notBefore: st.notBefore ?? st.endedAt });
+      else if (st.retry) {
         // Per row: rows at the failure limit are parked, the others retried with a backoff.
         const max = st.retry.maxFailures;
         const firstTime = this.s.reachingLimit.get({ runId, max }) as number;
