@@ -208,6 +208,8 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
       agentCpuSeconds: round(childCpuSeconds() - child0),
       peakRssMB: Math.round(peakRss / 2 ** 20),
       eventLoopDelayP99ms: round(loop.percentile(99) / 1e6),
+      // Runs started: each costs a spawn, so messages per run is what batching buys.
+      runs: inst.gated.db.prepare('SELECT count(*) FROM session_log').pluck().get() as number,
       ...(h
         ? {
             historyFlushes: h.totals.flushes,
