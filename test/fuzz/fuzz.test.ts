@@ -20,10 +20,11 @@ function rng(seed: number) {
 const FUZZ_MS = Number(process.env.FUZZ_MS ?? 20_000);
 const CANARY_EVERY_MS = 250;
 /**
- * The canary must be answered within this, whatever the rest of the traffic does. The storm runs in the
- * same process and event loop as gated, beside the suite's other files on two cores: seen on a quiet
- * machine, p50 ~130 ms with single stalls of 17–23 s while the storm saturates both cores. A stall is
- * not a stop: the bound catches a gated that stops serving, not one that is merely shared.
+ * The canary must be answered within this, whatever the rest of the traffic does. Stalls of 17–23 s seen
+ * earlier (and canaries never answered in one CI run) were the canary's lane queued behind hundreds of
+ * hostile sessions of other groups; slots now go fairly across groups (docs/QUEUE.md), and the worst seen
+ * since is ~6 s on two loaded cores. The storm shares the event loop and the machine with the suite: the
+ * bound catches a gated that stops serving the chat, not one that is merely shared.
  */
 const CANARY_BOUND_MS = 60_000;
 /** After the storm, every canary must be answered within this (on a machine shared by many jobs). */
