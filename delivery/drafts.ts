@@ -8,8 +8,9 @@ import type { Db } from '../store/db.js';
  * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat,
  * posted at the first draft and edited in place after that, at most once per `minIntervalMs` (the newest
  * text wins: drafts that arrive in between are never shown). When the turn's answer is delivered, the
- * draft becomes the answer: edited to the final text when it fits one part (and has no files), otherwise
- * removed before the answer is sent as usual. So the final text appears once, never twice.
+ * draft becomes the answer: edited to the final text when it fits one part (and has no files, and the
+ * channel's drafts can take an answer: not `finalReplaces`), otherwise removed before the answer is sent as
+ * usual. So the final text appears once, never twice.
  *
  * Drafts are not replies: they are never stored in `messages`. Only the draft's platform id is kept, in
  * `drafts` (one row per chat), so that after a crash the next answer in that chat still finds the stale
