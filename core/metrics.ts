@@ -17,6 +17,24 @@ export interface MetricsOptions {
  * so tests and several gateways in one process do not share counters. The pipeline calls the helpers; the
  * HTTP server serves `text()` at /metrics.
  */
+/** Where agents ran, as the dashboard shows it: one row per (runtime, node), plus lanes under the cap. */
+export interface ClusterFacts {
+  nodes: Array<{
+    runtime: string;
+    /** The swarm node that ran the task; "local" for the docker runtime on one engine. */
+    node: string;
+    started: number;
+    /** Create → running of the agent's container or service (for swarm: includes waiting for capacity). */
+    meanStartSeconds: number;
+    maxStartSeconds: number;
+    /** Epoch ms of the latest start. */
+    lastStartMs: number;
+  }>;
+  /** Lanes with a live agent, and lanes ready but waiting for a slot under GATED_MAX_CONCURRENT. */
+  lanesActive: number;
+  lanesWaiting: number;
+}
+
 export interface Metrics {
   readonly registry: Registry;
   /** One inbound message seen by the poll loop. */
@@ -41,6 +59,8 @@ export interface Metrics {
   rowFailed(stage: string): void;
   /** One agent started by a container runtime: on which node (swarm) and how long the start took. */
   agentStarted(runtime: string, node: string, seconds: number): void;
+  /** Agents started per runtime and node since this process started, and the lanes (the cluster panel). */
+  cluster(): ClusterFacts;
   /** The exposition text for /metrics. */
   text(): Promise<string>;
   /** The Content-Type of `text()`. */
@@ -163,6 +183,9 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     labelNames: ['runtime', 'node'] as const,
     registers,
   });
+  // The cluster panel's figures, kept beside the counters (reading them back from prom-client is async).
+  const nodes = new Map<string, ClusterFacts['nodes'][number] & { totalSeconds: number }>();
+  let lanesNow = { active: 0, waiting: 0 };
   // Pre-create the label sets a dashboard expects to see at zero rather than missing.
   for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
   for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
@@ -185,6 +208,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     lanes: (active, waiting) => {
       lanesActive.set(active);
       lanesWaiting.set(waiting);
+      lanesNow = { active, waiting };
     },
     outbound: (outcome) => outbound.inc({ outcome }),
     // Agents write the type: anything but the known names is counted together, so labels stay bounded.
@@ -195,7 +219,30 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       agentStarts.observe({ runtime }, seconds);
       // Node ids are few (the swarm's nodes) and set by the operator's cluster, not by chat input.
       runsPerNode.inc({ runtime, node });
+      const key = `${runtime}\u0000${node}`;
+      const n = nodes.get(key) ?? {
+        runtime,
+        node,
+        started: 0,
+        meanStartSeconds: 0,
+        maxStartSeconds: 0,
+        lastStartMs: 0,
+        totalSeconds: 0,
+      };
+      n.started += 1;
+      n.totalSeconds += seconds;
+      n.meanStartSeconds = n.totalSeconds / n.started;
+      n.maxStartSeconds = Math.max(n.maxStartSeconds, seconds);
+      n.lastStartMs = Date.now();
+      nodes.set(key, n);
     },
+    cluster: () => ({
+      nodes: [...nodes.values()]
+        .map(({ totalSeconds: _, ...n }) => n)
+        .sort((a, b) => a.runtime.localeCompare(b.runtime) || a.node.localeCompare(b.node)),
+      lanesActive: lanesNow.active,
+      lanesWaiting: lanesNow.waiting,
+    }),
     text: () => registry.metrics(),
     contentType: registry.contentType,
   };

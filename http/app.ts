@@ -113,7 +113,10 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   );
   app.use('/api/dashboard/*', auth.read);
   const routes = opts.routes ?? new RouteSource(db);
-  app.route('/api/dashboard', dashboardRoutesApi({ q, status, now, routes }));
+  app.route(
+    '/api/dashboard',
+    dashboardRoutesApi({ q, status, now, routes, cluster: () => metrics.cluster() }),
+  );
   app.route('/api/dashboard', viewsApi({ inspect: new Inspect(db), history: opts.history, now }));
   app.use('/api/admin/*', auth.admin);
   app.route('/api/admin', adminApi(opts.admin, httpLog));

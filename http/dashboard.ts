@@ -9,6 +9,7 @@ import {
 import type { Queries, RouteHitRow } from './queries.js';
 import type { RouteSource } from '../store/routes.js';
 import type { LaneInfo, StatusSnapshot } from './types.js';
+import type { ClusterFacts } from '../core/metrics.js';
 
 /** What the dashboard's read endpoints need. */
 export interface DashboardDeps {
@@ -17,6 +18,8 @@ export interface DashboardDeps {
   /** The live routing table, recompiled only when routes change (the gateway's own RouteSource). */
   routes: Pick<RouteSource, 'table'>;
   now: () => number;
+  /** Where agents ran (the cluster panel); absent: the endpoint answers with no nodes. */
+  cluster?: () => ClusterFacts;
 }
 
 /** A route as the dashboard shows it. `reason` is set for invalid rows and for fallen-back impulse configs. */
@@ -74,7 +77,7 @@ function withAge(now: number) {
 
 /** The dashboard's read-only JSON endpoints (mounted under /api/dashboard). */
 export function dashboardRoutesApi(deps: DashboardDeps): Hono {
-  const { q, status, now, routes } = deps;
+  const { q, status, now, routes, cluster } = deps;
   const app = new Hono();
 
   app.get('/routes', (c) => c.json({ routes: dashboardRoutes(q, routes.table()) }));
@@ -110,6 +113,10 @@ export function dashboardRoutesApi(deps: DashboardDeps): Hono {
     const t = now();
     return c.json({ held: status().held.map((h) => ({ ...h, age_ms: Math.max(0, t - h.oldest_ms) })) });
   });
+
+  app.get('/cluster', (c) =>
+    c.json(cluster ? cluster() : ({ nodes: [], lanesActive: 0, lanesWaiting: 0 } satisfies ClusterFacts)),
+  );
 
   app.get('/runs', (c) => {
     const limit = Math.min(Math.max(Number(c.req.query('limit')) || 50, 1), 500);

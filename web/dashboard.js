@@ -18,6 +18,8 @@ import {
   setToken,
 } from './dash-core.js';
 import { mountRunView, openRun } from './run-view.js';
+// Panels that add their own section to the overview.
+import './cluster.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;

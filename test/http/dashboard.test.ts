@@ -18,6 +18,35 @@ function addRoute(
 }
 
 describe('dashboard JSON', () => {
+  it('shows where agents ran: starts per runtime and node with their start latency, and the lanes', async () => {
+    const s = await startWebServer();
+    expect((await getJson(`${s.url}/api/dashboard/cluster`)).body).toEqual({
+      nodes: [],
+      lanesActive: 0,
+      lanesWaiting: 0,
+    });
+    s.metrics.agentStarted('swarm', 'node-b', 0.4);
+    s.metrics.agentStarted('swarm', 'node-a', 1.0);
+    s.metrics.agentStarted('swarm', 'node-a', 3.0);
+    s.metrics.lanes(5, 2);
+    const r = await getJson(`${s.url}/api/dashboard/cluster`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ lanesActive: 5, lanesWaiting: 2 });
+    expect(r.body.nodes).toEqual([
+      expect.objectContaining({
+        runtime: 'swarm',
+        node: 'node-a',
+        started: 2,
+        meanStartSeconds: 2,
+        maxStartSeconds: 3,
+      }),
+      expect.objectContaining({ runtime: 'swarm', node: 'node-b', started: 1, meanStartSeconds: 0.4 }),
+    ]);
+    // The same starts in /metrics, for a scraper.
+    const text = await (await fetch(`${s.url}/metrics`)).text();
+    expect(text).toMatch(/gated_agent_starts_total\{runtime="swarm",node="node-a"\} 2/);
+  });
+
   it('lists routes in seq order with validity, reason and hit counts', async () => {
     const s = await startWebServer();
     const late = addRoute(s.db, 99, '', 'default/firehose');

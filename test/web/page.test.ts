@@ -55,12 +55,20 @@ describe('web pages in chromium (HTTP app only)', () => {
     );
     s.db.prepare("INSERT INTO routes (seq, match, target) VALUES (5, 'colour=red', 'demo')").run();
     s.db.prepare('INSERT INTO route_hits (route_id, hits) VALUES (?, 4)').run(good);
+    s.metrics.agentStarted('swarm', 'worker-1', 1.5);
+    s.metrics.lanes(1, 3);
     const browser = await launchChromium();
     const { page, errors } = await strictPage(browser);
     await page.goto(`${s.url}/dashboard`);
     const goodRow = page.locator(`#routes tr[data-id="${good}"]`);
     await goodRow.waitFor();
     expect(await goodRow.locator('.hits').textContent()).toBe('4');
+    // The cluster panel: where agents ran, and lanes waiting for a slot.
+    await page.locator('#panel-cluster td', { hasText: 'worker-1' }).waitFor();
+    expect(await page.locator('#panel-cluster tbody tr td').allTextContents()).toEqual(
+      expect.arrayContaining(['swarm', 'worker-1', '1', '1.5 s']),
+    );
+    expect(await page.locator('#panel-cluster p').textContent()).toBe('1 running, 3 waiting for a slot');
     await page.locator('#routes tr.invalid', { hasText: "unknown key 'colour'" }).waitFor();
     expect(await page.locator('#add-route').isHidden()).toBe(true);
 
