@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { UsageError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
@@ -12,19 +13,35 @@ export interface Owner {
   host: string;
   started: string;
   heartbeat: number;
+  /** When the kernel started the process (/proc/<pid>/stat, clock ticks after boot); absent without /proc. */
+  since?: string;
 }
 
 const KEY = 'owner';
 /** A heartbeat older than this means the owner is gone (crashed or killed). */
 export const OWNER_STALE_MS = 15_000;
 
-function alive(pid: number): boolean {
+/** The start time of process `pid` as /proc tells it, or undefined (no such process, no /proc). */
+export function processStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces and parentheses); starttime is field 22.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number, since: string | undefined): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  // The pid may belong to another process by now: pids wrap (32768 of them by default) and agents use many.
+  // A process started at another time is not the owner.
+  const now = since === undefined ? undefined : processStart(pid);
+  return now === undefined || now === since;
 }
 
 /** The live owner of the database, if any (a stale heartbeat does not count). */
@@ -34,8 +51,9 @@ export function liveOwner(db: Db, now = Date.now()): Owner | undefined {
   try {
     const o = JSON.parse(raw) as Owner;
     if (now - o.heartbeat >= OWNER_STALE_MS) return undefined;
-    // A gated killed with -9 leaves a fresh heartbeat; on this host its pid tells the truth at once.
-    if (o.host === hostname() && !alive(o.pid)) return undefined;
+    // A gated killed with -9 leaves a fresh heartbeat; on this host its pid (and the process's start
+    // time, in case the pid was given to another process since) tells the truth at once.
+    if (o.host === hostname() && !alive(o.pid, o.since)) return undefined;
     return o;
   } catch {
     return undefined;
@@ -53,6 +71,7 @@ export function claimOwner(db: Db): { release(): void } {
     host: hostname(),
     started: new Date().toISOString(),
     heartbeat: Date.now(),
+    ...(processStart(process.pid) !== undefined ? { since: processStart(process.pid)! } : {}),
   };
   db.transaction(() => {
     const other = liveOwner(db);
