@@ -7,7 +7,6 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -15,7 +14,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
-import { exited, spawnGated, until } from '../helpers/process.js';
+import { exited, gatedEnv, gatedRun, stderrOf, until } from '../helpers/process.js';
 
 /** How long the other process holds the lock: longer than SQLite's and better-sqlite3's own defaults. */
 const HOLD_MS = 10_000;
@@ -45,18 +44,13 @@ describe('an external writer holding the write lock', () => {
 
   it('gated waits for a 10 s lock and loses nothing: every message answered once, every reply delivered', async () => {
     const dir = tempDir();
-    const dbPath = join(dir, 'gated.db');
-    const env = {
-      GATED_DB: dbPath,
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_HTTP_PORT: '0',
-      GATED_POLL_MS: '100',
+    const env = gatedEnv(dir, {
       GATED_IDLE_TIMEOUT_MS: '300',
       GATED_MAX_CONCURRENT: '2',
-      GATED_LOG_LEVEL: 'warn',
       // Slow enough that runs are in flight, and replies due, while the lock is held.
       GATED_AGENT_CMD: 'sleep 0.3; exec node "$GATED_HOME/agents/example/agent.mjs"',
-    };
+    });
+    const dbPath = env.GATED_DB;
     const groups = ['g1', 'g2', 'g3', 'g4'];
     const seed = openDatabase(dbPath);
     for (const g of groups) addGroup(seed, env.GATED_GROUPS_DIR, g);
@@ -73,9 +67,7 @@ describe('an external writer holding the write lock', () => {
     write(seed, 'before');
     seed.close();
 
-    const child: ChildProcess = spawnGated(['run'], env);
-    let stderr = '';
-    child.stderr!.on('data', (d) => (stderr += String(d)));
+    const child = gatedRun(env);
     const holder = new Database(dbPath, { timeout: 60_000 });
     const count = (sql: string) => holder.prepare(sql).pluck().get() as number;
     await until(() => count(`SELECT count(*) FROM session_log WHERE result IS NULL`) >= 1, 20_000, 'a run');
@@ -114,7 +106,7 @@ describe('an external writer holding the write lock', () => {
         text,
       ).toHaveLength(1);
     expect(count(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery <> 'sent'`)).toBe(0);
-    expect(stderr).not.toMatch(/database is locked|SQLITE_BUSY/);
+    expect(stderrOf(child)).not.toMatch(/database is locked|SQLITE_BUSY/);
     holder.close();
   }, 120_000);
 });

@@ -1,39 +1,21 @@
-import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
-import { exited, spawnGated, until } from '../helpers/process.js';
-
-/** `gated run`; its stderr tail is printed if it exits with an error. */
-function gatedRun(env: Record<string, string>): ChildProcess {
-  const child = spawnGated(['run'], env);
-  let err = '';
-  child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-4000)));
-  child.on('exit', (code) => {
-    if (code !== 0 && code !== null) console.error(`gated exited ${code}: ${err}`);
-  });
-  return child;
-}
+import { exited, gatedEnv, gatedRun, until } from '../helpers/process.js';
 
 describe('gated run across kill -9', () => {
   it('re-runs the interrupted batches after restart: every message answered exactly once', async () => {
     const dir = tempDir();
-    const dbPath = join(dir, 'gated.db');
-    const env = {
-      GATED_DB: dbPath,
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_HTTP_PORT: '0',
-      GATED_POLL_MS: '100',
+    const env = gatedEnv(dir, {
       GATED_IDLE_TIMEOUT_MS: '300',
       GATED_MAX_CONCURRENT: '2',
-      GATED_LOG_LEVEL: 'warn',
       // Slow to start, so runs are in flight when the gateway dies.
       GATED_AGENT_CMD: 'sleep 1; exec node "$GATED_HOME/agents/example/agent.mjs"',
-    };
+    });
+    const dbPath = env.GATED_DB;
     const groups = ['g1', 'g2', 'g3', 'g4'];
     const seed = openDatabase(dbPath);
     for (const g of groups) addGroup(seed, env.GATED_GROUPS_DIR, g);

@@ -1,23 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { addTask } from '../../store/tasks.js';
 import { tempDir } from '../helpers/db.js';
-import { exited, spawnGated, until } from '../helpers/process.js';
+import { exited, gatedEnv, gatedRun as spawnRun, gatedUp, until } from '../helpers/process.js';
 
-/** `gated run`, resolved once it is up (it prints its web chat URL); its stderr is shown if it fails. */
-async function gatedRun(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawnGated(['run'], env);
-  let err = '';
-  child.stderr!.on('data', (d) => (err = (err + String(d)).slice(-4000)));
-  child.on('exit', (code) => {
-    if (code !== 0 && code !== null) console.error(`gated exited ${code}: ${err}`);
-  });
-  await until(() => err.includes('web chat at'), 20_000, 'gated up');
-  return child;
-}
+const gatedRun = (env: Record<string, string>) => gatedUp(spawnRun(env));
 
 async function kill9(child: ChildProcess): Promise<number> {
   child.kill('SIGKILL');
@@ -28,16 +17,8 @@ async function kill9(child: ChildProcess): Promise<number> {
 describe('a task every second across two kill -9 restarts', () => {
   it('fires once per due time; due times missed while down fire once, coalesced, at start', async () => {
     const dir = tempDir();
-    const dbPath = join(dir, 'gated.db');
-    const env = {
-      GATED_DB: dbPath,
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_HTTP_PORT: '0',
-      GATED_POLL_MS: '500',
-      GATED_IDLE_TIMEOUT_MS: '200',
-      GATED_LOG_LEVEL: 'warn',
-    };
-    const db = openDatabase(dbPath);
+    const env = gatedEnv(dir, { GATED_POLL_MS: '500', GATED_IDLE_TIMEOUT_MS: '200' });
+    const db = openDatabase(env.GATED_DB);
     addGroup(db, env.GATED_GROUPS_DIR, 'ops');
     const fired = () => db.prepare(`SELECT count(*) FROM task_runs`).pluck().get() as number;
 

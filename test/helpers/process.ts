@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 
@@ -18,6 +19,52 @@ export function spawnGated(args: string[], env: Record<string, string>): ChildPr
   });
   children.push(child);
   return child;
+}
+
+const stderrs = new WeakMap<ChildProcess, { text: string }>();
+
+/**
+ * `gated run` as a child process (see spawnGated). Its stderr is kept (the last 64 KiB, `stderrOf`) and
+ * its tail printed when it exits with an error, so a failing test says why gated died.
+ */
+export function gatedRun(env: Record<string, string>): ChildProcess {
+  const child = spawnGated(['run'], env);
+  const err = { text: '' };
+  stderrs.set(child, err);
+  child.stderr!.on('data', (d) => (err.text = (err.text + String(d)).slice(-65_536)));
+  child.on('exit', (code) => {
+    if (code !== 0 && code !== null) console.error(`gated exited ${code}: ${err.text.slice(-4000)}`);
+  });
+  return child;
+}
+
+/** What a gatedRun child wrote to stderr so far. */
+export function stderrOf(child: ChildProcess): string {
+  return stderrs.get(child)?.text ?? '';
+}
+
+/** Resolves with a gatedRun child once it is up (it prints where its web chat is). */
+export async function gatedUp(child: ChildProcess, ms = 20_000): Promise<ChildProcess> {
+  await until(() => stderrOf(child).includes('web chat at'), ms, 'gated up');
+  return child;
+}
+
+/**
+ * The environment of a `gated run` child whose database and groups live in `dir`: any free HTTP port, a
+ * 100 ms poll, warnings only; `over` adds or replaces settings.
+ */
+export function gatedEnv(
+  dir: string,
+  over: Record<string, string> = {},
+): Record<string, string> & { GATED_DB: string; GATED_GROUPS_DIR: string } {
+  return {
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_HTTP_PORT: '0',
+    GATED_POLL_MS: '100',
+    GATED_LOG_LEVEL: 'warn',
+    ...over,
+  };
 }
 
 /** Resolves with the child's exit code (at once if it already exited). */
