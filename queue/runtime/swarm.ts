@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
 import { handleOf, INSTANCE_LABEL, pickUser } from './docker.js';
-import { checkEngine, EngineError, engineError } from './engine.js';
+import { checkEngine, EngineError, engineError, unreachableError } from './engine.js';
 import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import type { AgentHandle, Runtime, RunSpec } from './types.js';
 
@@ -203,46 +203,53 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
       }
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
-      await sweptOnce();
-      const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
-      const t0 = performance.now();
-      const created = (await docker.createService(serviceSpec(spec, groupDir, mounts))) as {
-        id?: string;
-        ID?: string;
-      };
-      const serviceId = created.id ?? created.ID!;
-      live.add(serviceId);
-      const service = docker.getService(serviceId);
-      const remove = async () => {
-        await service.remove().catch(() => undefined);
-        live.delete(serviceId);
-      };
-      try {
-        const task = await taskOf(serviceId);
-        const containerId = task.Status?.ContainerStatus?.ContainerID;
-        if (!containerId || task.Status?.State !== 'running') {
-          throw new Error(
-            `swarm task ended before it ran: ${task.Status?.State} ${task.Status?.Err ?? ''}`.trim(),
-          );
-        }
-        const engine = await engineOf(task.NodeID);
-        const container = engine.getContainer(containerId);
-        // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
-        const socket = await attachRaw(engine, containerId, { logs: true });
-        const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
-        const ms = performance.now() - t0;
-        startLatencies.push(ms);
-        if (startLatencies.length > 1000) startLatencies.shift();
-        opts.onStarted?.(task.NodeID ?? 'unknown', ms);
-        log?.debug(
-          { runId: spec.runId, service: serviceId.slice(0, 12), node: task.NodeID },
-          'agent task started',
-        );
-        return handleOf(container, socket, waiting, remove, engine.modem, { where, endLine: END_OF_INPUT });
-      } catch (err) {
-        await remove();
-        throw err;
-      }
+      // An engine that is not there is named as such: the queue retries without blaming the messages.
+      return startTask(spec).catch((err: unknown) => {
+        throw unreachableError(err, where) ?? err;
+      });
     },
   };
+
+  async function startTask(spec: RunSpec): Promise<AgentHandle> {
+    await sweptOnce();
+    const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
+    const t0 = performance.now();
+    const created = (await docker.createService(serviceSpec(spec, groupDir, mounts))) as {
+      id?: string;
+      ID?: string;
+    };
+    const serviceId = created.id ?? created.ID!;
+    live.add(serviceId);
+    const service = docker.getService(serviceId);
+    const remove = async () => {
+      await service.remove().catch(() => undefined);
+      live.delete(serviceId);
+    };
+    try {
+      const task = await taskOf(serviceId);
+      const containerId = task.Status?.ContainerStatus?.ContainerID;
+      if (!containerId || task.Status?.State !== 'running') {
+        throw new Error(
+          `swarm task ended before it ran: ${task.Status?.State} ${task.Status?.Err ?? ''}`.trim(),
+        );
+      }
+      const engine = await engineOf(task.NodeID);
+      const container = engine.getContainer(containerId);
+      // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
+      const socket = await attachRaw(engine, containerId, { logs: true });
+      const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
+      const ms = performance.now() - t0;
+      startLatencies.push(ms);
+      if (startLatencies.length > 1000) startLatencies.shift();
+      opts.onStarted?.(task.NodeID ?? 'unknown', ms);
+      log?.debug(
+        { runId: spec.runId, service: serviceId.slice(0, 12), node: task.NodeID },
+        'agent task started',
+      );
+      return handleOf(container, socket, waiting, remove, engine.modem, { where, endLine: END_OF_INPUT });
+    } catch (err) {
+      await remove();
+      throw err;
+    }
+  }
 }
