@@ -570,15 +570,19 @@ CREATE TABLE IF NOT EXISTS metrics_minute (
 CREATE INDEX IF NOT EXISTS idx_session_log_ended ON session_log(ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_messages_delivered ON messages(delivered_at) WHERE delivered_at IS NOT NULL;
 
--- The draft message a chat shows while an agent streams (`partial` blocks; docs/CHANNELS.md, "Drafts"):
--- never a reply, only its platform id, so that after a crash the next answer edits or removes it. final = 1
--- once it was edited into an answer's first part, until delivery records that part.
+-- The draft message a chat thread shows while an agent streams (`partial` blocks; docs/CHANNELS.md,
+-- "Drafts"): never a reply, only its platform id, so that after a crash the next answer edits or removes it.
+-- thread is the topic of the turn's messages (a web chat tab, a forum thread; '' for most chats), so two
+-- topics of one chat stream two drafts. final = 1 once it was edited into an answer's first part, until
+-- delivery records that part.
 CREATE TABLE IF NOT EXISTS drafts (
-  chat_jid        TEXT PRIMARY KEY,
+  chat_jid        TEXT NOT NULL,
+  thread          TEXT NOT NULL DEFAULT '',
   run_id          INTEGER,
   turn            INTEGER,
   platform_msg_id TEXT,
   text            TEXT,
   final           INTEGER NOT NULL DEFAULT 0,
-  updated_at      INTEGER
+  updated_at      INTEGER,
+  PRIMARY KEY (chat_jid, thread)
 );

@@ -5,7 +5,8 @@ import type { Channel } from '../channels/channel.js';
 import type { Db } from '../store/db.js';
 
 /**
- * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat,
+ * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat
+ * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats),
  * posted at the first draft and edited in place after that, at most once per `minIntervalMs` (the newest
  * text wins: drafts that arrive in between are never shown). When the turn's answer is delivered, the
  * draft becomes the answer: edited to the final text when it fits one part (and has no files, and the
@@ -13,7 +14,7 @@ import type { Db } from '../store/db.js';
  * usual. So the final text appears once, never twice.
  *
  * Drafts are not replies: they are never stored in `messages`. Only the draft's platform id is kept, in
- * `drafts` (one row per chat), so that after a crash the next answer in that chat still finds the stale
+ * `drafts` (one row per chat and thread), so that after a crash the next answer in that chat still finds the stale
  * draft and edits or removes it, and a re-run's drafts reuse it instead of posting a second one.
  */
 
@@ -61,10 +62,12 @@ export interface Drafts {
   stop(): Promise<void>;
 }
 
+/** The draft of one thread of a chat (a web chat tab, a forum thread; '' for the chat itself). */
 interface ChatDraft {
+  chatJid: string;
+  thread: string;
   pending: DraftText | undefined;
   timer: NodeJS.Timeout | undefined;
-  lastEditAt: number;
   chain: Promise<void>;
 }
 
@@ -82,21 +85,27 @@ export function createDrafts(opts: DraftsOptions): Drafts {
   const interval = opts.minIntervalMs ?? 1000;
   const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
   const chats = new Map<string, ChatDraft>();
+  // When each chat's drafts were last edited: the limit is per chat, whichever thread the edit was in.
+  const lastEdit = new Map<string, number>();
   let stopped = false;
   const s = {
-    get: db.prepare<[string], DraftRow>(`SELECT platform_msg_id, text, final FROM drafts WHERE chat_jid = ?`),
+    get: db.prepare<[string, string], DraftRow>(
+      `SELECT platform_msg_id, text, final FROM drafts WHERE chat_jid = ? AND thread = ?`,
+    ),
     upsert: db.prepare(
-      `INSERT INTO drafts (chat_jid, run_id, turn, platform_msg_id, text, updated_at)
-       VALUES (@chat, @run, @turn, @id, @text, @at)
-       ON CONFLICT (chat_jid) DO UPDATE SET run_id = excluded.run_id, turn = excluded.turn,
+      `INSERT INTO drafts (chat_jid, thread, run_id, turn, platform_msg_id, text, updated_at)
+       VALUES (@chat, @thread, @run, @turn, @id, @text, @at)
+       ON CONFLICT (chat_jid, thread) DO UPDATE SET run_id = excluded.run_id, turn = excluded.turn,
          platform_msg_id = excluded.platform_msg_id, text = excluded.text, updated_at = excluded.updated_at,
          final = 0`,
     ),
-    markFinal: db.prepare(`UPDATE drafts SET final = 1 WHERE chat_jid = ?`),
+    markFinal: db.prepare(`UPDATE drafts SET final = 1 WHERE chat_jid = ? AND thread = ?`),
     settled: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND final = 1 AND platform_msg_id = ?`),
     recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
-    remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ?`),
-    kind: db.prepare<[number], { kind: string | null }>(`SELECT kind FROM messages WHERE id = ?`),
+    remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND thread = ?`),
+    reply: db.prepare<[number], { kind: string | null; topic: string }>(
+      `SELECT kind, topic FROM messages WHERE id = ?`,
+    ),
     // The thread (messages.topic) and newest message of the turn being drafted: its rows are the run's
     // running ones.
     turn: db.prepare<[number, string], { topic: string; platform_msg_id: string | null }>(
@@ -110,14 +119,20 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     return ch?.drafts && opts.mode(ch.platform) === 'stream' ? ch : undefined;
   };
 
-  const stateOf = (chatJid: string): ChatDraft => {
-    let c = chats.get(chatJid);
-    if (!c)
-      chats.set(
-        chatJid,
-        (c = { pending: undefined, timer: undefined, lastEditAt: 0, chain: Promise.resolve() }),
-      );
+  const stateOf = (chatJid: string, thread: string): ChatDraft => {
+    const key = `${chatJid}\u0000${thread}`;
+    let c = chats.get(key);
+    if (!c) {
+      c = { chatJid, thread, pending: undefined, timer: undefined, chain: Promise.resolve() };
+      chats.set(key, c);
+    }
     return c;
+  };
+
+  const arm = (c: ChatDraft): void => {
+    const wait = Math.max(0, (lastEdit.get(c.chatJid) ?? 0) + interval - now());
+    c.timer = setTimeout(() => flush(c), wait);
+    c.timer.unref();
   };
 
   /** Runs `fn` after everything queued for the chat: a draft edit and the takeover never interleave. */
@@ -130,8 +145,12 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     return next;
   };
 
-  const flush = (chatJid: string, c: ChatDraft): void => {
+  const flush = (c: ChatDraft): void => {
     c.timer = undefined;
+    const { chatJid, thread } = c;
+    // Another thread of the chat edited since this edit was planned: wait for the chat's next slot.
+    if ((lastEdit.get(chatJid) ?? 0) + interval > now()) return arm(c);
+    lastEdit.set(chatJid, now());
     void serial(c, async () => {
       const d = c.pending;
       c.pending = undefined;
@@ -139,15 +158,15 @@ export function createDrafts(opts: DraftsOptions): Drafts {
       if (!d || !channel || stopped) return;
       const ops = channel.drafts!;
       const text = d.text.slice(0, channel.limit);
-      const found = s.get.get(chatJid);
+      const found = s.get.get(chatJid, thread);
       // A draft already edited into an answer is that answer now: the next turn gets a new draft.
       const row = found?.final ? undefined : found;
-      c.lastEditAt = now();
       try {
         if (row?.platform_msg_id) {
           if (row.text !== text) await ops.edit(chatJid, row.platform_msg_id, text, false);
           s.upsert.run({
             chat: chatJid,
+            thread,
             run: d.runId,
             turn: d.turn,
             id: row.platform_msg_id,
@@ -156,8 +175,8 @@ export function createDrafts(opts: DraftsOptions): Drafts {
           });
         } else {
           const turn = s.turn.get(d.runId, chatJid);
-          const id = await ops.open(chatJid, text, turn?.topic ?? '', turn?.platform_msg_id ?? null);
-          s.upsert.run({ chat: chatJid, run: d.runId, turn: d.turn, id, text, at: now() });
+          const id = await ops.open(chatJid, text, thread, turn?.platform_msg_id ?? null);
+          s.upsert.run({ chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: now() });
         }
       } catch (err) {
         // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
@@ -170,12 +189,11 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     partial(d) {
       try {
         if (stopped || !channelOf(d.chatJid)) return;
-        const c = stateOf(d.chatJid);
+        // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
+        const c = stateOf(d.chatJid, s.turn.get(d.runId, d.chatJid)?.topic ?? '');
         c.pending = d;
         if (c.timer) return; // the scheduled edit will show the newest text
-        const wait = Math.max(0, c.lastEditAt + interval - now());
-        c.timer = setTimeout(() => flush(d.chatJid, c), wait);
-        c.timer.unref();
+        arm(c);
       } catch (err) {
         log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
       }
@@ -184,17 +202,20 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     async takeOver(messageId, chatJid, parts, files) {
       const channel = byPlatform.get(parseJid(chatJid).platform);
       if (!channel?.drafts) return null;
-      const c = stateOf(chatJid);
+      // The answer goes to the thread its turn came from, where that turn's draft is.
+      const reply = s.reply.get(messageId);
+      const thread = reply?.topic ?? '';
+      const c = stateOf(chatJid, thread);
       return serial(c, async (): Promise<string | null> => {
-        const row = s.get.get(chatJid);
+        const row = s.get.get(chatJid, thread);
         if (!row) return null;
         if (row.final && row.platform_msg_id && s.recorded.get(row.platform_msg_id) !== undefined) {
           // The answer it became was recorded before a crash could clear the row: nothing to take over.
-          s.remove.run(chatJid);
+          s.remove.run(chatJid, thread);
           return null;
         }
         // Gateway notices (/ping, errors) leave a turn's draft alone; the turn's own answer takes it over.
-        if (s.kind.get(messageId)?.kind !== 'reply') return null;
+        if (reply?.kind !== 'reply') return null;
         clearTimeout(c.timer);
         c.timer = undefined;
         c.pending = undefined;
@@ -204,7 +225,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
           try {
             // Kept (final) until delivery records the part: a crash in between edits it again, harmlessly.
             await ops.edit(chatJid, id, parts[0]!, true);
-            s.markFinal.run(chatJid);
+            s.markFinal.run(chatJid, thread);
             return id;
           } catch (err) {
             log.info({ chat: chatJid, err: coerceError(err).message }, 'draft not editable; replacing it');
@@ -217,7 +238,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
               log.info({ chat: chatJid, err: coerceError(err).message }, 'stale draft not removed'),
             );
         }
-        s.remove.run(chatJid);
+        s.remove.run(chatJid, thread);
         return null;
       });
     },

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -34,6 +34,21 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 6 → 7: the readiness index covers the group, topic and backoff, so the queue's fair pick skips busy
   // groups without reading the table (schema.sql creates idx_messages_ready_walk).
   6: (db) => db.exec('DROP INDEX IF EXISTS idx_messages_ready_order'),
+  // 7 → 8: a draft per chat thread (two web chat topics stream at once): the key becomes (chat_jid, thread),
+  // which needs the table rebuilt; its rows (drafts of threadless chats) keep their ids.
+  7: (db) => {
+    const cols = db.pragma('table_info(drafts)') as { name: string }[];
+    if (cols.some((c) => c.name === 'thread')) return;
+    db.exec(`
+      CREATE TABLE drafts_v8 (
+        chat_jid TEXT NOT NULL, thread TEXT NOT NULL DEFAULT '', run_id INTEGER, turn INTEGER,
+        platform_msg_id TEXT, text TEXT, final INTEGER NOT NULL DEFAULT 0, updated_at INTEGER,
+        PRIMARY KEY (chat_jid, thread));
+      INSERT INTO drafts_v8 (chat_jid, run_id, turn, platform_msg_id, text, final, updated_at)
+        SELECT chat_jid, run_id, turn, platform_msg_id, text, final, updated_at FROM drafts;
+      DROP TABLE drafts;
+      ALTER TABLE drafts_v8 RENAME TO drafts;`);
+  },
 };
 
 /**

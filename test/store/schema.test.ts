@@ -41,6 +41,26 @@ describe('schema.sql', () => {
     expect(db.prepare(`SELECT content, turn FROM messages`).get()).toEqual({ content: 'old', turn: null });
   });
 
+  it('upgrades a version-7 database: drafts are keyed by chat and thread, rows kept', () => {
+    const { db } = freshDb();
+    db.exec(`DROP TABLE drafts;
+      CREATE TABLE drafts (chat_jid TEXT PRIMARY KEY, run_id INTEGER, turn INTEGER, platform_msg_id TEXT,
+        text TEXT, final INTEGER NOT NULL DEFAULT 0, updated_at INTEGER)`);
+    db.prepare(
+      `INSERT INTO drafts (chat_jid, platform_msg_id, text) VALUES ('telegram:1', '77', 'half')`,
+    ).run();
+    db.pragma('user_version = 7');
+    expect(applySchema(db)).toBe(SCHEMA_VERSION);
+    expect(db.prepare(`SELECT chat_jid, thread, platform_msg_id, text FROM drafts`).all()).toEqual([
+      { chat_jid: 'telegram:1', thread: '', platform_msg_id: '77', text: 'half' },
+    ]);
+    // Two threads of one chat now have a draft each.
+    db.prepare(
+      `INSERT INTO drafts (chat_jid, thread, platform_msg_id) VALUES ('telegram:1', '5', '78')`,
+    ).run();
+    expect(db.prepare(`SELECT count(*) FROM drafts`).pluck().get()).toBe(2);
+  });
+
   it('defaults timestamps to UTC ISO-8601 with milliseconds', () => {
     const { db } = freshDb();
     db.prepare(`INSERT INTO messages (chat_jid, content) VALUES ('x:1', 'hi')`).run();
