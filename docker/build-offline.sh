@@ -31,6 +31,10 @@ ctx=$work/context
 mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/workspace" "$root/etc" "$root/app/node_modules" "$ctx"
 cp "$node_bin" "$root/usr/local/bin/node"
 cp "$agent_dir/$agent_file" "$ctx/agent.mjs"
+# The entry's sibling modules (agents/claude/actions.mjs), which it imports by relative path.
+for f in "$agent_dir"/*.mjs; do
+  [ "$(basename "$f")" = "$agent_file" ] || [ "$(basename "$f")" = agent.mjs ] || cp "$f" "$ctx/"
+done
 
 # The dependency closure of the agent's package.json, as package names, from the hoisted node_modules.
 if [ -f "$agent_dir/package.json" ]; then

@@ -39,6 +39,11 @@ export interface AgentInput {
   turn: 1;
   prompt: string;
   sessionId: string | null;
+  /**
+   * Set only on a topic's first run (no session of its own yet, none ever answered): the group's default
+   * session, for an agent that can start the topic as a fork of it. Agents that cannot ignore it.
+   */
+  forkFrom?: string;
   group: string;
   topic: string;
   chatJid: string;

@@ -11,6 +11,7 @@ import { parseMountList } from './runtime/mounts.js';
 import type { RunSpec } from './runtime/types.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
 import { QueueStore, type BatchRow, type Dispatched, type ReadyLane } from '../store/queue.js';
+import { sessionsOf } from '../store/sessions.js';
 import type { LaneFacts, LaneInfo, QueueOptions, WorkQueue } from './types.js';
 
 export type {
@@ -244,10 +245,12 @@ export function createQueue(opts: QueueOptions): WorkQueue {
 
   const firstInput = (key: SessionKey, d: Dispatched): string => {
     const messages = d.rows.map((r) => message(key.group, r));
+    const forkFrom = d.sessionId === null ? sessionsOf(opts.db).forkSource(key) : undefined;
     return inputLine({
       turn: 1,
       prompt: formatPrompt(messages, d.systemNotes),
       sessionId: d.sessionId,
+      ...(forkFrom !== undefined ? { forkFrom } : {}),
       group: key.group,
       topic: key.topic,
       chatJid: d.chatJid,

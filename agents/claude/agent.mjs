@@ -9,11 +9,16 @@
 //
 // Secrets (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_* settings) arrive in the first line's
 // `secrets` and go only to the CLI's own environment: never this process's env, a file or a log line.
-// Sessions are kept in the group's folder (.claude-agent/), so a later run resumes them.
+// Sessions are kept in the group's folder (.claude-agent/), so a later run resumes them; a topic's first run
+// forks the group's default session when gated names it (`forkFrom`), so the topic starts with its context.
+//
+// The actions the input's `capabilities` allow are tools of an in-process MCP server (actions.mjs); what the
+// model asks for during a turn rides on that turn's final block as `actions`, for gated to apply.
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { query } from '@anthropic-ai/claude-agent-sdk';
+import { actionServer, offered, SERVER } from './actions.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
@@ -92,7 +97,8 @@ async function canUseTool(name, input) {
     return { behavior: 'deny', message: 'Only files inside the working directory may be used.' };
   }
   if (SHELL_TOOLS.has(name) && allowShell) return { behavior: 'allow', updatedInput: input };
-  if (name === 'TodoWrite') return { behavior: 'allow', updatedInput: input };
+  if (name === 'TodoWrite' || name.startsWith(`mcp__${SERVER}__`))
+    return { behavior: 'allow', updatedInput: input };
   return { behavior: 'deny', message: `The tool ${name} is not available here.` };
 }
 
@@ -160,9 +166,20 @@ async function main() {
   }
   mkdirSync(stateDir, { recursive: true });
   const numbered = Number.isInteger(first.turn);
-  const resume = typeof first.sessionId === 'string' && first.sessionId !== '' ? first.sessionId : undefined;
-  const canResume = resume !== undefined && transcriptExists(stateDir, resume);
-  if (resume && !canResume) say(`no transcript for session ${resume}: starting a new one`);
+  const own = typeof first.sessionId === 'string' && first.sessionId !== '' ? first.sessionId : undefined;
+  const ownExists = own !== undefined && transcriptExists(stateDir, own);
+  if (own && !ownExists) say(`no transcript for session ${own}: starting a new one`);
+  // A session of its own wins; without one, a topic starts as a fork of the group's default session: its
+  // context, written to a new session id (the default session itself is left as it was).
+  const parent =
+    !own && typeof first.forkFrom === 'string' && first.forkFrom !== '' ? first.forkFrom : undefined;
+  const fork = parent !== undefined && transcriptExists(stateDir, parent);
+  if (parent && !fork) say(`no transcript for session ${parent} to fork: starting a new one`);
+  const resume = ownExists ? own : fork ? parent : undefined;
+
+  // Actions the model records during a turn; the turn's final block carries them.
+  let recorded = [];
+  const actions = actionServer(offered(first.capabilities), (a) => recorded.push(a));
 
   const inbox = new Inbox();
   const q = query({
@@ -170,11 +187,17 @@ async function main() {
     options: {
       cwd,
       env: childEnv(first.secrets),
-      ...(canResume ? { resume } : {}),
+      ...(resume ? { resume } : {}),
+      ...(fork ? { forkSession: true } : {}),
       includePartialMessages: numbered,
       permissionMode: 'default',
       canUseTool,
+      // The built-in tools offered at all: the ones canUseTool may allow (the model is not shown the rest).
+      tools: [...FILE_TOOLS, 'TodoWrite', ...(allowShell ? SHELL_TOOLS : [])],
       settingSources: [],
+      // Only gated's own tool server: no MCP servers from settings or plugins.
+      strictMcpConfig: true,
+      ...(actions ? { mcpServers: { [SERVER]: actions.server }, allowedTools: actions.names } : {}),
       stderr: (data) => process.stderr.write(data),
       ...(process.env.GATED_CLAUDE_MODEL ? { model: process.env.GATED_CLAUDE_MODEL } : {}),
       systemPrompt: {
@@ -183,7 +206,10 @@ async function main() {
         append:
           'You are answering a chat through a gateway. Each user turn holds <message> elements from the chat. ' +
           'Answer in Markdown; keep it short unless asked otherwise. Your working directory is the only ' +
-          'place you can read or write files.',
+          'place you can read or write files.' +
+          (actions
+            ? ' The gated tools (send, schedule, …) record actions that take effect once your answer is stored.'
+            : ''),
       },
     },
   });
@@ -237,7 +263,8 @@ async function main() {
     finishIfDone();
   })();
 
-  let sessionId = resume ?? null;
+  // A fork's id is the new one the SDK reports, never the parent's.
+  let sessionId = fork ? null : (resume ?? null);
   let draft = '';
   let lastPartial = 0;
   let failure = null;
@@ -266,7 +293,12 @@ async function main() {
     costs[sessionId] = total;
     writeFileSync(costFile, JSON.stringify(costs));
     const text = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
+    const turnActions = recorded;
+    recorded = [];
     if (msg.is_error || msg.subtype !== 'success') {
+      // The turn did not complete: what it recorded is not asked for (a retried turn asks again).
+      if (turnActions.length > 0)
+        say(`${turnActions.length} recorded action(s) dropped with the failed turn`);
       if (transient(text)) {
         // Unanswered on purpose: gated puts the turn back and tries again later.
         failure = `the API could not serve the turn: ${text.slice(0, 300)}`;
@@ -285,6 +317,7 @@ async function main() {
         result: text,
         newSessionId: sessionId,
         ...(currentTurn !== null ? { turn: currentTurn } : {}),
+        ...(turnActions.length > 0 ? { actions: turnActions } : {}),
         usage: {
           input_tokens: msg.usage?.input_tokens ?? 0,
           output_tokens: msg.usage?.output_tokens ?? 0,

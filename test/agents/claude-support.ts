@@ -41,6 +41,9 @@ export async function startClaudeChat(
     network?: boolean;
     /** Platform channels from the configuration (env) instead of the web chat only; routes to the group. */
     routes?: string[];
+    /** registered_groups.actions (the capabilities) and send_allow of the group. */
+    actions?: string;
+    sendAllow?: string;
   } = {},
 ): Promise<ClaudeChat> {
   const dir = tempDir('gated-claude-');
@@ -65,6 +68,10 @@ export async function startClaudeChat(
   addGroup(db0, config.groupsDir, group, 'Claude');
   for (const match of opts.routes ?? [])
     db0.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, ?, ?)`).run(match, group);
+  if (opts.actions !== undefined)
+    db0.prepare(`UPDATE registered_groups SET actions = ? WHERE folder = ?`).run(opts.actions, group);
+  if (opts.sendAllow !== undefined)
+    db0.prepare(`UPDATE registered_groups SET send_allow = ? WHERE folder = ?`).run(opts.sendAllow, group);
   if (opts.network) db0.prepare(`UPDATE registered_groups SET network = 1 WHERE folder = ?`).run(group);
   db0.close();
   const gated = await startGated({

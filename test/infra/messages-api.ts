@@ -6,6 +6,9 @@
  * - `WRITE <relative path> <word>`: a `tool_use` of the Write tool creating that file (inside the working
  *   directory the CLI states in its system prompt) with `<word>` as content; once the tool result comes
  *   back, a text saying it was written;
+ * - `TOOL <name> <json>`: a `tool_use` of the offered tool called `<name>` (or `mcp__<server>__<name>`) with
+ *   that JSON as input; once the result comes back, a text quoting it (`Tool <name> said: …`). A tool the
+ *   request does not offer gets the text `no tool <name>`;
  * - `SLOW <seconds>`: text streamed in small deltas for that long (numbered lines, so a test can check that
  *   nothing was lost);
  * - `OVERLOAD`: HTTP 529 `overloaded_error`;
@@ -24,6 +27,8 @@ interface Block {
   text?: string;
   content?: unknown;
   tool_use_id?: string;
+  name?: string;
+  id?: string;
 }
 
 /** One entry of `messages` in a request. */
@@ -50,7 +55,7 @@ export interface RecordedRequest {
 type Plan =
   | { kind: 'text'; text: string }
   | { kind: 'slow'; seconds: number }
-  | { kind: 'write'; path: string; content: string }
+  | { kind: 'tool'; name: string; input: Record<string, unknown> }
   | { kind: 'overload' };
 
 const DELTA_MS = 50;
@@ -171,13 +176,29 @@ export class MessagesApiServer {
     if (!conversation || !last) return { kind: 'text', text: 'Chat' };
     if (Array.isArray(last.content) && last.content.some((b) => b.type === 'tool_result')) {
       const r = last.content.find((b) => b.type === 'tool_result')!;
-      const said = typeof r.content === 'string' ? r.content : JSON.stringify(r.content);
-      return { kind: 'text', text: `The file is written (${said.slice(0, 80)}).` };
+      const said = typeof r.content === 'string' ? r.content : textOf(r.content as Block[]);
+      const use = body.messages
+        .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+        .find((b) => b.type === 'tool_use' && b.id === r.tool_use_id);
+      if (use?.name === 'Write') return { kind: 'text', text: `The file is written (${said.slice(0, 80)}).` };
+      return { kind: 'text', text: `Tool ${use?.name ?? '?'} said: ${said}` };
     }
     const words = userWords(last.content);
     const write = /\bWRITE (\S+) (\S+)/.exec(words);
     if (write) {
-      return { kind: 'write', path: `${workingDir(body)}/${write[1]}`, content: write[2]! };
+      const input = { file_path: `${workingDir(body)}/${write[1]}`, content: write[2]! };
+      return { kind: 'tool', name: 'Write', input };
+    }
+    const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
+    if (call) {
+      const wanted = call[1]!;
+      const offered = (body.tools ?? []).find((t) => t.name === wanted || t.name.endsWith(`__${wanted}`));
+      if (!offered) return { kind: 'text', text: `no tool ${wanted}` };
+      try {
+        return { kind: 'tool', name: offered.name, input: JSON.parse(call[2]!) as Record<string, unknown> };
+      } catch {
+        return { kind: 'text', text: `bad JSON for ${wanted}` };
+      }
     }
     const slow = /\bSLOW (\d+)/.exec(words);
     if (slow) return { kind: 'slow', seconds: Number(slow[1]) };
@@ -214,13 +235,13 @@ export class MessagesApiServer {
     });
     let outputTokens = 0;
     let stopReason = 'end_turn';
-    if (plan.kind === 'write') {
+    if (plan.kind === 'tool') {
       stopReason = 'tool_use';
       send('content_block_start', {
         index: 0,
-        content_block: { type: 'tool_use', id: `toolu_test_${this.nextId}`, name: 'Write', input: {} },
+        content_block: { type: 'tool_use', id: `toolu_test_${this.nextId}`, name: plan.name, input: {} },
       });
-      const input = JSON.stringify({ file_path: plan.path, content: plan.content });
+      const input = JSON.stringify(plan.input);
       send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: input } });
       send('content_block_stop', { index: 0 });
       outputTokens = 30;

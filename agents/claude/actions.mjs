@@ -1,0 +1,116 @@
+// gated's actions (docs/PROTOCOL.md, "Actions") as tools the model can call: an in-process MCP server of the
+// Claude Agent SDK with one tool per action type the run's `capabilities` allow. A call applies nothing: it
+// records the action for the turn in progress, and the turn's final block carries what was recorded, so
+// gated applies them in the transaction that stores the answer (a crash before that loses nothing and
+// repeats nothing: the retried turn asks again). gated checks every action again; the schemas here only
+// spare the model a round trip for what gated would refuse as malformed anyway.
+import { createSdkMcpServer, tool } from '@anthropic-ai/claude-agent-sdk';
+import { z } from 'zod';
+
+/** The MCP server's name; its tools reach the model as `mcp__gated__<action>`. */
+export const SERVER = 'gated';
+
+const text = z.string().min(1).max(65536);
+
+function done(summary) {
+  return {
+    content: [{ type: 'text', text: `Recorded: ${summary}. It will be applied when this answer is stored.` }],
+  };
+}
+
+function refused(reason) {
+  return { content: [{ type: 'text', text: `Not recorded: ${reason}` }], isError: true };
+}
+
+// One entry per action type: the tool's description, its input shape and how a call becomes an action.
+const ACTIONS = {
+  send: {
+    description:
+      'Send a message to another chat (besides answering this one). Allowed targets: chats whose ' +
+      'messages reach this group or one below it, and chats the operator allowed.',
+    shape: {
+      chat_jid: z
+        .string()
+        .regex(/^[a-z][a-z0-9_-]{0,31}:\S{1,256}$/)
+        .describe('the chat, e.g. telegram:-100123'),
+      text: text.describe('the message, in Markdown'),
+    },
+    action: (a) => ({ type: 'send', chat_jid: a.chat_jid, text: a.text }),
+    summary: (a) => `a message to ${a.chat_jid}`,
+  },
+  delegate: {
+    description: 'Hand work to a group below this one; its answer comes back to you as a later message.',
+    shape: {
+      group: z.string().min(1).describe('the group (child name, or folder path)'),
+      text: text.describe('what the group should do'),
+    },
+    action: (a) => ({ type: 'delegate', group: a.group, text: a.text }),
+    summary: (a) => `work for ${a.group}`,
+  },
+  escalate: {
+    description: 'Hand a question or decision to the group above this one; its answer comes back to you.',
+    shape: { text: text.describe('what the group above should decide or do') },
+    action: (a) => ({ type: 'escalate', text: a.text }),
+    summary: () => 'an escalation',
+  },
+  schedule: {
+    description:
+      'Schedule a task: at each due time, the text arrives in this chat as a message from the system. ' +
+      'Give exactly one of cron (5 fields), every (e.g. 15m, 2h, 1d) or at (ISO time, once).',
+    shape: {
+      cron: z.string().optional().describe('a 5-field cron expression, e.g. "0 9 * * 1"'),
+      every: z.string().optional().describe('an interval such as 15m or 2h'),
+      at: z.string().optional().describe('an ISO 8601 time, once'),
+      text: text.describe('what to do each time'),
+      topic: z.string().optional().describe('the topic the task runs in (default: this one)'),
+    },
+    check: (a) =>
+      ['cron', 'every', 'at'].filter((k) => a[k] !== undefined).length === 1
+        ? null
+        : 'give exactly one of cron, every, at',
+    action: (a) => {
+      const kind = ['cron', 'every', 'at'].find((k) => a[k] !== undefined);
+      return {
+        type: 'schedule',
+        [kind]: a[kind],
+        text: a.text,
+        ...(a.topic !== undefined ? { topic: a.topic } : {}),
+      };
+    },
+    summary: (a) => `a task (${a.cron ?? a.every ?? a.at})`,
+  },
+  react: {
+    description: 'React with an emoji on the message you are answering (where the platform has reactions).',
+    shape: { emoji: z.string().min(1).max(32).describe('one emoji, e.g. 👍') },
+    action: (a) => ({ type: 'react', emoji: a.emoji }),
+    summary: (a) => `the reaction ${a.emoji}`,
+  },
+};
+
+/** The action types this agent knows, out of `capabilities` (unknown names are skipped). */
+export function offered(capabilities) {
+  return Array.isArray(capabilities) ? capabilities.filter((c) => Object.hasOwn(ACTIONS, c)) : [];
+}
+
+/**
+ * The tool server for `types` (from offered()), each call handed to `record(action)`; null when there is
+ * nothing to offer. Also returns the full tool names, for allowedTools.
+ */
+export function actionServer(types, record) {
+  if (types.length === 0) return null;
+  const tools = types.map((type) => {
+    const a = ACTIONS[type];
+    return tool(type, a.description, a.shape, async (args) => {
+      const why = a.check?.(args);
+      if (why) return refused(why);
+      record(a.action(args));
+      return done(a.summary(args));
+    });
+  });
+  return {
+    // Always in the prompt (a few small tools), never deferred behind tool search: the model must see them
+    // from the first turn on, and the session waits for the server before that turn.
+    server: createSdkMcpServer({ name: SERVER, version: '1.0.0', tools, alwaysLoad: true }),
+    names: types.map((t) => `mcp__${SERVER}__${t}`),
+  };
+}

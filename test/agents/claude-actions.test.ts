@@ -1,0 +1,132 @@
+/**
+ * The Claude agent's actions as tools and a topic's first session forked from the group's default session,
+ * through the whole gateway (process runtime) against the local Messages API server: the scripted model
+ * calls a tool with `TOOL <name> <json>` (test/infra/messages-api.ts).
+ */
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { until } from '../helpers/process.js';
+import { MessagesApiServer } from '../infra/messages-api.js';
+import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+
+let api: MessagesApiServer;
+let chat: ClaudeChat | undefined;
+
+beforeEach(async () => {
+  api = await MessagesApiServer.start();
+});
+
+afterEach(async () => {
+  await chat?.gated.close(5000);
+  chat = undefined;
+  await api.close();
+});
+
+const toolNames = (words: string) => (requestFor(api, words).body.tools ?? []).map((t) => t.name);
+
+function repliesTo(c: ClaudeChat, id: number): number {
+  return c.gated.db
+    .prepare(`SELECT COUNT(*) FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+    .pluck()
+    .get(id) as number;
+}
+
+test(
+  'the model schedules a task and sends to another chat through its tools',
+  { timeout: 120_000 },
+  async () => {
+    const c = (chat = await startClaudeChat(api, { sendAllow: 'web:elsewhere' }));
+
+    const asked = c.send('TOOL schedule {"every":"1h","text":"check the backups"}');
+    const reply = await c.reply(asked);
+    expect(reply).toContain('Tool mcp__gated__schedule said: Recorded: a task (1h)');
+    const tasks = c.gated.db
+      .prepare(`SELECT group_folder, chat_jid, kind, spec, text, status, created_by FROM tasks`)
+      .all();
+    expect(tasks).toEqual([
+      {
+        group_folder: c.group,
+        chat_jid: c.chat,
+        kind: 'every',
+        spec: '1h',
+        text: 'check the backups',
+        status: 'active',
+        created_by: `agent:${c.group}`,
+      },
+    ]);
+    expect(repliesTo(c, asked)).toBe(1);
+    // Besides them only the file tools: no shell (the process runtime runs on the host), no web access.
+    const offered = toolNames('TOOL schedule');
+    expect(offered).toContain('Write');
+    for (const no of ['Bash', 'WebFetch', 'WebSearch', 'Task', 'Agent']) expect(offered).not.toContain(no);
+    // No delegate or escalate: the group has neither a child nor a parent.
+    expect(
+      toolNames('TOOL schedule')
+        .filter((n) => n.startsWith('mcp__'))
+        .sort(),
+    ).toEqual(['mcp__gated__react', 'mcp__gated__schedule', 'mcp__gated__send']);
+
+    const sent = c.send('TOOL send {"chat_jid":"web:elsewhere","text":"hello over there"}');
+    expect(await c.reply(sent)).toContain('Recorded: a message to web:elsewhere');
+    const out = await until(
+      () =>
+        c.gated.db
+          .prepare(`SELECT content FROM messages WHERE chat_jid = 'web:elsewhere' AND is_from_me = 1`)
+          .pluck()
+          .all() as string[],
+    );
+    expect(out).toEqual(['hello over there']);
+    expect(repliesTo(c, sent)).toBe(1);
+    const applied = c.gated.db.prepare(`SELECT type, status FROM actions ORDER BY id`).all();
+    expect(applied).toEqual([
+      { type: 'schedule', status: 'applied' },
+      { type: 'send', status: 'applied' },
+    ]);
+  },
+);
+
+test('a capability the group does not have is not offered as a tool', { timeout: 120_000 }, async () => {
+  const c = (chat = await startClaudeChat(api, { actions: 'react' }));
+  const asked = c.send('TOOL schedule {"every":"1h","text":"check the backups"}');
+  expect(await c.reply(asked)).toBe('no tool schedule');
+  expect(toolNames('TOOL schedule').filter((n) => n.startsWith('mcp__'))).toEqual(['mcp__gated__react']);
+  expect(c.gated.db.prepare(`SELECT COUNT(*) FROM tasks`).pluck().get()).toBe(0);
+});
+
+test("a topic's first run forks the group's default session", { timeout: 120_000 }, async () => {
+  const c = (chat = await startClaudeChat(api));
+  const sessionOf = (topic: string) =>
+    c.gated.db
+      .prepare(`SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?`)
+      .pluck()
+      .get(c.group, topic) as string | undefined;
+
+  const first = c.send('remember the word tulip');
+  expect(await c.reply(first)).toBe('echo: remember the word tulip');
+  const main = sessionOf('')!;
+  expect(main).toMatch(/^[0-9a-f-]{36}$/);
+
+  const inTopic = c.send('#ops which word was it');
+  expect(await c.reply(inTopic)).toBe('echo: which word was it');
+  // The SDK resumed the default session's transcript: the model saw its earlier turn.
+  expect(api.seenUserWords(requestFor(api, 'which word was it')).join('\n')).toContain(
+    'remember the word tulip',
+  );
+  const topic = await until(() => sessionOf('ops'));
+  expect(topic).toMatch(/^[0-9a-f-]{36}$/);
+  expect(topic).not.toBe(main);
+  expect(sessionOf('')).toBe(main);
+
+  // The fork wrote its own session: the default session does not see the topic's turn.
+  const back = c.send('back in the main thread');
+  expect(await c.reply(back)).toBe('echo: back in the main thread');
+  const mainWords = api.seenUserWords(requestFor(api, 'back in the main thread')).join('\n');
+  expect(mainWords).toContain('remember the word tulip');
+  expect(mainWords).not.toContain('which word was it');
+
+  // `/new #ops` makes the topic start fresh, not from the default session again.
+  c.send('/new #ops');
+  await until(() => sessionOf('ops') === undefined);
+  const fresh = c.send('#ops a fresh start');
+  expect(await c.reply(fresh)).toBe('echo: a fresh start');
+  expect(api.seenUserWords(requestFor(api, 'a fresh start')).join('\n')).not.toContain('tulip');
+});
