@@ -6,7 +6,8 @@
  * events through the harness, stores them with the real insertInbound into a fresh SQLite database, and
  * delivers outbound rows with the real createDelivery, then asks the harness what the platform received.
  * Delivery waits go through a recording sleep that returns at once, so retry_after and backoff are
- * asserted as numbers instead of being slept through.
+ * asserted as numbers instead of being slept through. Channels with drafts whose harness says what the chat
+ * shows (`shown`) also run the drafts through the real createDrafts: edited in place, then taken over.
  */
 import { describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
@@ -14,11 +15,13 @@ import { silentLogger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import type { Channel, InboundSink } from '../../channels/channel.js';
 import { createDelivery, type Delivery } from '../../delivery/delivery.js';
+import { createDrafts, type Drafts } from '../../delivery/drafts.js';
 import { measure } from '../../core/text.js';
 import type { Db } from '../../store/db.js';
 import { insertOutbound } from '../../store/messages.js';
 import { freshDb } from '../helpers/db.js';
 import { manualSleep } from '../delivery/script-channel.js';
+import { until } from '../helpers/process.js';
 import { cleanupAfterEach, inboundRows, recordingSink } from './support.js';
 
 /** A refusal the platform can be told to answer the next sends with. */
@@ -60,6 +63,11 @@ export interface ChannelHarness {
   redeliverLast?(): Promise<void>;
   /** Messages the platform accepted in the chat, oldest first. */
   received(): ReceivedMessage[];
+  /**
+   * The bot's messages in the chat as a user sees them now (edits applied, deleted ones gone), oldest
+   * first. Present where the channel has drafts: the drafts tests run only then.
+   */
+  shown?(): string[];
   /** The next `n` sends are refused with `fault` (one of the capabilities' faults). */
   failNext(fault: ConformanceFault, n: number): void;
   /** The wait, in ms, that the platform's rate-limit fault announces. */
@@ -125,7 +133,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       return channel;
     }
 
-    function deliver(db: Db, channel: Channel) {
+    function deliver(db: Db, channel: Channel, drafts?: Drafts) {
       const waits = manualSleep(true);
       const d: Delivery = createDelivery({
         db,
@@ -133,6 +141,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         log: silentLogger(),
         pollMs: 0,
         sleep: waits.sleep,
+        ...(drafts ? { drafts } : {}),
       });
       defer(() => d.stop());
       d.start();
@@ -224,6 +233,63 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       expect(new Set(texts).size).toBe(3);
       expect(squash(texts.join(''))).toBe(squash(content));
       expect(outRow(db2, id)).toMatchObject({ delivery: 'sent', parts_sent: 3 });
+    });
+
+    /** The real drafts of one channel in stream mode, with no pause between edits. */
+    function streamDrafts(db: Db, channel: Channel): Drafts {
+      const drafts = createDrafts({
+        db,
+        channels: [channel],
+        log: silentLogger(),
+        mode: () => 'stream',
+        minIntervalMs: 0,
+      });
+      defer(() => drafts.stop());
+      return drafts;
+    }
+
+    /** Shows `texts` as drafts of one turn, one after the other, each once it is on screen. */
+    async function showDrafts(h: ChannelHarness, drafts: Drafts, texts: string[]): Promise<void> {
+      for (const text of texts) {
+        drafts.partial({ chatJid: h.jid, runId: 1, turn: 1, text });
+        await until(() => h.shown!().includes(text), 10_000, `the draft '${text}'`);
+      }
+    }
+
+    const draftTest = (title: string, body: (s: FaultCtx) => Promise<void>) => {
+      it(title, async (ctx) => {
+        const s = await setup();
+        if (!s.channel.drafts || !s.h.shown) return ctx.skip();
+        await body(s);
+      });
+    };
+
+    draftTest('shows drafts as one message edited in place, which the answer becomes', async (s) => {
+      const { h, db, channel } = s;
+      const drafts = streamDrafts(db, channel);
+      await showDrafts(h, drafts, ['Looking', 'Looking it up', 'Looking it up…']);
+      expect(h.shown!()).toEqual(['Looking it up…']);
+      const id = insertOutbound(db, { chat_jid: h.jid, content: 'It is 42.', kind: 'reply' });
+      const { d } = deliver(db, channel, drafts);
+      await d.idle();
+      expect(h.shown!()).toEqual(['It is 42.']);
+      expect(h.received()).toHaveLength(1);
+      expect(outRow(db, id)).toMatchObject({ delivery: 'sent', parts_sent: 1 });
+      expect(db.prepare('SELECT count(*) FROM drafts').pluck().get()).toBe(0);
+    });
+
+    draftTest('replaces the draft by the parts of an answer too long for one message', async (s) => {
+      const { h, db, channel } = s;
+      const drafts = streamDrafts(db, channel);
+      await showDrafts(h, drafts, ['Writing', 'Writing a lot']);
+      const content = longReply(channel);
+      insertOutbound(db, { chat_jid: h.jid, content, kind: 'reply' });
+      const { d } = deliver(db, channel, drafts);
+      await d.idle();
+      const shown = h.shown!();
+      expect(shown).toHaveLength(3);
+      expect(squash(shown.join(''))).toBe(squash(content));
+      expect(db.prepare('SELECT count(*) FROM drafts').pluck().get()).toBe(0);
     });
 
     const faultTest = (fault: ConformanceFault, title: string, body: (s: FaultCtx) => Promise<void>) => {

@@ -41,6 +41,7 @@ channelConformance('discord', async () => {
       api.posted
         .filter((p) => p.channel_id === api.textChannelId)
         .map((p) => ({ text: p.content, replyTo: p.message_reference?.message_id ?? null })),
+    shown: () => api.shown(api.textChannelId).map((m) => m.content),
     failNext: (fault, n) => api.failNext(FAULTS[fault], n),
     retryAfterMs: 2000,
     close: () => api.close(),

@@ -61,6 +61,8 @@ channelConformance('telegram', async () => {
           text: s.text,
           replyTo: s.reply_to_message_id === undefined ? null : String(s.reply_to_message_id),
         })),
+    // The server keeps sent messages as they are now: edits applied, deleted ones removed.
+    shown: () => api.sent.filter((s) => s.chat_id === group.id).map((s) => s.text),
     failNext: (fault, n) => api.failNext('sendMessage', FAULTS[fault], n),
     retryAfterMs: 2000,
     close: () => api.close(),
