@@ -136,6 +136,25 @@ test('an attachment over GATED_MAX_ATTACHMENT_BYTES is not downloaded: the agent
   expect(agentInputs(gated).flatMap((m) => m.attachments ?? [])).toEqual([]);
 });
 
+test('a failing download is retried until it works', async () => {
+  const { api, gated } = await start();
+  api.failDownloads(2);
+  const voice = Buffer.from('OggS fake voice');
+  api.push({
+    channelId: api.textChannelId,
+    author: ada,
+    content: '',
+    attachments: [{ name: 'voice-message.ogg', data: voice, contentType: 'audio/ogg' }],
+  });
+  const [reply] = await api.waitForPosted(1);
+  expect(reply!.content).toMatch(/^saw voice-message\.ogg 15 /);
+  expect(api.cdnDownloads).toBe(3);
+  expect(gated.db.prepare(`SELECT attempts, state FROM attachments`).get()).toEqual({
+    attempts: 2,
+    state: 'saved',
+  });
+});
+
 test('a file the agent names arrives as an attachment with its bytes, after the text', async () => {
   const { api, gated } = await start();
   const msg = api.push({ channelId: api.textChannelId, author: ada, content: 'send chart.png' });

@@ -5,7 +5,7 @@
  * port speaking HELLO, IDENTIFY → READY + GUILD_CREATE, heartbeat → ACK, and MESSAGE_CREATE pushed by the
  * test. A pushed message may carry attachments, served without a token from `/attachments/…` on the same
  * port, as Discord's CDN serves them. The next message sends can be made to answer 429 (Retry-After), 5xx
- * or 403 the way Discord does. Message creates enforce `nonce` as Discord does with `enforce_nonce: true`:
+ * or 403 the way Discord does, and the next downloads 502. Message creates enforce `nonce` as Discord does with `enforce_nonce: true`:
  * the same nonce in the same channel within a few minutes returns the message the first create made, and
  * creates nothing.
  */
@@ -101,8 +101,9 @@ export class DiscordApiServer {
   readonly deleted: string[] = [];
   /** Every REST request, as `METHOD /path`. */
   readonly requests: string[] = [];
-  /** Attachment downloads from the CDN path. */
+  /** Attachment downloads from the CDN path (every request, failed ones included). */
   cdnDownloads = 0;
+  private cdnFaults = 0;
   private readonly cdn = new Map<string, { data: Buffer; contentType: string }>();
   /** Uploads whose answer is withheld: the message is made, the client never hears back. */
   private swallow = 0;
@@ -217,6 +218,11 @@ export class DiscordApiServer {
   /** The next `n` message sends fail with `fault`. */
   failNext(fault: DiscordFault, n = 1): void {
     for (let i = 0; i < n; i += 1) this.faults.push(fault);
+  }
+
+  /** The next `n` attachment downloads from the CDN path answer 502. */
+  failDownloads(n: number): void {
+    this.cdnFaults += n;
   }
 
   /** The next `n` GET /gateway/bot answer 502 (the API is down when the bot connects). */
@@ -360,6 +366,10 @@ export class DiscordApiServer {
     const file = method === 'GET' ? this.cdn.get(path) : undefined;
     if (file) {
       this.cdnDownloads += 1;
+      if (this.cdnFaults > 0) {
+        this.cdnFaults -= 1;
+        return send(res, 502, { message: 'Bad Gateway', code: 0 });
+      }
       res.writeHead(200, { 'content-type': file.contentType, 'content-length': file.data.length });
       return void res.end(file.data);
     }
