@@ -81,6 +81,19 @@ test(
       { type: 'schedule', status: 'applied' },
       { type: 'send', status: 'applied' },
     ]);
+
+    // gated, not the agent, decides: a send to a chat of no group is refused, and the model reads why in
+    // the next turn (a system note in front of the messages).
+    const refused = c.send('TOOL send {"chat_jid":"web:nowhere","text":"psst"}');
+    expect(await c.reply(refused)).toContain('Recorded: a message to web:nowhere');
+    const after = c.send('did it go out');
+    expect(await c.reply(after)).toBe('echo: did it go out');
+    const note = JSON.stringify(requestFor(api, 'did it go out').body.messages.at(-1));
+    expect(note).toMatch(/<system>Your send action was not applied: chat 'web:nowhere' does not reach/);
+    const nowhere = c.gated.db.prepare(`SELECT COUNT(*) FROM messages WHERE chat_jid = 'web:nowhere'`);
+    expect(nowhere.pluck().get()).toBe(0);
+    const last = c.gated.db.prepare(`SELECT status FROM actions ORDER BY id DESC LIMIT 1`);
+    expect(last.pluck().get()).toBe('refused');
   },
 );
 
@@ -90,6 +103,35 @@ test('a capability the group does not have is not offered as a tool', { timeout:
   expect(await c.reply(asked)).toBe('no tool schedule');
   expect(toolNames('TOOL schedule').filter((n) => n.startsWith('mcp__'))).toEqual(['mcp__gated__react']);
   expect(c.gated.db.prepare(`SELECT COUNT(*) FROM tasks`).pluck().get()).toBe(0);
+});
+
+test('a delegation to a child group comes back to the session that asked', { timeout: 120_000 }, async () => {
+  const c = (chat = await startClaudeChat(api, { children: ['research'] }));
+  const asked = c.send('TOOL delegate {"group":"research","text":"find three sources"}');
+  expect(await c.reply(asked)).toContain('Recorded: work for research');
+  expect(toolNames('TOOL delegate')).toContain('mcp__gated__delegate');
+  expect(toolNames('TOOL delegate')).not.toContain('mcp__gated__escalate');
+
+  // The child's agent answers the work; its answer reaches the parent's session as a `delegation` message,
+  // which the parent answers in its chat.
+  const back = await until(
+    () =>
+      c.gated.db
+        .prepare(
+          `SELECT content FROM messages WHERE chat_jid = ? AND is_from_me = 1 AND content LIKE '%echo: find three%'`,
+        )
+        .pluck()
+        .get(c.chat) as string | undefined,
+    60_000,
+    "the child's answer back in the parent's chat",
+  );
+  expect(back).toContain('echo: find three sources');
+  // The child's own session (working in the child's folder) got the text of the delegation.
+  const child = api.turns.filter((r) => JSON.stringify(r.body).includes('/groups/claude/research'));
+  expect(child.length).toBeGreaterThan(0);
+  expect(api.seenUserWords(child[0]!)).toEqual(['find three sources']);
+  const parent = requestFor(api, 'echo: find three sources');
+  expect(JSON.stringify(parent.body.messages.at(-1))).toContain('verb=\\"delegation\\"');
 });
 
 test("a topic's first run forks the group's default session", { timeout: 120_000 }, async () => {

@@ -44,6 +44,8 @@ export async function startClaudeChat(
     /** registered_groups.actions (the capabilities) and send_allow of the group. */
     actions?: string;
     sendAllow?: string;
+    /** Groups below the chat's group (child names), served by the same agent. */
+    children?: string[];
   } = {},
 ): Promise<ClaudeChat> {
   const dir = tempDir('gated-claude-');
@@ -66,6 +68,7 @@ export async function startClaudeChat(
   const group = 'claude';
   const db0 = (await import('../../store/db.js')).openDatabase(config.db);
   addGroup(db0, config.groupsDir, group, 'Claude');
+  for (const child of opts.children ?? []) addGroup(db0, config.groupsDir, `${group}/${child}`, child);
   for (const match of opts.routes ?? [])
     db0.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, ?, ?)`).run(match, group);
   if (opts.actions !== undefined)
