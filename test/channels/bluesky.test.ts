@@ -56,7 +56,11 @@ function rows(db: Db): Message[] {
 }
 
 // The suite every channel passes, on the real network (redelivery = a cursor behind the last event).
-channelConformance('bluesky', () => blueskyHarness(network()));
+channelConformance('bluesky', () => blueskyHarness(network()), {
+  redelivery: true,
+  faults: ['rate_limited', 'server_error', 'forbidden'],
+  drafts: false,
+});
 
 describe('inbound notifications', () => {
   test('a mention becomes one row with verb mention, the author as chat and sender, the post uri as id', async () => {

@@ -47,7 +47,7 @@ channelConformance(
     };
   },
   // A terminal has no event ids to redeliver and no rate limits or server errors; a failed write is final.
-  { redelivery: false, faults: ['forbidden'] },
+  { redelivery: false, faults: ['forbidden'], drafts: false },
 );
 
 describe('local channel', () => {

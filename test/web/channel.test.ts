@@ -49,5 +49,5 @@ channelConformance(
     };
   },
   // Pushing to a tab cannot be refused or rate limited; a tab that is away replays from the table.
-  { redelivery: true, faults: [] },
+  { redelivery: true, faults: [], drafts: false },
 );
