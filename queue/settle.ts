@@ -15,7 +15,7 @@ import type { RunResult } from './types.js';
  * - The container engine could not be reached (refused the start, or vanished while the agent ran): back to
  *   'ready' as they were, not before the outage backoff (engineRetryDelayMs): an engine that is away is no
  *   fault of the messages, so no attempt is counted and nothing is parked however long it stays away.
- * - Any other end (exit ≠ 0, signal, hard timeout, start failure, engine lost): a run that answered some
+ * - Any other end (exit ≠ 0, signal, hard timeout, other start failures): a run that answered some
  *   turn gives the rest back to 'ready' as they were; one that answered none is a failure: attempts + 1 and
  *   a capped, jittered exponential backoff, parked with one error reply after `maxFailures`. A run with no
  *   output at all also loses its session, so the retry starts fresh.
