@@ -1,15 +1,13 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
-import { packageFile } from '../../core/paths.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import { setLimits, upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
-import { launchChromium, strictPage } from './chromium.js';
+import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
 const running: Gated[] = [];
 afterEach(async () => {
@@ -45,8 +43,6 @@ async function startWholeGated(): Promise<Gated> {
   db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, 'platform=discord', 'lounge')`).run();
   return gated;
 }
-
-const shots = packageFile('docs', 'screenshots');
 
 describe('the access page in chromium', () => {
   it('lists pending codes, approves and rejects with the admin token, releases a limited chat', async () => {
@@ -100,8 +96,7 @@ describe('the access page in chromium', () => {
     await until(() => state(ann) === 'done', 15_000, "Ann's message answered");
     await page.locator('#members tr.member', { hasText: 'telegram:101' }).waitFor();
     await page.locator('#audit tr', { hasText: 'dashboard:admin-token' }).first().waitFor();
-    mkdirSync(shots, { recursive: true });
-    await page.screenshot({ path: join(shots, 'access.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('access.png'), fullPage: true });
 
     await page.locator(`#approvals tr[data-id="${code(bob)}"] button.reject`).click();
     await page.locator('#notice', { hasText: /rejected telegram:102/ }).waitFor();

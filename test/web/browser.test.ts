@@ -1,12 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
-import { packageFile } from '../../core/paths.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
-import { launchChromium, strictPage } from './chromium.js';
+import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
 const running: Gated[] = [];
 afterEach(async () => {
@@ -31,8 +29,6 @@ async function startWholeGated(): Promise<Gated> {
   if (!gated.url) throw new Error('gated started without its HTTP server');
   return gated;
 }
-
-const shots = packageFile('docs', 'screenshots');
 
 describe('the whole gated in chromium', () => {
   it('chat: streamed replies from the example agent, two topics, history after reload; dashboard: hits and reasons', async () => {
@@ -93,8 +89,7 @@ describe('the whole gated in chromium', () => {
       'youand one more for main',
       'agentecho: and one more for main',
     ]);
-    mkdirSync(shots, { recursive: true });
-    await page.screenshot({ path: join(shots, 'chat.png') });
+    await page.screenshot({ path: screenshotPath('chat.png') });
 
     // A message the routes table decides (web chats go straight to their folder): as a Telegram adapter
     // would store it. The dashboard shows the route that took it, with its hit count.
@@ -115,7 +110,7 @@ describe('the whole gated in chromium', () => {
     await page.fill('#explain input[name="room"]', '42');
     await page.click('#explain button');
     await page.locator('#explain-out .outcome', { hasText: 'target: demo' }).waitFor();
-    await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('dashboard.png'), fullPage: true });
     expect(errors).toEqual([]);
   }, 120_000);
 });

@@ -1,4 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { chromium, type Browser, type BrowserServer, type Page } from 'playwright-core';
 
@@ -62,4 +64,15 @@ export async function strictPage(browser: Browser): Promise<{ page: Page; errors
     if (m.type() === 'error') errors.push(`console: ${m.text()}`);
   });
   return { page, errors };
+}
+
+/**
+ * Where a test writes the screenshot `name`: `$GATED_SCREENSHOTS_DIR`, else a folder under the system's temp
+ * directory, never the tracked tree (a test run leaves `git status` clean). `npm run screenshots` runs the
+ * browser tests into a fresh folder and copies the pictures the README links into docs/screenshots/.
+ */
+export function screenshotPath(name: string): string {
+  const dir = process.env.GATED_SCREENSHOTS_DIR || join(tmpdir(), 'gated-screenshots');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, name);
 }

@@ -1,28 +1,25 @@
 /**
  * Drafts and files in the real web chat, in chromium, against the whole gated with an agent that behaves
  * like a real one (test/agents/files-agent.mjs: slow, streaming partial blocks, reading and writing files
- * in its folder). Screenshots of a growing draft and of files land in docs/screenshots/.
+ * in its folder). Screenshots of a growing draft and of files are written by screenshotPath (chromium.ts).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
-import { packageFile } from '../../core/paths.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
-import { launchChromium, strictPage } from './chromium.js';
+import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
 const running: Gated[] = [];
 afterEach(async () => {
   while (running.length) await running.pop()!.close(2000);
 });
-
-const shots = packageFile('docs', 'screenshots');
 
 async function startWithFilesAgent(): Promise<{ gated: Gated; groupsDir: string }> {
   const dir = tempDir('gated-files-browser-');
@@ -115,8 +112,7 @@ describe('drafts and files in the web chat, in chromium', () => {
     await main.locator('textarea').fill('stream 4');
     await main.locator('textarea').press('Enter');
     await main.locator('.line.draft', { hasText: 'word1 word2' }).waitFor({ timeout: 15_000 });
-    mkdirSync(shots, { recursive: true });
-    await page.screenshot({ path: join(shots, 'chat-draft.png') });
+    await page.screenshot({ path: screenshotPath('chat-draft.png') });
     const final = 'final: word1 word2 word3 word4 done';
     await main.locator('.line.agent', { hasText: final }).waitFor({ timeout: 20_000 });
     await main.locator('.line.draft').waitFor({ state: 'detached' });
@@ -216,8 +212,7 @@ describe('drafts and files in the web chat, in chromium', () => {
     await after.locator('.lines').evaluate((l) => {
       l.scrollTop = l.scrollHeight;
     });
-    mkdirSync(shots, { recursive: true });
-    await page.screenshot({ path: join(shots, 'chat-files.png') });
+    await page.screenshot({ path: screenshotPath('chat-files.png') });
     expect(errors).toEqual([]);
   }, 120_000);
 });

@@ -1,9 +1,6 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { packageFile } from '../../core/paths.js';
 import { benchInstance, externalWriter } from '../../bench/pipeline.js';
-import { launchChromium, strictPage } from './chromium.js';
+import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
 type Instance = Awaited<ReturnType<typeof benchInstance>>;
 const open: Instance[] = [];
@@ -11,7 +8,6 @@ afterEach(async () => {
   while (open.length) await open.pop()!.close();
 });
 
-const shots = packageFile('docs', 'screenshots');
 const GROUPS = 8;
 const PER_GROUP = 15;
 
@@ -68,8 +64,7 @@ describe('dashboard views in chromium on a burst-filled database', () => {
     expect(Number(await total('out').getAttribute('data-value'))).toBe(delivered);
     expect(Number(await total('runs').getAttribute('data-value'))).toBe(runs);
     expect(await page.locator('#chart-in-platform .u-legend').textContent()).toContain('bench');
-    mkdirSync(shots, { recursive: true });
-    await page.locator('#history-section').screenshot({ path: join(shots, 'charts.png') });
+    await page.locator('#history-section').screenshot({ path: screenshotPath('charts.png') });
 
     // Chat view: a chat's inbound and outbound rows, then a search by text.
     const chat = 'bench:g3';
@@ -89,7 +84,7 @@ describe('dashboard views in chromium on a burst-filled database', () => {
       count(`SELECT count(*) FROM messages WHERE chat_jid = ? AND is_from_me = 0 AND state = 'done'`, chat),
     );
     await page.locator('#chat-list tr.chat.current', { hasText: chat }).waitFor();
-    await page.screenshot({ path: join(shots, 'chat-view.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('chat-view.png'), fullPage: true });
     const token = (await page.locator('#chat-messages .msg.in .text').first().textContent())!.trim();
     await page.fill('#chat-text', token);
     await page.click('#chat-filter button');
@@ -117,7 +112,7 @@ describe('dashboard views in chromium on a burst-filled database', () => {
     );
     await page.locator(`#run-messages[data-count="${served + replies}"]`).waitFor();
     expect(await page.locator('#run-messages .msg.in').count()).toBe(served);
-    await page.screenshot({ path: join(shots, 'run-view.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('run-view.png'), fullPage: true });
     expect(errors).toEqual([]);
   }, 120_000);
 });
