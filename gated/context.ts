@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, loadDotEnv, type Config } from '../core/config.js';
@@ -7,7 +8,12 @@ import { openDatabase, type Db } from '../store/db.js';
 /** What every CLI command starts from: the resolved configuration and, opened lazily, the database. */
 export interface CliContext {
   config: Config;
-  db(): Db;
+  /**
+   * The database, opened on first use. A database that does not exist is refused with a UsageError naming
+   * the path (a mistyped `--db` must not create an empty database and report on it); only the commands that
+   * exist to create one (`init`, `run`, `chat`) pass `{ create: true }`.
+   */
+  db(opts?: { create?: boolean }): Db;
   out(line: string): void;
   close(): void;
 }
@@ -27,7 +33,14 @@ export function cliContext(
   let db: Db | undefined;
   const ctx: CliContext = {
     config,
-    db: () => (db ??= openDatabase(config.db)),
+    db: (opts) => {
+      if (!db && !opts?.create && config.db !== ':memory:' && !existsSync(config.db)) {
+        throw new UsageError(
+          `no database at ${config.db}: start gated or run 'gated init' to create it, or pass --db PATH`,
+        );
+      }
+      return (db ??= openDatabase(config.db));
+    },
     out,
     close: () => {
       if (db?.open) db.close();

@@ -51,6 +51,7 @@ export function buildProgram(): Command {
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
   try {
+    refuseUnknownCommand(program, argv.slice(2));
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -66,5 +67,25 @@ export async function main(argv: string[]): Promise<void> {
     const e = err as { code?: string; message?: string };
     process.stderr.write(`gated: ${e.code ? e.code + ': ' : ''}${e.message ?? String(err)}\n`);
     process.exitCode = 1;
+  }
+}
+
+/**
+ * `run` is the default command, so commander would read `gated stauts` as `gated run stauts` and answer
+ * "too many arguments for 'run'". The first word that is not an option (or the value of `--db`) must name a
+ * command.
+ */
+function refuseUnknownCommand(program: Command, args: string[]): void {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--db') i++;
+    else if (a.startsWith('-')) continue;
+    else {
+      const known = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
+      if (a !== 'help' && !known.includes(a)) {
+        throw new UsageError(`unknown command '${a}' (commands: ${known.join(', ')}; see gated --help)`);
+      }
+      return;
+    }
   }
 }

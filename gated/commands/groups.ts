@@ -26,7 +26,7 @@ export function groupsCommand(program: Command): void {
     .option('--name <name>', 'a display name')
     .action(
       action((ctx, folder: string, opts: { name?: string }) => {
-        addGroup(ctx.db(), ctx.config.groupsDir, folder, opts.name);
+        addGroup(ctx.db({ create: true }), ctx.config.groupsDir, folder, opts.name);
         ctx.out(`group ${folder} registered`);
       }),
     );

@@ -12,7 +12,7 @@ export function messagesCommands(program: Command): void {
     .description('create or upgrade the database from schema.sql')
     .action(
       action((ctx) => {
-        const version = applySchema(ctx.db());
+        const version = applySchema(ctx.db({ create: true }));
         ctx.out(`database ${ctx.config.db} at schema version ${version}`);
       }),
     );
@@ -30,7 +30,7 @@ export function messagesCommands(program: Command): void {
         const { platform, room } = parseJid(jid);
         if (!platform || !room) throw new UsageError(`bad JID '${jid}': expected platform:room`);
         if (!/^[a-z_]+$/.test(opts.verb)) throw new UsageError(`bad verb '${opts.verb}'`);
-        const id = insertInbound(ctx.db(), {
+        const id = insertInbound(ctx.db({ create: true }), {
           chat_jid: jid,
           sender: opts.sender,
           content: text,

@@ -45,11 +45,12 @@ export function routesCommand(program: Command): void {
     .command('add')
     .description('add a route; an invalid row is refused')
     .argument('<target>', 'krons/content | folder:PATH | builtin:ping | builtin:drop | daemon:NAME')
-    .option('--seq <n>', 'position: lower is tried first', '0')
-    .option(
+    // Both are required: a forgotten --match would add a catch-all, and a forgotten --seq would put it
+    // first, so one typo would take every message of the instance. `--match ''` asks for a catch-all.
+    .requiredOption('--seq <n>', 'position: lower is tried first')
+    .requiredOption(
       '--match <pairs>',
-      'space-separated key=glob pairs (keys: platform room chat_jid sender verb)',
-      '',
+      "space-separated key=glob pairs (keys: platform room chat_jid sender verb); '' matches everything",
     )
     .option('--impulse <json>', 'impulse_config JSON, e.g. {"threshold":300}')
     .action(
@@ -60,7 +61,7 @@ export function routesCommand(program: Command): void {
           target,
           impulse_config: opts.impulse ?? null,
         };
-        ctx.out(String(addCheckedRoute(ctx.db(), row)));
+        ctx.out(String(addCheckedRoute(ctx.db({ create: true }), row)));
       }),
     );
 

@@ -75,7 +75,7 @@ export function tasksCommand(program: Command): void {
     .action(
       action((ctx, words: string[], opts: TaskAddOptions) => {
         const { kind, spec } = scheduleOption(opts);
-        const db = ctx.db();
+        const db = ctx.db({ create: true });
         const id = addTask(
           db,
           {

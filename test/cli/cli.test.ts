@@ -121,10 +121,37 @@ describe('gated CLI', { timeout: 120_000 }, () => {
     expect(gated(db, 'status').out).toMatch(/groups \(1\): krons\/content/);
   });
 
-  it('unknown options and commands exit 2', () => {
+  it('unknown options and commands exit 2, and an unknown command is named as one', () => {
     const db = join(tempDir(), 'gated.db');
+    gated(db, 'init');
     expect(gated(db, 'routes', 'list', '--bogus').code).toBe(2);
-    expect(gated(db, 'frobnicate').code).toBe(2);
+    const typo = gated(db, 'stauts');
+    expect(typo.code).toBe(2);
+    expect(typo.err).toMatch(/^gated: unknown command 'stauts' \(commands: run, chat, init/);
+    expect(typo.err).not.toMatch(/too many arguments/);
     expect(gated(db, '--help').code).toBe(0);
+  });
+
+  it('a mistyped --db is refused by commands that read, and never created', () => {
+    const dir = tempDir();
+    const missing = join(dir, 'typo', 'gated.db');
+    for (const args of [['status'], ['routes', 'list'], ['groups', 'list'], ['audit'], ['tasks', 'list']]) {
+      const r = gated(missing, ...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err).toBe(
+        `gated: no database at ${missing}: start gated or run 'gated init' to create it, or pass --db PATH\n`,
+      );
+    }
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
+  });
+
+  it('routes add needs --seq and --match: a bare target never becomes a catch-all in first place', () => {
+    const db = join(tempDir(), 'gated.db');
+    gated(db, 'init');
+    expect(gated(db, 'routes', 'add', 'demo').err).toMatch(/required option '--seq <n>' not specified/);
+    expect(gated(db, 'routes', 'add', 'demo', '--seq', '5').err).toMatch(/required option '--match/);
+    expect(sqlite(db, 'SELECT count(*) FROM routes;').trim()).toBe('0');
+    expect(gated(db, 'routes', 'add', 'demo', '--seq', '5', '--match', '')).toMatchObject({ code: 0 });
+    expect(sqlite(db, 'SELECT seq, match, target FROM routes;').trim()).toBe('5||demo');
   });
 });
