@@ -75,6 +75,33 @@ export interface DraftOps {
   readonly finalReplaces?: boolean;
 }
 
+/** One button of an approval message: the label shown and the command a press stands for. */
+export interface ApprovalButton {
+  label: string;
+  /** `/approve CODE` or `/reject CODE`: what the press is stored as (docs/CHANNELS.md, "Buttons"). */
+  command: string;
+}
+
+/**
+ * A message with buttons for a tool approval (docs/CHANNELS.md, "Buttons"). A press comes
+ * back through the channel's InboundSink as an ordinary inbound row: content = the button's command,
+ * sender = the presser as the platform identifies them (never a field the client chooses), verb `button`,
+ * platform_msg_id unique per press (a redelivered press is stored once). The command layer decides who may
+ * approve, so a channel never checks that itself.
+ */
+export interface ApprovalOps {
+  /**
+   * Posts `text` with `buttons` (in order: approve first) to the chat, in `thread` ('' or absent: the
+   * chat itself); returns the platform id of the message, which `decided` edits later.
+   */
+  ask(chatJid: Jid, text: string, buttons: ApprovalButton[], thread?: string): Promise<string>;
+  /**
+   * Replaces the message's text by `text` (who decided, or that it expired) and removes its buttons.
+   * Throws a DeliveryError like send; a message that is already gone counts as done.
+   */
+  decided(chatJid: Jid, platformId: string, text: string): Promise<void>;
+}
+
 /**
  * A platform adapter. `start` begins receiving (inbound rows go through the sink) and resolves once the
  * channel is ready; `send` delivers one part or throws a DeliveryError that says whether to retry.
@@ -110,4 +137,9 @@ export interface Channel {
    * reactions; throws a DeliveryError like send. Absent: the platform has none.
    */
   react?(chatJid: Jid, messageId: string, emoji: string): Promise<void>;
+  /**
+   * Approval messages with buttons (§18), where the platform has buttons. Absent: the approval is asked
+   * as a plain message naming `/approve CODE` and `/reject CODE [note]`, and followed up (not edited).
+   */
+  readonly approvals?: ApprovalOps;
 }

@@ -44,6 +44,8 @@ export type Verb =
   | 'delete'
   | 'follow'
   | 'quote'
+  /** A pressed approval button (§18): content is the button's command, docs/CHANNELS.md "Buttons". */
+  | 'button'
   | (string & {});
 
 /** What an adapter (or `gated send`) writes for one inbound event. */
