@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { UsageError } from '../core/errors.js';
 import { action } from './context.js';
 import { accessCommand, auditCommand } from './commands/access.js';
+import { backupCommands } from './commands/backup.js';
 import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   auditCommand(program);
   statusCommand(program);
   tasksCommand(program);
+  backupCommands(program);
   return program;
 }
 
