@@ -3,6 +3,7 @@ import { UsageError } from '../core/errors.js';
 import { action } from './context.js';
 import { accessCommand, auditCommand } from './commands/access.js';
 import { backupCommands } from './commands/backup.js';
+import { doctorCommand } from './commands/doctor.js';
 import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   statusCommand(program);
   tasksCommand(program);
   backupCommands(program);
+  doctorCommand(program);
   return program;
 }
 

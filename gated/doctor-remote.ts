@@ -1,0 +1,143 @@
+import type { Config } from '../core/config.js';
+import { openDatabase } from '../store/db.js';
+import type { Finding } from './doctor.js';
+
+/** How long doctor waits for any one remote answer before calling the service unreachable. */
+const REMOTE_TIMEOUT_MS = 10_000;
+
+function timeout<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${what} did not answer in ${REMOTE_TIMEOUT_MS / 1000} s`)),
+      REMOTE_TIMEOUT_MS,
+    );
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+/** The images runs will need: the default one and any a group names (registered_groups.image). */
+function imagesOf(config: Config): string[] {
+  const images = [config.agentImage];
+  try {
+    const db = openDatabase(config.db, { noSchema: true });
+    try {
+      const has = db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'registered_groups'`).get();
+      if (has) {
+        const own = db
+          .prepare('SELECT DISTINCT image FROM registered_groups WHERE image IS NOT NULL')
+          .pluck();
+        images.push(...(own.all() as string[]));
+      }
+    } finally {
+      db.close();
+    }
+  } catch {
+    // the database finding says what is wrong with the file; the default image is still worth checking
+  }
+  return [...new Set(images)];
+}
+
+/** The container engine of the docker and swarm runtimes: it answers, and holds every image runs need. */
+export async function engineCheck(config: Config): Promise<Finding> {
+  const { default: Docker } = await import('dockerode');
+  const { engineOptions, describeAddress, checkEngine, EngineError } =
+    await import('../queue/runtime/engine.js');
+  const address = {
+    host: config.dockerHost,
+    tlsVerify: config.dockerTlsVerify,
+    certPath: config.dockerCertPath,
+  };
+  const where = describeAddress(address);
+  const images = imagesOf(config);
+  try {
+    const docker = new Docker(engineOptions(address));
+    await timeout(checkEngine(docker, where, images), `the engine at ${where}`);
+    return { name: 'engine', status: 'ok', detail: `${where} answers and holds ${images.join(', ')}` };
+  } catch (err) {
+    const problem = err instanceof EngineError ? err.problem : 'unreachable';
+    const fixes: Record<string, string> = {
+      address: 'set DOCKER_HOST to unix:///path or tcp://host:port',
+      certificates: 'put ca.pem, cert.pem and key.pem in DOCKER_CERT_PATH',
+      tls: 'check the certificates in DOCKER_CERT_PATH against the engine',
+      unreachable: 'start the Docker engine, or point DOCKER_HOST at it',
+      image_missing: 'build the agent image on that engine (docker/Dockerfile, or docker/build-offline.sh)',
+      not_swarm: 'run docker swarm init on the manager, or use GATED_RUNTIME=docker',
+    };
+    return {
+      name: 'engine',
+      status: 'fail',
+      detail: (err as Error).message,
+      fix: fixes[problem] ?? fixes.unreachable!,
+    };
+  }
+}
+
+/** An HTTP status an error carries (telegraf's error_code, discord.js's status, atproto's status). */
+function statusOf(err: unknown): number | undefined {
+  const e = err as { code?: unknown; status?: unknown; response?: { error_code?: unknown } };
+  for (const v of [e?.response?.error_code, e?.status, e?.code]) if (typeof v === 'number') return v;
+  return undefined;
+}
+
+/** A channel's check: `call` resolves with who the bot is; a refusal or no answer says what to fix. */
+async function channelFinding(name: string, setting: string, call: () => Promise<string>): Promise<Finding> {
+  try {
+    return { name, status: 'ok', detail: `signed in as ${await timeout(call(), name)}` };
+  } catch (err) {
+    const status = statusOf(err);
+    if (status === 401 || status === 403) {
+      return {
+        name,
+        status: 'fail',
+        detail: `the credentials were refused (${status})`,
+        fix: `check ${setting}`,
+      };
+    }
+    const msg = (err as Error).message ?? String(err);
+    return {
+      name,
+      status: 'fail',
+      detail: `cannot sign in: ${msg.slice(0, 200)}`,
+      fix: `check the network path to the platform${status ? '' : ' (and its API root setting, if set)'}`,
+    };
+  }
+}
+
+/** Each configured channel checked by a harmless authenticated call: who am I. */
+export async function channelChecks(config: Config): Promise<Finding[]> {
+  const out: Promise<Finding>[] = [];
+  const { telegram, discord, bluesky } = config;
+  if (telegram) {
+    out.push(
+      channelFinding('telegram', 'TELEGRAM_BOT_TOKEN', async () => {
+        const { Telegram } = await import('telegraf');
+        const root =
+          telegram.apiRoot && !telegram.apiRoot.endsWith('/') ? `${telegram.apiRoot}/` : telegram.apiRoot;
+        const me = await new Telegram(telegram.token, root ? { apiRoot: root } : {}).getMe();
+        return `@${me.username} (getMe)`;
+      }),
+    );
+  }
+  if (discord) {
+    out.push(
+      channelFinding('discord', 'DISCORD_BOT_TOKEN', async () => {
+        const { REST, Routes } = await import('discord.js');
+        const rest = new REST({ ...(discord.apiRoot ? { api: discord.apiRoot } : {}), retries: 0 });
+        const me = (await rest.setToken(discord.token).get(Routes.user())) as { username?: string };
+        return `${me.username ?? '?'} (/users/@me)`;
+      }),
+    );
+  }
+  if (bluesky) {
+    out.push(
+      channelFinding('bluesky', 'BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD', async () => {
+        const { AtpAgent } = await import('@atproto/api');
+        const agent = new AtpAgent({ service: bluesky.service });
+        const res = await agent.login({ identifier: bluesky.identifier, password: bluesky.password });
+        return `${res.data.handle} (a session on ${bluesky.service})`;
+      }),
+    );
+  }
+  return Promise.all(out);
+}

@@ -1,0 +1,147 @@
+import { accessSync, constants, existsSync, statfsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { checkDatabaseFile } from '../store/backup.js';
+import { SCHEMA_VERSION } from '../store/migrate.js';
+
+/** One finding of `gated doctor`: what was checked, how it went, and what the operator should do. */
+export interface Finding {
+  /** What was checked: `database`, `engine`, `telegram`, `disk`, … */
+  name: string;
+  /** `fail` makes doctor exit 1; `warn` is worth reading but gated runs. */
+  status: 'ok' | 'warn' | 'fail';
+  /** What doctor saw, one line, never a secret. */
+  detail: string;
+  /** What to do about it (absent when all is well). */
+  fix?: string;
+}
+
+/** Below this much free space on the database's disk, writes (and so every message) will soon fail. */
+const DISK_FAIL_BYTES = 100 * 1024 * 1024;
+/** Below this much free space doctor warns. */
+const DISK_WARN_BYTES = 1024 * 1024 * 1024;
+
+/** A folder gated must write into: present and writable, or creatable. */
+export function writableDir(name: string, path: string, setting: string): Finding {
+  if (!existsSync(path)) {
+    // gated creates missing folders at start; only a parent it cannot write to is a problem.
+    let parent = dirname(path);
+    while (!existsSync(parent)) parent = dirname(parent);
+    if (!statSync(parent).isDirectory()) {
+      return {
+        name,
+        status: 'fail',
+        detail: `${parent} is a file, not a folder`,
+        fix: `point ${setting} elsewhere`,
+      };
+    }
+    try {
+      accessSync(parent, constants.W_OK);
+      return { name, status: 'ok', detail: `${path} does not exist yet; gated creates it at start` };
+    } catch {
+      return {
+        name,
+        status: 'fail',
+        detail: `${path} does not exist and ${parent} is not writable`,
+        fix: `create ${path} for the user gated runs as, or point ${setting} elsewhere`,
+      };
+    }
+  }
+  if (!statSync(path).isDirectory()) {
+    return {
+      name,
+      status: 'fail',
+      detail: `${path} is a file, not a folder`,
+      fix: `point ${setting} elsewhere`,
+    };
+  }
+  try {
+    accessSync(path, constants.W_OK | constants.X_OK);
+    return { name, status: 'ok', detail: `${path} is writable` };
+  } catch {
+    return {
+      name,
+      status: 'fail',
+      detail: `${path} is not writable by this user`,
+      fix: `chown ${path} to the user gated runs as`,
+    };
+  }
+}
+
+/** The database file: present, sound (`quick_check`), and of a schema version this gated can run. */
+export function databaseFinding(path: string): Finding {
+  if (!existsSync(path)) {
+    return {
+      name: 'database',
+      status: 'warn',
+      detail: `no database at ${path}`,
+      fix: `start gated (or run 'gated init') to create it, or set GATED_DB to the existing one`,
+    };
+  }
+  const check = checkDatabaseFile(path, true);
+  if (!check.ok) {
+    return {
+      name: 'database',
+      status: 'fail',
+      detail: `${path} failed its check: ${check.problems.slice(0, 3).join('; ')}`,
+      fix: `restore the last good copy with 'gated restore FILE' (docs/OPERATIONS.md)`,
+    };
+  }
+  if (check.version > SCHEMA_VERSION) {
+    return {
+      name: 'database',
+      status: 'fail',
+      detail: `${path} has schema version ${check.version}, newer than this gated (${SCHEMA_VERSION})`,
+      fix: 'run the gated that wrote it, or restore the backup taken before the upgrade',
+    };
+  }
+  if (check.version < SCHEMA_VERSION) {
+    return {
+      name: 'database',
+      status: 'warn',
+      detail: `${path} has schema version ${check.version}; this gated upgrades it to ${SCHEMA_VERSION} at start`,
+      fix: `take a backup first ('gated backup FILE'): an upgraded database cannot be opened by the older gated`,
+    };
+  }
+  return {
+    name: 'database',
+    status: 'ok',
+    detail: `${path}: quick_check ok, schema version ${check.version}`,
+  };
+}
+
+/** Free space where the database lives. */
+export function diskFinding(path: string, statfs: typeof statfsSync = statfsSync): Finding {
+  let dir = dirname(path);
+  while (!existsSync(dir)) dir = dirname(dir);
+  const s = statfs(dir);
+  const free = Number(s.bavail) * Number(s.bsize);
+  const detail = `${(free / 1024 ** 3).toFixed(1)} GiB free on the disk of ${dir}`;
+  if (free < DISK_FAIL_BYTES) {
+    return {
+      name: 'disk',
+      status: 'fail',
+      detail,
+      fix: 'free space: gated stops answering when writes fail',
+    };
+  }
+  if (free < DISK_WARN_BYTES) return { name: 'disk', status: 'warn', detail, fix: 'free some space soon' };
+  return { name: 'disk', status: 'ok', detail };
+}
+
+/** The findings as lines for a terminal: one per check, and the fix indented below a problem. */
+export function doctorLines(findings: readonly Finding[]): string[] {
+  const lines: string[] = [];
+  const width = Math.max(...findings.map((f) => f.name.length));
+  for (const f of findings) {
+    lines.push(`${f.status.toUpperCase().padEnd(4)}  ${f.name.padEnd(width)}  ${f.detail}`);
+    if (f.fix && f.status !== 'ok') lines.push(`      ${' '.repeat(width)}  fix: ${f.fix}`);
+  }
+  const failed = findings.filter((f) => f.status === 'fail').length;
+  const warned = findings.filter((f) => f.status === 'warn').length;
+  lines.push(
+    failed
+      ? `${failed} problem${failed === 1 ? '' : 's'} to fix`
+      : `all good${warned ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}`,
+  );
+  return lines;
+}

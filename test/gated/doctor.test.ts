@@ -1,0 +1,117 @@
+import { writeFileSync, type statfsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { diskFinding } from '../../gated/doctor.js';
+import { main } from '../../gated/program.js';
+import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
+import { tempDir } from '../helpers/db.js';
+import { DiscordApiServer } from '../infra/discord-api.js';
+import { TelegramApiServer } from '../infra/telegram-api.js';
+
+const servers: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  vi.unstubAllEnvs();
+  process.exitCode = undefined;
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+/** Runs `gated doctor` in this process with `env` set; returns its exit code and output. */
+async function doctor(db: string, env: Record<string, string>) {
+  for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+  let out = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
+  vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((out += String(s)), true));
+  process.exitCode = undefined;
+  try {
+    await main(['node', 'gated', 'doctor', '--db', db]);
+  } finally {
+    vi.restoreAllMocks();
+  }
+  const code = Number(process.exitCode ?? 0);
+  process.exitCode = undefined;
+  return { code, lines: out.trim().split('\n') };
+}
+
+/** A Telegram Bot API and a Discord API on loopback, each knowing its own token. */
+async function platforms() {
+  const telegram = await TelegramApiServer.start('4242:right-token', { username: 'gated_bot' });
+  const discord = await DiscordApiServer.start('right-discord-token');
+  servers.push(telegram, discord);
+  return { telegram, discord };
+}
+
+describe('gated doctor', { timeout: 60_000 }, () => {
+  it('a healthy setup: every check ok, the bots named by their platforms, exit 0', async () => {
+    const { telegram, discord } = await platforms();
+    const dir = tempDir();
+    const db = join(dir, 'data', 'gated.db');
+    openDatabase(db).close();
+    const r = await doctor(db, {
+      GATED_GROUPS_DIR: join(dir, 'groups'),
+      GATED_RUNTIME: 'process',
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.url,
+      DISCORD_BOT_TOKEN: discord.token,
+      DISCORD_API_ROOT: discord.apiRoot,
+    });
+    expect(r.code, r.lines.join('\n')).toBe(0);
+    expect(r.lines).toEqual([
+      expect.stringMatching(/^OK {4}data folder {3}.*data is writable$/),
+      expect.stringMatching(/^OK {4}groups folder .*groups does not exist yet; gated creates it at start$/),
+      expect.stringMatching(
+        new RegExp(`^OK {4}database {6}.*gated\\.db: quick_check ok, schema version ${SCHEMA_VERSION}$`),
+      ),
+      expect.stringMatching(/^OK {4}disk +[\d.]+ GiB free on the disk of /),
+      'OK    telegram       signed in as @gated_bot (getMe)',
+      'OK    discord        signed in as gated (/users/@me)',
+      'all good',
+    ]);
+  });
+
+  it('a broken setup: each problem named with its fix, exit 1', async () => {
+    const { telegram, discord } = await platforms();
+    const dir = tempDir();
+    const db = join(dir, 'gated.db');
+    const newer = openDatabase(db);
+    newer.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    newer.close();
+    writeFileSync(join(dir, 'a-file'), 'not a folder');
+    const r = await doctor(db, {
+      GATED_GROUPS_DIR: join(dir, 'a-file', 'groups'),
+      GATED_RUNTIME: 'docker',
+      DOCKER_HOST: `unix://${join(dir, 'no-engine.sock')}`,
+      TELEGRAM_BOT_TOKEN: '4242:wrong-token',
+      TELEGRAM_API_ROOT: telegram.url,
+      DISCORD_BOT_TOKEN: 'wrong-discord-token',
+      DISCORD_API_ROOT: discord.apiRoot,
+    });
+    expect(r.code).toBe(1);
+    const text = r.lines.join('\n');
+    expect(text).toMatch(/^OK {4}data folder/m);
+    expect(text).toMatch(
+      /^FAIL {2}groups folder .*a-file is a file, not a folder\n\s+fix: point GATED_GROUPS_DIR elsewhere$/m,
+    );
+    expect(text).toMatch(
+      new RegExp(
+        `^FAIL {2}database .*schema version ${SCHEMA_VERSION + 1}, newer than this gated \\(${SCHEMA_VERSION}\\)\\n\\s+fix: run the gated that wrote it`,
+        'm',
+      ),
+    );
+    expect(text).toMatch(
+      /^FAIL {2}engine .*cannot be reached \(ENOENT\)\n\s+fix: start the Docker engine, or point DOCKER_HOST at it$/m,
+    );
+    expect(text).toMatch(
+      /^FAIL {2}telegram .*the credentials were refused \(401\)\n\s+fix: check TELEGRAM_BOT_TOKEN$/m,
+    );
+    expect(text).toMatch(
+      /^FAIL {2}discord .*the credentials were refused \(401\)\n\s+fix: check DISCORD_BOT_TOKEN$/m,
+    );
+    expect(r.lines.at(-1)).toBe('5 problems to fix');
+    // A disk this machine cannot fill for the test: statfs as a nearly full one answers.
+    const full = diskFinding(db, (() => ({ bavail: 12_800, bsize: 4096 })) as unknown as typeof statfsSync);
+    expect(full).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^0\.0 GiB free/) });
+    // Neither token reaches the output.
+    expect(text).not.toMatch(/wrong-token|wrong-discord-token/);
+  });
+});
