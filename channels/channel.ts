@@ -31,7 +31,14 @@ export interface SendPart {
 }
 
 /** The text dialect a channel's parts are written in (core/markdown.ts converts). */
-export type TextFormat = 'markdown' | 'telegram-html' | 'plain';
+export type TextFormat = 'markdown' | 'telegram-html' | 'slack-mrkdwn' | 'plain';
+
+/**
+ * A platform's webhook endpoint on gated's HTTP server (`/hooks/<platform>`): gets the request untouched
+ * (the raw body, for the platform's signature) and answers it. It stores what it accepts before answering,
+ * so a platform that gets no 2xx delivers again, and a redelivery is stored once.
+ */
+export type WebhookHandler = (req: Request) => Promise<Response>;
 
 /** One file of an outbound row, sent as its own part after the text parts (docs/PROTOCOL.md, "Files"). */
 export interface SendFile extends Omit<SendPart, 'text'> {
@@ -128,6 +135,8 @@ export interface Channel {
   fetchAttachment?(source: string, maxBytes: number): Promise<FetchedFile>;
   /** Sends one file of an outbound row; returns its platform id. Throws DeliveryError like `send`. */
   sendFile?(file: SendFile): Promise<string | null>;
+  /** Platforms that push events over HTTP (Slack's Events API, GitHub): served at `/hooks/<platform>`. */
+  readonly webhook?: WebhookHandler;
   /** Drafts: present on platforms whose messages can be edited in place. */
   readonly drafts?: DraftOps;
   /** Shows or hides a typing indicator; best effort, never throws. */

@@ -71,14 +71,32 @@ export const blueskyFactory: ChannelFactory = {
   },
 };
 
+/** Slack: on when SLACK_BOT_TOKEN and SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET are set. */
+export const slackFactory: ChannelFactory = {
+  platform: 'slack',
+  settings: 'SLACK_BOT_TOKEN',
+  async create(config, { log }) {
+    if (!config.slack) return undefined;
+    const { SlackChannel } = await import('./slack/index.js');
+    const { apiUrl, ...rest } = config.slack;
+    return new SlackChannel({ ...rest, ...(apiUrl ? { apiUrl } : {}), log: log.child({ channel: 'slack' }) });
+  },
+};
+
 /**
- * The configured platform channels (not started): Telegram, Discord and Bluesky, then `deps.extra`. Logs, per
+ * The configured platform channels (not started): Telegram, Discord, Bluesky and Slack, then `deps.extra`. Logs, per
  * platform, whether it will start or why not; tokens never reach the log.
  */
 export async function createChannels(config: Config, deps: ChannelDeps): Promise<Channel[]> {
   const channels: Channel[] = [];
   const seen = new Set<string>();
-  for (const factory of [telegramFactory, discordFactory, blueskyFactory, ...(deps.extra ?? [])]) {
+  for (const factory of [
+    telegramFactory,
+    discordFactory,
+    blueskyFactory,
+    slackFactory,
+    ...(deps.extra ?? []),
+  ]) {
     if (seen.has(factory.platform)) continue;
     seen.add(factory.platform);
     const channel = await factory.create(config, deps);

@@ -43,6 +43,17 @@ export interface Config {
   telegram: { token: string; apiRoot: string | undefined } | undefined;
   bluesky: { service: string; identifier: string; password: string; pollMs: number } | undefined;
   discord: { token: string; apiRoot: string | undefined } | undefined;
+  /**
+   * Slack (docs/CHANNELS.md): on with SLACK_BOT_TOKEN plus SLACK_APP_TOKEN (Socket Mode) and/or
+   * SLACK_SIGNING_SECRET (the HTTP Events API at `/hooks/slack`). SLACK_API_URL points it at another server.
+   */
+  slack:
+    { botToken: string; appToken?: string; signingSecret?: string; apiUrl: string | undefined } | undefined;
+  /**
+   * GitHub (docs/CHANNELS.md): on with GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET (deliveries at
+   * `/hooks/github`). GITHUB_API_URL points it at another server (GitHub Enterprise, tests).
+   */
+  github: { token: string; webhookSecret: string; apiUrl: string | undefined } | undefined;
   logLevel: string;
   /** IANA time zone cron tasks and zone-less `at` times are read in (GATED_TZ, default UTC). */
   tz: string;
@@ -160,10 +171,40 @@ export function loadConfig(env: Env = process.env): Config {
           }
         : undefined,
     discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,
+    slack: slackConfig(env),
+    github: githubConfig(env),
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
     maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 4, 0),
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
   };
+}
+
+/** Slack's settings: a bot token and at least one way in (Socket Mode's app token, or a signing secret). */
+function slackConfig(env: Env): Config['slack'] {
+  const botToken = str(env, 'SLACK_BOT_TOKEN');
+  const appToken = str(env, 'SLACK_APP_TOKEN');
+  const signingSecret = str(env, 'SLACK_SIGNING_SECRET');
+  if (!botToken) return undefined;
+  if (!appToken && !signingSecret) {
+    throw new UsageError('SLACK_BOT_TOKEN needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET');
+  }
+  return {
+    botToken,
+    ...(appToken ? { appToken } : {}),
+    ...(signingSecret ? { signingSecret } : {}),
+    apiUrl: str(env, 'SLACK_API_URL'),
+  };
+}
+
+/** GitHub's settings: a token to answer with and the secret deliveries are signed with. */
+function githubConfig(env: Env): Config['github'] {
+  const token = str(env, 'GITHUB_TOKEN');
+  const webhookSecret = str(env, 'GITHUB_WEBHOOK_SECRET');
+  if (!token && !webhookSecret) return undefined;
+  if (!token || !webhookSecret) {
+    throw new UsageError('GitHub needs both GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET');
+  }
+  return { token, webhookSecret, apiUrl: str(env, 'GITHUB_API_URL') };
 }

@@ -2,8 +2,8 @@ import { marked, type Token, type Tokens } from 'marked';
 
 /**
  * Agents write Markdown; each platform gets it in its own language (docs/CHANNELS.md). This module reads
- * Markdown with marked's lexer (never regexes) and writes it out through one walker in two dialects:
- * Telegram's HTML subset and plain text. Whatever HTML the agent wrote is shown as text, never passed on.
+ * Markdown with marked's lexer (never regexes) and writes it out through one walker in three dialects:
+ * Telegram's HTML subset, Slack's mrkdwn and plain text. Whatever HTML the agent wrote is shown as text, never passed on.
  */
 
 /** How a dialect writes each construct; every argument is already written in that dialect. */
@@ -70,6 +70,31 @@ const plain: Dialect = {
       .map((l) => `> ${l}`)
       .join('\n'),
   heading: (s) => s,
+};
+
+/** The three characters Slack requires escaped in mrkdwn text (`<`, `>` open links and mentions). */
+export function escapeMrkdwn(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+const mrkdwn: Dialect = {
+  text: escapeMrkdwn,
+  strong: (s) => `*${s}*`,
+  em: (s) => `_${s}_`,
+  del: (s) => `~${s}~`,
+  code: (s) => `\`${escapeMrkdwn(s)}\``,
+  pre: (code) => `\`\`\`\n${escapeMrkdwn(code)}\n\`\`\``,
+  link: (href, inner) => {
+    // `<url|text>`: a `|` or `>` inside the text would end it early, so the text drops them.
+    const safe = safeHref(href);
+    return safe ? `<${safe.replace(/[|>]/g, encodeURIComponent)}|${inner.replace(/[|>]/g, ' ')}>` : inner;
+  },
+  quote: (s) =>
+    s
+      .split('\n')
+      .map((l) => `> ${l}`)
+      .join('\n'),
+  heading: (s) => `*${s}*`,
 };
 
 function inline(tokens: readonly Token[] | undefined, d: Dialect): string {
@@ -181,6 +206,14 @@ function lex(markdown: string): Token[] {
  */
 export function telegramHtmlBlocks(markdown: string): string[] {
   return blocks(lex(markdown), telegram);
+}
+
+/**
+ * Markdown as Slack mrkdwn (`*bold*`, `_italic_`, `<url|text>`, code fences), blocks joined by a blank line.
+ * Whatever the agent wrote as `<…>` is escaped, so it cannot mention `<!channel>` or forge a link.
+ */
+export function markdownToMrkdwn(markdown: string): string {
+  return blocks(lex(markdown), mrkdwn).join('\n\n');
 }
 
 /** Markdown as plain text: emphasis dropped, links as `text (url)`, lists with bullets, code as is. */

@@ -1,4 +1,4 @@
-import { markdownToPlain } from '../core/markdown.js';
+import { markdownToMrkdwn, markdownToPlain } from '../core/markdown.js';
 import { telegramHtmlParts } from '../core/telegram-html.js';
 import { splitText } from '../core/text.js';
 import type { Channel } from '../channels/channel.js';
@@ -15,6 +15,8 @@ export function partsFor(
   switch (channel.textFormat ?? 'markdown') {
     case 'telegram-html':
       return telegramHtmlParts(markdown, channel.limit);
+    case 'slack-mrkdwn':
+      return splitText(markdownToMrkdwn(markdown), channel.limit, channel.limitUnit);
     case 'plain':
       return splitText(markdownToPlain(markdown), channel.limit, channel.limitUnit);
     default:

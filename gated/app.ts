@@ -185,6 +185,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
           return n;
         },
       },
+      // Until the channels have started, a webhook answers 404 and the platform delivers it again later.
+      hooks: (platform) => late.started?.find((c) => c.platform === platform)?.webhook,
       pingRuntime: () => late.runtime?.ping() ?? Promise.reject(new Error('starting')),
       health: () =>
         late.gateway && late.queue

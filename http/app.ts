@@ -31,6 +31,9 @@ export {
 /** Largest request body any endpoint accepts, but the chat's upload. */
 export const MAX_BODY_BYTES = 300 * 1024;
 
+/** Largest webhook delivery: a GitHub payload carries an issue's and a comment's bodies (64 KiB each). */
+export const MAX_HOOK_BYTES = 5 * 1024 * 1024;
+
 /** The default of GATED_MAX_ATTACHMENT_BYTES, for an app built without it. */
 const DEFAULT_MAX_ATTACHMENT = 20 * 1024 * 1024;
 
@@ -50,6 +53,10 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   const httpLog = log.child({ mod: 'http' });
   if (!web.started) void web.start(sink);
 
+  const hookLimit = bodyLimit({
+    maxSize: MAX_HOOK_BYTES,
+    onError: (c) => c.json({ error: 'request body too large' }, 413),
+  });
   const app = new Hono();
   // Set after every other header middleware (this one wraps them all): a file an agent wrote is never a
   // page of this origin, whatever its type.
@@ -72,6 +79,15 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
       referrerPolicy: 'no-referrer',
     }),
   );
+  // Platform webhooks come before the Host/Origin guard: Slack and GitHub post with the public name of a
+  // reverse proxy as Host, and each request proves itself with its HMAC signature, which a page in a
+  // browser (what the guard keeps out) cannot make. Only POST /hooks/<platform> skips it (docs/WEB.md).
+  app.post('/hooks/:platform', hookLimit, async (c) => {
+    const hook = opts.hooks?.(c.req.param('platform'));
+    if (!hook)
+      return c.json({ error: 'no webhook for this platform here (not configured, or not started yet)' }, 503);
+    return hook(c.req.raw);
+  });
   app.use(hostGuard({ bound: config.httpHost, extra: config.httpHosts }));
   app.use(auth.noTokenInUrl);
   // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an

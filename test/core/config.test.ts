@@ -15,6 +15,27 @@ describe('configuration', () => {
     expect(loadConfig({ BLUESKY_IDENTIFIER: 'bot' }).bluesky).toBeUndefined();
   });
 
+  it('starts Slack with a bot token and a way in, GitHub with a token and a secret', () => {
+    expect([loadConfig({}).slack, loadConfig({}).github]).toEqual([undefined, undefined]);
+    expect(loadConfig({ SLACK_BOT_TOKEN: 'xoxb-1', SLACK_APP_TOKEN: 'xapp-1' }).slack).toEqual({
+      botToken: 'xoxb-1',
+      appToken: 'xapp-1',
+      apiUrl: undefined,
+    });
+    expect(loadConfig({ SLACK_BOT_TOKEN: 'xoxb-1', SLACK_SIGNING_SECRET: 's' }).slack).toMatchObject({
+      signingSecret: 's',
+    });
+    expect(() => loadConfig({ SLACK_BOT_TOKEN: 'xoxb-1' })).toThrow(
+      /SLACK_APP_TOKEN .* or SLACK_SIGNING_SECRET/,
+    );
+    expect(loadConfig({ GITHUB_TOKEN: 't', GITHUB_WEBHOOK_SECRET: 'w' }).github).toEqual({
+      token: 't',
+      webhookSecret: 'w',
+      apiUrl: undefined,
+    });
+    expect(() => loadConfig({ GITHUB_TOKEN: 't' })).toThrow(/GITHUB_WEBHOOK_SECRET/);
+  });
+
   it('names the bad variable on bad input', () => {
     expect(() => loadConfig({ GATED_POLL_MS: 'fast' })).toThrow(UsageError);
     expect(() => loadConfig({ GATED_POLL_MS: 'fast' })).toThrow(/GATED_POLL_MS/);

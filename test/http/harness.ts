@@ -1,8 +1,9 @@
+import { request } from 'node:http';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach } from 'vitest';
 import type { Logger } from '../../core/log.js';
-import type { InboundSink } from '../../channels/channel.js';
+import type { InboundSink, WebhookHandler } from '../../channels/channel.js';
 import { WebChannel } from '../../channels/web/index.js';
 import { createHttpApp, emptyStatus, startHttpServer, type StatusSnapshot } from '../../http/app.js';
 import { createMetrics, type Metrics } from '../../core/metrics.js';
@@ -35,6 +36,8 @@ export interface WebServerOptions {
   groupsDir?: string;
   /** GATED_MAX_ATTACHMENT_BYTES (default 20 MiB). */
   maxAttachmentBytes?: number;
+  /** The platform webhooks served at /hooks/<platform>. */
+  hooks?: (platform: string) => WebhookHandler | undefined;
 }
 
 /** A real hono app on 127.0.0.1:0 over a fresh SQLite file, closed after the test. */
@@ -97,6 +100,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     status: () => status,
     pingRuntime: opts.pingRuntime,
     now: opts.now,
+    ...(opts.hooks ? { hooks: opts.hooks } : {}),
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   let closed = false;
@@ -164,4 +168,25 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 export async function getJson(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { headers });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** A request with any headers, Host included (fetch does not let a test forge Host). */
+export function rawRequest(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { hostname: u.hostname, port: u.port, path: u.pathname + u.search, method: opts.method ?? 'GET' },
+      (res) => {
+        let body = '';
+        res.on('data', (b: Buffer) => (body += b.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    for (const [k, v] of Object.entries(opts.headers ?? {})) req.setHeader(k, v);
+    req.on('error', reject);
+    req.end(opts.body);
+  });
 }

@@ -1,0 +1,165 @@
+import { SocketModeClient } from '@slack/socket-mode';
+import { LogLevel, WebClient, type Logger as SlackLogger } from '@slack/web-api';
+import { coerceError } from '../../core/errors.js';
+import type { Logger } from '../../core/log.js';
+import type { Jid } from '../../core/types.js';
+import type {
+  Channel,
+  DraftOps,
+  FetchedFile,
+  InboundSink,
+  SendFile,
+  SendPart,
+  WebhookHandler,
+} from '../channel.js';
+import { fetchCapped } from '../fetch.js';
+import { handleSlackPayload, slackWebhook, type SlackInbound } from './events.js';
+import type { SlackSelf } from './map.js';
+import { reactSlack, sendSlackFile, sendSlackPart, slackDrafts } from './send.js';
+
+export { eventToInbound, slackJid } from './map.js';
+export { checkSlackSignature } from './events.js';
+export { toDeliveryError } from './send.js';
+
+/** What the Slack channel needs. */
+export interface SlackChannelOptions {
+  /** The bot token (`xoxb-…`): every Web API call and private file downloads. */
+  botToken: string;
+  /** The app-level token (`xapp-…`, scope `connections:write`): Socket Mode. Absent: HTTP only. */
+  appToken?: string;
+  /** The signing secret: the HTTP Events API at `/hooks/slack`. Absent: no webhook. */
+  signingSecret?: string;
+  /** The Web API base (SLACK_API_URL), default `https://slack.com/api/`. */
+  apiUrl?: string;
+  log: Logger;
+  /** A Web API call without an answer after this many ms is aborted and retried by delivery. */
+  sendTimeoutMs?: number;
+}
+
+/**
+ * Slack through the official clients: @slack/web-api answers (posts, edits, uploads, reactions) and
+ * @slack/socket-mode receives events over a WebSocket with no public URL; with a signing secret the HTTP
+ * Events API at `/hooks/slack` receives them as well. Each channel, private channel or DM is
+ * `slack:<channel id>`; a thread is a topic. The Web client never retries by itself: delivery owns retries,
+ * and 429's Retry-After comes back to it as a rate limit.
+ */
+export class SlackChannel implements Channel {
+  readonly platform = 'slack';
+  // Slack cuts a message's text at 40,000 characters but advises 4,000 for readability.
+  readonly limit = 4000;
+  readonly limitUnit = 'chars' as const;
+  readonly textFormat = 'slack-mrkdwn' as const;
+  readonly drafts: DraftOps;
+  readonly webhook: WebhookHandler | undefined;
+  private readonly web: WebClient;
+  private socket: SocketModeClient | undefined;
+  private self: SlackSelf | undefined;
+  private sink: InboundSink | undefined;
+  private readonly apiOrigin: string;
+
+  constructor(private readonly opts: SlackChannelOptions) {
+    const apiUrl = opts.apiUrl ?? 'https://slack.com/api/';
+    this.apiOrigin = new URL(apiUrl).origin;
+    this.web = new WebClient(opts.botToken, {
+      slackApiUrl: apiUrl,
+      logger: slackLogger(opts.log),
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      timeout: opts.sendTimeoutMs ?? 15_000,
+    });
+    this.drafts = slackDrafts(this.web);
+    const inbound: SlackInbound = {
+      sink: (m) => this.sink!(m),
+      self: () => this.self,
+      log: opts.log,
+    };
+    this.webhook = opts.signingSecret ? slackWebhook(opts.signingSecret, inbound) : undefined;
+  }
+
+  /** The bot's identity once started (the gateway strips `@name` prefixes with it). */
+  get identity(): { username: string } | undefined {
+    return this.self ? { username: this.self.name } : undefined;
+  }
+
+  /**
+   * Learns who the bot is (auth.test: a bad token fails the start), then opens Socket Mode when an app
+   * token is set. Resolves once the socket said hello.
+   */
+  async start(sink: InboundSink): Promise<void> {
+    this.sink = sink;
+    const me = await this.web.auth.test();
+    if (!me.user_id) throw new Error('slack auth.test returned no user id');
+    this.self = { userId: me.user_id, botId: me.bot_id ?? '', name: me.user ?? 'gated' };
+    this.opts.log.info({ bot: this.self.name, team: me.team_id }, 'slack connected');
+    if (!this.opts.appToken || this.socket) return;
+    const socket = new SocketModeClient({
+      appToken: this.opts.appToken,
+      logger: slackLogger(this.opts.log),
+      clientOptions: {
+        slackApiUrl: this.opts.apiUrl ?? 'https://slack.com/api/',
+        retryConfig: { retries: 0 },
+      },
+    });
+    socket.on('slack_event', (e: { ack: () => Promise<void>; type: string; body: unknown }) =>
+      this.onEnvelope(e),
+    );
+    this.socket = socket;
+    await socket.start();
+  }
+
+  /** Stores the envelope's event, then acks it: unacked envelopes are delivered again by Slack. */
+  private async onEnvelope(e: { ack: () => Promise<void>; type: string; body: unknown }): Promise<void> {
+    if (e.type !== 'events_api' && e.type !== 'interactive') return;
+    try {
+      handleSlackPayload(e.body, e.type, { sink: this.sink!, self: () => this.self, log: this.opts.log });
+      await e.ack();
+    } catch (err) {
+      this.opts.log.error({ err: coerceError(err).message }, 'slack event not stored; slack will retry');
+    }
+  }
+
+  async stop(): Promise<void> {
+    const socket = this.socket;
+    this.socket = undefined;
+    await socket?.disconnect();
+  }
+
+  async send(part: SendPart): Promise<string | null> {
+    return sendSlackPart(this.web, part);
+  }
+
+  async sendFile(file: SendFile): Promise<string | null> {
+    return sendSlackFile(this.web, file);
+  }
+
+  /**
+   * Downloads a shared file from its private URL with the bot token. The token goes only to Slack's file
+   * host (or the configured API server's origin): a URL anywhere else is refused rather than handed it.
+   */
+  async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
+    const origin = new URL(source).origin;
+    if (origin !== 'https://files.slack.com' && origin !== this.apiOrigin) {
+      throw new Error(`slack file outside files.slack.com: ${origin}`);
+    }
+    return fetchCapped(source, maxBytes, { headers: { Authorization: `Bearer ${this.opts.botToken}` } });
+  }
+
+  async react(chatJid: Jid, messageId: string, emoji: string): Promise<void> {
+    return reactSlack(this.web, chatJid, messageId, emoji);
+  }
+}
+
+/** The Slack clients' logger on top of gated's: their lines at debug, warnings and errors as such. */
+function slackLogger(log: Logger): SlackLogger {
+  const child = log.child({ lib: 'slack' });
+  const line = (args: unknown[]) => args.map((a) => (typeof a === 'string' ? a : String(a))).join(' ');
+  return {
+    debug: (...a: unknown[]) => child.debug(line(a)),
+    info: (...a: unknown[]) => child.debug(line(a)),
+    warn: (...a: unknown[]) => child.warn(line(a)),
+    error: (...a: unknown[]) => child.error(line(a)),
+    setLevel: () => undefined,
+    getLevel: () => LogLevel.INFO,
+    setName: () => undefined,
+  };
+}

@@ -1,0 +1,102 @@
+import type { AttachmentKind, NewAttachment } from '../../core/files.js';
+import type { Jid, NewInbound, Verb } from '../../core/types.js';
+
+/** The JID of a Slack channel, private channel, group DM or DM. */
+export function slackJid(channelId: string): Jid {
+  return `slack:${channelId}`;
+}
+
+/** Who the bot is, as auth.test told it: its messages are never stored (no reply loops). */
+export interface SlackSelf {
+  userId: string;
+  botId: string;
+  /** The bot's user name: other mentions of it read `@name`. */
+  name: string;
+}
+
+/** A file shared in a message, as the Events API lists it. */
+export interface SlackFileRef {
+  id: string;
+  name?: string;
+  mimetype?: string;
+  size?: number;
+  url_private_download?: string;
+  url_private?: string;
+}
+
+/** The fields of a `message` or `app_mention` event gated reads. */
+export interface SlackMessageEvent {
+  type: string;
+  channel?: string;
+  user?: string;
+  bot_id?: string;
+  subtype?: string;
+  text?: string;
+  ts?: string;
+  thread_ts?: string;
+  parent_user_id?: string;
+  files?: SlackFileRef[];
+  user_profile?: { display_name?: string; real_name?: string };
+}
+
+// Subtypes that are a person writing; every other (joins, edits, deletions, bot messages) is not a message.
+const USER_SUBTYPES = new Set([undefined, 'file_share', 'thread_broadcast', 'me_message']);
+
+/**
+ * One Slack event as an inbound row, or null for anything that is not a person writing (the bot's own
+ * messages, other bots, edits, joins). `<@bot>` makes it a mention (a leading one is removed, so
+ * `@gated /ping` is a command); a thread reply under one of the bot's messages is a reply. A thread is the
+ * row's topic (its root `ts`), and the answer goes into that thread. `platform_msg_id` is the message `ts`,
+ * which Slack keeps across redeliveries: an event retried (`retry_num`) or sent over both Socket Mode and
+ * HTTP is stored once, and a mention delivered both as `message` and `app_mention` too.
+ */
+export function eventToInbound(ev: SlackMessageEvent, self: SlackSelf): NewInbound | null {
+  if (ev.type !== 'message' && ev.type !== 'app_mention') return null;
+  if (!ev.channel || !ev.ts || !ev.user) return null;
+  if (ev.bot_id || ev.user === self.userId || !USER_SUBTYPES.has(ev.subtype)) return null;
+  const tag = `<@${self.userId}>`;
+  const raw = ev.text ?? '';
+  const mentioned = ev.type === 'app_mention' || raw.includes(tag);
+  let verb: Verb = 'message';
+  if (mentioned) verb = 'mention';
+  else if (ev.thread_ts && ev.thread_ts !== ev.ts && ev.parent_user_id === self.userId) verb = 'reply';
+  let content = unescapeSlack(raw);
+  if (raw.includes(tag)) {
+    const stripped = content.startsWith(tag) ? content.slice(tag.length).replace(/^[\s,:]+/, '') : content;
+    content = (stripped === '' ? content : stripped).split(tag).join(`@${self.name}`);
+  }
+  const files = (ev.files ?? []).flatMap(fileOf);
+  if (content === '' && files.length > 0) content = files.map((f) => `[attachment: ${f.name}]`).join(' ');
+  const inThread = ev.thread_ts !== undefined && ev.thread_ts !== ev.ts;
+  return {
+    chat_jid: slackJid(ev.channel),
+    sender: ev.user,
+    sender_name: ev.user_profile?.display_name || ev.user_profile?.real_name || null,
+    verb,
+    content,
+    topic: inThread ? ev.thread_ts! : '',
+    platform_msg_id: ev.ts,
+    reply_to: inThread ? ev.thread_ts! : null,
+    timestamp: new Date(Math.round(Number(ev.ts) * 1000)).toISOString(),
+    ...(files.length > 0 ? { attachments: files } : {}),
+  };
+}
+
+/** Slack escapes `&`, `<` and `>` in message text; the agent reads the text as the user typed it. */
+function unescapeSlack(s: string): string {
+  return s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+}
+
+function fileOf(f: SlackFileRef): NewAttachment[] {
+  const url = f.url_private_download ?? f.url_private;
+  if (!url) return []; // an external or deleted file: nothing to fetch
+  const mime = f.mimetype ?? null;
+  return [{ kind: kindOf(mime ?? ''), name: f.name ?? f.id, mime, size: f.size ?? null, source: url }];
+}
+
+function kindOf(mime: string): AttachmentKind {
+  if (mime.startsWith('image/')) return 'image';
+  if (mime.startsWith('audio/')) return 'audio';
+  if (mime.startsWith('video/')) return 'video';
+  return 'document';
+}
