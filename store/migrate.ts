@@ -11,8 +11,13 @@ export const SCHEMA_VERSION = 8;
 const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 0 → 1: the first released schema; schema.sql created everything.
   0: () => {},
-  // 1 → 2: access (docs/ACCESS.md): a group's access mode, and the usage a run reported.
+  // 1 → 2: access (docs/ACCESS.md): a group's access mode, and the usage a run reported. Also what
+  // schema.sql changed while still at version 1 (test/store/upgrade.test.ts upgrades the first schema):
+  // dispatched_at, which a trigger on messages sets (without the column every dispatch would fail), and
+  // the work index the per-state indexes replaced.
   1: (db) => {
+    addColumn(db, 'messages', 'dispatched_at', 'INTEGER');
+    db.exec('DROP INDEX IF EXISTS idx_messages_work');
     addColumn(db, 'registered_groups', 'access', "TEXT NOT NULL DEFAULT 'open'");
     addColumn(db, 'session_log', 'input_tokens', 'INTEGER');
     addColumn(db, 'session_log', 'output_tokens', 'INTEGER');
@@ -65,7 +70,7 @@ export function migrate(db: Database.Database): void {
   let version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
     throw new Error(
-      `database schema version ${version} is newer than this gated (${SCHEMA_VERSION}); upgrade gated`,
+      `database schema version ${version} is newer than this gated (${SCHEMA_VERSION}): run the newer gated, or restore the backup taken before the upgrade (gated restore FILE)`,
     );
   }
   while (version < SCHEMA_VERSION) {

@@ -1,0 +1,100 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
+import { tempDir } from '../helpers/db.js';
+import { exited, gatedEnv, gatedRun, stderrOf } from '../helpers/process.js';
+
+/**
+ * The first released schema (schema.sql of the project's first commit, version 1), kept verbatim in
+ * fixtures/: the oldest database an operator can hold.
+ */
+const FIRST_SCHEMA = readFileSync(packageFile('test', 'store', 'fixtures', 'schema-v1.sql'), 'utf8');
+
+/**
+ * A database's shape: each table's columns (name, type, not null, default, key) as a set, since an added
+ * column lands at the end; every index and trigger by its SQL (CREATE … IF NOT EXISTS never rewrites one).
+ */
+function shape(db: Database.Database): Record<string, string> {
+  const out: Record<string, string> = {};
+  const objects = db
+    .prepare(`SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name`)
+    .all() as { type: string; name: string; sql: string | null }[];
+  for (const o of objects) {
+    if (o.type !== 'table') out[`${o.type} ${o.name}`] = (o.sql ?? '').replace(/\s+/g, ' ');
+    else {
+      const cols = db.pragma(`table_info(${o.name})`) as Record<string, unknown>[];
+      out[`table ${o.name}`] = cols
+        .map(
+          (c) =>
+            `${String(c.name)} ${String(c.type)} ${String(c.notnull)} ${String(c.dflt_value)} ${String(c.pk)}`,
+        )
+        .sort()
+        .join(', ');
+    }
+  }
+  return out;
+}
+
+describe('upgrading from the oldest schema', { timeout: 60_000 }, () => {
+  it('a version-1 database becomes the newest schema, shaped as a fresh one, with its rows kept and working', () => {
+    const dir = tempDir();
+    const path = join(dir, 'old.db');
+    const old = new Database(path);
+    old.exec(FIRST_SCHEMA);
+    old.pragma('user_version = 1');
+    old.exec(`
+      INSERT INTO registered_groups (folder, name) VALUES ('club', 'The club');
+      INSERT INTO routes (seq, match, target) VALUES (10, 'platform=telegram', 'club');
+      INSERT INTO sessions (group_folder, topic, session_id) VALUES ('club', '', 'sess-1');
+      INSERT INTO session_log (group_folder, chat_jid, result, replies) VALUES ('club', 'telegram:1', 'ok', 1);
+      INSERT INTO messages (chat_jid, sender, content, state, group_folder, session_topic)
+        VALUES ('telegram:1', 'ann', 'hello from version 1', 'done', 'club', '');
+      INSERT INTO messages (chat_jid, sender, content, state, group_folder, session_topic, ready_at)
+        VALUES ('telegram:1', 'bob', 'still waiting', 'ready', 'club', '', 1);
+      INSERT INTO messages (chat_jid, content, is_from_me, delivery, kind, reply_to_id)
+        VALUES ('telegram:1', 'an answer', 1, 'pending', 'reply', 1);
+      INSERT INTO chat_state (chat_jid, sticky_group) VALUES ('telegram:1', 'club');`);
+    old.close();
+
+    const db = openDatabase(path);
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+
+    expect(db.prepare(`SELECT folder, name, access FROM registered_groups`).all()).toEqual([
+      { folder: 'club', name: 'The club', access: 'open' },
+    ]);
+    expect(db.prepare(`SELECT seq, match, target FROM routes`).all()).toEqual([
+      { seq: 10, match: 'platform=telegram', target: 'club' },
+    ]);
+    expect(db.prepare(`SELECT session_id FROM sessions`).pluck().all()).toEqual(['sess-1']);
+    expect(db.prepare(`SELECT sticky_group FROM chat_state`).pluck().all()).toEqual(['club']);
+    expect(db.prepare(`SELECT id, content, state, delivery FROM messages ORDER BY id`).all()).toEqual([
+      { id: 1, content: 'hello from version 1', state: 'done', delivery: null },
+      { id: 2, content: 'still waiting', state: 'ready', delivery: null },
+      { id: 3, content: 'an answer', state: null, delivery: 'pending' },
+    ]);
+    // The old rows go through today's statements and triggers: the waiting one is handed to a run.
+    db.prepare(`UPDATE messages SET state = 'running', run_id = 1 WHERE id = 2`).run();
+    expect(db.prepare(`SELECT dispatched_at FROM messages WHERE id = 2`).pluck().get()).toBeGreaterThan(0);
+    db.close();
+  });
+});
+
+describe('going back', { timeout: 60_000 }, () => {
+  it('gated run on a database from a newer gated exits 1 with one line that says the way back', async () => {
+    const dir = tempDir();
+    const raw = new Database(join(dir, 'gated.db'));
+    raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    raw.close();
+    const child = gatedRun(gatedEnv(dir));
+    expect(await exited(child)).toBe(1);
+    expect(stderrOf(child).trim().split('\n')).toEqual([
+      `gated: cannot start: database schema version ${SCHEMA_VERSION + 1} is newer than this gated (${SCHEMA_VERSION}): run the newer gated, or restore the backup taken before the upgrade (gated restore FILE)`,
+    ]);
+  });
+});
