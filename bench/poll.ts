@@ -7,7 +7,6 @@ import type { QueueControl } from '../gateway/layers/types.js';
 import { openDatabase } from '../store/db.js';
 
 const idleQueue: QueueControl = {
-  wake() {},
   async stop() {
     return false;
   },

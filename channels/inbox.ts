@@ -1,6 +1,8 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { backoffDelay } from '../core/backoff.js';
+import type { Signals } from '../core/signals.js';
+import { createWorker } from '../core/worker.js';
 import { coerceError } from '../core/errors.js';
 import { FileTooLarge } from '../core/files.js';
 import type { Logger } from '../core/log.js';
@@ -23,8 +25,11 @@ export interface InboxOptions {
   /** GATED_MAX_ATTACHMENT_BYTES: larger files are not downloaded; the agent gets a note instead. */
   maxBytes: number;
   log: Logger;
-  /** A message's attachments are all settled: its row may go to the agent now (wakes the queue). */
-  onSettled?: () => void;
+  /**
+   * The wake signals: the inbox looks when rows entered a lane (`queued`) and fires `attached` when a
+   * message's attachments are all settled (its row may go to the agent now).
+   */
+  signals?: Pick<Signals, 'queued' | 'attached'>;
   /** Download attempts before an attachment is given up as failed. Default 5. */
   maxAttempts?: number;
   /** How often to look for rows routed meanwhile, in ms. Default 1000. */
@@ -56,28 +61,25 @@ export function createInbox(opts: InboxOptions): Inbox {
   const now = opts.now ?? Date.now;
   const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
   const maxAttempts = opts.maxAttempts ?? 5;
-  let running: Promise<void> | undefined;
-  let again = false;
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
+  let idle: Promise<void> = Promise.resolve();
 
-  const drain = async (): Promise<void> => {
-    do {
-      again = false;
-      for (;;) {
-        if (stopped) return;
-        const due = dueAttachments(db, now());
-        if (due.length === 0) break;
-        await Promise.all(due.map((a) => fetchOne(a)));
-      }
-    } while (again && !stopped);
+  /** One pass: every due attachment until none is due; returns the next retry (the interval catches others). */
+  const drain = async (): Promise<number | undefined> => {
+    for (;;) {
+      if (stopped) return undefined;
+      const due = dueAttachments(db, now());
+      if (due.length === 0) break;
+      await Promise.all(due.map((a) => fetchOne(a)));
+    }
+    return nextAttachmentDue(db);
   };
 
   async function fetchOne(a: DueAttachment): Promise<void> {
     const alog = log.child({ message: a.message_id, attachment: a.id });
     const channel = byPlatform.get(parseJid(a.chat_jid).platform);
     const settle = (outcome: Parameters<typeof settleAttachment>[2]) => {
-      if (settleAttachment(db, a, outcome)) opts.onSettled?.();
+      if (settleAttachment(db, a, outcome)) opts.signals?.attached.fire();
     };
     if (!channel?.fetchAttachment) {
       // Rows of a platform this process does not run wait for the process that does.
@@ -116,45 +118,34 @@ export function createInbox(opts: InboxOptions): Inbox {
     }
   }
 
-  const wake = (): void => {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = drain()
-      .catch((err) => log.error({ err: coerceError(err).message }, 'inbox pass failed'))
-      .finally(() => {
-        running = undefined;
-        arm();
-      });
-  };
-
   // A timer for the next retry; the poll interval catches rows routed by another process.
-  const arm = (): void => {
-    clearTimeout(timer);
-    if (stopped) return;
-    let wait = opts.pollMs ?? 1000;
-    try {
-      const next = nextAttachmentDue(db);
-      if (next !== undefined) wait = Math.min(wait, Math.max(0, next - now()));
-    } catch (err) {
-      log.error({ err: coerceError(err).message }, 'inbox scan failed');
-    }
-    timer = setTimeout(wake, wait);
-    timer.unref();
-  };
+  const worker = createWorker({
+    name: 'inbox',
+    log,
+    step: () => {
+      const pass = drain();
+      idle = pass.then(
+        () => undefined,
+        () => undefined,
+      );
+      return pass;
+    },
+    intervalMs: opts.pollMs ?? 1000,
+    keepAlive: false,
+    now,
+  });
+  const unlisten = opts.signals?.queued.on(() => worker.wake());
 
   return {
-    start: wake,
-    wake,
+    start: () => worker.start(),
+    wake: () => worker.wake(),
     async idle() {
-      while (running) await running;
+      await idle;
     },
     async stop() {
       stopped = true;
-      clearTimeout(timer);
-      await running;
+      unlisten?.();
+      await worker.stop();
     },
   };
 }

@@ -9,6 +9,8 @@ import { ReplyParts, sendPart } from './files.js';
 import type { Drafts } from './drafts.js';
 import { abortableSleep, backoffDelay, type BackoffOptions, type Sleep } from '../core/backoff.js';
 import { partsFor } from './format.js';
+import type { Signals } from '../core/signals.js';
+import { createWorker } from '../core/worker.js';
 
 /** What delivery needs; only `db`, `channels` and `log` are required. */
 export interface DeliveryOptions {
@@ -28,6 +30,8 @@ export interface DeliveryOptions {
   metrics?: { outbound(outcome: OutboundOutcome): void };
   /** The chats' streaming drafts: an answer takes over its chat's draft instead of appearing twice. */
   drafts?: Drafts;
+  /** Delivery looks at once when `outbound` fires (rows were written). */
+  signals?: Pick<Signals, 'outbound'>;
 }
 
 /** Delivers outbound rows. */
@@ -65,7 +69,6 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
   const abort = new AbortController();
   let started = false;
   let stopped = false;
-  let timer: ReturnType<typeof setInterval> | undefined;
 
   const channelFor = (chatJid: string): Channel | undefined => {
     if (opts.only && !opts.only(chatJid)) return undefined;
@@ -79,14 +82,19 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     workers.set(chatJid, runChat(chatJid, channel));
   };
 
-  const scan = (): void => {
-    if (!started || stopped) return;
-    try {
+  // The scan is the driver's step (core/worker.ts): the poll interval finds rows other processes wrote,
+  // and a failing scan backs off. It only spawns chat workers, so it is synchronous and cheap.
+  const scanner = createWorker({
+    name: 'outbox scan',
+    log,
+    step: () => {
+      if (!started || stopped) return;
       for (const chat of outbox.pendingChats()) spawn(chat);
-    } catch (err) {
-      log.error({ err: coerceError(err).message }, 'outbox scan failed');
-    }
-  };
+    },
+    intervalMs: opts.pollMs ?? 1000,
+    keepAlive: false,
+  });
+  const unlisten = opts.signals?.outbound.on(() => scanner.runNow());
 
   async function runChat(chatJid: string, channel: Channel): Promise<void> {
     try {
@@ -204,15 +212,11 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     start() {
       if (started || stopped) return;
       started = true;
-      const pollMs = opts.pollMs ?? 1000;
-      if (pollMs > 0) {
-        timer = setInterval(scan, pollMs);
-        timer.unref();
-      }
-      scan();
+      scanner.runNow();
+      scanner.start();
     },
     wake(chatJid) {
-      if (chatJid === undefined) scan();
+      if (chatJid === undefined) scanner.runNow();
       else spawn(chatJid);
     },
     async idle() {
@@ -220,8 +224,9 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     },
     async stop() {
       stopped = true;
-      if (timer) clearInterval(timer);
+      unlisten?.();
       abort.abort();
+      await scanner.stop();
       await Promise.all([...workers.values()]);
     },
   };

@@ -2,6 +2,7 @@ import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { parseJid } from '../core/types.js';
 import type { Channel } from '../channels/channel.js';
+import type { PartialText, Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
 
 /**
@@ -18,14 +19,6 @@ import type { Db } from '../store/db.js';
  * draft and edits or removes it, and a re-run's drafts reuse it instead of posting a second one.
  */
 
-/** What a partial block gives the drafts. */
-export interface DraftText {
-  chatJid: string;
-  runId: number;
-  turn: number;
-  text: string;
-}
-
 /** How a channel's chats show work in progress: `stream` (drafts) or `batch` (answers only). */
 export type StreamMode = 'stream' | 'batch';
 
@@ -39,12 +32,14 @@ export interface DraftsOptions {
   /** Shortest time between two edits of one chat's draft. Default 1000 ms. */
   minIntervalMs?: number;
   now?: () => number;
+  /** The drafts show every `partial` signal (an agent's turn in progress). */
+  signals?: Pick<Signals, 'partial'>;
 }
 
 /** The drafts of every chat. */
 export interface Drafts {
   /** A partial block arrived: show it (now, or at the next allowed edit). Never throws. */
-  partial(d: DraftText): void;
+  partial(d: PartialText): void;
   /**
    * Called by delivery before it sends part 0 of outbound row `messageId`: if the chat shows a draft, it is
    * turned into the answer. Returns the platform id to record for part 0 when the draft now IS part 0
@@ -66,7 +61,7 @@ export interface Drafts {
 interface ChatDraft {
   chatJid: string;
   thread: string;
-  pending: DraftText | undefined;
+  pending: PartialText | undefined;
   timer: NodeJS.Timeout | undefined;
   chain: Promise<void>;
 }
@@ -185,7 +180,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     });
   };
 
-  return {
+  const drafts: Drafts = {
     partial(d) {
       try {
         if (stopped || !channelOf(d.chatJid)) return;
@@ -249,8 +244,11 @@ export function createDrafts(opts: DraftsOptions): Drafts {
 
     async stop() {
       stopped = true;
+      unlisten?.();
       for (const c of chats.values()) clearTimeout(c.timer);
       await Promise.all([...chats.values()].map((c) => c.chain));
     },
   };
+  const unlisten = opts.signals?.partial.on((d) => drafts.partial(d));
+  return drafts;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { backoffDelay } from '../core/backoff.js';
+import { createWorker, type Worker } from '../core/worker.js';
 import type { Db } from '../store/db.js';
 import type { RouteSource } from '../store/routes.js';
 
@@ -39,9 +40,8 @@ interface DaemonRow {
  * `daemon` until then, so a restart resumes where it stopped.
  */
 export class DaemonDispatcher {
-  private timer: NodeJS.Timeout | undefined;
-  private busy = false;
   private stopped = false;
+  private readonly worker: Worker;
   private readonly now: () => number;
   private readonly dueStmt;
   private readonly doneStmt;
@@ -67,35 +67,31 @@ export class DaemonDispatcher {
     this.nextStmt = db
       .prepare(`SELECT min(coalesce(not_before, 0)) FROM messages WHERE state = 'daemon'`)
       .pluck();
+    // No interval: each pass asks to run again when the earliest retry falls due.
+    this.worker = createWorker({ name: 'daemons', log: opts.log, step: () => this.run(), now: this.now });
   }
 
-  /** Sends what is due now; safe to call often. */
+  /** Sends what is due now; safe to call often. The first wake starts the dispatcher. */
   wake(): void {
-    if (this.stopped || this.busy) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.run(), 0);
+    if (this.stopped) return;
+    this.worker.start();
+    this.worker.wake();
   }
 
-  /** Stops retrying (rows stay pending for the next start). */
-  stop(): void {
+  /** Stops retrying (rows stay pending for the next start); resolves when the send in flight ended. */
+  stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    return this.worker.stop();
   }
 
-  /** One pass over due rows; resolves when they have all been tried once. */
-  async run(): Promise<void> {
-    if (this.busy) return;
-    this.busy = true;
-    try {
-      const rows = this.dueStmt.all(this.now()) as DaemonRow[];
-      for (const row of rows) {
-        if (this.stopped) break;
-        await this.deliver(row);
-      }
-    } finally {
-      this.busy = false;
-      this.schedule();
+  /** One pass over due rows; returns when the earliest row left waits until (null: none waits). */
+  private async run(): Promise<number | null> {
+    const rows = this.dueStmt.all(this.now()) as DaemonRow[];
+    for (const row of rows) {
+      if (this.stopped) break;
+      await this.deliver(row);
     }
+    return this.nextStmt.get() as number | null;
   }
 
   private async deliver(row: DaemonRow): Promise<void> {
@@ -139,14 +135,5 @@ export class DaemonDispatcher {
       { msgId: row.id, attempt: row.attempts + 1, delayMs: jittered, error },
       'daemon delivery will retry',
     );
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const next = this.nextStmt.get() as number | null;
-    if (next === null) return;
-    if (next <= this.now()) return this.wake();
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.run(), next - this.now());
   }
 }

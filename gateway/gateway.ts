@@ -1,5 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
+import { createSignals, type Signals } from '../core/signals.js';
 import type { NewInbound } from '../core/types.js';
 import { DaemonDispatcher } from './daemons.js';
 import type { QueueControl } from './layers/types.js';
@@ -18,9 +19,12 @@ export interface GatewayOptions {
     Partial<Pick<Config, 'tz' | 'taskMaxFailures' | 'maxInputBytes'>>;
   log: Logger;
   queue: QueueControl;
+  /**
+   * The wake signals (core/signals.ts): the loop listens to `inbound`; the gateway fires `queued` when
+   * rows entered a lane and `outbound` when it wrote answer rows. Default: signals of its own.
+   */
+  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound'>;
   now?: () => number;
-  /** Called after gated wrote answer rows (delivery wakes). */
-  onOutbound?: () => void;
   metrics?: GatewayMetrics;
   /** This gateway's bot username on a platform, once its channel started (`/cmd@otherbot` is text). */
   botName?: (platform: string) => string | undefined;
@@ -40,7 +44,8 @@ export interface Gateway {
   /** Stores an inbound event from an in-process adapter and wakes the loop (null: a redelivery). */
   sink(msg: NewInbound): number | null;
   start(): void;
-  stop(): void;
+  /** Stops the loop, daemons and tasks; resolves when the steps in flight have ended. */
+  stop(): Promise<void>;
 }
 
 /** Logs the invalid rows of a newly compiled routing table: once per change, never per message. */
@@ -62,6 +67,8 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
 /** Wires the gateway together. Nothing runs until start(). */
 export function createGateway(opts: GatewayOptions): Gateway {
   const { db, log, queue } = opts;
+  const signals = opts.signals ?? createSignals();
+  const outbound = () => signals.outbound.fire(undefined);
   const routes = new RouteSource(db, (c) => reportCatalog(log, c));
   const pipeline = new Pipeline({
     db,
@@ -86,8 +93,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     tz: opts.config.tz ?? 'UTC',
     maxFailures: opts.config.taskMaxFailures ?? 5,
     ...(opts.now ? { now: opts.now } : {}),
-    onFired: () => queue.wake(),
-    onOutbound: () => opts.onOutbound?.(),
+    signals,
   });
   const loop = new PollLoop({
     db,
@@ -103,17 +109,18 @@ export function createGateway(opts: GatewayOptions): Gateway {
       tasks.check();
     },
     onBatch: (outcome) => {
-      if (outcome.released) queue.wake();
-      if (outcome.outbound) opts.onOutbound?.();
+      if (outcome.released) signals.queued.fire();
+      if (outcome.outbound) outbound();
       if (outcome.daemon) daemons.wake();
       for (const effect of outcome.effects) {
         Promise.resolve()
           .then(effect)
-          .then(() => opts.onOutbound?.())
+          .then(outbound)
           .catch((err) => log.error({ err }, 'command side effect failed'));
       }
     },
   });
+  const unlisten = signals.inbound.on(() => loop.wake());
   return {
     routes,
     loop,
@@ -122,7 +129,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     tasks,
     sink(msg) {
       const id = insertInbound(db, msg);
-      if (id !== null) loop.wake();
+      if (id !== null) signals.inbound.fire();
       return id;
     },
     start() {
@@ -131,10 +138,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
       daemons.wake();
       tasks.start();
     },
-    stop() {
-      loop.stop();
-      daemons.stop();
-      tasks.stop();
+    async stop() {
+      unlisten();
+      await Promise.all([loop.stop(), daemons.stop(), tasks.stop()]);
     },
   };
 }

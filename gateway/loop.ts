@@ -3,6 +3,7 @@ import type { Message } from '../core/types.js';
 import type { BatchOutcome, Pipeline } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { stateOf, type StateStore } from '../store/state.js';
+import { createWorker, type Worker } from '../core/worker.js';
 
 /** Options of the poll loop. */
 export interface PollLoopOptions {
@@ -33,9 +34,6 @@ export interface LoopHealth {
   failures: number;
 }
 
-/** Minimum time between two warnings about a failing loop. */
-const WARN_EVERY_MS = 60_000;
-
 const CURSOR_KEY = 'poll_cursor';
 
 /**
@@ -46,30 +44,23 @@ const CURSOR_KEY = 'poll_cursor';
  * cannot skip a row that commits late, unlike a timestamp cursor. Rows gated writes itself (is_from_me = 1)
  * never enter the loop, nor inbound rows gated placed in a session itself (a task firing, a delegation:
  * they are stored with their state already set and skip the layers).
+ *
+ * It runs on the worker driver (core/worker.ts): a failing tick (disk full, I/O errors) backs off from the
+ * poll interval doubling up to `maxBackoffMs`, and wakes wait for it, so the commit watcher's wake cannot
+ * turn a full disk into a busy loop.
  */
 export class PollLoop {
-  private timer: NodeJS.Timeout | undefined;
-  private holdTimer: NodeJS.Timeout | undefined;
-  private running = false;
-  private pending = false;
-  private stopped = true;
   private readonly readStmt;
   private readonly peekStmt;
   private readonly state: StateStore;
   private readonly now: () => number;
   private readonly batchSize: number;
-  private lastTickAt: number;
-  private failing: string | undefined;
-  private failures = 0;
-  private backoffUntil = 0;
-  private lastWarnAt = -Infinity;
-  private failedSinceWarn = 0;
+  private readonly worker: Worker;
 
   constructor(private readonly opts: PollLoopOptions) {
     const { db } = opts;
     this.now = opts.now ?? Date.now;
     this.batchSize = opts.batchSize ?? 500;
-    this.lastTickAt = this.now();
     // The layers only look at the start of a message and the agent gets a bounded part of it: a 30 MB row
     // is not read whole into memory here.
     const maxChars = Math.max(1, Math.floor(opts.maxContentChars ?? 256 * 1024));
@@ -82,6 +73,14 @@ export class PollLoop {
       .prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL LIMIT 1')
       .pluck();
     this.state = stateOf(db);
+    this.worker = createWorker({
+      name: 'poll loop',
+      log: opts.log,
+      step: () => this.step(),
+      intervalMs: opts.pollMs,
+      backoff: { baseMs: opts.pollMs, maxMs: opts.maxBackoffMs ?? 30_000 },
+      now: this.now,
+    });
   }
 
   /** The persisted cursor: the id of the last processed inbound row (0 on a fresh database). */
@@ -91,93 +90,45 @@ export class PollLoop {
 
   /** Starts polling; the first tick runs at once, so rows stored while gated was down are taken now. */
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.wake();
+    this.worker.start();
   }
 
   /** Stops polling; a tick in progress finishes its batch (it is synchronous). */
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    clearTimeout(this.holdTimer);
+  stop(): Promise<void> {
+    return this.worker.stop();
   }
 
   /** Health of the loop for /healthz. */
   health(): LoopHealth {
-    return { lastTickAt: this.lastTickAt, failing: this.failing, failures: this.failures };
+    const h = this.worker.health();
+    return { lastTickAt: h.lastOkAt, failing: h.failing, failures: h.failures };
   }
 
-  /**
-   * Runs a tick as soon as possible (an in-process adapter stored a row); coalesces bursts. While ticks
-   * fail, wakes wait for the backoff: a failed write still touches the WAL file, and the commit watcher's
-   * wake must not turn a full disk into a busy loop.
-   */
+  /** Runs a tick as soon as possible (an in-process adapter stored a row); coalesces bursts. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.pending = true;
-      return;
-    }
-    if (this.failures > 0 && this.now() < this.backoffUntil) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.tick(), 0);
+    this.worker.wake();
   }
 
   /**
-   * Processes every row after the cursor (and releases chats whose maximum hold passed). Synchronous: the
-   * database calls are, so a tick is never interleaved with another.
+   * Processes every row after the cursor (and releases chats whose maximum hold passed) now. Synchronous:
+   * the database calls are, so a tick is never interleaved with another.
    */
   tick(): void {
-    if (this.running) return;
-    this.running = true;
+    this.worker.runNow();
+  }
+
+  /** One tick; returns when the earliest held chat must be released (the max-hold fires without rows). */
+  private step(): number | undefined {
     const started = process.hrtime.bigint();
     try {
-      do {
-        this.pending = false;
-        this.releaseDue();
-        while (this.batch() === this.batchSize);
-      } while (this.pending);
-      this.recovered();
-    } catch (err) {
-      // A failing batch rolled back: its rows stay after the cursor and are taken again after a backoff.
-      this.failed(err);
+      this.releaseDue();
+      while (this.batch() === this.batchSize);
+      // A failing batch rolled back and throws: its rows stay after the cursor and are taken again after
+      // the driver's backoff.
     } finally {
-      this.running = false;
       this.opts.onTick?.(Number(process.hrtime.bigint() - started) / 1e9);
-      this.schedule();
     }
-  }
-
-  private recovered(): void {
-    if (this.failures > 0) {
-      this.opts.log.warn({ failedTicks: this.failures }, 'poll loop works again');
-    }
-    this.failures = 0;
-    this.failing = undefined;
-    this.failedSinceWarn = 0;
-    this.lastTickAt = this.now();
-  }
-
-  /** Backs off (doubling from the poll interval up to the cap) and warns at most once a minute. */
-  private failed(err: unknown): void {
-    const e = err as { code?: unknown; message?: unknown };
-    const text = `${typeof e.code === 'string' ? e.code + ': ' : ''}${String(e.message ?? err)}`;
-    this.failures += 1;
-    this.failedSinceWarn += 1;
-    this.failing = text.slice(0, 500);
-    const cap = this.opts.maxBackoffMs ?? 30_000;
-    const delay = Math.min(cap, this.opts.pollMs * 2 ** Math.min(this.failures - 1, 16));
-    this.backoffUntil = this.now() + delay;
-    const t = this.now();
-    if (t - this.lastWarnAt >= WARN_EVERY_MS) {
-      this.lastWarnAt = t;
-      this.opts.log.error(
-        { err: this.failing, failedTicks: this.failedSinceWarn, retryInMs: delay },
-        'poll tick failed; backing off and retrying',
-      );
-      this.failedSinceWarn = 0;
-    }
+    return this.opts.pipeline.gate.nextDue();
   }
 
   private batch(): number {
@@ -208,27 +159,5 @@ export class PollLoop {
     if (due === undefined || due > this.now()) return;
     const released = db.transaction(() => pipeline.gate.releaseDue(this.now())).immediate();
     if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, effects: [] });
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    clearTimeout(this.holdTimer);
-    if (this.failures > 0) {
-      this.pending = false;
-      this.timer = setTimeout(() => this.tick(), Math.max(0, this.backoffUntil - this.now()));
-      return;
-    }
-    this.timer = setTimeout(() => this.tick(), this.pending ? 0 : this.opts.pollMs);
-    // The max-hold release must fire even when no new message arrives and the poll interval is long.
-    let due: number | undefined;
-    try {
-      due = this.opts.pipeline.gate.nextDue();
-    } catch {
-      // The database failing here fails the next tick too, which reports it and backs off.
-    }
-    if (due !== undefined) {
-      this.holdTimer = setTimeout(() => this.tick(), Math.max(0, due - this.now()));
-    }
   }
 }

@@ -1,6 +1,8 @@
 import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { dueRange } from '../core/schedule.js';
+import type { Signals } from '../core/signals.js';
+import { createWorker, type Worker } from '../core/worker.js';
 import type { Db } from '../store/db.js';
 import { getTask, scheduleOf, TaskStore, type OpenTaskRun } from '../store/tasks.js';
 
@@ -13,63 +15,61 @@ export interface TaskSchedulerOptions {
   /** Failed runs in a row after which a task is paused. */
   maxFailures: number;
   now?: () => number;
-  /** Task rows were made ready: the queue should look. */
-  onFired?: () => void;
-  /** A notice row was written: delivery should look. */
-  onOutbound?: () => void;
+  /** Told when task rows were made ready (`queued`: the queue looks) or a notice written (`outbound`). */
+  signals?: Pick<Signals, 'queued' | 'outbound'>;
 }
-
-// setTimeout cannot wait longer than this; a farther due time is re-armed when the timer fires.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Fires scheduled tasks (docs/TASKS.md). When a task is due, its inbound row, its task_runs row and its
  * next due time commit in one transaction, so a due time fires exactly once whatever happens around it
  * (kill -9 included); due times missed while gated was down are coalesced into one firing at start.
  *
- * No polling of its own: a timer is armed for the earliest due time, and `check()` runs on every poll
- * tick too (so a task added by another process, which wakes the loop through the commit watcher, is seen
+ * It runs on the worker driver (core/worker.ts) with no interval of its own: each step asks to run again at
+ * the earliest due time, and `check()` runs on every poll tick too (so a task added by another process, which wakes the loop through the commit watcher, is seen
  * at once). `check()` also follows open firings to count failed runs and pause a task that keeps failing.
  */
 export class TaskScheduler {
   private readonly store: TaskStore;
   private readonly now: () => number;
-  private timer: NodeJS.Timeout | undefined;
-  private armedFor: number | null = null;
-  private stopped = true;
+  private readonly worker: Worker;
+  private started = false;
 
   constructor(private readonly opts: TaskSchedulerOptions) {
     this.store = new TaskStore(opts.db);
     this.now = opts.now ?? Date.now;
+    this.worker = createWorker({ name: 'tasks', log: opts.log, step: () => this.step(), now: this.now });
   }
 
   /** Starts firing; whatever fell due while gated was down fires now. */
   start(): void {
-    this.stopped = false;
-    this.check();
+    this.started = true;
+    this.worker.start();
   }
 
   /** Stops the timer; nothing is lost (due times are rows). */
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.armedFor = null;
+  stop(): Promise<void> {
+    this.started = false;
+    return this.worker.stop();
   }
 
-  /** Fires what is due, follows open firings, and re-arms the timer. Never throws. */
+  /** Fires what is due and follows open firings now (on every poll tick); once started. Never throws. */
   check(): void {
-    if (this.stopped) return;
+    if (this.started) this.worker.runNow();
+  }
+
+  /** One step: each half logs its own failure, so one cannot starve the other. */
+  private step(): number | null {
     try {
-      if (this.fireDue() > 0) this.opts.onFired?.();
+      if (this.fireDue() > 0) this.opts.signals?.queued.fire();
     } catch (err) {
       this.opts.log.error({ err: coerceError(err).message }, 'firing due tasks failed; will retry');
     }
     try {
-      if (this.followRuns() > 0) this.opts.onOutbound?.();
+      if (this.followRuns() > 0) this.opts.signals?.outbound.fire(undefined);
     } catch (err) {
       this.opts.log.error({ err: coerceError(err).message }, 'following task runs failed');
     }
-    this.arm();
+    return this.store.nextDueAt();
   }
 
   /** Fires every due task in one transaction; returns how many rows it made. */
@@ -141,20 +141,6 @@ export class TaskScheduler {
       }
     }).immediate();
     return notices;
-  }
-
-  private arm(): void {
-    if (this.stopped) return;
-    const next = this.store.nextDueAt();
-    if (next === this.armedFor) return;
-    clearTimeout(this.timer);
-    this.armedFor = next;
-    if (next === null) return;
-    const wait = Math.min(MAX_TIMER_MS, Math.max(0, next - this.now()));
-    this.timer = setTimeout(() => {
-      this.armedFor = null;
-      this.check();
-    }, wait);
   }
 }
 

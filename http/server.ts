@@ -6,6 +6,8 @@ import type { Hono } from 'hono';
 export interface HttpServer {
   /** The real base URL, with the port the OS chose when 0 was asked (`http://127.0.0.1:40123`). */
   url: string;
+  /** Serves `app` from now on (before this, a server bound without one answers 503 "starting"). */
+  serve(app: Hono): void;
   /** Stops listening and ends open connections (SSE streams included); idempotent. */
   close(): Promise<void>;
 }
@@ -16,12 +18,24 @@ export interface ListenOptions {
   port: number;
 }
 
+/** What a server bound before its app exists answers: 503, as /healthz does for a part not ready. */
+const starting = (): Response =>
+  Response.json({ status: 'unavailable', reason: 'gated is starting' }, { status: 503 });
+
 /**
  * Serves a hono app with @hono/node-server. Resolves once listening, or rejects with the bind error
- * (EADDRINUSE, EACCES) so the caller can say which port could not be used.
+ * (EADDRINUSE, EACCES) so the caller can say which port could not be used. Without `app` the port is bound
+ * first and every request answers 503 until `serve(app)`: gated binds before it builds the parts the app
+ * reaches, so a port that cannot be bound stops the start before any agent runs.
  */
-export async function startHttpServer(app: Hono, opts: ListenOptions): Promise<HttpServer> {
-  const server = createAdaptorServer({ fetch: app.fetch, hostname: opts.host, port: opts.port });
+export async function startHttpServer(app: Hono | undefined, opts: ListenOptions): Promise<HttpServer> {
+  // The node server's env (the socket, for the peer address) is passed on to the app.
+  let fetch: Hono['fetch'] = app ? app.fetch : starting;
+  const server = createAdaptorServer({
+    fetch: (req: Request, env: unknown) => fetch(req, env),
+    hostname: opts.host,
+    port: opts.port,
+  });
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error) =>
       reject(new Error(`cannot listen on ${opts.host}:${opts.port}: ${err.message}`));
@@ -36,6 +50,9 @@ export async function startHttpServer(app: Hono, opts: ListenOptions): Promise<H
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host}:${addr.port}`,
+    serve(next) {
+      fetch = next.fetch;
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

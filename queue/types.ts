@@ -1,6 +1,7 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
+import type { Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
 import type { SenderRole } from './prompt.js';
 import type { Runtime } from './runtime/types.js';
@@ -19,17 +20,6 @@ export interface QueueMetrics {
   rowFailed?(stage: string): void;
 }
 
-/** A draft an agent printed for the turn in progress (`partial: true`): never stored as a reply. */
-export interface PartialDraft {
-  runId: number;
-  key: SessionKey;
-  chatJid: string;
-  /** The turn it drafts: its `turn`, else the oldest unanswered turn. */
-  turn: number;
-  /** Its result with internal sections removed; never empty. */
-  text: string;
-}
-
 /** Everything the queue is built from. I/O enters here; nothing real is constructed inside. */
 export interface QueueOptions {
   db: Db;
@@ -40,12 +30,12 @@ export interface QueueOptions {
   /** The clock for rows (ready_at, not_before, session_log); timers use setTimeout. Default Date.now. */
   now?: () => number;
   /**
-   * A chat's agent started working on its messages (`true`: a run started, a follow-up was written) or has
-   * answered them (`false`: it waits for more, or its run ended). Drives typing indicators.
+   * The wake signals (core/signals.ts). The queue listens to `queued` and `attached` (new ready rows) and
+   * fires `outbound` after a reply (or error) row commits, `partial` for a draft block, and `working` when
+   * a chat's agent started working on its messages (a run started, a follow-up was written) or has
+   * answered them (it waits for more, or its run ended). Default: signals of its own.
    */
-  onWorking?: (chatJid: string, working: boolean) => void;
-  /** Called after a reply (or error) row commits, so delivery wakes at once. */
-  onOutbound?: (outboundId: number) => void;
+  signals?: Signals;
   /** Passed to every agent in its first stdin line; never in env, image or mounts. */
   secrets?: Record<string, string>;
   metrics?: QueueMetrics;
@@ -68,8 +58,6 @@ export interface QueueOptions {
     maxDepth: number;
     metrics?: ActionMetrics;
   };
-  /** A draft block (`partial: true`) arrived. Called synchronously; must not throw (logged if it does). */
-  onPartial?: (draft: PartialDraft) => void;
 }
 
 /**

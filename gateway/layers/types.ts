@@ -7,10 +7,8 @@ import type { Catalog } from '../../store/routes.js';
 import type { StickyStore } from '../../store/state.js';
 import type { AccessGate } from '../access.js';
 
-/** What the gateway needs from the queue (queue/ implements it). */
+/** What the gateway's commands need from the queue (queue/ implements it; wakes go through signals). */
 export interface QueueControl {
-  /** New ready rows may exist. */
-  wake(): void;
   /** /stop: stops the lane's run for this chat; false when nothing ran. */
   stop(key: SessionKey, chatJid?: string): Promise<boolean>;
   /** /new: the session row is gone; a running agent is asked to finish. */

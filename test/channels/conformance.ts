@@ -261,7 +261,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
     /** Shows `texts` as drafts of one turn, one after the other, each once it is on screen. */
     async function showDrafts(h: ChannelHarness, drafts: Drafts, texts: string[]): Promise<void> {
       for (const text of texts) {
-        drafts.partial({ chatJid: h.jid, runId: 1, turn: 1, text });
+        drafts.partial({ chatJid: h.jid, runId: 1, key: { group: 'g', topic: '' }, turn: 1, text });
         await until(() => h.shown!().includes(text), 10_000, `the draft '${text}'`);
       }
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
+import { createSignals } from '../../core/signals.js';
 import { TaskScheduler } from '../../gateway/tasks.js';
 import type { Db } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
@@ -18,15 +19,17 @@ function setup(opts: { tz?: string; maxFailures?: number; start?: string } = {})
   const clock = { t: T(opts.start ?? '2026-11-23T10:00:00.000Z') };
   let fired = 0;
   let outbound = 0;
+  const signals = createSignals();
   const sched = new TaskScheduler({
     db,
     log: silentLogger(),
     tz: opts.tz ?? 'UTC',
     maxFailures: opts.maxFailures ?? 5,
     now: () => clock.t,
-    onFired: () => fired++,
-    onOutbound: () => outbound++,
+    signals,
   });
+  signals.queued.on(() => fired++);
+  signals.outbound.on(() => outbound++);
   return { db, clock, sched, counts: () => ({ fired, outbound }) };
 }
 

@@ -1,5 +1,6 @@
 import type { SessionKey } from '../../core/types.js';
 import { silentLogger } from '../../core/log.js';
+import { createSignals } from '../../core/signals.js';
 import { createGateway, type Gateway } from '../../gateway/gateway.js';
 import type { QueueControl } from '../../gateway/layers/types.js';
 import type { Db } from '../../store/db.js';
@@ -47,15 +48,19 @@ export function testGateway(
   const groupsDir = tempDir();
   for (const g of opts.groups ?? []) addGroup(db, groupsDir, g);
   const queue = new RecordingQueue();
+  // The gateway's contract ends at "the queue was woken": the queued signal, which the queue listens to.
+  const signals = createSignals();
+  signals.queued.on(() => queue.wake());
   const gateway: Gateway = createGateway({
     db,
     config: { pollMs: opts.pollMs ?? 2000, admins: opts.admins ?? [] },
     log: silentLogger(),
     queue,
+    signals,
     ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
     ...(opts.daemonRetry ? { daemonRetry: opts.daemonRetry } : {}),
   });
-  return { gateway, queue, groupsDir };
+  return { gateway, queue, groupsDir, signals };
 }
 
 /** Pipeline facts of one message row. */

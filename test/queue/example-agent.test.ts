@@ -8,6 +8,7 @@ import { createProcessRuntime } from '../../queue/runtime/process.js';
 import type { WorkQueue } from '../../queue/types.js';
 import { freshDb, tempDir } from '../helpers/db.js';
 import { ready } from './helpers.js';
+import { recordingSignals } from '../helpers/signals.js';
 
 const queues: WorkQueue[] = [];
 afterEach(async () => {
@@ -21,13 +22,13 @@ describe('the example agent under the process runtime (the embedded default)', (
     mkdirSync(join(groups, 'demo'));
     // The default GATED_AGENT_CMD, exactly as `npm start` runs it.
     const config = loadConfig({ GATED_GROUPS_DIR: groups, GATED_IDLE_TIMEOUT_MS: '400' });
-    const outbound: number[] = [];
+    const { signals, outbound } = recordingSignals();
     const queue = createQueue({
       db,
       runtime: createProcessRuntime({ cmd: config.agentCmd }),
       config,
       log: silentLogger(),
-      onOutbound: (id) => outbound.push(id),
+      signals,
     });
     queues.push(queue);
     const key = { group: 'demo', topic: '' };

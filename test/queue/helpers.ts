@@ -11,6 +11,7 @@ import { OUTPUT_END, OUTPUT_START } from '../../queue/protocol/parser.js';
 import { createQueue } from '../../queue/queue.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from '../../queue/runtime/types.js';
 import type { QueueOptions, WorkQueue } from '../../queue/types.js';
+import { recordingSignals } from '../helpers/signals.js';
 
 const realSetImmediate = globalThis.setImmediate;
 
@@ -148,8 +149,9 @@ export function handQueue(
   } = {},
 ): { queue: WorkQueue; runtime: HandRuntime; outbound: number[] } {
   const runtime = new HandRuntime();
-  const outbound: number[] = [];
+  const { signals, outbound } = recordingSignals();
   const { onOutbound, secrets, ...config } = over;
+  if (onOutbound) signals.outbound.on((id) => onOutbound(id!));
   const queue = createQueue({
     db,
     runtime,
@@ -163,10 +165,7 @@ export function handQueue(
     },
     log: silentLogger(),
     random: () => 0.5,
-    onOutbound: (id) => {
-      outbound.push(id);
-      onOutbound?.(id);
-    },
+    signals,
     ...(secrets ? { secrets } : {}),
   });
   return { queue, runtime, outbound };

@@ -14,6 +14,7 @@ import type { AgentExit, AgentHandle, Runtime } from '../../queue/runtime/types.
 import type { WorkQueue } from '../../queue/types.js';
 import { freshDb, tempDir } from '../helpers/db.js';
 import { ready } from './helpers.js';
+import { recordingSignals } from '../helpers/signals.js';
 
 /** What a runtime's test file provides. */
 export interface ConformanceEnv {
@@ -168,7 +169,7 @@ export function runtimeConformance(name: string, env: () => ConformanceEnv): voi
         const { db } = freshDb();
         const groups = groupsDir();
         mkdirSync(join(groups, 'conf'), { recursive: true });
-        const outbound: number[] = [];
+        const { signals, outbound } = recordingSignals();
         const queue = createQueue({
           db,
           runtime: env().runtime(groups),
@@ -181,7 +182,7 @@ export function runtimeConformance(name: string, env: () => ConformanceEnv): voi
           },
           log: silentLogger(),
           secrets: { ANTHROPIC_API_KEY: 'sk-test' },
-          onOutbound: (id) => outbound.push(id),
+          signals,
         });
         queues.push(queue);
         const runEnded = () =>

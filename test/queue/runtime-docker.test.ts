@@ -13,6 +13,7 @@ import { freshDb, tempDir } from '../helpers/db.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { ready } from './helpers.js';
 import { runtimeConformance } from './runtime-conformance.js';
+import { recordingSignals } from '../helpers/signals.js';
 
 const CONFORMANCE_IMAGE = 'gated-conformance:test';
 const EXAMPLE_IMAGE = 'gated-agent:test';
@@ -182,7 +183,7 @@ describe('docker runtime on a real engine', () => {
     const { db } = freshDb();
     const groups = tempDir('gated-docker-groups-');
     mkdirSync(join(groups, 'demo'));
-    const outbound: number[] = [];
+    const { signals, outbound } = recordingSignals();
     const queue = createQueue({
       db,
       runtime: dockerRuntime(groups, { image: EXAMPLE_IMAGE }),
@@ -194,7 +195,7 @@ describe('docker runtime on a real engine', () => {
         maxOutputBytes: 1 << 20,
       },
       log: silentLogger(),
-      onOutbound: (id) => outbound.push(id),
+      signals,
     });
     try {
       const t0 = Date.now();

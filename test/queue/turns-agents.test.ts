@@ -12,7 +12,7 @@ import { silentLogger } from '../../core/log.js';
 import { packageFile } from '../../core/paths.js';
 import { createQueue } from '../../queue/queue.js';
 import { createProcessRuntime } from '../../queue/runtime/process.js';
-import type { PartialDraft, WorkQueue } from '../../queue/types.js';
+import type { WorkQueue } from '../../queue/types.js';
 import type { Db } from '../../store/db.js';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
@@ -20,6 +20,7 @@ import { insertInbound } from '../../store/messages.js';
 import { freshDb, tempDir } from '../helpers/db.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { ready } from './helpers.js';
+import { recordingSignals } from '../helpers/signals.js';
 
 const AGENT = packageFile('test', 'queue', 'agents', 'turn-agent.mjs');
 const agentCmd = (env: Record<string, string | number>) =>
@@ -62,14 +63,14 @@ function slowQueue(db: Db, env: Record<string, string | number>) {
   const groups = tempDir('gated-turns-');
   const dir = join(groups, 'g1');
   mkdirSync(dir);
-  const drafts: PartialDraft[] = [];
+  const { signals, partials: drafts } = recordingSignals();
   const config = loadConfig({ GATED_GROUPS_DIR: groups, GATED_IDLE_TIMEOUT_MS: '30000' });
   const queue = createQueue({
     db,
     runtime: createProcessRuntime({ cmd: agentCmd(env) }),
     config,
     log: silentLogger(),
-    onPartial: (d) => drafts.push(d),
+    signals,
   });
   queues.push(queue);
   return { queue, dir, drafts };

@@ -1,0 +1,90 @@
+/**
+ * Who wakes whom, as typed signals. The wiring (gated/app.ts) makes one `Signals` before any stage and
+ * passes it down: the stage that made work fires a signal, the stage that does the work listens to it. So
+ * no stage calls another's `wake()` and nothing calls back up into the wiring; a stage made later (delivery
+ * only exists once the channels have started) simply starts listening then.
+ */
+
+import type { SessionKey } from './types.js';
+
+/** A chat's agent started or stopped working (the chat shows typing meanwhile). */
+export interface WorkingChange {
+  chatJid: string;
+  on: boolean;
+}
+
+/**
+ * The newest text of a turn an agent is still writing (a `partial: true` block), for the chat's draft;
+ * never stored as a reply.
+ */
+export interface PartialText {
+  runId: number;
+  key: SessionKey;
+  chatJid: string;
+  /** The turn it drafts: its `turn`, else the oldest unanswered turn. */
+  turn: number;
+  /** Its result with internal sections removed; never empty. */
+  text: string;
+}
+
+/** One kind of event that wakes a stage. Listeners run synchronously, in order; one that throws is logged. */
+export class Signal<T = void> {
+  private readonly listeners: Array<(value: T) => void> = [];
+
+  constructor(
+    /** The signal's name in log lines. */
+    readonly name: string,
+    private readonly onError: (name: string, err: unknown) => void,
+  ) {}
+
+  /** Listens from now on; returns the function that stops listening. */
+  on(listener: (value: T) => void): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const i = this.listeners.indexOf(listener);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  /** Tells every listener. Never throws: the stage that fired has already committed its work. */
+  fire(value: T): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(value);
+      } catch (err) {
+        this.onError(this.name, err);
+      }
+    }
+  }
+}
+
+/** The wake signals of one gated process, one per kind of new work. */
+export interface Signals {
+  /** Inbound rows were stored (an in-process adapter, or another process's commit): the poll loop looks. */
+  inbound: Signal;
+  /**
+   * Rows entered a session's lane (released by the gate, a task fired, a parked row retried, a delegation):
+   * the queue looks, and the inbox fetches their attachments.
+   */
+  queued: Signal;
+  /** A message's attachments are all settled: its row may go to the agent now (the queue looks). */
+  attached: Signal;
+  /** Outbound rows were written (the id when one row is meant): delivery looks. */
+  outbound: Signal<number | undefined>;
+  /** An agent's turn in progress: the chat's draft shows it. */
+  partial: Signal<PartialText>;
+  /** A chat's agent started or stopped working: the chat shows typing. */
+  working: Signal<WorkingChange>;
+}
+
+/** Makes the signals of one process; a listener that throws is reported through `onError`. */
+export function createSignals(onError: (signal: string, err: unknown) => void = () => {}): Signals {
+  return {
+    inbound: new Signal('inbound', onError),
+    queued: new Signal('queued', onError),
+    attached: new Signal('attached', onError),
+    outbound: new Signal<number | undefined>('outbound', onError),
+    partial: new Signal<PartialText>('partial', onError),
+    working: new Signal<WorkingChange>('working', onError),
+  };
+}

@@ -1,0 +1,180 @@
+import { join } from 'node:path';
+import { coerceError } from '../core/errors.js';
+import type { Signals } from '../core/signals.js';
+import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
+import { withAttachments } from './attachments.js';
+import { resolveFiles } from './files.js';
+import type { AgentMessage, SenderRole } from './prompt.js';
+import type { Run, RunEnd, RunHooks } from './run.js';
+import { engineRetryDelayMs, settlementOf } from './settle.js';
+import type { BatchRow, QueueStore } from '../store/queue.js';
+import type { QueueOptions } from './types.js';
+
+/** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
+export interface RecorderEvents {
+  /** The run has ended and its rows are settled: its slot is free. */
+  ended(run: Run): void;
+  /** Rows may be ready now (a delegation answered, a task placed, an agent waits for follow-ups). */
+  wake(): void;
+}
+
+/** What the recorder is built from: the queue's options plus the parts the queue made once. */
+export interface RecorderDeps {
+  opts: QueueOptions;
+  store: QueueStore;
+  applier: ActionApplier;
+  signals: Signals;
+  maxFailures: number;
+  events: RecorderEvents;
+}
+
+/**
+ * The run recorder: what each event of a run does to rows, each in its own transaction through store/
+ * (docs/QUEUE.md). A block commits with its actions; a session id is saved; the end of a run settles its
+ * rows (done, back to ready with a backoff, parked, stopped). Every hook of a Run is here, so the scheduler
+ * never touches a row a run answered, and a Run never touches the database.
+ */
+export function runRecorder(d: RecorderDeps): RunHooks {
+  const { opts, store, applier, signals, events } = d;
+  const { config, log } = opts;
+  const now = opts.now ?? Date.now;
+  const senderRole = opts.senderRole ?? defaultSenderRole;
+  const notify = (id: number) => signals.outbound.fire(id);
+  // Since when runs have been ending because the container engine could not be reached (null: it answers).
+  let engineDownSince: number | null = null;
+
+  const engineState = (end: RunEnd, t: number): void => {
+    if (end.unreachable !== null) {
+      if (engineDownSince === null)
+        log.warn({ err: end.unreachable }, 'the engine is unreachable; runs wait for it');
+      engineDownSince ??= t;
+    } else if (end.exit !== null && engineDownSince !== null) {
+      log.info({ downMs: t - engineDownSince }, 'the engine answers again');
+      engineDownSince = null;
+    }
+  };
+
+  /** Settles the rows of an ended run in one transaction; a failure is logged (the rows stay running). */
+  const settle = (run: Run, end: RunEnd, t: number): void => {
+    try {
+      const st = settlementOf(run, end, t, {
+        ...config,
+        maxFailures: d.maxFailures,
+        random: opts.random,
+        ...(engineDownSince !== null
+          ? { engineRetryMs: engineRetryDelayMs(t - engineDownSince, opts.random) }
+          : {}),
+      });
+      const settled = store.settle(st);
+      log.info(
+        {
+          runId: run.runId,
+          key: run.keyId,
+          result: st.result,
+          error: st.error,
+          turns: run.turns.written,
+          answered: run.turns.answered,
+          parked: settled.parked,
+        },
+        'run ended',
+      );
+      opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
+      if (settled.replyId !== null) notify(settled.replyId);
+    } catch (err) {
+      log.error({ runId: run.runId, err: coerceError(err).message }, 'settling a run failed');
+    }
+  };
+
+  return {
+    runtime: opts.runtime,
+    log,
+    idleTimeoutMs: config.idleTimeoutMs,
+    runTimeoutMs: config.runTimeoutMs,
+    maxOutputBytes: config.maxOutputBytes,
+    now,
+    message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),
+    resolveFiles(run, paths) {
+      // Checked on disk before the block's transaction: a reply never commits without its files' verdicts.
+      const resolved = resolveFiles(join(config.groupsDir, run.key.group), paths);
+      for (const f of resolved.filter((r) => r.refused))
+        log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
+      return resolved;
+    },
+    onBlock(run, commit, actions, answering) {
+      const ctx = {
+        runId: run.runId,
+        group: run.key.group,
+        topic: run.key.topic,
+        chatJid: run.chatJid,
+        answering,
+        now: now(),
+      };
+      // A delegated run answers no platform chat: its answer goes back to the delegating session.
+      const reply = commit.reply;
+      const delegated = reply !== null && applier.isDelegationChat(run.chatJid);
+      let done: ActionsOutcome | undefined;
+      let returned: number | null = null;
+      let id: number | null;
+      try {
+        id = store.commitBlock(delegated ? { ...commit, reply: null } : commit, () => {
+          if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
+          if (actions !== undefined) done = applier.apply(ctx, actions);
+        });
+      } catch (err) {
+        // Nothing was committed: the turns stay open and the run's end decides their rows' fate.
+        log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');
+        return false;
+      }
+      if (id !== null) notify(id);
+      for (const out of done?.outbound ?? []) notify(out);
+      if (returned !== null || (done?.placed ?? 0) > 0) events.wake();
+      return true;
+    },
+    onIgnoredActions(run, actions) {
+      applier.ignorePartial({ runId: run.runId }, actions);
+    },
+    onPartial(run, turn, text) {
+      signals.partial.fire({ runId: run.runId, key: run.key, chatJid: run.chatJid, turn, text });
+    },
+    onSessionId(run, sessionId) {
+      store.saveSession(run.key, sessionId, now());
+    },
+    onIdle(run) {
+      signals.working.fire({ chatJid: run.chatJid, on: false });
+      events.wake();
+    },
+    onEnd(run, end) {
+      const t = now();
+      engineState(end, t);
+      settle(run, end, t);
+      events.ended(run);
+      signals.working.fire({ chatJid: run.chatJid, on: false });
+      run.markSettled();
+      events.wake();
+    },
+  };
+}
+
+/** Who sent a row, as the agent is told, when no access rules are wired in: everyone is a member. */
+export function defaultSenderRole(): SenderRole {
+  return 'member';
+}
+
+/** A stored row as the agent of `group` receives it: its sender's role, its attachments' paths. */
+export function agentMessage(
+  opts: Pick<QueueOptions, 'db'>,
+  senderRole: NonNullable<QueueOptions['senderRole']>,
+  group: string,
+  r: BatchRow,
+): AgentMessage {
+  return withAttachments(opts.db, {
+    id: r.id,
+    sender: r.sender,
+    sender_name: r.sender_name,
+    content: r.content,
+    verb: r.verb,
+    timestamp: r.timestamp,
+    platform_msg_id: r.platform_msg_id,
+    sender_role: senderRole(group, r),
+  });
+}

@@ -1,0 +1,176 @@
+import { join } from 'node:path';
+import { coerceError } from '../core/errors.js';
+import type { Signals } from '../core/signals.js';
+import { isValidFolder, sessionKeyId, type SessionKey } from '../core/types.js';
+import { Lane, type Lanes } from './lane.js';
+import { formatPrompt, inputLine } from './prompt.js';
+import { agentMessage, defaultSenderRole } from './recorder.js';
+import { Run, type RunHooks } from './run.js';
+import { parseMountList } from './runtime/mounts.js';
+import type { RunSpec } from './runtime/types.js';
+import type { Dispatched, QueueStore, ReadyLane } from '../store/queue.js';
+import { sessionsOf } from '../store/sessions.js';
+import type { QueueOptions } from './types.js';
+
+/** What the scheduler is built from: the queue's options plus the parts the queue made once. */
+export interface SchedulerDeps {
+  opts: QueueOptions;
+  store: QueueStore;
+  lanes: Lanes;
+  /** The run recorder: every event of a run it starts goes there. */
+  hooks: RunHooks;
+  signals: Signals;
+  maxFailures: number;
+  /** The action types a key's agent may use (its first input's `capabilities`). */
+  capabilities(key: SessionKey): string[];
+}
+
+/**
+ * The scheduler: which lanes get the free slots (docs/QUEUE.md). `pump` is the one place that starts runs
+ * and feeds follow-up turns; it is cheap, synchronous and coalesced through `wake()` (a microtask). Slots
+ * go fairly across groups (a group with no live run is served first) and, while lanes wait, idle agents
+ * give theirs up. A lane in backoff is woken by a timer at its earliest retry.
+ */
+export class Scheduler {
+  private scheduled = false;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryAt: number | null = null;
+  // The exact count of waiting lanes is a scan of the backlog: metrics get it at most once a second.
+  private lanesReportedAt = -Infinity;
+  private readonly now: () => number;
+
+  constructor(private readonly d: SchedulerDeps) {
+    this.now = d.opts.now ?? Date.now;
+  }
+
+  /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
+  wake(): void {
+    if (this.closed || this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => this.pump());
+  }
+
+  /** No run starts after this. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  private pump(): void {
+    this.scheduled = false;
+    if (this.closed) return;
+    const { store, lanes } = this.d;
+    const t = this.now();
+    try {
+      store.rejoinParked(this.d.maxFailures);
+      for (const lane of lanes.all()) if (lane.feed(store, t)) this.working(lane.run.chatJid, true);
+      // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
+      // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
+      const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
+      let i = 0;
+      while (lanes.free > 0 && i < next.length) this.dispatch(next[i++]!, t);
+      if (next.length > i) {
+        for (const run of lanes.yieldIdle(next.length - i)) {
+          this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot');
+        }
+      }
+      this.reportLanes(t);
+      this.armRetryTimer(t);
+    } catch (err) {
+      this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
+    }
+  }
+
+  /** Takes a ready lane's batch into a new run and starts its agent. */
+  private dispatch(ready: ReadyLane, t: number): void {
+    const { store, opts } = this.d;
+    const log = opts.log;
+    const key: SessionKey = { group: ready.group, topic: ready.topic };
+    const d = store.dispatch(key, t);
+    if (!d) return;
+    for (const f of d.failed) {
+      log.error({ msgId: f.id, key: sessionKeyId(key), err: f.error }, 'message failed; the lane goes on');
+      opts.metrics?.rowFailed?.('queue');
+    }
+    if (d.rows.length === 0) return this.wake();
+    const run = new Run(key, d.runId, d.chatJid, d.rows, this.d.hooks, t);
+    run.noteIds = d.systemNoteIds;
+    this.d.lanes.open(new Lane(key, run));
+    let input: string;
+    try {
+      input = this.firstInput(key, d);
+    } catch (err) {
+      // The run is open and its rows are running: it must end through the usual path (rows back to ready
+      // with a backoff, parked after repeated failures) instead of staying open with no process.
+      const e = coerceError(err);
+      void run.begin(() => {
+        throw e;
+      }, '');
+      return;
+    }
+    log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
+    this.working(d.chatJid, true);
+    void run.begin(() => this.specOf(key, d.runId), input);
+  }
+
+  /** The agent's first stdin line: the batch, the session to resume (or fork), the capabilities. */
+  private firstInput(key: SessionKey, d: Dispatched): string {
+    const { opts } = this.d;
+    const senderRole = opts.senderRole ?? defaultSenderRole;
+    const messages = d.rows.map((r) => agentMessage(opts, senderRole, key.group, r));
+    const forkFrom = d.sessionId === null ? sessionsOf(opts.db).forkSource(key) : undefined;
+    return inputLine({
+      turn: 1,
+      prompt: formatPrompt(messages, d.systemNotes),
+      sessionId: d.sessionId,
+      ...(forkFrom !== undefined ? { forkFrom } : {}),
+      group: key.group,
+      topic: key.topic,
+      chatJid: d.chatJid,
+      messages,
+      capabilities: this.d.capabilities(key),
+      ...(opts.secrets ? { secrets: opts.secrets } : {}),
+    });
+  }
+
+  /** What the runtime starts for a run: the group's folder, image, network and mounts. */
+  private specOf(key: SessionKey, runId: number): RunSpec {
+    if (!isValidFolder(key.group)) throw new Error(`'${key.group}' is not a valid group folder`);
+    const g = this.d.store.group(key.group);
+    return {
+      runId,
+      group: key.group,
+      topic: key.topic,
+      groupDir: join(this.d.opts.config.groupsDir, key.group),
+      image: g?.image ?? null,
+      network: g?.network === 1,
+      mounts: parseMountList(g?.mounts),
+    };
+  }
+
+  private working(chatJid: string, on: boolean): void {
+    this.d.signals.working.fire({ chatJid, on });
+  }
+
+  private armRetryTimer(t: number): void {
+    const next = this.d.store.nextRetry(t);
+    if (next === this.retryAt) return;
+    clearTimeout(this.retryTimer);
+    this.retryAt = next;
+    if (next === null) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryAt = null;
+      this.wake();
+    }, next - t);
+    this.retryTimer.unref?.();
+  }
+
+  private reportLanes(t: number): void {
+    const { metrics } = this.d.opts;
+    if (!metrics || t - this.lanesReportedAt < 1000) return;
+    this.lanesReportedAt = t;
+    const waiting = this.d.store.summaries(t).filter((l) => !this.d.lanes.has(l.keyId)).length;
+    metrics.lanes(this.d.lanes.size, waiting);
+  }
+}
