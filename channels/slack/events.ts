@@ -2,7 +2,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { InboundSink, WebhookHandler } from '../channel.js';
-import { eventToInbound, type SlackMessageEvent, type SlackSelf } from './map.js';
+import {
+  eventToInbound,
+  pressToInbound,
+  type SlackBlockActions,
+  type SlackMessageEvent,
+  type SlackSelf,
+} from './map.js';
 
 /** How far a signed request's timestamp may be from now: Slack's own advice, against replays. */
 export const SIGNATURE_WINDOW_S = 5 * 60;
@@ -47,7 +53,9 @@ export function handleSlackPayload(
   if (!self) throw new Error('slack channel not started');
   const b = body as { type?: string; event?: SlackMessageEvent } | null;
   if (kind === 'interactive') {
-    io.log.debug({ type: b?.type }, 'slack interaction ignored: no buttons are offered');
+    const press = pressToInbound(body as SlackBlockActions);
+    if (press) io.sink(press);
+    else io.log.debug({ type: b?.type }, 'slack interaction ignored: not an approval button');
     return;
   }
   if (b?.type !== 'event_callback' || !b.event) return;

@@ -4,6 +4,7 @@ import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import type {
+  ApprovalOps,
   Channel,
   DraftOps,
   FetchedFile,
@@ -13,6 +14,7 @@ import type {
   WebhookHandler,
 } from '../channel.js';
 import { fetchCapped } from '../fetch.js';
+import { slackApprovals } from './approvals.js';
 import { handleSlackPayload, slackWebhook, type SlackInbound } from './events.js';
 import type { SlackSelf } from './map.js';
 import { reactSlack, sendSlackFile, sendSlackPart, slackDrafts } from './send.js';
@@ -39,7 +41,7 @@ export interface SlackChannelOptions {
 /**
  * Slack through the official clients: @slack/web-api answers (posts, edits, uploads, reactions) and
  * @slack/socket-mode receives events over a WebSocket with no public URL; with a signing secret the HTTP
- * Events API at `/hooks/slack` receives them as well. Each channel, private channel or DM is
+ * Events API at `/hooks/slack` receives them as well. Approvals get Block Kit buttons. Each channel, private channel or DM is
  * `slack:<channel id>`; a thread is a topic. The Web client never retries by itself: delivery owns retries,
  * and 429's Retry-After comes back to it as a rate limit.
  */
@@ -50,6 +52,7 @@ export class SlackChannel implements Channel {
   readonly limitUnit = 'chars' as const;
   readonly textFormat = 'slack-mrkdwn' as const;
   readonly drafts: DraftOps;
+  readonly approvals: ApprovalOps;
   readonly webhook: WebhookHandler | undefined;
   private readonly web: WebClient;
   private socket: SocketModeClient | undefined;
@@ -68,6 +71,7 @@ export class SlackChannel implements Channel {
       timeout: opts.sendTimeoutMs ?? 15_000,
     });
     this.drafts = slackDrafts(this.web);
+    this.approvals = slackApprovals(this.web);
     const inbound: SlackInbound = {
       sink: (m) => this.sink!(m),
       self: () => this.self,

@@ -100,3 +100,43 @@ function kindOf(mime: string): AttachmentKind {
   if (mime.startsWith('video/')) return 'video';
   return 'document';
 }
+
+/** The fields of a `block_actions` interaction (a button pressed) gated reads. */
+export interface SlackBlockActions {
+  type: string;
+  trigger_id?: string;
+  user?: { id?: string; name?: string; username?: string };
+  channel?: { id?: string };
+  container?: { channel_id?: string; message_ts?: string; thread_ts?: string };
+  message?: { ts?: string; thread_ts?: string };
+  actions?: Array<{ action_id?: string; value?: string; action_ts?: string }>;
+}
+
+/** The action ids of gated's approval buttons; other apps' buttons in the same workspace are not ours. */
+export const APPROVAL_ACTION = /^gated_approval_\d+$/;
+const COMMAND = /^\/(approve|reject) [A-Za-z0-9]{1,16}$/;
+
+/**
+ * A pressed approval button as an inbound row (docs/CHANNELS.md, "Buttons"): content is the button's
+ * command, sender the presser's user id as Slack signed it, verb `button`, platform_msg_id
+ * `ix:<action_ts>` (one per press; a redelivered interaction is stored once). Null for anything else.
+ */
+export function pressToInbound(p: SlackBlockActions): NewInbound | null {
+  if (p.type !== 'block_actions') return null;
+  const action = p.actions?.find((a) => APPROVAL_ACTION.test(a.action_id ?? ''));
+  const channel = p.channel?.id ?? p.container?.channel_id;
+  const press = action?.action_ts ?? p.trigger_id;
+  if (!action?.value || !COMMAND.test(action.value) || !channel || !p.user?.id || !press) return null;
+  const thread = p.message?.thread_ts ?? p.container?.thread_ts;
+  const ts = p.message?.ts ?? p.container?.message_ts;
+  return {
+    chat_jid: slackJid(channel),
+    sender: p.user.id,
+    sender_name: p.user.name ?? p.user.username ?? null,
+    verb: 'button',
+    content: action.value,
+    topic: thread && thread !== ts ? thread : '',
+    platform_msg_id: `ix:${press}`,
+    reply_to: ts ?? null,
+  };
+}

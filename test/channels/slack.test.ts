@@ -216,6 +216,61 @@ describe('slack channel', () => {
     expect(api.shown(api.channelId)).toEqual([]);
   });
 
+  it('asks an approval with Block Kit buttons; a press is a button row, stored once, over the socket or HTTP', async () => {
+    const { api, db, rec, channel } = await setup();
+    const jid = `slack:${api.channelId}`;
+    const thread = api.nextTs();
+    const ts = await channel.approvals.ask(
+      jid,
+      'Run `rm -rf build`? <!channel>',
+      [
+        { label: 'Approve', command: '/approve K7Q2M' },
+        { label: 'Reject', command: '/reject K7Q2M' },
+      ],
+      thread,
+    );
+    const asked = api.posted.find((p) => p.ts === ts)!;
+    expect(asked.thread_ts).toBe(thread);
+    expect(JSON.stringify(asked.blocks)).toContain('&lt;!channel&gt;');
+    const press = api.blockActions(ts, 0, ADA);
+    await api.waitAck(api.pushInteraction(press));
+    await api.waitAck(api.redeliverLast());
+    // Another user presses reject over HTTP (form-encoded `payload=`, signed like every request).
+    const form = `payload=${encodeURIComponent(JSON.stringify(api.blockActions(ts, 1, 'U0BOB001')))}`;
+    const res = await channel.webhook!(
+      new Request('http://gated.test/hooks/slack', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...signSlackRequest(SECRET, form) },
+        body: form,
+      }),
+    );
+    expect(res.status).toBe(200);
+    await until(() => rec.seen.length === 3, 2000, 'three presses handled');
+    const rows = inboundRows(db).map(({ chat_jid, sender, verb, content, topic, platform_msg_id }) => ({
+      chat_jid,
+      sender,
+      verb,
+      content,
+      topic,
+      id: platform_msg_id!.startsWith('ix:'),
+    }));
+    expect(rows).toEqual([
+      { chat_jid: jid, sender: ADA, verb: 'button', content: '/approve K7Q2M', topic: thread, id: true },
+      {
+        chat_jid: jid,
+        sender: 'U0BOB001',
+        verb: 'button',
+        content: '/reject K7Q2M',
+        topic: thread,
+        id: true,
+      },
+    ]);
+    await channel.approvals.decided(jid, ts, 'Approved by Ada');
+    expect(asked.text).toBe('Approved by Ada');
+    expect(JSON.stringify(asked.blocks)).not.toContain('actions');
+    expect(() => api.blockActions(ts, 0, ADA)).toThrow(/no button/);
+  });
+
   it('honours a 429 Retry-After through delivery and refuses JIDs of other platforms', async () => {
     const { api, db, channel } = await setup();
     api.failNext({ status: 429, retryAfterS: 7 });

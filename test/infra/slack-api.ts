@@ -164,6 +164,34 @@ export class SlackApiServer {
     return this.pushEnvelope({ type: 'events_api', payload, retry_attempt: retry, retry_reason: '' });
   }
 
+  /**
+   * The `block_actions` interaction Slack sends when `user` presses button `index` of the bot's message
+   * `ts` (throws when that message has no such button, as a client could not press it).
+   */
+  blockActions(ts: string, index: number, user: string): Json {
+    const p = this.posted.find((m) => m.ts === ts && !m.deleted);
+    const blocks = (p?.blocks ?? []) as Array<{ type: string; elements?: Json[] }>;
+    const button = blocks.find((b) => b.type === 'actions')?.elements?.[index];
+    if (!p || !button) throw new Error(`message ${ts} has no button ${index}`);
+    return {
+      type: 'block_actions',
+      trigger_id: `${this.nextTs()}.trigger`,
+      user: { id: user, username: user.toLowerCase(), name: user.toLowerCase() },
+      channel: { id: p.channel },
+      container: { type: 'message', message_ts: p.ts, channel_id: p.channel, thread_ts: p.thread_ts },
+      message: { ts: p.ts, thread_ts: p.thread_ts, text: p.text },
+      actions: [
+        {
+          type: 'button',
+          action_id: button.action_id,
+          block_id: 'actions',
+          value: button.value,
+          action_ts: this.nextTs(),
+        },
+      ],
+    };
+  }
+
   /** Pushes a block_actions interaction (a button pressed) over Socket Mode. */
   pushInteraction(payload: Json): string {
     return this.pushEnvelope({ type: 'interactive', payload });

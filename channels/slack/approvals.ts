@@ -1,0 +1,54 @@
+import type { WebClient } from '@slack/web-api';
+import { escapeMrkdwn } from '../../core/markdown.js';
+import type { ApprovalOps } from '../channel.js';
+import { platformError, roomOf, toDeliveryError } from './send.js';
+
+/**
+ * Slack approval messages (§18, docs/CHANNELS.md "Buttons"): a section with the question and a Block Kit
+ * actions block whose buttons carry their command as `value` (approve styled primary, reject danger).
+ * A press arrives as a `block_actions` interaction (Socket Mode or `/hooks/slack`) and becomes a `button`
+ * row (map.ts); `decided` rewrites the message without its buttons.
+ */
+export function slackApprovals(web: WebClient): ApprovalOps {
+  return {
+    async ask(chatJid, text, buttons, thread) {
+      const elements = buttons.map((b, i) => ({
+        type: 'button' as const,
+        action_id: `gated_approval_${i}`,
+        text: { type: 'plain_text' as const, text: b.label.slice(0, 75) },
+        value: b.command,
+        ...(b.command.startsWith('/approve') ? { style: 'primary' as const } : {}),
+        ...(b.command.startsWith('/reject') ? { style: 'danger' as const } : {}),
+      }));
+      try {
+        const res = await web.chat.postMessage({
+          channel: roomOf(chatJid),
+          // `text` is what notifications and clients without blocks show.
+          text,
+          blocks: [
+            { type: 'section', text: { type: 'mrkdwn', text: escapeMrkdwn(text).slice(0, 3000) } },
+            { type: 'actions', elements },
+          ],
+          ...(thread ? { thread_ts: thread } : {}),
+        });
+        if (!res.ts) throw new Error('chat.postMessage returned no ts');
+        return res.ts;
+      } catch (err) {
+        throw toDeliveryError(err);
+      }
+    },
+    async decided(chatJid, platformId, text) {
+      try {
+        await web.chat.update({
+          channel: roomOf(chatJid),
+          ts: platformId,
+          text,
+          blocks: [{ type: 'section', text: { type: 'mrkdwn', text: escapeMrkdwn(text).slice(0, 3000) } }],
+        });
+      } catch (err) {
+        if (platformError(err) === 'message_not_found') return;
+        throw toDeliveryError(err);
+      }
+    },
+  };
+}
