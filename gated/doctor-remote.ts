@@ -73,9 +73,27 @@ export async function engineCheck(config: Config): Promise<Finding> {
   }
 }
 
-/** An HTTP status an error carries (telegraf's error_code, discord.js's status, atproto's status). */
+/** Slack's answers that mean the token itself was refused (HTTP 200 with ok: false). */
+const SLACK_REFUSALS = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+]);
+
+/**
+ * An HTTP status an error carries (telegraf's error_code, discord.js's, atproto's and Octokit's status), or
+ * 401 for a Slack refusal, which arrives as an `error` string in a 200 answer.
+ */
 function statusOf(err: unknown): number | undefined {
-  const e = err as { code?: unknown; status?: unknown; response?: { error_code?: unknown } };
+  const e = err as {
+    code?: unknown;
+    status?: unknown;
+    response?: { error_code?: unknown };
+    data?: { error?: unknown };
+  };
+  if (typeof e?.data?.error === 'string' && SLACK_REFUSALS.has(e.data.error)) return 401;
   for (const v of [e?.response?.error_code, e?.status, e?.code]) if (typeof v === 'number') return v;
   return undefined;
 }
@@ -107,7 +125,7 @@ async function channelFinding(name: string, setting: string, call: () => Promise
 /** Each configured channel checked by a harmless authenticated call: who am I. */
 export async function channelChecks(config: Config): Promise<Finding[]> {
   const out: Promise<Finding>[] = [];
-  const { telegram, discord, bluesky } = config;
+  const { telegram, discord, bluesky, slack, github } = config;
   if (telegram) {
     out.push(
       channelFinding('telegram', 'TELEGRAM_BOT_TOKEN', async () => {
@@ -136,6 +154,32 @@ export async function channelChecks(config: Config): Promise<Finding[]> {
         const agent = new AtpAgent({ service: bluesky.service });
         const res = await agent.login({ identifier: bluesky.identifier, password: bluesky.password });
         return `${res.data.handle} (a session on ${bluesky.service})`;
+      }),
+    );
+  }
+  if (slack) {
+    out.push(
+      channelFinding('slack', 'SLACK_BOT_TOKEN', async () => {
+        const { WebClient } = await import('@slack/web-api');
+        const web = new WebClient(slack.botToken, {
+          ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}),
+          retryConfig: { retries: 0 },
+        });
+        const me = await web.auth.test();
+        return `${me.user ?? '?'} in team ${me.team_id ?? '?'} (auth.test)`;
+      }),
+    );
+  }
+  if (github) {
+    out.push(
+      channelFinding('github', 'GITHUB_TOKEN', async () => {
+        const { Octokit } = await import('@octokit/rest');
+        const octokit = new Octokit({
+          auth: github.token,
+          ...(github.apiUrl ? { baseUrl: github.apiUrl } : {}),
+        });
+        const me = await octokit.rest.users.getAuthenticated();
+        return `${me.data.login} (/user)`;
       }),
     );
   }

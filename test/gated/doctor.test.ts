@@ -6,6 +6,7 @@ import { main } from '../../gated/program.js';
 import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
 import { tempDir } from '../helpers/db.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
+import { SlackApiServer } from '../infra/slack-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 
 const servers: { close(): Promise<void> }[] = [];
@@ -33,17 +34,18 @@ async function doctor(db: string, env: Record<string, string>) {
   return { code, lines: out.trim().split('\n') };
 }
 
-/** A Telegram Bot API and a Discord API on loopback, each knowing its own token. */
+/** A Telegram Bot API, a Discord API and a Slack Web API on loopback, each knowing its own token. */
 async function platforms() {
   const telegram = await TelegramApiServer.start('4242:right-token', { username: 'gated_bot' });
   const discord = await DiscordApiServer.start('right-discord-token');
-  servers.push(telegram, discord);
-  return { telegram, discord };
+  const slack = await SlackApiServer.start();
+  servers.push(telegram, discord, slack);
+  return { telegram, discord, slack };
 }
 
 describe('gated doctor', { timeout: 60_000 }, () => {
   it('a healthy setup: every check ok, the bots named by their platforms, exit 0', async () => {
-    const { telegram, discord } = await platforms();
+    const { telegram, discord, slack } = await platforms();
     const dir = tempDir();
     const db = join(dir, 'data', 'gated.db');
     openDatabase(db).close();
@@ -54,6 +56,9 @@ describe('gated doctor', { timeout: 60_000 }, () => {
       TELEGRAM_API_ROOT: telegram.url,
       DISCORD_BOT_TOKEN: discord.token,
       DISCORD_API_ROOT: discord.apiRoot,
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_SIGNING_SECRET: 'a-signing-secret',
+      SLACK_API_URL: slack.apiUrl,
     });
     expect(r.code, r.lines.join('\n')).toBe(0);
     expect(r.lines).toEqual([
@@ -65,12 +70,13 @@ describe('gated doctor', { timeout: 60_000 }, () => {
       expect.stringMatching(/^OK {4}disk +[\d.]+ GiB free on the disk of /),
       'OK    telegram       signed in as @gated_bot (getMe)',
       'OK    discord        signed in as gated (/users/@me)',
+      'OK    slack          signed in as gated in team T0TEST (auth.test)',
       'all good',
     ]);
   });
 
   it('a broken setup: each problem named with its fix, exit 1', async () => {
-    const { telegram, discord } = await platforms();
+    const { telegram, discord, slack } = await platforms();
     const dir = tempDir();
     const db = join(dir, 'gated.db');
     const newer = openDatabase(db);
@@ -85,6 +91,9 @@ describe('gated doctor', { timeout: 60_000 }, () => {
       TELEGRAM_API_ROOT: telegram.url,
       DISCORD_BOT_TOKEN: 'wrong-discord-token',
       DISCORD_API_ROOT: discord.apiRoot,
+      SLACK_BOT_TOKEN: 'xoxb-wrong',
+      SLACK_SIGNING_SECRET: 'a-signing-secret',
+      SLACK_API_URL: slack.apiUrl,
     });
     expect(r.code).toBe(1);
     const text = r.lines.join('\n');
@@ -107,11 +116,14 @@ describe('gated doctor', { timeout: 60_000 }, () => {
     expect(text).toMatch(
       /^FAIL {2}discord .*the credentials were refused \(401\)\n\s+fix: check DISCORD_BOT_TOKEN$/m,
     );
-    expect(r.lines.at(-1)).toBe('5 problems to fix');
+    expect(text).toMatch(
+      /^FAIL {2}slack .*the credentials were refused \(401\)\n\s+fix: check SLACK_BOT_TOKEN$/m,
+    );
+    expect(r.lines.at(-1)).toBe('6 problems to fix');
     // A disk this machine cannot fill for the test: statfs as a nearly full one answers.
     const full = diskFinding(db, (() => ({ bavail: 12_800, bsize: 4096 })) as unknown as typeof statfsSync);
     expect(full).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^0\.0 GiB free/) });
     // Neither token reaches the output.
-    expect(text).not.toMatch(/wrong-token|wrong-discord-token/);
+    expect(text).not.toMatch(/wrong-token|wrong-discord-token|xoxb-wrong/);
   });
 });
