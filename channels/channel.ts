@@ -42,8 +42,13 @@ export type WebhookHandler = (req: Request) => Promise<Response>;
 
 /** One file of an outbound row, sent as its own part after the text parts (docs/PROTOCOL.md, "Files"). */
 export interface SendFile extends Omit<SendPart, 'text'> {
-  /** Absolute path, already checked to lie inside the group's folder. */
+  /** Where the file was when its block was checked (the web chat finds the file's row by it). */
   path: string;
+  /**
+   * The bytes, read by delivery at the moment of sending under the rules of core/safe-file.ts. Channels
+   * never open a group folder's files themselves: a path read later could be a link by then.
+   */
+  data: Buffer;
   name: string;
   mime: string;
   as: SendAs;

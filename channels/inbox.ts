@@ -1,4 +1,3 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { backoffDelay } from '../core/backoff.js';
 import type { Signals } from '../core/signals.js';
@@ -6,6 +5,7 @@ import { createWorker } from '../core/worker.js';
 import { coerceError } from '../core/errors.js';
 import { FileTooLarge } from '../core/files.js';
 import type { Logger } from '../core/log.js';
+import { FileRefused, writeInFolder } from '../core/safe-file.js';
 import { parseJid } from '../core/types.js';
 import {
   dueAttachments,
@@ -53,8 +53,9 @@ export interface Inbox {
  * two files of one message). It runs beside the gateway, never inside the poll loop or a chat's lane: a slow
  * or failing download delays only its own message, and only until the message's wait runs out.
  *
- * A file is written under a temporary name and renamed, so an agent never reads half a file and a crash
- * mid-download leaves the row pending, to be fetched again.
+ * A file is written under a temporary name and renamed (core/safe-file.ts), so an agent never reads half a
+ * file, a crash mid-download leaves the row pending, to be fetched again, and a link the agent planted on
+ * the way fails the attachment with its reason instead of being written through.
  */
 export function createInbox(opts: InboxOptions): Inbox {
   const { db, log } = opts;
@@ -93,16 +94,21 @@ export function createInbox(opts: InboxOptions): Inbox {
     try {
       const file = await channel.fetchAttachment(a.source, opts.maxBytes);
       const rel = join('inbox', String(a.message_id), `${a.seq}-${a.name}`);
-      const abs = join(opts.groupsDir, a.group_folder, rel);
-      await mkdir(join(abs, '..'), { recursive: true });
-      await writeFile(`${abs}.part`, file.data);
-      await rename(`${abs}.part`, abs);
+      // The folder is the agent's: a link or FIFO it planted on the way is refused, never written through.
+      await writeInFolder(join(opts.groupsDir, a.group_folder), rel, file.data);
       settle({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
       alog.debug({ path: rel, bytes: file.data.length }, 'attachment saved');
     } catch (err) {
       if (err instanceof FileTooLarge) {
         alog.info({ max: opts.maxBytes }, 'attachment too large; download cut off');
         return settle({ state: 'too_large', error: err.message });
+      }
+      if (err instanceof FileRefused) {
+        alog.warn(
+          { reason: err.reason, path: err.path },
+          'attachment refused: unsafe path in the group folder',
+        );
+        return settle({ state: 'failed', error: `refused: ${err.reason} at ${err.path}` });
       }
       const reason = coerceError(err).message;
       if (a.attempts + 1 >= maxAttempts) {

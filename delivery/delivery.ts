@@ -32,6 +32,10 @@ export interface DeliveryOptions {
   drafts?: Drafts;
   /** Delivery looks at once when `outbound` fires (rows were written). */
   signals?: Pick<Signals, 'outbound'>;
+  /** GATED_GROUPS_DIR: the files replies name are read from there when sent; without it they are refused. */
+  groupsDir?: string;
+  /** The most one file of a reply may hold when it is read for sending. Default 50 MiB. */
+  maxFileBytes?: number;
 }
 
 /** Delivers outbound rows. */
@@ -60,7 +64,7 @@ export interface Delivery {
  */
 export function createDelivery(opts: DeliveryOptions): Delivery {
   const outbox = new Outbox(opts.db);
-  const replyParts = new ReplyParts(opts.db);
+  const replyParts = new ReplyParts(opts.db, opts.groupsDir, opts.maxFileBytes ?? 50 * 1024 * 1024);
   const log = opts.log;
   const sleep = opts.sleep ?? abortableSleep;
   const maxAttempts = opts.maxAttempts ?? Number.POSITIVE_INFINITY;
@@ -164,7 +168,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
             : null;
         const platformId = reaction
           ? await channel.react!(row.chat_jid, row.reply_to!, row.content).then(() => null)
-          : (draft ?? (await sendPart(channel, base, part, texts, files)));
+          : (draft ?? (await sendPart(channel, base, part, texts, files, { parts: replyParts, log: rlog })));
         const last = part === total - 1;
         if (!outbox.recordPart(row.id, part, platformId, last)) {
           rlog.warn({ part }, 'row changed while it was being delivered; leaving it');

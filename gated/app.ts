@@ -157,6 +157,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     db,
     channels: started,
     drafts,
+    groupsDir: config.groupsDir,
     log: log.child({ part: 'delivery' }),
     signals,
     metrics: {

@@ -1,10 +1,11 @@
-import { open, readlink, realpath } from 'node:fs/promises';
-import { isAbsolute, join, resolve, sep } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Hono } from 'hono';
 import { UsageError } from '../core/errors.js';
 import { mimeOf, safeFileName, type AttachmentKind, type NewAttachment } from '../core/files.js';
 import type { Logger } from '../core/log.js';
+import { FileRefused, openInFolder, relativeInside, type OpenedFile } from '../core/safe-file.js';
 import { isValidFolder } from '../core/types.js';
 import {
   INLINE_IMAGE_RE,
@@ -45,7 +46,7 @@ function intParam(raw: string | undefined): number | undefined {
  * or more `file`s) stages the files and stores the message with them as attachments, which the inbox
  * downloader saves into the group's folder as for any platform. `GET /file?group=&id=&seq=` serves one
  * file of a row of that group's web chat (an upload once saved, or a file of a reply) and nothing else:
- * the file must lie inside its group's folder once every symlink is resolved.
+ * the file must be a regular file inside its group's folder, reached through no symlink.
  */
 export function chatFileRoutes(deps: ChatFilesDeps): Hono {
   const { q, web, log } = deps;
@@ -120,19 +121,19 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
     const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
     const root = await realpath(join(deps.groupsDir, group)).catch(() => undefined);
     if (!root) return c.json({ error: 'no such file' }, 404);
-    const wanted = isAbsolute(row.path) ? row.path : resolve(root, row.path);
-    const fh = await open(wanted, 'r').catch(() => undefined);
-    if (!fh) return c.json({ error: 'no such file' }, 404);
+    // Opened now under core/safe-file.ts: its type is checked before it is opened (a FIFO never hangs the
+    // request) and a link the agent swapped in since the file was listed is refused, not followed.
+    let opened: OpenedFile;
     try {
-      // The path of what was opened, not of what was asked for: a symlink swapped in after any earlier
-      // check cannot lead outside the folder.
-      const real = await readlink(`/proc/self/fd/${fh.fd}`).catch(() => realpath(wanted));
-      const st = await fh.stat();
-      if (!real.startsWith(root + sep) || !st.isFile()) {
-        log.warn({ id, seq, group }, 'chat file outside its group folder refused');
-        await fh.close();
-        return c.json({ error: 'file is outside its group folder' }, 403);
-      }
+      opened = await openInFolder(root, isAbsolute(row.path) ? relativeInside(root, row.path) : row.path);
+    } catch (err) {
+      if (!(err instanceof FileRefused)) throw err;
+      if (err.reason === 'missing') return c.json({ error: 'no such file' }, 404);
+      log.warn({ id, seq, group, reason: err.reason }, 'chat file refused');
+      return c.json({ error: `file refused: ${err.reason}` }, 403);
+    }
+    const { handle: fh, stat: st } = opened;
+    try {
       const mime = row.mime ?? 'application/octet-stream';
       const inline = INLINE_IMAGE_RE.test(mime);
       const stream = Readable.toWeb(fh.createReadStream()) as unknown as ReadableStream;

@@ -1,6 +1,7 @@
-import { realpathSync, statSync } from 'node:fs';
-import { basename, isAbsolute, relative, resolve } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { basename, isAbsolute, join, resolve } from 'node:path';
 import { mimeOf, safeFileName } from '../core/files.js';
+import { checkInFolderSync, FileRefused, relativeInside } from '../core/safe-file.js';
 import type { ResolvedFile } from '../store/outbound-files.js';
 import { WORKSPACE } from './runtime/mounts.js';
 
@@ -8,10 +9,11 @@ import { WORKSPACE } from './runtime/mounts.js';
 export const MAX_FILES_PER_BLOCK = 10;
 
 /**
- * Checks the files a block names against the group's folder. A path is taken relative to the folder (a
- * container's `/workspace/…` is the folder too; another absolute path is taken as it is), its symlinks are resolved, and it is sent only when the real file lies inside the
- * folder's real path: `../x`, `/etc/passwd` and a link pointing out are refused with a reason, as is
- * anything missing or not a regular file.
+ * Checks the files a block names against the group's folder (core/safe-file.ts). A path is taken relative
+ * to the folder (a container's `/workspace/…` is the folder too; another absolute path must lie below the
+ * folder's real path); no component may be a symlink and the file must be a regular one: `../x`,
+ * `/etc/passwd`, a link (wherever it points), a FIFO and anything missing are refused with a reason. This
+ * is the early answer; delivery checks the file again when it reads it.
  */
 export function resolveFiles(groupDir: string, paths: readonly string[]): ResolvedFile[] {
   let root: string;
@@ -32,15 +34,15 @@ export function resolveFiles(groupDir: string, paths: readonly string[]): Resolv
     if (i >= MAX_FILES_PER_BLOCK) return refuse(`more than ${MAX_FILES_PER_BLOCK} files in one block`);
     if (p.trim() === '' || p.includes('\0')) return refuse('empty or invalid path');
     const local = p.startsWith(`${WORKSPACE}/`) ? p.slice(WORKSPACE.length + 1) : p;
-    let real: string;
     try {
-      real = realpathSync(isAbsolute(local) ? local : resolve(root, local));
-    } catch {
-      return refuse('no such file');
+      const rel = isAbsolute(local)
+        ? relativeInside(root, local)
+        : relativeInside(root, resolve(root, local));
+      checkInFolderSync(root, rel);
+      return { path: p, abs: join(root, rel), name, mime: mimeOf(name), refused: null };
+    } catch (err) {
+      if (err instanceof FileRefused) return refuse(err.reason);
+      throw err;
     }
-    const rel = relative(root, real);
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return refuse('outside the group folder');
-    if (!statSync(real).isFile()) return refuse('not a regular file');
-    return { path: p, abs: real, name, mime: mimeOf(name), refused: null };
   });
 }

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { DeliveryError } from '../../core/errors.js';
 import { extensionOf, FileTooLarge, type NewAttachment } from '../../core/files.js';
 import type { FetchedFile, SendFile } from '../channel.js';
@@ -71,7 +70,7 @@ export async function sendBlueskyImage(
 ): Promise<string> {
   if (file.as !== 'photo')
     throw new DeliveryError('permanent', `bluesky carries only images, not ${file.mime} (${file.name})`);
-  const data = await readFile(file.path);
+  const data = file.data;
   if (data.length > BLUESKY_IMAGE_MAX)
     throw new DeliveryError('permanent', new FileTooLarge(data.length, BLUESKY_IMAGE_MAX).message);
   let blob;

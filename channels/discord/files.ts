@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { Routes, type Message, type REST } from 'discord.js';
 import { mimeOf, type AttachmentKind, type NewAttachment } from '../../core/files.js';
 import type { FetchedFile, SendFile } from '../channel.js';
@@ -46,7 +45,7 @@ export async function sendDiscordFile(rest: REST, file: SendFile): Promise<strin
       : {}),
   };
   try {
-    const data = await readFile(file.path);
+    const data = file.data;
     const sent = (await rest.post(Routes.channelMessages(room), {
       body,
       files: [{ name: file.name, data, contentType: file.mime }],

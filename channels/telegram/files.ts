@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { Telegram } from 'telegraf';
 import { FileTooLarge } from '../../core/files.js';
 import type { FetchedFile, SendFile } from '../channel.js';
@@ -36,7 +35,7 @@ export async function sendTelegramFile(telegram: Telegram, file: SendFile): Prom
       : {}),
   };
   try {
-    const input = { source: await readFile(file.path), filename: file.name };
+    const input = { source: file.data, filename: file.name };
     const sent =
       file.as === 'photo'
         ? await telegram.sendPhoto(chatId, input, extra)

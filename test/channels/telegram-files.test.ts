@@ -114,8 +114,8 @@ test('files the agent names arrive as photo and document; a path outside the fol
     .prepare(`SELECT path, state, error FROM outbound_files WHERE state = 'refused' ORDER BY message_id`)
     .all();
   expect(refused).toEqual([
-    { path: '../../../gated.db', state: 'refused', error: 'outside the group folder' },
-    { path: 'link.db', state: 'refused', error: 'outside the group folder' },
+    { path: '../../../gated.db', state: 'refused', error: 'outside the folder' },
+    { path: 'link.db', state: 'refused', error: 'symlink' },
   ]);
   await gated.delivery.idle();
   expect(api.sentFiles).toHaveLength(2);

@@ -4,7 +4,8 @@
  * inside the group folder), history with files, and drafts over SSE.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
@@ -263,6 +264,30 @@ describe('web chat file endpoint', () => {
     expect((await fetch(`${s.url}/api/chat/file?group=demo&id=${ok}&seq=1`)).status).toBe(404);
     expect((await fetch(`${s.url}/api/chat/file?group=..&id=${ok}&seq=0`)).status).toBe(400);
     expect((await fetch(`${s.url}/api/chat/file?group=demo&id=-1&seq=0`)).status).toBe(400);
+  });
+
+  it('answers at once with a reason when a served file was swapped for a FIFO or its folder for a link', async () => {
+    const s = await startWebServer();
+    const demo = join(s.groupsDir, 'demo');
+    const outsideDir = tempDir('gated-outside-');
+    writeFileSync(join(outsideDir, 'r.txt'), 'secret');
+    mkdirSync(join(demo, 'out'), { recursive: true });
+    writeFileSync(join(demo, 'out', 'p.txt'), 'fine');
+    writeFileSync(join(demo, 'out', 'r.txt'), 'fine');
+    const fifo = replyWithFiles(s, null, [{ path: 'out/p.txt', abs: join(demo, 'out', 'p.txt') }]);
+    const moved = replyWithFiles(s, null, [{ path: 'out/r.txt', abs: join(demo, 'out', 'r.txt') }]);
+    // After the reply was listed, the agent swaps the file for a FIFO (which an open would wait on forever)
+    // and then its whole out/ folder for a link to a folder outside.
+    rmSync(join(demo, 'out', 'p.txt'));
+    execFileSync('mkfifo', [join(demo, 'out', 'p.txt')]);
+    const res = await fetch(`${s.url}/api/chat/file?group=demo&id=${fifo}&seq=0`, {
+      signal: AbortSignal.timeout(5000),
+    });
+    expect([res.status, await res.json()]).toEqual([403, { error: 'file refused: not a regular file' }]);
+    renameSync(join(demo, 'out'), join(demo, 'old-out'));
+    symlinkSync(outsideDir, join(demo, 'out'));
+    const viaDir = await fetch(`${s.url}/api/chat/file?group=demo&id=${moved}&seq=0`);
+    expect([viaDir.status, await viaDir.json()]).toEqual([403, { error: 'file refused: symlink' }]);
   });
 });
 

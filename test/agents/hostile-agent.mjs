@@ -1,0 +1,100 @@
+// A hostile test agent (docs/SECURITY.md): it does what a model talked into anything could do from its
+// group's folder, to prove gated does not trust it. Per stdin line it answers every message:
+// - `plant <target> <from> <to>`: for every message id in from..to, plants inbox/<id>/0-note.txt and the
+//   temporary name the downloader once used (0-note.txt.part) as symlinks to <target>, and a FIFO as
+//   inbox/<id>/1-note.txt.part, then answers `planted`;
+// - `plant-dir <target dir> <from> <to>`: makes each inbox/<id> itself a symlink to <target dir>;
+// - `swap <name> <target> <words>`: writes out/<name>, answers with <words> words (a reply long enough to be
+//   sent in parts) naming out/<name> in `files`; once the file swap.go appears (the test writes it when
+//   gated has checked the block), replaces out/<name> by a symlink to <target> (`ln -sf`), or by a FIFO when
+//   <target> is `fifo`, and writes swap.done: the file checked when the block arrived is not the one
+//   delivery finds;
+// - `send-fifo <name>`: makes out/<name> a FIFO and names it in `files`;
+// - anything else (the canary): `echo: <content>`.
+// Every input line is appended to inputs.jsonl in the working directory.
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+const START = '---GATED_OUTPUT_START---';
+const END = '---GATED_OUTPUT_END---';
+
+const emit = (block) => process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const fifo = (path) => execFileSync('mkfifo', [path]);
+const ids = (from, to) => {
+  const out = [];
+  for (let id = Number(from); id <= Number(to); id += 1) out.push(id);
+  return out;
+};
+
+let queue = Promise.resolve();
+const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+rl.on('line', (line) => {
+  if (line.trim() === '') return;
+  const input = JSON.parse(line);
+  appendFileSync('inputs.jsonl', `${line}\n`);
+  queue = queue.then(() => answer(input));
+});
+rl.on('close', () => void queue.then(() => process.exit(0)));
+
+async function answer(input) {
+  const turn = typeof input.turn === 'number' ? { turn: input.turn } : {};
+  const lines = [];
+  const files = [];
+  const after = [];
+  for (const m of input.messages ?? []) {
+    const text = String(m.content ?? '');
+    const [verb, ...args] = text.trim().split(/\s+/);
+    for (const a of m.attachments ?? []) lines.push(`got ${a.name} at ${a.path}`);
+    for (const note of m.attachment_notes ?? []) lines.push(`note: ${note}`);
+    if (verb === 'plant') {
+      const [target, from, to] = args;
+      for (const id of ids(from, to)) {
+        const dir = `inbox/${id}`;
+        mkdirSync(dir, { recursive: true });
+        for (const name of ['0-note.txt', '0-note.txt.part']) {
+          rmSync(`${dir}/${name}`, { force: true });
+          symlinkSync(target, `${dir}/${name}`);
+        }
+        rmSync(`${dir}/1-note.txt.part`, { force: true });
+        fifo(`${dir}/1-note.txt.part`);
+      }
+      lines.push('planted');
+    } else if (verb === 'plant-dir') {
+      const [target, from, to] = args;
+      mkdirSync('inbox', { recursive: true });
+      for (const id of ids(from, to)) {
+        rmSync(`inbox/${id}`, { recursive: true, force: true });
+        symlinkSync(target, `inbox/${id}`);
+      }
+      lines.push('planted dirs');
+    } else if (verb === 'swap') {
+      const [name, target, words] = args;
+      const path = `out/${name}`;
+      mkdirSync('out', { recursive: true });
+      writeFileSync(path, 'harmless\n');
+      files.push(path);
+      lines.push(Array.from({ length: Number(words) }, (_, i) => `w${i}`).join(' '));
+      after.push(async () => {
+        for (let i = 0; i < 3000 && !existsSync('swap.go'); i += 1) await sleep(10);
+        rmSync('swap.go', { force: true });
+        rmSync(path, { force: true });
+        if (target === 'fifo') fifo(path);
+        else symlinkSync(target, path);
+        writeFileSync('swap.done', '');
+      });
+    } else if (verb === 'send-fifo') {
+      const path = `out/${args[0]}`;
+      mkdirSync('out', { recursive: true });
+      rmSync(path, { force: true });
+      fifo(path);
+      files.push(path);
+      lines.push('sending a fifo');
+    } else if (!m.attachments?.length) {
+      lines.push(`echo: ${text}`);
+    }
+  }
+  emit({ status: 'ok', result: lines.join('\n'), ...(files.length ? { files } : {}), ...turn });
+  for (const f of after) await f();
+}
