@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { coerceError, DeliveryError } from '../../core/errors.js';
 import { parseJid, type Jid } from '../../core/types.js';
@@ -84,7 +83,7 @@ export function slackDrafts(web: WebClient): DraftOps {
 export async function sendSlackFile(web: WebClient, file: SendFile): Promise<string | null> {
   const thread = threadOf(file);
   try {
-    const data = await readFile(file.path);
+    const data = file.data;
     const common = { channel_id: roomOf(file.chatJid), file: data, filename: file.name };
     const res = await web.filesUploadV2(thread ? { ...common, thread_ts: thread } : common);
     const done = res.files as Array<{ files?: Array<{ id?: string }> }> | undefined;

@@ -158,6 +158,7 @@ describe('slack channel', () => {
       topic: '',
       previousPartId: null,
       path,
+      data: png,
       name: 'chart.png',
       mime: 'image/png',
       as: 'photo',
