@@ -136,7 +136,20 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   actions    TEXT,                       -- action types the group's agent may use (space/comma separated); NULL: all
   added_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   access     TEXT NOT NULL DEFAULT 'open', -- open | members | approval (docs/ACCESS.md)
-  placement  TEXT                        -- swarm runtime: {"constraints":[…],"reserveMemoryBytes":n,"reserveCpus":n}
+  placement  TEXT,                       -- swarm runtime: {"constraints":[…],"reserveMemoryBytes":n,"reserveCpus":n}
+  agent      TEXT,                       -- the agent profile the group runs: NULL/'claude', 'codex', or an agent_profiles row
+  model      TEXT                        -- the model its agent uses (NULL: the profile's default)
+);
+
+-- Agents an operator defines (docs/AGENTS.md): a name registered_groups.agent may use, with the image
+-- (docker, swarm) or command (process runtime) that runs it. A row named 'claude' or 'codex' overrides
+-- the built-in settings of that agent.
+CREATE TABLE IF NOT EXISTS agent_profiles (
+  name     TEXT PRIMARY KEY,
+  image    TEXT,                         -- container image (NULL: the runtime's default image)
+  command  TEXT,                         -- shell command for the process runtime (NULL: GATED_AGENT_CMD)
+  model    TEXT,                         -- default model of groups that name none
+  added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 
 -- Registered daemons for `daemon:NAME` targets.

@@ -40,6 +40,21 @@ export interface Config {
    * the values of the variables GATED_AGENT_SECRETS names (comma-separated), read from gated's environment.
    */
   agentSecrets: Record<string, string>;
+  /**
+   * Secrets for one group (and the groups below it) only, by folder: the `folder:NAME[=VAR]` entries of
+   * GATED_AGENT_SECRETS. They join `agentSecrets` in that group's first stdin line, never another group's.
+   */
+  groupSecrets: Record<string, Record<string, string>>;
+  /** Operator-owned configuration of each group: `<configDir>/<folder>/` (GATED_CONFIG_DIR, docs/AGENTS.md). */
+  configDir: string;
+  /** The model of groups on the Claude agent that name none (GATED_CLAUDE_MODEL); unset: the CLI's default. */
+  claudeModel: string | undefined;
+  /** The model of groups on the Codex agent that name none (GATED_CODEX_MODEL); unset: the CLI's default. */
+  codexModel: string | undefined;
+  /** The command of the Codex agent on the process runtime (GATED_CODEX_CMD). */
+  codexCmd: string;
+  /** The image of the Codex agent on container runtimes (GATED_CODEX_IMAGE). */
+  codexImage: string;
   telegram: { token: string; apiRoot: string | undefined } | undefined;
   bluesky: { service: string; identifier: string; password: string; pollMs: number } | undefined;
   discord: { token: string; apiRoot: string | undefined } | undefined;
@@ -102,18 +117,30 @@ function str(env: Env, key: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
-function agentSecrets(env: Env): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of (str(env, 'GATED_AGENT_SECRETS') ?? '').split(',').map((s) => s.trim())) {
-    if (!name) continue;
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
-      throw new UsageError(`GATED_AGENT_SECRETS: bad variable name '${name}'`);
-    const value = env[name];
+/**
+ * GATED_AGENT_SECRETS: comma-separated entries `[folder:]NAME[=VAR]`. NAME is what the agent receives, VAR
+ * the variable of gated's environment holding the value (default NAME). Without `folder:` the secret goes
+ * to every agent; with it, only to that group's agents and those of the groups below it.
+ */
+function agentSecrets(env: Env): {
+  all: Record<string, string>;
+  byGroup: Record<string, Record<string, string>>;
+} {
+  const all: Record<string, string> = {};
+  const byGroup: Record<string, Record<string, string>> = {};
+  for (const entry of (str(env, 'GATED_AGENT_SECRETS') ?? '').split(',').map((s) => s.trim())) {
+    if (!entry) continue;
+    const m = /^(?:([a-z0-9_/-]+):)?([A-Za-z_][A-Za-z0-9_]*)(?:=([A-Za-z_][A-Za-z0-9_]*))?$/.exec(entry);
+    if (!m) throw new UsageError(`GATED_AGENT_SECRETS: bad entry '${entry}' (want [folder:]NAME[=VAR])`);
+    const [, folder, name, from] = m as unknown as [string, string | undefined, string, string | undefined];
+    const variable = from ?? name;
+    const value = env[variable];
     if (value === undefined || value === '')
-      throw new UsageError(`GATED_AGENT_SECRETS names ${name}, which is not set`);
-    out[name] = value;
+      throw new UsageError(`GATED_AGENT_SECRETS names ${variable}, which is not set`);
+    if (folder === undefined) all[name] = value;
+    else (byGroup[folder] ??= {})[name] = value;
   }
-  return out;
+  return { all, byGroup };
 }
 
 /** Resolves the configuration from an environment (process.env by default). */
@@ -126,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
   const bsId = str(env, 'BLUESKY_IDENTIFIER');
   const bsPass = str(env, 'BLUESKY_APP_PASSWORD');
   const dcToken = str(env, 'DISCORD_BOT_TOKEN');
+  const secrets = agentSecrets(env);
   return {
     db: resolve(str(env, 'GATED_DB') ?? './data/gated.db'),
     groupsDir: resolve(str(env, 'GATED_GROUPS_DIR') ?? './data/groups'),
@@ -159,7 +187,13 @@ export function loadConfig(env: Env = process.env): Config {
       .split(',')
       .map((s) => s.trim().toLowerCase())
       .filter((s) => s !== '' && s !== 'none'),
-    agentSecrets: agentSecrets(env),
+    agentSecrets: secrets.all,
+    groupSecrets: secrets.byGroup,
+    configDir: resolve(str(env, 'GATED_CONFIG_DIR') ?? './data/config'),
+    claudeModel: str(env, 'GATED_CLAUDE_MODEL'),
+    codexModel: str(env, 'GATED_CODEX_MODEL'),
+    codexCmd: str(env, 'GATED_CODEX_CMD') ?? 'node "$GATED_HOME/agents/codex/agent.mjs"',
+    codexImage: str(env, 'GATED_CODEX_IMAGE') ?? 'gated-codex:latest',
     telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
     bluesky:
       bsId && bsPass

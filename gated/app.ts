@@ -14,6 +14,7 @@ import { createDrafts } from '../delivery/drafts.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { watchCommits } from '../gateway/watch.js';
 import { startHttpServer, type HttpServer } from '../http/app.js';
+import { agentSetupOf } from '../queue/agent-setup.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { AccessSource } from '../store/access.js';
@@ -114,6 +115,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     signals,
     metrics,
     secrets: config.agentSecrets,
+    // Container runtimes see configuration folders where they are mounted; the process runtime, on the host.
+    setup: agentSetupOf(db, config, runtime.name !== 'process'),
     senderRole: (group, row) => access.senderRole(group, row),
     actions: { tz: config.tz, maxDepth: config.maxDelegationDepth, metrics },
   });

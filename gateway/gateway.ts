@@ -16,7 +16,7 @@ import { TaskScheduler } from './tasks.js';
 export interface GatewayOptions {
   db: Db;
   config: Pick<Config, 'pollMs' | 'admins'> &
-    Partial<Pick<Config, 'tz' | 'taskMaxFailures' | 'maxInputBytes'>>;
+    Partial<Pick<Config, 'tz' | 'taskMaxFailures' | 'maxInputBytes' | 'configDir'>>;
   log: Logger;
   queue: QueueControl;
   /**

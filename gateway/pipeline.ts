@@ -2,6 +2,7 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Message } from '../core/types.js';
 import { formatTarget, weightOf } from '../router/index.js';
+import { expandChatCommand } from './layers/chat-commands.js';
 import { commandLayer } from './layers/commands.js';
 import { prefixLayer } from './layers/prefix.js';
 import { chatGroupOf, routeLayer, type RoutingDecision } from './layers/route.js';
@@ -29,7 +30,7 @@ export interface BatchOutcome {
 /** Dependencies of the pipeline, injected once. */
 export interface PipelineOptions {
   db: Db;
-  config: Pick<Config, 'admins'>;
+  config: Pick<Config, 'admins'> & Partial<Pick<Config, 'configDir'>>;
   log: Logger;
   routes: RouteSource;
   queue: QueueControl;
@@ -206,6 +207,11 @@ export class Pipeline {
           return;
         }
         const impulse = decision.impulse;
+        // A chat command from the group's files (not a gateway command: that layer already took those).
+        const configDir = this.opts.config.configDir;
+        if (configDir !== undefined && msg.verb === 'message' && draft.content.startsWith('/'))
+          draft.content =
+            expandChatCommand(configDir, target.folder, draft.content, this.opts.log) ?? draft.content;
         // Withheld rows keep their routing, so an approval or a release can put them in the gate as is.
         const verdict = this.access.decide(msg, target.folder, now);
         if (verdict.state !== 'serve' && verdict.notice) env.answer(msg, verdict.notice);

@@ -5,8 +5,25 @@
  */
 
 import type { SenderRole } from '../store/access.js';
+import type { McpServer } from '../core/group-config.js';
 
 export type { SenderRole };
+
+/** The `config` field of the agent's input: what its configuration folders hold, as the agent sees them. */
+export interface AgentConfigInput {
+  /** Standing instructions (CLAUDE.md / AGENTS.md), to be followed on every turn. */
+  instructions?: string;
+  /** Skills: name, description and the path of its SKILL.md, for the model to read when it applies. */
+  skills?: Array<{ name: string; description: string; path: string }>;
+  /**
+   * MCP servers to start, by name (tools `mcp__<name>__<tool>`). `${CONFIG_DIR}` in a command, argument,
+   * URL or value has become the folder of the mcp.json; `${NAME}` is left for the agent to fill from
+   * `secrets`.
+   */
+  mcpServers?: Record<string, McpServer>;
+  /** Folders the agent may read and must never write: its configuration. */
+  readOnly: string[];
+}
 
 /** A file that came with a message, saved in the group's folder. */
 export interface AgentAttachment {
@@ -20,6 +37,10 @@ export interface AgentAttachment {
 /** One message as the agent receives it. */
 export interface AgentMessage {
   id: number;
+  /** The chat it came from: one session can serve several chats. */
+  chat_jid: string;
+  /** The chat's platform (the part of chat_jid before `:`). */
+  platform: string;
   sender: string;
   sender_name: string | null;
   content: string;
@@ -52,6 +73,12 @@ export interface AgentInput {
   capabilities: string[];
   /** Operator-configured secrets (API keys): only ever on stdin, never in env, image or mounts. */
   secrets?: Record<string, string>;
+  /** The agent profile the group runs (registered_groups.agent; `claude` by default). */
+  agent?: string;
+  /** The model to use (registered_groups.model, else the profile's default); null: the agent's own default. */
+  model?: string | null;
+  /** The group's configuration (docs/AGENTS.md): instructions, skills, MCP servers, read-only folders. */
+  config?: AgentConfigInput;
 }
 
 /** A further stdin line: messages that arrived while the agent was running for the same chat. */
@@ -61,6 +88,12 @@ export interface AgentFollowUp {
   turn: number;
   prompt: string;
   messages: AgentMessage[];
+}
+
+/** The platform of a chat JID: what comes before the first `:`. */
+export function platformOf(chatJid: string): string {
+  const at = chatJid.indexOf(':');
+  return at > 0 ? chatJid.slice(0, at) : chatJid;
 }
 
 function escapeText(s: string): string {
@@ -73,7 +106,7 @@ function escapeAttr(s: string): string {
 
 /**
  * Formats messages (and pending system notes) for a model: one `<message>` element per message with who,
- * when and what kind of event, content escaped so a user cannot forge markup of their own.
+ * from which chat and platform, when and what kind of event, content escaped so a user cannot forge markup of their own.
  */
 export function formatPrompt(messages: readonly AgentMessage[], systemNotes: readonly string[] = []): string {
   const lines: string[] = [];
@@ -87,7 +120,8 @@ export function formatPrompt(messages: readonly AgentMessage[], systemNotes: rea
     );
     const notes = (m.attachment_notes ?? []).map((n) => `<note>${escapeText(n)}</note>`);
     lines.push(
-      `<message sender="${escapeAttr(who)}" time="${escapeAttr(m.timestamp)}"${verb}>` +
+      `<message sender="${escapeAttr(who)}" chat="${escapeAttr(m.chat_jid)}" platform="${escapeAttr(m.platform)}" ` +
+        `time="${escapeAttr(m.timestamp)}"${verb}>` +
         `${escapeText(m.content)}${[...files, ...notes].join('')}</message>`,
     );
   }

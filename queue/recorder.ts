@@ -4,7 +4,7 @@ import type { Signals } from '../core/signals.js';
 import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
 import { withAttachments } from './attachments.js';
 import { resolveFiles } from './files.js';
-import type { AgentMessage, SenderRole } from './prompt.js';
+import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
 import type { BatchRow, QueueStore } from '../store/queue.js';
@@ -169,6 +169,8 @@ export function agentMessage(
 ): AgentMessage {
   return withAttachments(opts.db, {
     id: r.id,
+    chat_jid: r.chat_jid,
+    platform: platformOf(r.chat_jid),
     sender: r.sender,
     sender_name: r.sender_name,
     content: r.content,

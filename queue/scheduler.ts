@@ -1,13 +1,12 @@
-import { join } from 'node:path';
 import { coerceError } from '../core/errors.js';
 import type { Signals } from '../core/signals.js';
-import { isValidFolder, sessionKeyId, type SessionKey } from '../core/types.js';
+import { sessionKeyId, type SessionKey } from '../core/types.js';
+import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
 import { Lane, type Lanes } from './lane.js';
 import { formatPrompt, inputLine } from './prompt.js';
 import { agentMessage, defaultSenderRole } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
-import { parseMountList } from './runtime/mounts.js';
-import type { RunSpec } from './runtime/types.js';
+import { runSpecOf } from './spec.js';
 import type { Dispatched, QueueStore, ReadyLane } from '../store/queue.js';
 import { sessionsOf } from '../store/sessions.js';
 import type { QueueOptions } from './types.js';
@@ -98,8 +97,10 @@ export class Scheduler {
     run.noteIds = d.systemNoteIds;
     this.d.lanes.open(new Lane(key, run));
     let input: string;
+    let setup: AgentSetup | undefined;
     try {
-      input = this.firstInput(key, d);
+      setup = runSetup(opts.setup, key.group, d.runId, log);
+      input = this.firstInput(key, d, setup);
     } catch (err) {
       // The run is open and its rows are running: it must end through the usual path (rows back to ready
       // with a backoff, parked after repeated failures) instead of staying open with no process.
@@ -111,11 +112,17 @@ export class Scheduler {
     }
     log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
     this.working(d.chatJid, true);
-    void run.begin(() => this.specOf(key, d.runId), input);
+    void run.begin(
+      () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
+      input,
+    );
   }
 
-  /** The agent's first stdin line: the batch, the session to resume (or fork), the capabilities. */
-  private firstInput(key: SessionKey, d: Dispatched): string {
+  /**
+   * The agent's first stdin line: the batch, the session to resume (or fork), the capabilities, and the
+   * group's agent, model, configuration and secrets.
+   */
+  private firstInput(key: SessionKey, d: Dispatched, setup: AgentSetup | undefined): string {
     const { opts } = this.d;
     const senderRole = opts.senderRole ?? defaultSenderRole;
     const messages = d.rows.map((r) => agentMessage(opts, senderRole, key.group, r));
@@ -130,23 +137,8 @@ export class Scheduler {
       chatJid: d.chatJid,
       messages,
       capabilities: this.d.capabilities(key),
-      ...(opts.secrets ? { secrets: opts.secrets } : {}),
+      ...setupFields(setup, opts.secrets),
     });
-  }
-
-  /** What the runtime starts for a run: the group's folder, image, network and mounts. */
-  private specOf(key: SessionKey, runId: number): RunSpec {
-    if (!isValidFolder(key.group)) throw new Error(`'${key.group}' is not a valid group folder`);
-    const g = this.d.store.group(key.group);
-    return {
-      runId,
-      group: key.group,
-      topic: key.topic,
-      groupDir: join(this.d.opts.config.groupsDir, key.group),
-      image: g?.image ?? null,
-      network: g?.network === 1,
-      mounts: parseMountList(g?.mounts),
-    };
   }
 
   private working(chatJid: string, on: boolean): void {

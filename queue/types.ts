@@ -1,3 +1,4 @@
+import type { AgentSetup } from './agent-setup.js';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
@@ -38,6 +39,11 @@ export interface QueueOptions {
   signals?: Signals;
   /** Passed to every agent in its first stdin line; never in env, image or mounts. */
   secrets?: Record<string, string>;
+  /**
+   * Each run's agent, model, configuration and secrets (queue/agent-setup.ts), by group. When given, its
+   * secrets replace `secrets`. A throw fails the run like a start that failed.
+   */
+  setup?: (group: string) => AgentSetup;
   metrics?: QueueMetrics;
   /** Uniform [0, 1) source for backoff jitter (tests pin it). Default Math.random. */
   random?: () => number;

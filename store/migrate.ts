@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -53,6 +53,14 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
         SELECT chat_jid, run_id, turn, platform_msg_id, text, final, updated_at FROM drafts;
       DROP TABLE drafts;
       ALTER TABLE drafts_v8 RENAME TO drafts;`);
+  },
+  // 8 → 9: each group its own agent and model (docs/AGENTS.md), and agent profiles an operator defines.
+  8: (db) => {
+    addColumn(db, 'registered_groups', 'agent', 'TEXT');
+    addColumn(db, 'registered_groups', 'model', 'TEXT');
+    db.exec(`CREATE TABLE IF NOT EXISTS agent_profiles (
+      name TEXT PRIMARY KEY, image TEXT, command TEXT, model TEXT,
+      added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`);
   },
 };
 

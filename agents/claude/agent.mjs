@@ -19,6 +19,7 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import { actionServer, offered, SERVER } from './actions.mjs';
+import { insideAny, mcpServersOf, modelOf, promptOf, readOnlyDirs } from './config.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
@@ -87,17 +88,31 @@ function insideFolder(p) {
 }
 
 const FILE_TOOLS = new Set(['Read', 'Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'Glob', 'Grep', 'LS']);
+const READ_TOOLS = new Set(['Read', 'Glob', 'Grep', 'LS']);
 const SHELL_TOOLS = new Set(['Bash', 'BashOutput', 'KillShell']);
 
-/** The permission callback: file tools inside the folder; shells only where the operator allowed them. */
+// The group's configuration (set from the first line): folders readable and never writable, and the names
+// of its MCP servers, whose tools the model may call.
+const configured = { dirs: [], servers: new Set() };
+
+/**
+ * The permission callback: file tools inside the folder, reading (never writing) the group's configuration
+ * folders; the group's MCP servers' tools; shells only where the operator allowed them.
+ */
 async function canUseTool(name, input) {
   if (FILE_TOOLS.has(name)) {
     const paths = [input.file_path, input.notebook_path, input.path].filter((p) => p !== undefined);
-    if (paths.every(insideFolder)) return { behavior: 'allow', updatedInput: input };
+    if (paths.some((p) => insideAny(p, configured.dirs, cwd)) && !READ_TOOLS.has(name))
+      return { behavior: 'deny', message: 'The configuration folder is read-only.' };
+    const readable = (p) => insideFolder(p) || (READ_TOOLS.has(name) && insideAny(p, configured.dirs, cwd));
+    if (paths.every(readable)) return { behavior: 'allow', updatedInput: input };
     return { behavior: 'deny', message: 'Only files inside the working directory may be used.' };
   }
   if (SHELL_TOOLS.has(name) && allowShell) return { behavior: 'allow', updatedInput: input };
   if (name === 'TodoWrite' || name.startsWith(`mcp__${SERVER}__`))
+    return { behavior: 'allow', updatedInput: input };
+  const server = /^mcp__(.+?)__/.exec(name)?.[1];
+  if (server !== undefined && configured.servers.has(server))
     return { behavior: 'allow', updatedInput: input };
   return { behavior: 'deny', message: `The tool ${name} is not available here.` };
 }
@@ -180,6 +195,11 @@ async function main() {
   // Actions the model records during a turn; the turn's final block carries them.
   let recorded = [];
   const actions = actionServer(offered(first.capabilities), (a) => recorded.push(a));
+  const groupServers = mcpServersOf(first.config, first.secrets);
+  configured.dirs = readOnlyDirs(first.config);
+  configured.servers = new Set(Object.keys(groupServers));
+  const model = modelOf(first);
+  const fromConfig = promptOf(first.config);
 
   const inbox = new Inbox();
   const q = query({
@@ -195,11 +215,12 @@ async function main() {
       // The built-in tools offered at all: the ones canUseTool may allow (the model is not shown the rest).
       tools: [...FILE_TOOLS, 'TodoWrite', ...(allowShell ? SHELL_TOOLS : [])],
       settingSources: [],
-      // Only gated's own tool server: no MCP servers from settings or plugins.
+      // Only gated's own tool server and the group's configured ones: none from settings or plugins.
       strictMcpConfig: true,
-      ...(actions ? { mcpServers: { [SERVER]: actions.server }, allowedTools: actions.names } : {}),
+      mcpServers: { ...groupServers, ...(actions ? { [SERVER]: actions.server } : {}) },
+      ...(actions ? { allowedTools: actions.names } : {}),
       stderr: (data) => process.stderr.write(data),
-      ...(process.env.GATED_CLAUDE_MODEL ? { model: process.env.GATED_CLAUDE_MODEL } : {}),
+      ...(model ? { model } : {}),
       systemPrompt: {
         type: 'preset',
         preset: 'claude_code',
@@ -209,7 +230,8 @@ async function main() {
           'place you can read or write files.' +
           (actions
             ? ' The gated tools (send, schedule, …) record actions that take effect once your answer is stored.'
-            : ''),
+            : '') +
+          (fromConfig ? `\n\n${fromConfig}` : ''),
       },
     },
   });

@@ -1,9 +1,12 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
+import { isValidFolder } from '../../core/types.js';
+import { AgentStore } from '../../store/agents.js';
 import { addGroup, listGroups, removeGroup } from '../../store/groups.js';
 import { action } from '../context.js';
+import { groupConfigReport } from '../group-config-report.js';
 
-/** `gated groups list | add | rm`. */
+/** `gated groups list | add | rm | config | agent`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
 
@@ -39,6 +42,39 @@ export function groupsCommand(program: Command): void {
       action((ctx, folder: string) => {
         if (!removeGroup(ctx.db(), folder)) throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder} removed`);
+      }),
+    );
+
+  groups
+    .command('config')
+    .description(
+      "what the group's agent will get: agent, model, instructions, skills, MCP servers and their tools, " +
+        'commands, tool rules; and every configuration file it could not use',
+    )
+    .argument('<folder>')
+    .option('--no-tools', 'do not start the MCP servers to list their tools')
+    .action(
+      action(async (ctx, folder: string, opts: { tools: boolean }) => {
+        if (!isValidFolder(folder)) throw new UsageError(`bad group folder '${folder}'`);
+        for (const line of await groupConfigReport(ctx.db(), ctx.config, folder, { listTools: opts.tools }))
+          ctx.out(line);
+      }),
+    );
+
+  groups
+    .command('agent')
+    .description("set the group's agent (claude, codex or an agent profile) and model")
+    .argument('<folder>')
+    .argument('<agent>', "'claude', 'codex', a profile name, or 'default'")
+    .argument('[model]', "the model (omitted or 'default': the agent's default)")
+    .action(
+      action((ctx, folder: string, agent: string, model?: string) => {
+        const choice = {
+          agent: agent === 'default' ? null : agent,
+          model: model === undefined || model === 'default' ? null : model,
+        };
+        if (!new AgentStore(ctx.db()).setChoice(folder, choice)) throw new UsageError(`no group '${folder}'`);
+        ctx.out(`group ${folder}: agent ${choice.agent ?? 'claude'}, model ${choice.model ?? 'default'}`);
       }),
     );
 }

@@ -1,3 +1,4 @@
+import { commandNames } from '../../core/group-config.js';
 import { sessionKeyId, type SessionKey } from '../../core/types.js';
 import { sessionsOf } from '../../store/sessions.js';
 import { clipText } from '../../core/text.js';
@@ -121,14 +122,16 @@ export const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   help: {
-    help: '/help: this list',
+    help: "/help: this list, and the chat commands of this chat's group",
     run(draft, _args, env) {
-      env.answer(
-        draft.msg,
-        Object.values(COMMANDS)
-          .map((c) => c.help)
-          .join('\n'),
-      );
+      const group = env.chatGroup(draft);
+      const own =
+        group !== undefined && env.config.configDir !== undefined
+          ? commandNames(env.config.configDir, group).filter((n) => !Object.hasOwn(COMMANDS, n))
+          : [];
+      const lines = Object.values(COMMANDS).map((c) => c.help);
+      if (own.length > 0) lines.push(`Commands of ${group}: ${own.map((n) => `/${n}`).join(' ')}`);
+      env.answer(draft.msg, lines.join('\n'));
     },
   },
 };

@@ -38,7 +38,7 @@ export interface Draft {
 /** Everything a layer may read or do while a poll batch is processed (inside its transaction). */
 export interface LayerEnv {
   db: Db;
-  config: Pick<Config, 'admins'>;
+  config: Pick<Config, 'admins'> & Partial<Pick<Config, 'configDir'>>;
   log: Logger;
   catalog: Catalog;
   sticky: StickyStore;

@@ -1,6 +1,6 @@
-import { mkdirSync, realpathSync } from 'node:fs';
+import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { basename, isAbsolute, posix, relative, sep } from 'node:path';
-import type { MountRequest } from './types.js';
+import type { ConfigMount, MountRequest } from './types.js';
 
 /**
  * What may enter a container besides the group's own folder: only paths the operator allow-listed
@@ -24,6 +24,9 @@ export interface ResolvedMount {
 
 /** The container path of the group's folder (its working directory). */
 export const WORKSPACE = '/workspace';
+
+/** The group's configuration folders appear under this container path, read-only (docs/AGENTS.md). */
+export const CONFIG_ROOT = '/gated/config';
 
 /** Extra mounts live under this container path, so none can cover the agent's code, /tmp or the system. */
 export const MOUNT_ROOT = '/mnt';
@@ -121,18 +124,38 @@ export function validateMounts(
 }
 
 /**
+ * The group's configuration folders as read-only mounts. A folder that became a link since it was read is
+ * refused (the operator's folder, not the agent's: a link there is a mistake or an attack either way).
+ */
+export function configMounts(config: readonly ConfigMount[]): ResolvedMount[] {
+  return config.map((c) => {
+    if (lstatSync(c.source, { throwIfNoEntry: false })?.isDirectory() !== true)
+      throw new MountError(`configuration folder ${c.source} is not a folder (or is a link)`);
+    const target = posix.normalize(c.target);
+    if (!target.startsWith(CONFIG_ROOT + '/') || hasDotDot(c.target))
+      throw new MountError(`configuration target ${c.target} must be under ${CONFIG_ROOT}/`);
+    return { source: c.source, target, readOnly: true };
+  });
+}
+
+/**
  * What a container runtime needs before it creates anything for a run: the group's folder (made when
- * missing, then resolved inside the groups root) and the group's extra mounts, checked against the allow-list.
+ * missing, then resolved inside the groups root), the group's extra mounts, checked against the allow-list,
+ * and its configuration folders, read-only.
  */
 export function prepareWorkspace(
-  spec: { groupDir: string; mounts?: readonly MountRequest[] | undefined },
+  spec: {
+    groupDir: string;
+    mounts?: readonly MountRequest[] | undefined;
+    config?: readonly ConfigMount[] | undefined;
+  },
   groupsRoot: string,
   allowRoots: readonly string[],
 ): { groupDir: string; mounts: ResolvedMount[] } {
   mkdirSync(spec.groupDir, { recursive: true });
   return {
     groupDir: resolveGroupDir(groupsRoot, spec.groupDir),
-    mounts: validateMounts(spec.mounts ?? [], allowRoots),
+    mounts: [...validateMounts(spec.mounts ?? [], allowRoots), ...configMounts(spec.config ?? [])],
   };
 }
 

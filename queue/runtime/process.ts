@@ -186,7 +186,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
     async start(spec: RunSpec): Promise<AgentHandle> {
       mkdirSync(spec.groupDir, { recursive: true });
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
-      const child = spawn('sh', ['-c', opts.cmd], {
+      const child = spawn('sh', ['-c', spec.command ?? opts.cmd], {
         cwd: spec.groupDir,
         env: { ...agentEnv(opts.env), [RUN_MARK_VAR]: mark },
         detached: true,

@@ -30,6 +30,21 @@ export interface RunSpec {
   network?: boolean;
   /** Extra mounts asked for by the group, validated against the allow-list. Docker only. */
   mounts?: MountRequest[];
+  /**
+   * The group's configuration folders (docs/AGENTS.md): host folder → container path, always mounted
+   * read-only by container runtimes. The process runtime mounts nothing: the agent gets host paths.
+   */
+  config?: ConfigMount[];
+  /** The command of the group's agent profile (process runtime), instead of the runtime's default. */
+  command?: string | null;
+}
+
+/** A configuration folder a container sees read-only. */
+export interface ConfigMount {
+  /** Absolute host path (checked again when mounted: it must not be a link). */
+  source: string;
+  /** Absolute path in the container, under CONFIG_ROOT. */
+  target: string;
 }
 
 /** How an agent ended. */

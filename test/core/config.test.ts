@@ -50,8 +50,20 @@ describe('configuration', () => {
     expect(c.agentSecrets).toEqual({ API_KEY: 'k1', OTHER: 'k2' });
     expect(() => loadConfig({ GATED_AGENT_SECRETS: 'MISSING' })).toThrow(/MISSING, which is not set/);
     expect(() => loadConfig({ GATED_AGENT_SECRETS: 'bad-name', 'bad-name': 'x' })).toThrow(
-      /bad variable name/,
+      /bad entry 'bad-name'/,
     );
+  });
+
+  it('reads per-group secrets, renamed from another variable, apart from the shared ones', () => {
+    const c = loadConfig({
+      GATED_AGENT_SECRETS: 'API_KEY, ops/db:TOKEN=OPS_TOKEN, sales:TOKEN',
+      API_KEY: 'k1',
+      OPS_TOKEN: 't-ops',
+      TOKEN: 't-sales',
+    });
+    expect(c.agentSecrets).toEqual({ API_KEY: 'k1' });
+    expect(c.groupSecrets).toEqual({ 'ops/db': { TOKEN: 't-ops' }, sales: { TOKEN: 't-sales' } });
+    expect(() => loadConfig({ GATED_AGENT_SECRETS: 'ops:TOKEN=NOPE' })).toThrow(/NOPE, which is not set/);
   });
 
   it('reads .env without overriding the environment', () => {

@@ -3,9 +3,9 @@
  * (SSE, with `event:` lines) message, the way the Claude Code CLI expects it. It plays a scripted model: what
  * it answers is decided by the newest user text of the request, so a test steers it through the chat:
  *
- * - `WRITE <relative path> <word>`: a `tool_use` of the Write tool creating that file (inside the working
- *   directory the CLI states in its system prompt) with `<word>` as content; once the tool result comes
- *   back, a text saying it was written;
+ * - `WRITE <path> <word>`: a `tool_use` of the Write tool creating that file (a relative path inside the
+ *   working directory the CLI states in its system prompt, an absolute one as it is) with `<word>` as
+ *   content; once the tool result comes back, a text saying it was written (quoting the result);
  * - `TOOL <name> <json>`: a `tool_use` of the offered tool called `<name>` (or `mcp__<server>__<name>`) with
  *   that JSON as input; once the result comes back, a text quoting it (`Tool <name> said: …`). A tool the
  *   request does not offer gets the text `no tool <name>`;
@@ -186,7 +186,8 @@ export class MessagesApiServer {
     const words = userWords(last.content);
     const write = /\bWRITE (\S+) (\S+)/.exec(words);
     if (write) {
-      const input = { file_path: `${workingDir(body)}/${write[1]}`, content: write[2]! };
+      const path = write[1]!.startsWith('/') ? write[1]! : `${workingDir(body)}/${write[1]}`;
+      const input = { file_path: path, content: write[2]! };
       return { kind: 'tool', name: 'Write', input };
     }
     const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);

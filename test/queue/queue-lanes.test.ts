@@ -48,6 +48,8 @@ describe('queue: dispatch and input', () => {
     expect(input!.messages.map((m) => m.id)).toEqual([a1, a2]);
     expect(input!.messages[0]).toEqual({
       id: a1,
+      chat_jid: 'tg:A',
+      platform: 'tg',
       sender: 'u1',
       sender_name: 'Ursula',
       content: 'first <b>',
@@ -58,6 +60,7 @@ describe('queue: dispatch and input', () => {
     });
     expect(input!.prompt).toContain('<system>was reset</system>');
     expect(input!.prompt).toContain('first &lt;b&gt;');
+    expect(input!.prompt).toMatch(/<message sender="Ursula" chat="tg:A" platform="tg" /);
     expect(states(db, [a1, a2, b1])).toEqual(['running', 'running', 'ready']);
     const log = db.prepare('SELECT * FROM session_log').all() as Array<Record<string, unknown>>;
     expect(log).toEqual([

@@ -1,0 +1,31 @@
+import { join } from 'node:path';
+import { isValidFolder, type SessionKey } from '../core/types.js';
+import type { GroupRow } from '../store/queue.js';
+import type { AgentSetup } from './agent-setup.js';
+import { parseMountList } from './runtime/mounts.js';
+import type { RunSpec } from './runtime/types.js';
+
+/**
+ * What the runtime gets to start one run: the group's folder, its container settings (the group's own
+ * image before its agent profile's), and from the run's setup the configuration folders to mount read-only
+ * and the profile's command. Throws for an invalid folder or a malformed mounts column.
+ */
+export function runSpecOf(
+  groupsDir: string,
+  key: SessionKey,
+  runId: number,
+  g: GroupRow | undefined,
+  setup: AgentSetup | undefined,
+): RunSpec {
+  if (!isValidFolder(key.group)) throw new Error(`'${key.group}' is not a valid group folder`);
+  return {
+    runId,
+    group: key.group,
+    topic: key.topic,
+    groupDir: join(groupsDir, key.group),
+    image: g?.image ?? setup?.image ?? null,
+    network: g?.network === 1,
+    mounts: parseMountList(g?.mounts),
+    ...(setup ? { config: setup.mounts, command: setup.command } : {}),
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * A group's own configuration reaching the Claude agent (process runtime) through the whole gateway, against
+ * the local Messages API: instructions and skills in the system prompt, the MCP server's tool offered and
+ * run with the group's secret, a chat command from a file expanded for the agent only, a write into the
+ * configuration refused, /help listing the command, broken entries reported and never fatal.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { tempDir } from '../helpers/db.js';
+import { DEMO_TOKEN, INSTRUCTION, writeGroupConfig } from '../helpers/group-config.js';
+import { until } from '../helpers/process.js';
+import { MessagesApiServer } from '../infra/messages-api.js';
+import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+
+let api: MessagesApiServer;
+let chat: ClaudeChat | undefined;
+
+beforeEach(async () => {
+  api = await MessagesApiServer.start();
+});
+
+afterEach(async () => {
+  await chat?.gated.close(5000);
+  chat = undefined;
+  await api.close();
+});
+
+function systemOf(words: string): string {
+  const system = requestFor(api, words).body.system;
+  return Array.isArray(system)
+    ? system.map((b: { text?: string }) => b.text ?? '').join('\n')
+    : String(system);
+}
+
+test(
+  'instructions, a skill, an MCP tool and a command file reach the agent; its config stays read-only',
+  {
+    timeout: 150_000,
+  },
+  async () => {
+    const configDir = tempDir('gated-config-');
+    const groupConfig = writeGroupConfig(configDir, 'claude');
+    const c = (chat = await startClaudeChat(api, {
+      env: {
+        GATED_CONFIG_DIR: configDir,
+        GATED_AGENT_SECRETS:
+          'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL,CLAUDE_CODE_MAX_RETRIES,claude:DEMO_TOKEN=CLAUDE_DEMO_TOKEN',
+        CLAUDE_DEMO_TOKEN: DEMO_TOKEN,
+      },
+    }));
+    c.gated.db
+      .prepare(`UPDATE registered_groups SET model = 'claude-group-model-1' WHERE folder = ?`)
+      .run(c.group);
+
+    const hello = c.send('hello librarian');
+    expect(await c.reply(hello)).toBe('echo: hello librarian');
+    const first = requestFor(api, 'hello librarian');
+    const system = systemOf('hello librarian');
+    expect(system).toContain(INSTRUCTION);
+    expect(system).toContain('haiku: Write any answer as a haiku when asked for poetry');
+    expect(system).toContain(join(groupConfig, 'skills', 'haiku', 'SKILL.md'));
+    expect((first.body.tools ?? []).map((t) => t.name)).toContain('mcp__demo__lookup');
+    expect(first.body.model).toBe('claude-group-model-1');
+    // The message says which chat and platform it came from.
+    const userText = JSON.stringify(first.body.messages);
+    expect(userText).toContain('chat=\\"web:claude\\"');
+    expect(userText).toContain('platform=\\"web\\"');
+
+    // The MCP tool runs, with the group's secret in its own environment.
+    const looked = c.send('TOOL lookup {"query":"anchor"}');
+    expect(await c.reply(looked)).toBe('Tool mcp__demo__lookup said: definition of anchor (token ok)');
+
+    // The command file becomes the agent's text; the stored row keeps what the user wrote.
+    const summarize = c.send('/summarize the long voyage');
+    expect(await c.reply(summarize)).toBe('echo: Summarize this in one line: the long voyage');
+    expect(c.gated.db.prepare(`SELECT content FROM messages WHERE id = ?`).pluck().get(summarize)).toBe(
+      '/summarize the long voyage',
+    );
+
+    // Writing the configuration (a new command file) is refused by the agent's permission rule.
+    const target = join(groupConfig, 'commands', 'evil.md');
+    const write = c.send(`WRITE ${target} hacked`);
+    expect(await c.reply(write)).toContain('The configuration folder is read-only');
+    expect(existsSync(target)).toBe(false);
+    expect(readFileSync(join(groupConfig, 'CLAUDE.md'), 'utf8')).toBe(`${INSTRUCTION}\n`);
+
+    // /help lists the group's commands.
+    const help = c.send('/help');
+    const helpText = await until(
+      () =>
+        c.gated.db
+          .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+          .pluck()
+          .get(help) as string | undefined,
+    );
+    expect(helpText).toContain('Commands of claude: /summarize');
+    // The secret went nowhere but stdin: not in any request the API saw, not in the agent's argv or env.
+    expect(JSON.stringify(api.requests.map((r) => r.body))).not.toContain(DEMO_TOKEN);
+  },
+);

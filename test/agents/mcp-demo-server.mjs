@@ -1,0 +1,20 @@
+// A small stdio MCP server for the configuration tests (docs/AGENTS.md): one tool, `lookup`, that answers
+// with the query and whether the secret its mcp.json asks for reached it (never the secret itself).
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+
+const server = new McpServer({ name: 'demo', version: '1.0.0' });
+server.registerTool(
+  'lookup',
+  {
+    description: 'Look a word up in the demo dictionary.',
+    inputSchema: { query: z.string().describe('the word') },
+  },
+  async ({ query }) => {
+    const token = process.env.DEMO_TOKEN ?? '';
+    const secret = token === 'demo-secret-42' ? 'token ok' : token === '' ? 'no token' : 'wrong token';
+    return { content: [{ type: 'text', text: `definition of ${query} (${secret})` }] };
+  },
+);
+await server.connect(new StdioServerTransport());

@@ -1,0 +1,37 @@
+/**
+ * A group's configuration folder for tests (docs/AGENTS.md): instructions, a skill, a chat command and an
+ * MCP server (test/agents/mcp-demo-server.mjs), plus a broken server entry and a skill without SKILL.md, so
+ * that what cannot be used is reported while the rest works.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The instruction line the model must see. */
+export const INSTRUCTION = 'Answer as the ship librarian. MARK-INSTRUCTIONS-7';
+/** The secret the demo MCP server expects (passed as `<group>:DEMO_TOKEN=DEMO_TOKEN_VALUE`). */
+export const DEMO_TOKEN = 'demo-secret-42';
+
+/** Writes the full configuration of `folder` under `root`. */
+export function writeGroupConfig(root: string, folder: string): string {
+  const dir = join(root, folder);
+  mkdirSync(join(dir, 'skills', 'haiku'), { recursive: true });
+  mkdirSync(join(dir, 'skills', 'empty'), { recursive: true });
+  mkdirSync(join(dir, 'commands'), { recursive: true });
+  writeFileSync(join(dir, 'CLAUDE.md'), `${INSTRUCTION}\n`);
+  writeFileSync(
+    join(dir, 'skills', 'haiku', 'SKILL.md'),
+    '---\nname: haiku\ndescription: Write any answer as a haiku when asked for poetry\n---\n\nThree lines: 5, 7, 5.\n',
+  );
+  writeFileSync(join(dir, 'commands', 'summarize.md'), 'Summarize this in one line: $ARGUMENTS\n');
+  const server = join(process.cwd(), 'test', 'agents', 'mcp-demo-server.mjs');
+  writeFileSync(
+    join(dir, 'mcp.json'),
+    JSON.stringify({
+      mcpServers: {
+        demo: { command: 'node', args: [server], env: { DEMO_TOKEN: '${DEMO_TOKEN}' } },
+        broken: { args: [1] },
+      },
+    }),
+  );
+  return dir;
+}
