@@ -171,12 +171,12 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           : (draft ?? (await sendPart(channel, base, part, texts, files, { parts: replyParts, log: rlog })));
         const last = part === total - 1;
         if (!outbox.recordPart(row.id, part, platformId, last)) {
-          rlog.warn({ part }, 'row changed while it was being delivered; leaving it');
+          rlog.warn({ partIndex: part }, 'row changed while it was being delivered; leaving it');
           return true;
         }
         if (draft !== null) opts.drafts!.settled(row.chat_jid, draft);
         rlog.debug(
-          { part, of: total, ms: Math.round(performance.now() - t0), draft: draft !== null },
+          { partIndex: part, of: total, ms: Math.round(performance.now() - t0), draft: draft !== null },
           'part delivered',
         );
         streak = 0;
@@ -188,7 +188,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           outbox.markFailed(row.id, err.message, true);
           opts.metrics?.outbound('failed');
           rlog.warn(
-            { part, attempts, failure: err.failure, status: err.status, err: err.message },
+            { partIndex: part, attempts, failure: err.failure, status: err.status, err: err.message },
             'delivery failed',
           );
           return true;
@@ -201,7 +201,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
             ? err.retryAfterMs
             : backoffDelay(streak, opts.backoff);
         rlog.info(
-          { part, attempt: attempts, failure: err.failure, status: err.status, waitMs: wait },
+          { partIndex: part, attempt: attempts, failure: err.failure, status: err.status, waitMs: wait },
           'delivery retry',
         );
         await sleep(wait, abort.signal);
