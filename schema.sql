@@ -599,3 +599,94 @@ CREATE TABLE IF NOT EXISTS drafts (
   updated_at      INTEGER,
   PRIMARY KEY (chat_jid, thread)
 );
+
+-- Tool rules (docs/APPROVALS.md): the first row by seq of a group, then of its ancestors, whose `tool` glob
+-- takes the tool's name and `input` glob its input line decides: allow | ask | deny; `approvers` says who
+-- may decide an ask (owners | members; admins always). No CHECK constraints: like routes, a bad row is
+-- stored, never matches, and is reported by `gated tools check`.
+CREATE TABLE IF NOT EXISTS tool_rules (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_folder TEXT NOT NULL,
+  seq          INTEGER NOT NULL,
+  tool         TEXT NOT NULL,
+  input        TEXT NOT NULL DEFAULT '*',
+  decision     TEXT NOT NULL,
+  approvers    TEXT NOT NULL DEFAULT 'owners'
+);
+CREATE INDEX IF NOT EXISTS idx_tool_rules_group ON tool_rules(group_folder, seq, id);
+-- Any change bumps a counter: the next ask recompiles the rules, whichever process changed them.
+INSERT OR IGNORE INTO router_state(key, value) VALUES ('tool_rules_version', '0');
+CREATE TRIGGER IF NOT EXISTS tool_rules_bump_insert AFTER INSERT ON tool_rules BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tool_rules_version';
+END;
+CREATE TRIGGER IF NOT EXISTS tool_rules_bump_update AFTER UPDATE ON tool_rules BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tool_rules_version';
+END;
+CREATE TRIGGER IF NOT EXISTS tool_rules_bump_delete AFTER DELETE ON tool_rules BEGIN
+  UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tool_rules_version';
+END;
+CREATE TRIGGER IF NOT EXISTS audit_tool_rules_insert AFTER INSERT ON tool_rules BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_rules', 'insert', NEW.id,
+          NULL,
+          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'seq', NEW.seq, 'tool', NEW.tool, 'input', NEW.input, 'decision', NEW.decision, 'approvers', NEW.approvers));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_tool_rules_update AFTER UPDATE ON tool_rules BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_rules', 'update', NEW.id,
+          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'seq', OLD.seq, 'tool', OLD.tool, 'input', OLD.input, 'decision', OLD.decision, 'approvers', OLD.approvers),
+          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'seq', NEW.seq, 'tool', NEW.tool, 'input', NEW.input, 'decision', NEW.decision, 'approvers', NEW.approvers));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_tool_rules_delete AFTER DELETE ON tool_rules BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_rules', 'delete', OLD.id,
+          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'seq', OLD.seq, 'tool', OLD.tool, 'input', OLD.input, 'decision', OLD.decision, 'approvers', OLD.approvers),
+          NULL);
+END;
+
+-- Tool approvals (docs/APPROVALS.md): one row per tool call a rule sent to `ask` (pairing codes live in
+-- `approvals`; their codes have 8 characters, these 5, so a code names one row of one table). The question
+-- is (group_folder, topic, tool, input_json); a re-run of the same turn that asks it again is answered by
+-- this row. `used_at` is set when the decision was written to an agent: a decision is used once.
+-- state: pending → approved | rejected | expired. Times are epoch ms.
+CREATE TABLE IF NOT EXISTS tool_approvals (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  code         TEXT NOT NULL UNIQUE,
+  group_folder TEXT NOT NULL,
+  topic        TEXT NOT NULL DEFAULT '',
+  chat_jid     TEXT NOT NULL,
+  run_id       INTEGER,
+  ask_id       TEXT,            -- the agent's id of the question in the run that asked it last
+  turn_rows    TEXT,            -- JSON array of the message ids of the turn that asked
+  tool         TEXT NOT NULL,
+  input_json   TEXT NOT NULL,   -- the input as the agent sent it (compact JSON)
+  input_line   TEXT NOT NULL,   -- the line the rules matched
+  summary      TEXT,
+  approvers    TEXT NOT NULL DEFAULT 'owners',
+  rule_id      INTEGER,
+  state        TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'rejected', 'expired')),
+  note         TEXT,
+  decided_by   TEXT,
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  decided_at   INTEGER,
+  used_at      INTEGER,
+  platform_id  TEXT,            -- the chat message that asked (its buttons), once sent
+  outbound_id  INTEGER,         -- or the outbound row that asked, on a platform without buttons
+  announced    INTEGER NOT NULL DEFAULT 0 -- 1 once the chat was told the decision (message edited or followed up)
+);
+CREATE INDEX IF NOT EXISTS idx_tool_approvals_question ON tool_approvals(group_folder, topic, tool, input_json) WHERE used_at IS NULL;
+CREATE INDEX IF NOT EXISTS idx_tool_approvals_pending ON tool_approvals(expires_at) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS idx_tool_approvals_created ON tool_approvals(created_at);
+CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_insert AFTER INSERT ON tool_approvals BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'insert', NEW.code,
+          NULL,
+          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'chat_jid', NEW.chat_jid, 'tool', NEW.tool, 'input', NEW.input_line, 'state', NEW.state, 'expires_at', NEW.expires_at));
+END;
+CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_update AFTER UPDATE OF state ON tool_approvals BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'update', NEW.code,
+          json_object('code', OLD.code, 'state', OLD.state, 'decided_by', OLD.decided_by, 'note', OLD.note),
+          json_object('code', NEW.code, 'state', NEW.state, 'decided_by', NEW.decided_by, 'note', NEW.note));
+END;

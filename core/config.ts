@@ -78,6 +78,10 @@ export interface Config {
   maxDelegationDepth: number;
   /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
   historyDays: number;
+  /** An undecided tool approval is denied ("no decision") after this long (GATED_APPROVAL_TIMEOUT_MS). */
+  approvalTimeoutMs: number;
+  /** What a tool call no `tool_rules` row decides gets (GATED_TOOL_DEFAULT: allow | ask | deny). */
+  toolDefault: 'allow' | 'ask' | 'deny';
 }
 
 type Env = Record<string, string | undefined>;
@@ -212,6 +216,8 @@ export function loadConfig(env: Env = process.env): Config {
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
     maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 4, 0),
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
+    approvalTimeoutMs: int(env, 'GATED_APPROVAL_TIMEOUT_MS', 600_000, 1),
+    toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),
   };
 }
 
@@ -241,4 +247,10 @@ function githubConfig(env: Env): Config['github'] {
     throw new UsageError('GitHub needs both GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET');
   }
   return { token, webhookSecret, apiUrl: str(env, 'GITHUB_API_URL') };
+}
+
+/** GATED_TOOL_DEFAULT checked: a typo must not silently allow every tool. */
+function toolDefault(v: string): 'allow' | 'ask' | 'deny' {
+  if (v === 'allow' || v === 'ask' || v === 'deny') return v;
+  throw new UsageError(`GATED_TOOL_DEFAULT must be 'allow', 'ask' or 'deny', got '${v}'`);
 }

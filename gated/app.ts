@@ -16,6 +16,8 @@ import { watchCommits } from '../gateway/watch.js';
 import { startHttpServer, type HttpServer } from '../http/app.js';
 import { agentSetupOf } from '../queue/agent-setup.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
+import { AskBroker } from '../queue/asks.js';
+import { createApprovalNotifier } from '../delivery/approvals.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { AccessSource } from '../store/access.js';
 import { openDatabase, type Db } from '../store/db.js';
@@ -107,6 +109,20 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const channels: Channel[] = [web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Each message's sender_role in agent input comes from the live access rules.
   const access = new AccessSource(db, config.admins);
+  // Tool questions (docs/APPROVALS.md): chats are asked through the channels once they have started.
+  const asks = new AskBroker({
+    db,
+    log: log.child({ part: 'asks' }),
+    timeoutMs: config.approvalTimeoutMs,
+    toolDefault: config.toolDefault,
+    checkMs: Math.min(config.pollMs, 500),
+    notifier: createApprovalNotifier({
+      db,
+      channels: () => started,
+      log: log.child({ part: 'approvals' }),
+      onOutbound: (id) => signals.outbound.fire(id),
+    }),
+  });
   const queue = createQueue({
     db,
     runtime,
@@ -119,6 +135,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     setup: agentSetupOf(db, config, runtime.name !== 'process'),
     senderRole: (group, row) => access.senderRole(group, row),
     actions: { tz: config.tz, maxDepth: config.maxDelegationDepth, metrics },
+    asks,
   });
   const gateway = createGateway({
     db,
@@ -155,6 +172,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   });
   // Interrupted runs start again only now: a re-run's first drafts would be lost before the channels
   // (and the drafts that show them) are up.
+  asks.start();
   queue.recover();
   const outbox = createDelivery({
     db,
@@ -189,6 +207,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     () => {
       signals.inbound.fire();
       signals.outbound.fire(undefined);
+      asks.wake();
     },
     log,
   );
@@ -211,6 +230,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     ['channels', () => Promise.all(started.map((c) => c.stop()))],
     ['gateway', () => (commits.close(), gateway.stop())],
     ['queue', () => queue.close(graceMs)],
+    ['asks', () => asks.stop()],
     ['delivery', () => outbox.stop()],
     ['inbox', () => inbox.stop()],
     ['drafts', () => drafts.stop()],

@@ -7,6 +7,7 @@ import { doctorCommand } from './commands/doctor.js';
 import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
+import { toolsCommand } from './commands/tools.js';
 import { statusCommand } from './commands/status.js';
 import { tasksCommand } from './commands/tasks.js';
 
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
 
   messagesCommands(program);
   routesCommand(program);
+  toolsCommand(program);
   groupsCommand(program);
   accessCommand(program);
   auditCommand(program);

@@ -139,6 +139,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now());
     },
+    ...(opts.asks ? { onAsk: (run, ask) => opts.asks!.ask(run, ask) } : {}),
     onIdle(run) {
       signals.working.fire({ chatJid: run.chatJid, on: false });
       events.wake();
@@ -147,6 +148,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       const t = now();
       engineState(end, t);
       settle(run, end, t);
+      opts.asks?.runEnded(run);
       events.ended(run);
       signals.working.fire({ chatJid: run.chatJid, on: false });
       run.markSettled();

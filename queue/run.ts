@@ -3,7 +3,7 @@ import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { sessionKeyId, type SessionKey } from '../core/types.js';
 import { cleanResult } from './protocol/clean.js';
-import { createOutputParser, type OutputBlock } from './protocol/parser.js';
+import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
@@ -69,6 +69,8 @@ export interface RunHooks {
   /** A draft of `turn` (`partial: true`): shown, never stored. */
   onPartial(run: Run, turn: number, text: string): void;
   onSessionId(run: Run, sessionId: string): void;
+  /** A tool question (docs/APPROVALS.md): answered later by a permission line through writeControl. */
+  onAsk?(run: Run, ask: ToolAsk): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: Run): void;
   onEnd(run: Run, end: RunEnd): void;
@@ -96,6 +98,10 @@ export class Run {
   private replies = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private hardTimer: NodeJS.Timeout | undefined;
+  /** Epoch ms the hard timeout fires at; moved later by the time spent waiting for a human (hold). */
+  private hardDeadline = 0;
+  /** Questions waiting for a decision: while any waits, the hard timeout stands still. */
+  private holds = 0;
   private settled!: () => void;
   /** Resolves once the run has ended and the queue has settled it. */
   readonly done = new Promise<void>((r) => (this.settled = r));
@@ -133,7 +139,7 @@ export class Run {
 
   /** Starts the agent and feeds it `input`; resolves when the run has ended (not settled). */
   async begin(spec: () => RunSpec, input: string): Promise<void> {
-    this.hardTimer = setTimeout(() => this.kill('timeout'), this.hooks.runTimeoutMs);
+    this.armHard(this.hooks.runTimeoutMs);
     let handle: AgentHandle;
     try {
       handle = await this.hooks.runtime.start(spec());
@@ -184,6 +190,42 @@ export class Run {
     return true;
   }
 
+  /**
+   * Writes one line that is not a turn (a `permission` answer, docs/PROTOCOL.md "Lines that are not
+   * turns"): it carries no `turn`, opens no turn and credits none. False when stdin is closed.
+   */
+  writeControl(line: Record<string, unknown>): boolean {
+    if (!this.acceptsControl) return false;
+    return this.handle!.write(JSON.stringify(line) + '\n');
+  }
+
+  /** A line that is not a turn can be written now: the agent runs and its stdin is open. */
+  get acceptsControl(): boolean {
+    return (this.phase === 'running' || this.phase === 'closing') && this.handle?.stdinOpen === true;
+  }
+
+  /**
+   * Stops the hard timeout while a human is asked (§18: waiting counts toward neither timeout; the idle
+   * timer does not run during an open turn). Calls nest; release() resumes with the time that was left.
+   */
+  hold(): void {
+    if (this.phase === 'ended' || this.holds++ > 0) return;
+    clearTimeout(this.hardTimer);
+    this.hardDeadline -= this.hooks.now();
+  }
+
+  /** Ends one hold(); the last one re-arms the hard timeout with the time it had left. */
+  release(): void {
+    if (this.holds === 0 || --this.holds > 0 || this.phase === 'ended') return;
+    this.armHard(Math.max(0, this.hardDeadline));
+  }
+
+  private armHard(ms: number): void {
+    clearTimeout(this.hardTimer);
+    this.hardDeadline = this.hooks.now() + ms;
+    this.hardTimer = setTimeout(() => this.kill('timeout'), ms);
+  }
+
   /** Asks the agent to finish: end of stdin. Idempotent; the first reason is the one that counts. */
   closeStdin(reason: CloseReason): void {
     if (this.phase === 'ended') return;
@@ -222,6 +264,12 @@ export class Run {
           { runId: this.runId, length: block.newSessionId.length },
           `newSessionId longer than ${MAX_SESSION_ID} characters ignored`,
         );
+    }
+    if (block.ask) {
+      // A question answers no turn: nothing is credited, stored or counted as a block.
+      if (this.hooks.onAsk) this.hooks.onAsk(this, block.ask);
+      else this.writeControl({ type: 'permission', id: block.ask.id, decision: 'allow' });
+      return;
     }
     const text = block.result === null ? '' : cleanResult(block.result);
     if (block.partial) {

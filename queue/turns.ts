@@ -61,6 +61,11 @@ export class Turns {
     return this.rows.length;
   }
 
+  /** The message ids of the open turns (what a tool question is asked for), oldest first. */
+  openRowIds(): number[] {
+    return this.rows.slice(this.answeredThrough).flatMap((turn) => turn.map((r) => r.id));
+  }
+
   /** The newest row of turn n (1-based, clamped to the written turns). */
   lastRowOf(n: number): BatchRow {
     const turn = this.rows[Math.max(1, Math.min(n, this.rows.length)) - 1]!;

@@ -1,4 +1,5 @@
 import type { AgentSetup } from './agent-setup.js';
+import type { AskBroker } from './asks.js';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
@@ -64,6 +65,8 @@ export interface QueueOptions {
     maxDepth: number;
     metrics?: ActionMetrics;
   };
+  /** Decides agents' tool questions (docs/APPROVALS.md); absent: every tool is allowed. */
+  asks?: AskBroker;
 }
 
 /**

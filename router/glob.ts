@@ -127,12 +127,12 @@ export function literalValue(glob: string): string {
 }
 
 /** Whether one non-star token takes the character `cp`. */
-function takes(t: Token, cp: number): boolean {
+function takes(t: Token, cp: number, slash = false): boolean {
   switch (t.kind) {
     case 'char':
       return t.cp === cp;
     case 'any':
-      return cp !== SLASH;
+      return cp !== SLASH || slash;
     case 'class': {
       let inside = false;
       for (const [lo, hi] of t.ranges) {
@@ -148,11 +148,20 @@ function takes(t: Token, cp: number): boolean {
   }
 }
 
+/** How a glob treats `/`. */
+export interface GlobOptions {
+  /**
+   * `*` and `?` match `/` too: for values that are not paths split into segments, such as a tool's input
+   * line (`rm -rf *` must match `rm -rf /tmp/x`, docs/APPROVALS.md).
+   */
+  slash?: boolean;
+}
+
 /**
  * Compiles a glob into a predicate, or returns why it is not accepted (the same reason globError gives).
  * Literal globs become a string comparison, the common case (`room=-5075870332`).
  */
-export function tryCompileGlob(glob: string): GlobTest | { error: string } {
+export function tryCompileGlob(glob: string, opts: GlobOptions = {}): GlobTest | { error: string } {
   const tokens = parseGlob(glob);
   if (typeof tokens === 'string') return { error: tokens };
   if (isLiteral(glob)) {
@@ -177,11 +186,11 @@ export function tryCompileGlob(glob: string): GlobTest | { error: string } {
       for (let i = 0; i < n; i++) {
         if (!cur[i]) continue;
         if (star[i]) {
-          if (cp !== SLASH) {
+          if (cp !== SLASH || opts.slash) {
             next[i] = 1;
             alive = true;
           }
-        } else if (takes(tokens[i]!, cp)) {
+        } else if (takes(tokens[i]!, cp, opts.slash)) {
           next[i + 1] = 1;
           alive = true;
         }

@@ -9,9 +9,15 @@
 //   !schedule every|at <spec> <text>   !schedule cron "<5 fields>" <text>   !action <raw JSON action(s)>
 // and it repeats gated's system notes (a refused action, a reset session) as `system: <note>` lines.
 //
+// `!tool NAME INPUT` tries the approval flow (docs/APPROVALS.md) without a model: the agent asks gated
+// before "running" tool NAME (INPUT is JSON, or for any other text the command `{"command": INPUT}`),
+// waits for the `permission` line, and answers `tool NAME ran: INPUT` or `tool NAME denied: NOTE`. A run
+// it was allowed is appended to `.tool-runs.log` in its folder (tests count them: a tool runs once).
+//
 // Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on
 // stdout, log to stderr, never print secrets.
 import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const START = '---GATED_OUTPUT_START---';
@@ -57,10 +63,56 @@ function actionOf(content) {
   }
 }
 
-function answer(turn, prompt, messages) {
+/** Questions waiting for gated's permission line, by ask id. */
+const waiting = new Map();
+let asks = 0;
+/** Turns are answered in order, one after the other, even while one waits for a permission. */
+let chain = Promise.resolve();
+
+/** `!tool NAME INPUT` → {tool, input}, or null. */
+function toolOf(content) {
+  const m = /^!tool\s+(\S+)\s*([\s\S]*)$/.exec(String(content).trim());
+  if (!m) return null;
+  let input;
+  try {
+    input = JSON.parse(m[2]);
+  } catch {
+    input = { command: m[2] };
+  }
+  return { tool: m[1], input };
+}
+
+/** Asks gated about one tool call and resolves with its permission line. */
+function askFor(tool, input) {
+  asks += 1;
+  const id = `ask-${asks}`;
+  const summary = `${tool} ${typeof input.command === 'string' ? input.command : JSON.stringify(input)}`;
+  return new Promise((resolve) => {
+    waiting.set(id, resolve);
+    emit({ status: 'ok', result: null, ask: { id, tool, input, summary } });
+  });
+}
+
+async function runTools(messages) {
+  const lines = [];
+  for (const m of messages) {
+    const call = toolOf(m.content);
+    if (!call) continue;
+    const p = await askFor(call.tool, call.input);
+    const shown = JSON.stringify(call.input);
+    if (p.decision === 'allow') {
+      appendFileSync('.tool-runs.log', `${call.tool} ${shown}\n`);
+      lines.push(`tool ${call.tool} ran: ${shown}`);
+    } else lines.push(`tool ${call.tool} denied: ${p.note ?? 'no reason given'}`);
+  }
+  return lines;
+}
+
+async function answer(turn, prompt, messages) {
+  const tools = await runTools(messages);
   turns += 1;
   const notes = [...String(prompt ?? '').matchAll(/<system>([\s\S]*?)<\/system>/g)].map((m) => m[1]);
-  const lines = [...notes.map((n) => `system: ${n}`), ...messages.map((m) => `echo: ${m.content}`)];
+  const lines = [...notes.map((n) => `system: ${n}`), ...messages.map((m) => `echo: ${m.content}`), ...tools];
   const actions = messages.flatMap((m) => {
     const a = actionOf(String(m.content));
     return a === null ? [] : Array.isArray(a) ? a : [a];
@@ -83,6 +135,13 @@ rl.on('line', (line) => {
     process.stderr.write('example agent: a stdin line was not JSON\n');
     return;
   }
+  // A permission line is not a turn: it answers one of our questions.
+  if (input.type === 'permission') {
+    const resolve = waiting.get(input.id);
+    waiting.delete(input.id);
+    resolve?.(input);
+    return;
+  }
   // The explicit end of input (the swarm runtime's stdin never reaches EOF): the same as EOF.
   if (input.type === 'end') {
     rl.close();
@@ -99,7 +158,8 @@ rl.on('line', (line) => {
         `capabilities=${capabilities.join(',') || 'none'}\n`,
     );
   }
-  answer(input.turn, input.prompt, Array.isArray(input.messages) ? input.messages : []);
+  const messages = Array.isArray(input.messages) ? input.messages : [];
+  chain = chain.then(() => answer(input.turn, input.prompt, messages));
 });
 
 rl.on('close', () => {

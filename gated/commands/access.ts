@@ -18,7 +18,7 @@ import { accessOverview } from '../../store/access-report.js';
 import { action, type CliContext } from '../context.js';
 
 /** Who the audit trail names for changes made from this command line. */
-function cliActor(): string {
+export function cliActor(): string {
   try {
     return `cli:${userInfo().username}`;
   } catch {
@@ -27,7 +27,7 @@ function cliActor(): string {
 }
 
 /** Runs a change with the CLI user named in the audit trail. */
-function audited<T>(ctx: CliContext, fn: (db: Db) => T): T {
+export function audited<T>(ctx: CliContext, fn: (db: Db) => T): T {
   const db = ctx.db();
   return withActor(db, cliActor(), () => fn(db));
 }

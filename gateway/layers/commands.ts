@@ -3,6 +3,7 @@ import { sessionKeyId, type SessionKey } from '../../core/types.js';
 import { sessionsOf } from '../../store/sessions.js';
 import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
+import { decideToolFromChat } from '../tool-decisions.js';
 import type { Draft, Layer, LayerEnv } from './types.js';
 
 /** One gateway command: its help line and what it does. */
@@ -110,15 +111,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   approve: {
-    help: '/approve CODE: let the stranger with this pairing code in (owners of its group)',
+    help: '/approve CODE: allow the tool call, or let the stranger in, with this code (its approvers)',
     run(draft, args, env) {
-      env.answer(draft.msg, env.access.decideFromChat(draft.msg, args[0], true, env.now));
+      const tool = decideToolFromChat(env.db, env.access, draft.msg, args, true, env.now);
+      env.answer(draft.msg, tool ?? env.access.decideFromChat(draft.msg, args[0], true, env.now));
     },
   },
   reject: {
-    help: '/reject CODE: turn the stranger with this pairing code away (owners of its group)',
+    help: '/reject CODE [note]: refuse the tool call (the note reaches the agent), or the stranger',
     run(draft, args, env) {
-      env.answer(draft.msg, env.access.decideFromChat(draft.msg, args[0], false, env.now));
+      const tool = decideToolFromChat(env.db, env.access, draft.msg, args, false, env.now);
+      env.answer(draft.msg, tool ?? env.access.decideFromChat(draft.msg, args[0], false, env.now));
     },
   },
   help: {

@@ -32,6 +32,16 @@ export interface OutputBlock {
   usage?: BlockUsage;
   /** What the agent asks gated to do besides answering, as written (checked by queue/actions/). */
   actions?: unknown;
+  /** A question before running a tool (docs/APPROVALS.md): answers no turn; gated writes a permission line. */
+  ask?: ToolAsk;
+}
+
+/** The `ask` of a block: the agent's id for the question (unique within the run), the tool and its input. */
+export interface ToolAsk {
+  id: string;
+  tool: string;
+  input: unknown;
+  summary: string | null;
 }
 
 /** Tokens and cost of one block (missing or malformed fields count as 0). */
@@ -135,7 +145,28 @@ function toBlock(value: unknown): OutputBlock | string {
   }
   // Checked action by action when applied: one bad action must not cost the block its answer.
   if (v.actions !== undefined && v.actions !== null) block.actions = v.actions;
+  if (v.ask !== undefined && v.ask !== null) {
+    const ask = toAsk(v.ask);
+    if (typeof ask === 'string') return `ask: ${ask}`;
+    block.ask = ask;
+  }
   return block;
+}
+
+/** Longest ask id and tool name accepted: they are handles, stored and echoed. */
+const MAX_ASK_FIELD = 256;
+
+/** Checks an `ask` object; a malformed one makes the block unusable (the agent then waits in vain, and says so). */
+function toAsk(value: unknown): ToolAsk | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const a = value as Record<string, unknown>;
+  const id = typeof a.id === 'number' && Number.isSafeInteger(a.id) ? String(a.id) : a.id;
+  if (typeof id !== 'string' || id === '' || id.length > MAX_ASK_FIELD) return 'id must be a short string';
+  if (typeof a.tool !== 'string' || a.tool === '' || a.tool.length > MAX_ASK_FIELD) {
+    return 'tool must be a short string';
+  }
+  const summary = typeof a.summary === 'string' ? a.summary.slice(0, 2000) : null;
+  return { id, tool: a.tool, input: a.input ?? null, summary };
 }
 
 /** Creates a parser for one agent's stdout. */

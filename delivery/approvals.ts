@@ -1,0 +1,112 @@
+import type { ApprovalButton, Channel } from '../channels/channel.js';
+import { coerceError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import { clipText } from '../core/text.js';
+import { parseJid } from '../core/types.js';
+import type { ApprovalNotifier } from '../queue/asks.js';
+import type { Db } from '../store/db.js';
+import { insertOutbound } from '../store/messages.js';
+import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
+
+/**
+ * How a tool approval reaches its chat (docs/APPROVALS.md, docs/CHANNELS.md "Buttons"): one message naming
+ * the tool, the summary and the code, with buttons where the channel has `approvals`; otherwise an outbound
+ * row the outbox delivers like any answer. When the decision is made the message is edited to say who
+ * decided (buttons gone), or, without buttons, a follow-up says it.
+ */
+
+/** What the notifier needs: the started channels and a way to wake delivery for outbound rows. */
+export interface ApprovalNotifierOptions {
+  db: Db;
+  channels: () => readonly Channel[];
+  log: Logger;
+  /** An outbound row was written (its id). */
+  onOutbound: (id: number) => void;
+}
+
+/** The text of the asking message. */
+export function askText(row: ToolApproval): string {
+  const what = row.summary ?? row.input_line;
+  return [
+    `The agent wants to run ${row.tool}: ${clipText(what, 600)}`,
+    row.summary !== null ? `input: ${clipText(row.input_line, 300)}` : null,
+    `/approve ${row.code} to allow it, /reject ${row.code} [note] to refuse.`,
+  ]
+    .filter((l): l is string => l !== null)
+    .join('\n');
+}
+
+/** The text that says who decided. */
+export function decidedText(row: ToolApproval): string {
+  const head = `${row.tool} (${row.code}): `;
+  if (row.state === 'approved') return `${head}approved by ${row.decided_by ?? 'someone'}`;
+  if (row.state === 'expired') return `${head}not decided in time: denied (no decision)`;
+  return `${head}rejected by ${row.decided_by ?? 'someone'}${row.note ? `: ${row.note}` : ''}`;
+}
+
+/** The buttons of an asking message, approve first. */
+export function approvalButtons(code: string): ApprovalButton[] {
+  return [
+    { label: 'Approve', command: `/approve ${code}` },
+    { label: 'Reject', command: `/reject ${code}` },
+  ];
+}
+
+/** Makes the notifier the ask broker calls; it never throws (failures are logged, rows stay as they are). */
+export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalNotifier {
+  const store = toolApprovalsOf(opts.db);
+  const channelOf = (jid: string) => {
+    const platform = parseJid(jid).platform;
+    return opts.channels().find((c) => c.platform === platform);
+  };
+  const outbound = (row: ToolApproval, content: string): number => {
+    const id = insertOutbound(opts.db, { chat_jid: row.chat_jid, content, kind: 'status', topic: row.topic });
+    opts.onOutbound(id);
+    return id;
+  };
+  const plain = (row: ToolApproval) => {
+    const id = opts.db.transaction(() => {
+      const out = outbound(row, askText(row));
+      store.asked(row.id, null, out);
+      return out;
+    })();
+    opts.log.info({ code: row.code, outbound: id }, 'approval asked as a message');
+  };
+  return {
+    ask(row) {
+      const ch = channelOf(row.chat_jid);
+      if (!ch?.approvals) {
+        guard(opts.log, 'asking for an approval', () => plain(row));
+        return;
+      }
+      ch.approvals
+        .ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic)
+        .then((platformId) => store.asked(row.id, platformId, null))
+        .catch((err: unknown) => {
+          // The buttons failed: ask with the plain message instead, so the question is not lost.
+          opts.log.warn({ code: row.code, err: coerceError(err).message }, 'approval buttons failed');
+          guard(opts.log, 'asking for an approval', () => plain(row));
+        });
+    },
+    decided(row) {
+      const ch = channelOf(row.chat_jid);
+      const text = decidedText(row);
+      if (row.platform_id !== null && ch?.approvals) {
+        ch.approvals.decided(row.chat_jid, row.platform_id, text).catch((err: unknown) => {
+          opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
+          guard(opts.log, 'telling the decision', () => outbound(row, text));
+        });
+        return;
+      }
+      guard(opts.log, 'telling the decision', () => outbound(row, text));
+    },
+  };
+}
+
+function guard(log: Logger, what: string, fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    log.error({ err: coerceError(err).message }, `${what} failed`);
+  }
+}

@@ -1,0 +1,199 @@
+import type { Command } from 'commander';
+import { UsageError } from '../../core/errors.js';
+import { checkToolRule, ToolRuleTable, type ToolExplainLine } from '../../router/tool-rules.js';
+import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../../store/tool-approvals.js';
+import { action, intArg } from '../context.js';
+import { formatTable, terminalStyle } from '../table.js';
+import { audited, cliActor } from './access.js';
+
+/** `gated tools list | add | rm | check | explain` (docs/APPROVALS.md). */
+export function toolsCommand(program: Command): void {
+  const tools = program.command('tools').description('show and edit the tool rules (allow, ask, deny)');
+
+  tools
+    .command('list')
+    .description('rules in the order they are tried (group, seq, id), with validity')
+    .action(
+      action((ctx) => {
+        const store = toolApprovalsOf(ctx.db());
+        const table = new ToolRuleTable(store.rules(), ctx.config.toolDefault);
+        const bad = new Map(table.invalid.map((i) => [i.row.id, i.reason]));
+        const rows = store.rules();
+        const lines = formatTable(
+          ['id', 'group', 'seq', 'tool', 'input', 'decision', 'approvers', 'status'],
+          rows.map((r) => {
+            const reason = bad.get(r.id);
+            return [
+              r.id,
+              r.group_folder,
+              r.seq,
+              r.tool,
+              r.input ?? '*',
+              { text: String(r.decision), tint: 'cyan' },
+              r.approvers ?? 'owners',
+              reason === undefined
+                ? { text: 'ok', tint: 'green' }
+                : { text: `INVALID: ${reason}`, tint: 'red' },
+            ];
+          }),
+          terminalStyle(),
+        );
+        for (const line of lines) ctx.out(line);
+        ctx.out(`default (GATED_TOOL_DEFAULT): ${ctx.config.toolDefault}`);
+      }),
+    );
+
+  tools
+    .command('add')
+    .description('add a rule; an invalid row is refused')
+    .argument('<group>', 'group folder (the rule covers the groups below it too)')
+    .argument('<decision>', 'allow | ask | deny')
+    .requiredOption('--seq <n>', 'position within the group: lower is tried first')
+    .requiredOption('--tool <glob>', 'glob over the tool name: Bash, Write, mcp__github__*')
+    .option('--input <glob>', 'glob over the input line (command, path or JSON)', '*')
+    .option('--approvers <who>', 'owners | members (who may decide an ask)', 'owners')
+    .action(
+      action(
+        (
+          ctx,
+          group: string,
+          decision: string,
+          o: { seq: string; tool: string; input: string; approvers: string },
+        ) => {
+          const row = {
+            group_folder: group,
+            seq: intArg('--seq', o.seq),
+            tool: o.tool,
+            input: o.input,
+            decision,
+            approvers: o.approvers,
+          };
+          const reason = checkToolRule(row);
+          if (reason) throw new UsageError(`tool rule refused: ${reason}`);
+          ctx.out(String(audited(ctx, (db) => toolApprovalsOf(db).addRule(row))));
+        },
+      ),
+    );
+
+  tools
+    .command('rm')
+    .description('delete a rule by id')
+    .argument('<id>')
+    .action(
+      action((ctx, id: string) => {
+        const n = intArg('id', id);
+        if (!audited(ctx, (db) => toolApprovalsOf(db).removeRule(n)))
+          throw new UsageError(`no tool rule with id ${n}`);
+      }),
+    );
+
+  tools
+    .command('check')
+    .description('list invalid rules (id, then reason); exit 1 if any')
+    .action(
+      action((ctx) => {
+        const table = new ToolRuleTable(toolApprovalsOf(ctx.db()).rules(), ctx.config.toolDefault);
+        for (const p of table.invalid) ctx.out(`${p.row.id}\t${p.reason}`);
+        if (table.invalid.length === 0) ctx.out('all tool rules valid');
+        return table.invalid.length ? 1 : 0;
+      }),
+    );
+
+  tools
+    .command('explain')
+    .description('show, rule by rule, why each would or would not decide this tool call')
+    .argument('<group>', 'group folder')
+    .argument('<tool>', 'tool name, e.g. Bash')
+    .argument('[input...]', 'the input line: the command, the path, or the JSON')
+    // The input line is a command: `rm -rf /tmp` must reach it, not be parsed as options.
+    .allowUnknownOption(true)
+    .action(
+      action((ctx, group: string, tool: string, input: string[]) => {
+        const table = new ToolRuleTable(toolApprovalsOf(ctx.db()).rules(), ctx.config.toolDefault);
+        const { lines, verdict } = table.explain(group, tool, input.join(' '));
+        for (const l of lines) ctx.out(explainLine(l));
+        const from = verdict.rule ? `rule ${verdict.rule.id}` : 'GATED_TOOL_DEFAULT';
+        ctx.out(
+          `decision: ${verdict.decision} (${from}${verdict.decision === 'ask' ? `, approvers ${verdict.approvers}` : ''})`,
+        );
+      }),
+    );
+  approvalsCommand(program);
+}
+
+function explainLine(l: ToolExplainLine): string {
+  const r = l.row;
+  const head = `${r.id}\t${r.group_folder} seq ${r.seq} ${r.tool} ${r.input ?? '*'} → ${r.decision}: `;
+  switch (l.verdict) {
+    case 'matched':
+      return head + 'matches: decides';
+    case 'shadowed':
+      return head + 'matches, but an earlier rule decided';
+    case 'no-match':
+      return head + `${l.field} does not match`;
+    case 'invalid':
+      return head + `invalid, never matches (${l.reason})`;
+  }
+}
+
+/** One approval row for `approvals list`. */
+function approvalCells(a: ToolApproval): (string | number)[] {
+  const when = new Date(a.created_at).toISOString();
+  return [
+    a.code,
+    a.state,
+    a.group_folder + (a.topic ? `#${a.topic}` : ''),
+    a.chat_jid,
+    a.tool,
+    a.summary ?? a.input_line,
+    when,
+    a.decided_by ?? '',
+    a.note ?? '',
+  ];
+}
+
+/** `gated approvals list | approve | reject` for tool approvals. */
+function approvalsCommand(program: Command): void {
+  const approvals = program
+    .command('approvals')
+    .description('tool calls waiting for a human, and decided ones');
+
+  approvals
+    .command('list')
+    .description('pending tool approvals, then the most recent decided ones')
+    .option('--decided <n>', 'how many decided rows to show', '20')
+    .action(
+      action((ctx, o: { decided: string }) => {
+        const store = toolApprovalsOf(ctx.db());
+        const rows = [...store.pending(), ...store.recent(intArg('--decided', o.decided))];
+        const head = ['code', 'state', 'session', 'chat', 'tool', 'summary', 'asked', 'by', 'note'];
+        for (const line of formatTable(head, rows.map(approvalCells), terminalStyle())) ctx.out(line);
+      }),
+    );
+
+  for (const approve of [true, false]) {
+    const verb = approve ? 'approve' : 'reject';
+    approvals
+      .command(verb)
+      .description(`${verb} a pending tool call by its code (as an admin)`)
+      .argument('<code>')
+      .option('--note <text>', 'a reason the agent receives (reject)')
+      .action(
+        action((ctx, typed: string, o: { note?: string }) => {
+          const code = normalizeToolCode(typed);
+          if (!code) throw new UsageError(`'${typed}' is not a tool approval code (5 characters)`);
+          const actor = cliActor();
+          const done = audited(ctx, (db) =>
+            toolApprovalsOf(db).decide(code, approve, actor, o.note ?? null, Date.now()),
+          );
+          if (!done) {
+            const row = toolApprovalsOf(ctx.db()).byCode(code);
+            throw new UsageError(
+              row ? `${code} was already decided (${row.state})` : `no tool approval with code ${code}`,
+            );
+          }
+          ctx.out(`${approve ? 'approved' : 'rejected'} ${done.tool} (${code})`);
+        }),
+      );
+  }
+}

@@ -1,0 +1,56 @@
+import type { Message } from '../core/types.js';
+import { principalId, principalOf } from '../store/access.js';
+import { withActor } from '../store/audit.js';
+import type { Db } from '../store/db.js';
+import { normalizeToolCode, toolApprovalsOf } from '../store/tool-approvals.js';
+import type { AccessGate } from './access.js';
+
+/**
+ * `/approve CODE` and `/reject CODE [note]` for tool approvals (docs/APPROVALS.md), beside pairing codes:
+ * a 5-character code is a tool approval's, an 8-character one a pairing code's. Typed or pressed (a
+ * `button` row, docs/CHANNELS.md "Buttons"), the decision is checked here, in one place: admins always
+ * may, then the group's owners, and its members too when the rule said `approvers: members`.
+ */
+
+/** Who may decide a tool approval of `folder` with these approvers; undefined: this sender may. */
+export function toolRefusal(
+  access: AccessGate,
+  msg: Pick<Message, 'chat_jid' | 'sender'>,
+  folder: string,
+  approvers: string,
+): string | undefined {
+  const role = access.source.role(folder, principalOf(msg));
+  if (role === 'owner') return undefined;
+  if (role === 'member' && approvers === 'members') return undefined;
+  return approvers === 'members'
+    ? `only members and owners of ${folder} may decide this`
+    : `only owners of ${folder} may decide this`;
+}
+
+/**
+ * Decides the tool approval a typed code names; the answer to the chat, or undefined when the code is not
+ * a tool approval's (then it may be a pairing code). Runs inside the batch transaction.
+ */
+export function decideToolFromChat(
+  db: Db,
+  access: AccessGate,
+  msg: Message,
+  args: readonly string[],
+  approve: boolean,
+  now: number,
+): string | undefined {
+  const code = args[0] === undefined ? undefined : normalizeToolCode(args[0]);
+  if (code === undefined) return undefined;
+  const store = toolApprovalsOf(db);
+  const row = store.byCode(code);
+  if (!row) return undefined;
+  const verb = approve ? 'approve' : 'reject';
+  const refused = toolRefusal(access, msg, row.group_folder, row.approvers);
+  if (refused) return `you may not ${verb} ${code}: ${refused}`;
+  if (row.state !== 'pending') return `${code} was already decided (${row.state})`;
+  const who = principalId(principalOf(msg));
+  const note = approve ? null : args.slice(1).join(' ').trim().slice(0, 2000) || null;
+  const done = withActor(db, `chat:${who}`, () => store.decide(code, approve, who, note, now));
+  if (!done) return `${code} was already decided`;
+  return `${approve ? 'approved' : 'rejected'} ${row.tool} (${code})`;
+}

@@ -1,0 +1,96 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../gated/program.js';
+import { openDatabase } from '../../store/db.js';
+import { toolApprovalsOf } from '../../store/tool-approvals.js';
+import { tempDir } from '../helpers/db.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  process.exitCode = undefined;
+});
+
+/** Runs the `gated` program in this process; returns its exit code and output. */
+async function gated(db: string, ...args: string[]) {
+  let out = '';
+  let err = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
+  vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((err += String(s)), true));
+  process.exitCode = undefined;
+  try {
+    await main(['node', 'gated', '--db', db, ...args]);
+  } finally {
+    vi.restoreAllMocks();
+  }
+  const code = Number(process.exitCode ?? 0);
+  process.exitCode = undefined;
+  return { code, out, err };
+}
+
+describe('gated tools and gated approvals', () => {
+  it('add refuses a bad row; check lists rows written with sqlite3 that never match; explain names the deciding rule', async () => {
+    const path = join(tempDir(), 'gated.db');
+    const db = openDatabase(path);
+    expect(
+      (
+        await gated(path, 'tools', 'add', 'ops', 'ask', '--seq', '1', '--tool', 'Bash', '--input', 'rm *')
+      ).out.trim(),
+    ).toBe('1');
+    const bad = await gated(path, 'tools', 'add', 'ops', 'sometimes', '--seq', '2', '--tool', 'Bash');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/decision 'sometimes'/);
+    db.prepare(
+      `INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('ops', 0, 'Bash[', 'allow')`,
+    ).run();
+    const check = await gated(path, 'tools', 'check');
+    expect(check.code).toBe(1);
+    expect(check.out).toMatch(/^2\ttool: unclosed/);
+    const explain = await gated(path, 'tools', 'explain', 'ops/child', 'Bash', 'rm', '-rf', '/tmp/x');
+    expect(explain.out).toMatch(/2\t.*invalid, never matches/);
+    expect(explain.out.trim().split('\n').at(-1)).toBe('decision: ask (rule 1, approvers owners)');
+    const audit = db
+      .prepare(`SELECT actor FROM audit WHERE subject = 'tool_rules' ORDER BY id`)
+      .pluck()
+      .all();
+    expect(audit).toEqual([expect.stringMatching(/^cli/), 'sql']);
+    db.close();
+  });
+
+  it('approve and reject by code; a second decision is refused; list shows both', async () => {
+    const path = join(tempDir(), 'gated.db');
+    const db = openDatabase(path);
+    const store = toolApprovalsOf(db);
+    const ask = (tool: string) =>
+      store.insert({
+        group_folder: 'ops',
+        topic: '',
+        chat_jid: 'telegram:-1',
+        run_id: 1,
+        ask_id: 'a',
+        turn_rows: [1],
+        tool,
+        input_json: '{}',
+        input_line: '{}',
+        summary: `run ${tool}`,
+        approvers: 'owners',
+        rule_id: null,
+        created_at: Date.now(),
+        expires_at: Date.now() + 60_000,
+      });
+    const a = ask('Bash');
+    const b = ask('Write');
+    expect(a.code).toMatch(/^[A-Z2-9]{5}$/);
+    expect((await gated(path, 'approvals', 'approve', a.code.toLowerCase())).out).toContain(
+      `approved Bash (${a.code})`,
+    );
+    expect((await gated(path, 'approvals', 'reject', b.code, '--note', 'no writes')).code).toBe(0);
+    const again = await gated(path, 'approvals', 'reject', a.code);
+    expect(again.code).toBe(2);
+    expect(again.err).toContain('already decided (approved)');
+    expect(store.get(b.id)).toMatchObject({ state: 'rejected', note: 'no writes' });
+    const list = (await gated(path, 'approvals', 'list')).out;
+    expect(list).toContain(a.code);
+    expect(list).toContain('no writes');
+    db.close();
+  });
+});
