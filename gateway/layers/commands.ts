@@ -163,6 +163,8 @@ export function parseCommand(
 
 /** Layer 2: gateway commands are answered here and never reach an agent. */
 export const commandLayer: Layer = (draft, env) => {
+  // An edit is never a command (CONTRACT §17): changing an old message must not stop or reset a session.
+  if (draft.msg.verb === 'edit') return 'next';
   const cmd = parseCommand(draft.content, env.botName(draft.msg.chat_jid));
   if (!cmd) return 'next';
   COMMANDS[cmd.name]!.run(draft, cmd.args, env);

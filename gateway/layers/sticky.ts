@@ -6,25 +6,42 @@ import type { Layer } from './types.js';
  * Layer 1. A message whose whole trimmed content is one token `@name` or `#topic` sets the chat's sticky
  * group or topic; a bare `@` or `#` resets it. Later messages of the chat go there until reset. An unknown
  * `@name` is answered with an error and changes nothing. Other messages pick up the chat's sticky state.
+ *
+ * The state is shared by everyone in the chat, so only a sender who may reach the group the chat goes to
+ * now and the group it would go to may change it (CONTRACT §17); anyone else gets a short refusal. An
+ * edited message never changes it: it only follows it, like any other message.
  */
 export const stickyLayer: Layer = (draft, env) => {
   const { msg } = draft;
   const token = draft.content.trim();
   const sticky = env.sticky.get(msg.chat_jid);
-  if (/^[@#]\S*$/.test(token)) {
+  if (msg.verb !== 'edit' && /^[@#]\S*$/.test(token)) {
     const name = token.slice(1);
+    const now = sticky.group ?? env.chatGroup(draft);
+    const refused = (target: string | undefined): boolean => {
+      const why =
+        (now === undefined ? undefined : env.access.refusal(msg, now)) ??
+        (target === undefined ? undefined : env.access.refusal(msg, target));
+      if (why === undefined) return false;
+      env.answer(msg, `refused: ${why}; the chat's routing is unchanged`);
+      env.settle(msg, 'command', why);
+      return true;
+    };
     if (token[0] === '@') {
       if (name === '') {
+        // Resetting sends the chat back to its route's group: the sender must be able to reach that too.
+        if (refused(env.chatGroup(draft))) return 'handled';
         env.sticky.setGroup(msg.chat_jid, null);
         env.answer(msg, 'sticky group cleared: messages follow the routing table again');
       } else {
-        const home = sticky.group ?? env.chatGroup(draft);
-        const group = home === undefined ? undefined : resolveGroupName(name, home, env.catalog);
-        if (home === undefined) {
+        const group = now === undefined ? undefined : resolveGroupName(name, now, env.catalog);
+        if (now === undefined) {
           // A chat no route sends to a group cannot pick one: it would reach any agent by name.
           env.answer(msg, `this chat has no group: '@${clipText(name, 64)}' changes nothing`);
         } else if (!group) {
           env.answer(msg, `unknown group '@${clipText(name, 64)}': nothing changed`);
+        } else if (refused(group)) {
+          return 'handled';
         } else {
           env.sticky.setGroup(msg.chat_jid, group);
           env.answer(msg, `messages of this chat now go to @${group} (send @ alone to reset)`);
@@ -33,6 +50,7 @@ export const stickyLayer: Layer = (draft, env) => {
       env.settle(msg, 'command');
       return 'handled';
     }
+    if ((name === '' || isTopicName(name)) && refused(undefined)) return 'handled';
     if (name === '') {
       env.sticky.setTopic(msg.chat_jid, null);
       env.answer(msg, 'sticky topic cleared: back to the default topic');
