@@ -1,0 +1,181 @@
+// The Codex agent: the Codex CLI (through @openai/codex-sdk, which drives the bundled `codex` binary)
+// speaking gated's agent protocol with turns (docs/PROTOCOL.md, docs/AGENTS.md), like agents/claude.
+//
+// One run is one Codex thread: the first stdin line starts it (or resumes the stored thread `sessionId`),
+// and every later line becomes a turn of it, one at a time; lines that arrive during a turn go together as
+// the next one. Each turn is one `codex exec` of the SDK; while it streams, `partial` blocks carry the text
+// so far (when gated numbers its lines), and the turn ends with one block carrying `turn`, `newSessionId`
+// (the thread id) and `usage`. End of stdin, or {"type":"end"}, finishes what was read and exits 0.
+//
+// The model provider is always the one defined here ("gated"): the Responses API at OPENAI_BASE_URL (a
+// secret; default OpenAI's), key from OPENAI_API_KEY, without websockets; threads are kept in the group's
+// folder (.codex-agent/), so a later run resumes them. Secrets go only to the CLI's own environment. The
+// group's configuration (input `config`) becomes developer instructions and MCP servers of the thread.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Codex } from '@openai/codex-sdk';
+import { configOf, transient } from './config.mjs';
+
+const START = '---GATED_OUTPUT_START---';
+const END = '---GATED_OUTPUT_END---';
+/** Drafts: at most one every this many ms. */
+const PARTIAL_MS = Number(process.env.GATED_CODEX_PARTIAL_MS ?? 400);
+/** Exit status of a turn the API could not serve: gated retries the run. */
+const EXIT_TEMPFAIL = 75;
+/** Secrets passed on to the CLI: the API's own, nothing else. */
+const PASSED_SECRET = /^(OPENAI_API_KEY|CODEX_[A-Z0-9_]+)$/;
+
+const cwd = process.cwd();
+const home = join(cwd, '.codex-agent');
+
+function emit(block) {
+  process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
+}
+
+function say(line) {
+  process.stderr.write(`codex agent: ${line}\n`);
+}
+
+function childEnv(secrets) {
+  const env = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    CODEX_HOME: home,
+  };
+  for (const [k, v] of Object.entries(secrets ?? {}))
+    if (PASSED_SECRET.test(k) && typeof v === 'string') env[k] = v;
+  return env;
+}
+
+/** Runs one turn: streams drafts, returns the final text and usage (throws when the turn failed). */
+async function runTurn(thread, prompt, turn, numbered) {
+  const { events } = await thread.runStreamed(prompt);
+  let text = '';
+  let usage = null;
+  let lastPartial = 0;
+  for await (const ev of events) {
+    if ((ev.type === 'item.updated' || ev.type === 'item.completed') && ev.item.type === 'agent_message') {
+      text = ev.item.text;
+      const now = Date.now();
+      if (numbered && ev.type === 'item.updated' && now - lastPartial >= PARTIAL_MS && text.trim() !== '') {
+        lastPartial = now;
+        emit({ status: 'ok', partial: true, turn, result: text });
+      }
+    } else if (ev.type === 'turn.completed') {
+      usage = ev.usage;
+    } else if (ev.type === 'turn.failed') {
+      throw new Error(ev.error?.message ?? 'the turn failed');
+    } else if (ev.type === 'error') {
+      say(ev.message);
+    }
+  }
+  return { text, usage };
+}
+
+async function main() {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  const lines = rl[Symbol.asyncIterator]();
+  let first;
+  for (;;) {
+    const next = await lines.next();
+    if (next.done) return 0;
+    if (next.value.trim() === '') continue;
+    try {
+      first = JSON.parse(next.value);
+      break;
+    } catch {
+      say('the first stdin line was not JSON');
+      return 2;
+    }
+  }
+  mkdirSync(home, { recursive: true });
+  const numbered = Number.isInteger(first.turn);
+  const secrets = first.secrets ?? {};
+  const codex = new Codex({ env: childEnv(secrets), config: configOf(first, secrets) });
+  const options = {
+    workingDirectory: cwd,
+    skipGitRepoCheck: true,
+    // Writes only inside the folder (the configuration folders stay read-only); never ask: nobody answers.
+    sandboxMode: 'workspace-write',
+    approvalPolicy: 'never',
+    networkAccessEnabled: false,
+    webSearchMode: 'disabled',
+    ...(typeof first.model === 'string' && first.model !== '' ? { model: first.model } : {}),
+  };
+  const own = typeof first.sessionId === 'string' && first.sessionId !== '' ? first.sessionId : null;
+  const thread = own ? codex.resumeThread(own, options) : codex.startThread(options);
+
+  const waiting = [first];
+  let inputEnded = false;
+  let wake = null;
+  const reading = (async () => {
+    for (;;) {
+      const next = await lines.next();
+      if (next.done) break;
+      if (next.value.trim() === '') continue;
+      let line;
+      try {
+        line = JSON.parse(next.value);
+      } catch {
+        say('a stdin line was not JSON: ignored');
+        continue;
+      }
+      if (line.type === 'end') break;
+      if (typeof line.prompt !== 'string') continue;
+      waiting.push(line);
+      wake?.();
+    }
+    inputEnded = true;
+    wake?.();
+  })();
+
+  for (;;) {
+    if (waiting.length === 0) {
+      if (inputEnded) break;
+      await new Promise((r) => (wake = r));
+      wake = null;
+      continue;
+    }
+    const batch = waiting.splice(0);
+    const turns = batch.map((l) => l.turn).filter((t) => Number.isInteger(t));
+    const turn = turns.length > 0 ? Math.max(...turns) : null;
+    try {
+      const { text, usage } = await runTurn(thread, batch.map((l) => l.prompt).join('\n'), turn, numbered);
+      emit({
+        status: 'ok',
+        result: text,
+        newSessionId: thread.id,
+        ...(turn !== null ? { turn } : {}),
+        usage: {
+          input_tokens: usage?.input_tokens ?? 0,
+          output_tokens: usage?.output_tokens ?? 0,
+        },
+      });
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      if (transient(msg)) {
+        say(`the API could not serve the turn: ${msg.slice(0, 300)}`);
+        return EXIT_TEMPFAIL;
+      }
+      emit({
+        status: 'error',
+        result: `The agent could not answer: ${msg.slice(0, 500)}`,
+        error: msg.slice(0, 2000),
+        newSessionId: thread.id,
+        ...(turn !== null ? { turn } : {}),
+      });
+    }
+  }
+  await reading;
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    say(`failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(transient(String(err)) ? EXIT_TEMPFAIL : 1);
+  },
+);
