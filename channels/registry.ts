@@ -83,8 +83,24 @@ export const slackFactory: ChannelFactory = {
   },
 };
 
+/** GitHub: on when GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET are set (GITHUB_API_URL for another server). */
+export const githubFactory: ChannelFactory = {
+  platform: 'github',
+  settings: 'GITHUB_TOKEN / GITHUB_WEBHOOK_SECRET',
+  async create(config, { log }) {
+    if (!config.github) return undefined;
+    const { GithubChannel } = await import('./github/index.js');
+    const { apiUrl, ...rest } = config.github;
+    return new GithubChannel({
+      ...rest,
+      ...(apiUrl ? { apiUrl } : {}),
+      log: log.child({ channel: 'github' }),
+    });
+  },
+};
+
 /**
- * The configured platform channels (not started): Telegram, Discord, Bluesky and Slack, then `deps.extra`. Logs, per
+ * The configured platform channels (not started): Telegram, Discord, Bluesky, Slack and GitHub, then `deps.extra`. Logs, per
  * platform, whether it will start or why not; tokens never reach the log.
  */
 export async function createChannels(config: Config, deps: ChannelDeps): Promise<Channel[]> {
@@ -95,6 +111,7 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
     discordFactory,
     blueskyFactory,
     slackFactory,
+    githubFactory,
     ...(deps.extra ?? []),
   ]) {
     if (seen.has(factory.platform)) continue;

@@ -1,0 +1,78 @@
+import { DeliveryError } from '../../core/errors.js';
+import { parseJid, type Jid, type NewInbound } from '../../core/types.js';
+
+/** An issue or pull request: the chat a comment belongs to. */
+export interface IssueRef {
+  owner: string;
+  repo: string;
+  number: number;
+}
+
+/** The JID of an issue or pull request: `github:<owner>/<repo>#<number>`. */
+export function githubJid(ref: IssueRef): Jid {
+  return `github:${ref.owner}/${ref.repo}#${ref.number}`;
+}
+
+// GitHub's own rules: owners are letters, digits and single hyphens; repository names add `.` and `_`.
+const JID = /^([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))\/([A-Za-z0-9._-]{1,100})#([1-9]\d{0,9})$/;
+
+/** The issue of a `github:` JID; anything else is a permanent delivery error. */
+export function issueOf(chatJid: Jid): IssueRef {
+  const { platform, room } = parseJid(chatJid);
+  const m = platform === 'github' ? JID.exec(room) : null;
+  if (!m) throw new DeliveryError('permanent', `not a github issue: ${chatJid}`);
+  return { owner: m[1]!, repo: m[2]!, number: Number(m[3]) };
+}
+
+/** Who the bot is on GitHub: its own comments are never stored (no reply loops). */
+export interface GithubSelf {
+  login: string;
+  id: number;
+}
+
+/** The fields of an `issue_comment` or `pull_request_review_comment` delivery gated reads. */
+export interface CommentPayload {
+  action?: string;
+  comment?: {
+    id: number;
+    body?: string | null;
+    user?: { login: string; id: number; type?: string } | null;
+    created_at?: string;
+  };
+  issue?: { number: number; pull_request?: unknown };
+  pull_request?: { number: number };
+  repository?: { name: string; owner: { login: string } };
+}
+
+/**
+ * A new comment that mentions the bot as an inbound row, or null for anything else (edits, deletions,
+ * comments that do not mention it, the bot's own comments and other bots'). The row's `platform_msg_id` is
+ * the comment id: GitHub keeps it across redeliveries, and two hooks that deliver one comment under two
+ * delivery ids still store it once. A leading `@bot` is removed, so `@bot /ping` is a command.
+ */
+export function commentToInbound(p: CommentPayload, self: GithubSelf): NewInbound | null {
+  const c = p.comment;
+  const number = p.issue?.number ?? p.pull_request?.number;
+  if (p.action !== 'created' || !c || !c.user || !p.repository || number === undefined) return null;
+  if (c.user.id === self.id || c.user.type === 'Bot') return null;
+  const body = c.body ?? '';
+  const tag = new RegExp(`(^|[^\\w/-])@${escapeRegExp(self.login)}(?![\\w-])`, 'i');
+  if (!tag.test(body)) return null;
+  const lead = new RegExp(`^\\s*@${escapeRegExp(self.login)}(?![\\w-])[\\s,:]*`, 'i');
+  const stripped = body.replace(lead, '');
+  const ref = { owner: p.repository.owner.login, repo: p.repository.name, number };
+  return {
+    chat_jid: githubJid(ref),
+    sender: String(c.user.id),
+    sender_name: c.user.login,
+    verb: 'mention',
+    content: stripped === '' ? body : stripped,
+    platform_msg_id: String(c.id),
+    reply_to: null,
+    ...(c.created_at ? { timestamp: new Date(c.created_at).toISOString() } : {}),
+  };
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
