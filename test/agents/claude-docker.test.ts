@@ -3,12 +3,14 @@
  * under the docker runtime on a real dockerd: sessions, tools, the API key kept out of the container's env,
  * a long streamed turn and an overloaded API.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { createDockerRuntime, INSTANCE_LABEL } from '../../queue/runtime/docker.js';
+import { tempDir } from '../helpers/db.js';
+import { INSTRUCTION, writeGroupConfig } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { MessagesApiServer } from '../infra/messages-api.js';
@@ -96,6 +98,42 @@ test(
     await turn;
     // The key did reach the API, from inside the container.
     expect(api.turns.at(-1)!.headers['x-api-key']).toBe(API_KEY);
+  },
+);
+
+test(
+  "the group's configuration is mounted read-only: instructions, skills and a command reach the model; a write is refused",
+  { timeout: 180_000 },
+  async () => {
+    const configDir = tempDir('gated-config-');
+    const groupConfig = writeGroupConfig(configDir, 'claude', { mcp: false });
+    chat = await start({ env: { GATED_CONFIG_DIR: configDir } });
+    const hello = chat.send('/summarize the docker voyage');
+    expect(await chat.reply(hello)).toBe('echo: Summarize this in one line: the docker voyage');
+    const req = requestFor(api, 'the docker voyage');
+    const system = JSON.stringify(req.body.system);
+    expect(system).toContain(INSTRUCTION);
+    expect(system).toContain('/gated/config/claude/skills/haiku/SKILL.md');
+
+    // While a turn streams, the container holds the configuration as a read-only bind mount.
+    const slow = chat.send('SLOW 3');
+    await until(
+      () => api.turns.some((t) => api.seenUserWords(t).at(-1) === 'SLOW 3'),
+      60_000,
+      'the slow turn',
+    );
+    const [info] = await engine!.docker.listContainers({
+      filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] },
+    });
+    const mounts = (await engine!.docker.getContainer(info!.Id).inspect()).Mounts;
+    expect(mounts.find((m) => m.Destination === '/gated/config/claude')).toMatchObject({ RW: false });
+    expect(mounts.find((m) => m.Destination === '/workspace')).toMatchObject({ RW: true });
+    await chat.reply(slow, 60_000);
+
+    // The agent's own rule refuses a write there before the mount has to.
+    const write = chat.send('WRITE /gated/config/claude/commands/evil.md hacked');
+    expect(await chat.reply(write)).toContain('The configuration folder is read-only');
+    expect(existsSync(join(groupConfig, 'commands', 'evil.md'))).toBe(false);
   },
 );
 

@@ -11,8 +11,11 @@ export const INSTRUCTION = 'Answer as the ship librarian. MARK-INSTRUCTIONS-7';
 /** The secret the demo MCP server expects (passed as `<group>:DEMO_TOKEN=DEMO_TOKEN_VALUE`). */
 export const DEMO_TOKEN = 'demo-secret-42';
 
-/** Writes the full configuration of `folder` under `root`. */
-export function writeGroupConfig(root: string, folder: string): string {
+/**
+ * Writes the configuration of `folder` under `root`; `mcp: false` leaves out mcp.json (an agent in a
+ * container cannot start the demo server from its host path).
+ */
+export function writeGroupConfig(root: string, folder: string, opts: { mcp?: boolean } = {}): string {
   const dir = join(root, folder);
   mkdirSync(join(dir, 'skills', 'haiku'), { recursive: true });
   mkdirSync(join(dir, 'skills', 'empty'), { recursive: true });
@@ -23,6 +26,7 @@ export function writeGroupConfig(root: string, folder: string): string {
     '---\nname: haiku\ndescription: Write any answer as a haiku when asked for poetry\n---\n\nThree lines: 5, 7, 5.\n',
   );
   writeFileSync(join(dir, 'commands', 'summarize.md'), 'Summarize this in one line: $ARGUMENTS\n');
+  if (opts.mcp === false) return dir;
   const server = join(process.cwd(), 'test', 'agents', 'mcp-demo-server.mjs');
   writeFileSync(
     join(dir, 'mcp.json'),
