@@ -5,6 +5,7 @@
  * (`<folder>:NAME=VAR`), and the CLI is kept off every other host (no websockets, no other requests).
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { packageFile } from '../../core/paths.js';
 import { until } from '../helpers/process.js';
 import { MessagesApiServer } from '../infra/messages-api.js';
 import { ResponsesApiServer } from '../infra/responses-api.js';
@@ -29,11 +30,11 @@ afterEach(async () => {
 const OPENAI_KEY = 'sk-openai-test-only-for-codex';
 
 test(
-  'a Claude group and a Codex group answer in the same instance, each with its model',
+  'a Claude group, a Codex group and a profile row's agent answer in one instance, each with its model',
   { timeout: 180_000 },
   async () => {
     const c = (chat = await startClaudeChat(api, {
-      children: ['cx'],
+      children: ['cx', 'plain'],
       env: {
         GATED_AGENT_SECRETS:
           'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL,CLAUDE_CODE_MAX_RETRIES,' +
@@ -48,6 +49,11 @@ test(
         `UPDATE registered_groups SET agent = 'codex', model = 'gpt-codex-test-1' WHERE folder = 'claude/cx'`,
       )
       .run();
+    // A third agent without code: a profile row naming a command (the example agent).
+    c.gated.db
+      .prepare(`INSERT INTO agent_profiles (name, command) VALUES ('plain', ?)`)
+      .run(`node '${packageFile('agents', 'example', 'agent.mjs')}'`);
+    c.gated.db.prepare(`UPDATE registered_groups SET agent = 'plain' WHERE folder = 'claude/plain'`).run();
     const reply = (id: number) =>
       until(
         () =>
@@ -65,7 +71,14 @@ test(
       sender_name: 'Bob',
       content: 'hello codex group',
     })!;
+    const toPlain = c.gated.gateway.sink({
+      chat_jid: 'web:claude/plain',
+      sender: 'bob',
+      sender_name: 'Bob',
+      content: 'hello plain group',
+    })!;
     expect(await reply(toClaude)).toBe('echo: hello claude group');
+    expect(await reply(toPlain)).toBe('echo: hello plain group');
     expect(await reply(toCodex)).toBe('codex echo: hello codex group');
 
     // Each agent got its group's model: the Claude default from GATED_CLAUDE_MODEL, Codex its own column.
