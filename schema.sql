@@ -63,6 +63,8 @@ CREATE TABLE IF NOT EXISTS messages (
   -- The text the agent gets when a layer changed it (a stripped @name / #topic prefix); NULL = content.
   -- content itself always stays as the user wrote it.
   agent_content     TEXT,
+  -- 1: the text of an /interrupt: it interrupts its session's turn in progress and becomes the next turn.
+  interrupts        INTEGER,
   -- Columns the layers read must hold text: a BLOB content used to stop every later message. Older
   -- databases lack this CHECK; the poll loop validates the same types when it reads a row.
   CHECK (typeof(chat_jid) = 'text' AND typeof(sender) = 'text' AND typeof(content) = 'text'
@@ -138,7 +140,10 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   access     TEXT NOT NULL DEFAULT 'open', -- open | members | approval (docs/ACCESS.md)
   placement  TEXT,                       -- swarm runtime: {"constraints":[…],"reserveMemoryBytes":n,"reserveCpus":n}
   agent      TEXT,                       -- the agent profile the group runs: NULL/'claude', 'codex', or an agent_profiles row
-  model      TEXT                        -- the model its agent uses (NULL: the profile's default)
+  model      TEXT,                       -- the model its agent uses (NULL: the profile's default)
+  -- What a new message does while the session's agent works on a turn (CONTRACT §19): queue (the next
+  -- turn) | steer (written at once with "steer": true) | interrupt (the turn in progress is interrupted first).
+  busy       TEXT NOT NULL DEFAULT 'queue'
 );
 
 -- Agents an operator defines (docs/AGENTS.md): a name registered_groups.agent may use, with the image
@@ -228,7 +233,9 @@ CREATE TABLE IF NOT EXISTS session_log (
   -- Usage the agent reported for the run (summed over its blocks); the daily cost limit reads cost_usd.
   input_tokens  INTEGER,
   output_tokens INTEGER,
-  cost_usd      REAL
+  cost_usd      REAL,
+  -- Blocks of the run whose agent compacted its session first (its context was full).
+  compacted     INTEGER
 );
 CREATE INDEX IF NOT EXISTS idx_session_log_key ON session_log(group_folder, topic, id);
 CREATE INDEX IF NOT EXISTS idx_session_log_open ON session_log(id) WHERE result IS NULL;

@@ -10,6 +10,7 @@ const idleQueue: QueueControl = {
   async stop() {
     return false;
   },
+  interrupt: () => false,
   resetSession() {},
   facts: () => ({ running: false, waiting: 0, backoffUntil: null }),
   snapshot: () => ({ active: [], waiting: [] }),

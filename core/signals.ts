@@ -27,6 +27,17 @@ export interface PartialText {
   text: string;
 }
 
+/**
+ * Turns `from`..`to` of a run ended without a reply of their own (an interrupted turn with no text, a
+ * stopped or failed run): the chat's draft of them must end, never left showing.
+ */
+export interface DraftsEnd {
+  runId: number;
+  chatJid: string;
+  from: number;
+  to: number;
+}
+
 /** One kind of event that wakes a stage. Listeners run synchronously, in order; one that throws is logged. */
 export class Signal<T = void> {
   private readonly listeners: Array<(value: T) => void> = [];
@@ -73,6 +84,8 @@ export interface Signals {
   outbound: Signal<number | undefined>;
   /** An agent's turn in progress: the chat's draft shows it. */
   partial: Signal<PartialText>;
+  /** Turns ended without a reply: the chat's draft of them is removed. */
+  draftsEnd: Signal<DraftsEnd>;
   /** A chat's agent started or stopped working: the chat shows typing. */
   working: Signal<WorkingChange>;
 }
@@ -85,6 +98,7 @@ export function createSignals(onError: (signal: string, err: unknown) => void = 
     attached: new Signal('attached', onError),
     outbound: new Signal<number | undefined>('outbound', onError),
     partial: new Signal<PartialText>('partial', onError),
+    draftsEnd: new Signal<DraftsEnd>('draftsEnd', onError),
     working: new Signal<WorkingChange>('working', onError),
   };
 }

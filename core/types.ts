@@ -99,6 +99,18 @@ export interface SessionKey {
   readonly topic: string;
 }
 
+/**
+ * What a new message does while its session's agent works on a turn (registered_groups.busy, CONTRACT §19):
+ * `queue` waits for the next turn, `steer` is shown to the model inside the turn in progress, `interrupt`
+ * stops the turn in progress first.
+ */
+export type BusyMode = 'queue' | 'steer' | 'interrupt';
+
+/** The busy mode a stored value names; anything unknown (a typo written with sqlite3) is `queue`. */
+export function busyModeOf(value: unknown): BusyMode {
+  return value === 'steer' || value === 'interrupt' ? value : 'queue';
+}
+
 /** A stable string for a session key, for maps and logs: `krons/content#support`. */
 export function sessionKeyId(key: SessionKey): string {
   return key.topic === '' ? key.group : `${key.group}#${key.topic}`;

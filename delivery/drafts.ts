@@ -2,7 +2,7 @@ import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { parseJid } from '../core/types.js';
 import type { Channel } from '../channels/channel.js';
-import type { PartialText, Signals } from '../core/signals.js';
+import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
 
 /**
@@ -32,8 +32,11 @@ export interface DraftsOptions {
   /** Shortest time between two edits of one chat's draft. Default 1000 ms. */
   minIntervalMs?: number;
   now?: () => number;
-  /** The drafts show every `partial` signal (an agent's turn in progress). */
-  signals?: Pick<Signals, 'partial'>;
+  /**
+   * The drafts show every `partial` signal (an agent's turn in progress) and end the drafts of turns a
+   * `draftsEnd` signal names.
+   */
+  signals?: Pick<Signals, 'partial' | 'draftsEnd'>;
 }
 
 /** The drafts of every chat. */
@@ -53,6 +56,13 @@ export interface Drafts {
   ): Promise<string | null>;
   /** Delivery recorded part 0 that a takeover returned: the chat has no draft any more. */
   settled(chatJid: string, platformId: string): void;
+  /**
+   * Turns `from`..`to` of run `runId` ended without a reply of their own (interrupted with no text,
+   * stopped, or left open by a run that ended): the draft they show is removed from the platform and
+   * forgotten, an edit not made yet is dropped, and later drafts of those turns are ignored. So no draft is
+   * left stale, no edit arrives after the end, and the next turn's draft is a new message. Never throws.
+   */
+  end(e: DraftsEnd): void;
   /** Waits for edits in flight and drops pending ones. */
   stop(): Promise<void>;
 }
@@ -67,6 +77,8 @@ interface ChatDraft {
 }
 
 interface DraftRow {
+  run_id: number | null;
+  turn: number | null;
   platform_msg_id: string | null;
   text: string | null;
   /** 1 once the draft was edited into an answer's part 0 (until delivery has recorded that part). */
@@ -82,10 +94,12 @@ export function createDrafts(opts: DraftsOptions): Drafts {
   const chats = new Map<string, ChatDraft>();
   // When each chat's drafts were last edited: the limit is per chat, whichever thread the edit was in.
   const lastEdit = new Map<string, number>();
+  // Per chat, the newest turns whose drafts ended: late drafts of them (already on their way) are dropped.
+  const ended = new Map<string, DraftsEnd>();
   let stopped = false;
   const s = {
     get: db.prepare<[string, string], DraftRow>(
-      `SELECT platform_msg_id, text, final FROM drafts WHERE chat_jid = ? AND thread = ?`,
+      `SELECT run_id, turn, platform_msg_id, text, final FROM drafts WHERE chat_jid = ? AND thread = ?`,
     ),
     upsert: db.prepare(
       `INSERT INTO drafts (chat_jid, thread, run_id, turn, platform_msg_id, text, updated_at)
@@ -98,6 +112,9 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     settled: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND final = 1 AND platform_msg_id = ?`),
     recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
     remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND thread = ?`),
+    threads: db
+      .prepare<[string, number], string>(`SELECT thread FROM drafts WHERE chat_jid = ? AND run_id = ?`)
+      .pluck(),
     reply: db.prepare<[number], { kind: string | null; topic: string }>(
       `SELECT kind, topic FROM messages WHERE id = ?`,
     ),
@@ -180,10 +197,43 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     });
   };
 
+  const inRange = (e: DraftsEnd, runId: number | null | undefined, turn: number | null | undefined) =>
+    runId === e.runId && turn !== null && turn !== undefined && turn >= e.from && turn <= e.to;
+
+  const endDrafts = (e: DraftsEnd): void => {
+    ended.set(e.chatJid, e);
+    const threads = new Set(s.threads.all(e.chatJid, e.runId));
+    for (const c of chats.values()) if (c.chatJid === e.chatJid) threads.add(c.thread);
+    for (const thread of threads) {
+      const c = stateOf(e.chatJid, thread);
+      if (c.pending && inRange(e, c.pending.runId, c.pending.turn)) {
+        clearTimeout(c.timer);
+        c.timer = undefined;
+        c.pending = undefined;
+      }
+      // After any edit in flight: the row it writes is the one to remove.
+      void serial(c, async () => {
+        const row = s.get.get(e.chatJid, thread);
+        if (!row || row.final || !inRange(e, row.run_id, row.turn)) return;
+        const channel = byPlatform.get(parseJid(e.chatJid).platform);
+        if (row.platform_msg_id && channel?.drafts) {
+          await channel.drafts
+            .remove(e.chatJid, row.platform_msg_id)
+            .catch((err: unknown) =>
+              log.info({ chat: e.chatJid, err: coerceError(err).message }, 'ended draft not removed'),
+            );
+        }
+        s.remove.run(e.chatJid, thread);
+      });
+    }
+  };
+
   const drafts: Drafts = {
     partial(d) {
       try {
         if (stopped || !channelOf(d.chatJid)) return;
+        const e = ended.get(d.chatJid);
+        if (e && e.runId === d.runId && d.turn >= e.from && d.turn <= e.to) return;
         // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
         const c = stateOf(d.chatJid, s.turn.get(d.runId, d.chatJid)?.topic ?? '');
         c.pending = d;
@@ -242,13 +292,23 @@ export function createDrafts(opts: DraftsOptions): Drafts {
       s.settled.run(chatJid, platformId);
     },
 
+    end(e) {
+      try {
+        endDrafts(e);
+      } catch (err) {
+        log.error({ chat: e.chatJid, err: coerceError(err).message }, 'ending a draft failed');
+      }
+    },
+
     async stop() {
       stopped = true;
-      unlisten?.();
+      for (const off of unlisten) off();
       for (const c of chats.values()) clearTimeout(c.timer);
       await Promise.all([...chats.values()].map((c) => c.chain));
     },
   };
-  const unlisten = opts.signals?.partial.on((d) => drafts.partial(d));
+  const unlisten = opts.signals
+    ? [opts.signals.partial.on((d) => drafts.partial(d)), opts.signals.draftsEnd.on((e) => drafts.end(e))]
+    : [];
   return drafts;
 }

@@ -62,7 +62,7 @@ export class Pipeline {
     this.holdStmt = db.prepare(
       `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, agent_content = @content,
          target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
-         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error
+         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error, interrupts = @interrupts
        WHERE id = @id`,
     );
     this.settleStmt = db.prepare(
@@ -226,7 +226,9 @@ export class Pipeline {
           content: draft.content === msg.content ? null : draft.content,
           target: targetText,
           route_id,
-          weight: weightOf(impulse, msg.verb),
+          // An /interrupt is meant for now: it fills the gate at once.
+          weight: draft.interrupts ? impulse.threshold : weightOf(impulse, msg.verb),
+          interrupts: draft.interrupts ? 1 : null,
           threshold: impulse.threshold,
           max_hold_ms: impulse.maxHoldMs,
         });

@@ -24,19 +24,27 @@ export class Lane {
    * Writes the ready rows of the run's chat as the next turn, when the agent may take one. The rows join
    * the turn in the database first, so a crash between the two finds them in a dead run and gives them
    * back; a write that fails gives them back at once. True when a turn was written.
+   *
+   * While the agent works on a turn, the group's busy mode (CONTRACT §19) says what the new turn does:
+   * `interrupt` (or an /interrupt's text) first asks the agent to stop the turn in progress, `steer` marks
+   * the line so the agent shows it to the model inside that turn, `queue` just writes it.
    */
   feed(store: QueueStore, now: number): boolean {
     const run = this.run;
     if (!run.acceptsFollowUps) return false;
     const rows = store.followUps(this.key, run.chatJid, now);
     if (rows.length === 0) return false;
+    const busy = run.turns.open > 0;
+    const interrupts = busy && (run.busy === 'interrupt' || rows.some((r) => r.interrupts === 1));
+    if (interrupts) run.interrupt();
+    const steer = busy && !interrupts && run.busy === 'steer';
     const turn = run.turns.written + 1;
     const joined = store.joinTurn(run.runId, turn, rows);
     if (joined.length === 0) return false;
     // Notes written since the run started (a refused action) reach the agent in this line.
     const notes = store.takeNotes(this.key, now);
     const texts = notes.map((n) => n.content);
-    if (run.writeTurn(joined, texts)) return true;
+    if (run.writeTurn(joined, texts, steer)) return true;
     store.leaveTurn(run.runId, turn);
     store.restoreNotes(notes.map((n) => n.id));
     return false;

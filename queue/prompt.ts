@@ -88,6 +88,11 @@ export interface AgentFollowUp {
   turn: number;
   prompt: string;
   messages: AgentMessage[];
+  /**
+   * Steer mode (registered_groups.busy = 'steer'): show these messages to the model inside the turn in
+   * progress; one block may answer both turns.
+   */
+  steer?: boolean;
 }
 
 /** The platform of a chat JID: what comes before the first `:`. */
@@ -139,12 +144,14 @@ export function followUpLine(
   turn: number,
   messages: readonly AgentMessage[],
   systemNotes: readonly string[] = [],
+  steer = false,
 ): string {
   const line: AgentFollowUp = {
     type: 'message',
     turn,
     prompt: formatPrompt(messages, systemNotes),
     messages: [...messages],
+    ...(steer ? { steer: true } : {}),
   };
   return JSON.stringify(line) + '\n';
 }

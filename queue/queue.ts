@@ -117,6 +117,10 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       await run.done;
       return true;
     },
+    interrupt(key, chatJid) {
+      const run = lanes.get(key)?.run;
+      return run !== undefined && run.chatJid === chatJid && run.interrupt();
+    },
     resetSession(key) {
       const run = lanes.get(key)?.run;
       if (!run) return;

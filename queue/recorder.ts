@@ -136,6 +136,9 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     onPartial(run, turn, text) {
       signals.partial.fire({ runId: run.runId, key: run.key, chatJid: run.chatJid, turn, text });
     },
+    onDraftsEnd(run, from, to) {
+      signals.draftsEnd.fire({ runId: run.runId, chatJid: run.chatJid, from, to });
+    },
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now());
     },

@@ -1,7 +1,7 @@
 import type { ResolvedFile } from '../store/outbound-files.js';
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
-import { sessionKeyId, type SessionKey } from '../core/types.js';
+import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
 import { cleanResult } from './protocol/clean.js';
 import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
@@ -12,6 +12,9 @@ import { Turns } from './turns.js';
 
 /** Longest session id an agent may announce (ids are handles: UUIDs, short tokens). */
 export const MAX_SESSION_ID = 256;
+
+/** How long an agent has to answer an interrupt before its turn is treated as queued (CONTRACT §19). */
+export const INTERRUPT_GRACE_MS = 10_000;
 
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
@@ -68,6 +71,11 @@ export interface RunHooks {
   onIgnoredActions(run: Run, actions: unknown): void;
   /** A draft of `turn` (`partial: true`): shown, never stored. */
   onPartial(run: Run, turn: number, text: string): void;
+  /**
+   * Turns `from`..`to` ended without a reply of their own (answered with no text, e.g. interrupted early,
+   * or never answered by a run that ended): their drafts end, and no draft of them is shown any more.
+   */
+  onDraftsEnd(run: Run, from: number, to: number): void;
   onSessionId(run: Run, sessionId: string): void;
   /** A tool question (docs/APPROVALS.md): answered later by a permission line through writeControl. */
   onAsk?(run: Run, ask: ToolAsk): void;
@@ -89,6 +97,13 @@ export class Run {
   noteIds: readonly number[] = [];
   /** Epoch ms of the last block, or null before the first. */
   lastOutputMs: number | null = null;
+  /** registered_groups.busy of the group when the run started: what a follow-up does to a busy agent. */
+  busy: BusyMode = 'queue';
+  /**
+   * The interrupt line written and not answered yet: its turn, when, and the grace timer. While set, no
+   * other interrupt is written; past the grace the turn is simply waited for, as in `queue` mode.
+   */
+  private interrupting: { turn: number; atMs: number; timer: NodeJS.Timeout } | null = null;
   private handle: AgentHandle | null = null;
   private phase: 'starting' | 'running' | 'closing' | 'ended' = 'starting';
   /** Set once gated asked the agent to finish (before or after its start); the first reason wins. */
@@ -180,11 +195,11 @@ export class Run {
    * Writes rows (already joined to turn `turns.written + 1` in the database) as the next turn's line.
    * False when the agent cannot take it (stdin closed, exiting): the caller gives the rows back.
    */
-  writeTurn(rows: readonly BatchRow[], notes: readonly string[] = []): boolean {
+  writeTurn(rows: readonly BatchRow[], notes: readonly string[] = [], steer = false): boolean {
     if (!this.acceptsFollowUps || rows.length === 0) return false;
     const turn = this.turns.written + 1;
     const messages = rows.map((r) => this.hooks.message(this, r));
-    if (!this.handle!.write(followUpLine(turn, messages, notes))) return false;
+    if (!this.handle!.write(followUpLine(turn, messages, notes, steer))) return false;
     clearTimeout(this.idleTimer);
     this.turns.add(rows);
     return true;
@@ -224,6 +239,41 @@ export class Run {
     clearTimeout(this.hardTimer);
     this.hardDeadline = this.hooks.now() + ms;
     this.hardTimer = setTimeout(() => this.kill('timeout'), ms);
+  }
+
+  /**
+   * Asks the agent to stop the turn in progress (CONTRACT §19): writes the interrupt line for the newest
+   * written turn, a line that is not a turn (writeControl), which the agent answers early with
+   * `"interrupted": true`. Only an agent that numbers its blocks is asked (an older one would take the line
+   * for a turn), only while a turn is open and stdin too, and one interrupt at a time. True when written.
+   */
+  interrupt(): boolean {
+    if (!this.acceptsFollowUps || !this.turns.numbered || this.turns.open === 0) return false;
+    if (this.interrupting !== null) return false;
+    const turn = this.turns.written;
+    if (!this.writeControl({ type: 'interrupt', turn })) return false;
+    const timer = setTimeout(() => {
+      this.hooks.log.warn(
+        { runId: this.runId, key: this.keyId, turn, graceMs: INTERRUPT_GRACE_MS },
+        'the agent did not answer an interrupt in time: its turn is waited for as queued',
+      );
+    }, INTERRUPT_GRACE_MS);
+    timer.unref?.();
+    this.interrupting = { turn, atMs: this.hooks.now(), timer };
+    this.hooks.log.info({ runId: this.runId, key: this.keyId, turn }, 'interrupting the turn in progress');
+    return true;
+  }
+
+  /** The interrupt (if any) is answered once turn `through` is: reports how long it took. */
+  private interruptAnswered(through: number, interrupted: boolean): void {
+    const i = this.interrupting;
+    if (i === null || through < i.turn) return;
+    clearTimeout(i.timer);
+    this.interrupting = null;
+    this.hooks.log.info(
+      { runId: this.runId, turn: i.turn, ms: this.hooks.now() - i.atMs, interrupted },
+      'interrupt answered',
+    );
   }
 
   /** Asks the agent to finish: end of stdin. Idempotent; the first reason is the one that counts. */
@@ -294,12 +344,16 @@ export class Run {
           ? null
           : { content: text, replyTo: credit.replyTo, files: this.hooks.resolveFiles(this, files) },
       ...(block.usage ? { usage: block.usage } : {}),
+      ...(block.compacted ? { compacted: true } : {}),
     };
     if (commit.through === 0 && commit.reply === null && block.actions === undefined) return;
     // Only a committed block answers: if storing failed, its turns stay open and the run's end decides.
     if (!this.hooks.onBlock(this, commit, block.actions, credit.replyTo)) return;
+    const before = this.turns.answered;
     this.turns.answer(commit.through);
     if (commit.reply) this.replies++;
+    else if (commit.through > before) this.hooks.onDraftsEnd(this, before + 1, commit.through);
+    this.interruptAnswered(this.turns.answered, block.interrupted === true);
     if (this.phase !== 'running' || this.turns.open > 0) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
@@ -313,6 +367,9 @@ export class Run {
     this.phase = 'ended';
     clearTimeout(this.idleTimer);
     clearTimeout(this.hardTimer);
+    if (this.interrupting) clearTimeout(this.interrupting.timer);
+    // Turns left open never get a reply from this run: their drafts end now (a re-run drafts anew).
+    if (this.turns.open > 0) this.hooks.onDraftsEnd(this, this.turns.answered + 1, this.turns.written);
     this.hooks.onEnd(this, {
       exit,
       startError,

@@ -1,6 +1,6 @@
 import { coerceError } from '../core/errors.js';
 import type { Signals } from '../core/signals.js';
-import { sessionKeyId, type SessionKey } from '../core/types.js';
+import { busyModeOf, sessionKeyId, type SessionKey } from '../core/types.js';
 import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
 import { Lane, type Lanes } from './lane.js';
 import { formatPrompt, inputLine } from './prompt.js';
@@ -95,6 +95,7 @@ export class Scheduler {
     if (d.rows.length === 0) return this.wake();
     const run = new Run(key, d.runId, d.chatJid, d.rows, this.d.hooks, t);
     run.noteIds = d.systemNoteIds;
+    run.busy = busyModeOf(store.group(key.group)?.busy);
     this.d.lanes.open(new Lane(key, run));
     let input: string;
     let setup: AgentSetup | undefined;

@@ -115,6 +115,11 @@ export interface WorkQueue {
    */
   stop(key: SessionKey, chatJid?: string): Promise<boolean>;
   /**
+   * /interrupt without text: asks the lane's agent (if it serves `chatJid` and works on a turn) to stop the
+   * turn in progress (CONTRACT §19). True when the interrupt line was written.
+   */
+  interrupt(key: SessionKey, chatJid: string): boolean;
+  /**
    * /new, after the command dropped the sessions row in its transaction: a running agent of the key gets
    * its stdin closed and its later newSessionId is ignored, so the next run starts fresh.
    */

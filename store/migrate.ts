@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -61,6 +61,13 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
     db.exec(`CREATE TABLE IF NOT EXISTS agent_profiles (
       name TEXT PRIMARY KEY, image TEXT, command TEXT, model TEXT,
       added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`);
+  },
+  // 9 → 10: steering a turn in progress (CONTRACT §19): what a message does while its session's agent is
+  // busy, the /interrupt messages, and the blocks that reported a compacted session.
+  9: (db) => {
+    addColumn(db, 'registered_groups', 'busy', "TEXT NOT NULL DEFAULT 'queue'");
+    addColumn(db, 'messages', 'interrupts', 'INTEGER');
+    addColumn(db, 'session_log', 'compacted', 'INTEGER');
   },
 };
 

@@ -17,7 +17,7 @@ const KEY = `group_folder = @group AND session_topic = @topic`;
  */
 const rowCols = (maxChars: number) =>
   `id, chat_jid, sender, sender_name, substr(coalesce(agent_content, content), 1, ${maxChars}) AS content,
-   verb, timestamp, platform_msg_id, topic`;
+   verb, timestamp, platform_msg_id, topic, coalesce(interrupts, 0) AS interrupts`;
 
 function prepare(db: Db, maxChars: number) {
   const ROW_COLS = rowCols(Math.max(1, Math.floor(maxChars)));
@@ -80,6 +80,7 @@ function prepare(db: Db, maxChars: number) {
     ),
     addMessages: db.prepare(`UPDATE session_log SET messages = messages + ? WHERE id = ?`),
     addReply: db.prepare(`UPDATE session_log SET replies = replies + 1 WHERE id = ?`),
+    addCompacted: db.prepare(`UPDATE session_log SET compacted = coalesce(compacted, 0) + 1 WHERE id = ?`),
     addUsage: db.prepare(
       `UPDATE session_log SET input_tokens = coalesce(input_tokens, 0) + @input_tokens,
          output_tokens = coalesce(output_tokens, 0) + @output_tokens, cost_usd = coalesce(cost_usd, 0) + @cost_usd
@@ -124,7 +125,7 @@ function prepare(db: Db, maxChars: number) {
     nextRetry: db
       .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_retry
       .pluck(),
-    group: db.prepare(`SELECT image, network, mounts FROM registered_groups WHERE folder = ?`),
+    group: db.prepare(`SELECT image, network, mounts, busy FROM registered_groups WHERE folder = ?`),
     openRuns: db.prepare(`SELECT id FROM session_log WHERE result IS NULL`).pluck(),
     requeueRun: db.prepare(`UPDATE messages SET state = 'ready' WHERE run_id = ? AND state = 'running'`),
     orphans: db.prepare(

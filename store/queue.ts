@@ -25,6 +25,8 @@ export interface BatchRow {
   chat_jid: string;
   /** The inbound topic (platform thread), for the reply row. */
   topic: string;
+  /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (CONTRACT §19). */
+  interrupts: number;
 }
 
 /** A key with ready rows, in lane order. */
@@ -70,6 +72,8 @@ export interface GroupRow {
   image: string | null;
   network: number;
   mounts: string | null;
+  /** registered_groups.busy as stored (read it with busyModeOf). */
+  busy: string | null;
 }
 
 /** How a finished run's session_log row is closed and the rows it still holds ('running') are settled. */
@@ -111,6 +115,8 @@ export interface BlockCommit {
   reply: { content: string; replyTo: BatchRow; files?: readonly ResolvedFile[] } | null;
   /** The block's reported usage, added to the run's session_log row (the daily cost limit reads it). */
   usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
+  /** The agent compacted its session before this block (counted on session_log.compacted). */
+  compacted?: boolean;
 }
 
 /** What settling did. */
@@ -291,6 +297,7 @@ export class QueueStore {
     return this.db.transaction((): number | null => {
       if (c.through > 0) this.s.answerTurns.run({ runId: c.runId, through: c.through });
       if (c.usage) this.s.addUsage.run({ runId: c.runId, ...c.usage });
+      if (c.compacted) this.s.addCompacted.run(c.runId);
       let id: number | null = null;
       if (c.reply) {
         const to = c.reply.replyTo;

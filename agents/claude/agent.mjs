@@ -5,7 +5,9 @@
 // it, one at a time. While the model streams, `partial` blocks carry the text so far (only when gated numbers
 // its lines, i.e. understands drafts); each turn ends with one block carrying `turn`, `newSessionId` and
 // `usage`. Lines that arrive during a turn wait and go together as the next turn, so a block always answers
-// every line it claims. End of stdin, or a line {"type":"end"}, finishes what was read and exits 0.
+// every line it claims; gated may steer the turn in progress instead (a `"steer": true` line, an
+// `interrupt` line) and a full context is compacted and the turn retried once: turns.mjs keeps that
+// bookkeeping. End of stdin, or a line {"type":"end"}, finishes what was read and exits 0.
 //
 // Secrets (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_* settings) arrive in the first line's
 // `secrets` and go only to the CLI's own environment: never this process's env, a file or a log line.
@@ -20,6 +22,7 @@ import { createInterface } from 'node:readline';
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import { actionServer, offered, SERVER } from './actions.mjs';
 import { insideAny, mcpServersOf, modelOf, promptOf, readOnlyDirs } from './config.mjs';
+import { TurnBook } from './turns.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
@@ -236,32 +239,60 @@ async function main() {
     },
   });
 
-  // Lines read while a turn is in progress wait here; they become the next turn together.
-  const waiting = [];
-  let busy = false;
-  let inputEnded = false;
-  let currentTurn = null;
   const costs = readCosts();
+  // A fork's id is the new one the SDK reports, never the parent's.
+  let sessionId = fork ? null : (resume ?? null);
+  let failure = null;
 
-  const startTurn = () => {
-    if (busy || waiting.length === 0) return;
-    const batch = waiting.splice(0);
-    busy = true;
-    const turns = batch.map((l) => l.turn).filter((t) => Number.isInteger(t));
-    currentTurn = turns.length > 0 ? Math.max(...turns) : null;
-    inbox.push({
-      type: 'user',
-      message: { role: 'user', content: batch.map((l) => l.prompt).join('\n') },
-      parent_tool_use_id: null,
+  // The block that ends a turn: its answer (or error), session id, usage and the actions it recorded.
+  const answer = (msg, block) => {
+    const turnActions = recorded;
+    recorded = [];
+    const { failed, text, ...rest } = block;
+    if (msg === null) return emit({ ...rest, newSessionId: sessionId });
+    const total = Number(msg.total_cost_usd ?? 0);
+    const before = Number(costs[sessionId] ?? 0);
+    costs[sessionId] = total;
+    writeFileSync(costFile, JSON.stringify(costs));
+    const usage = {
+      input_tokens: msg.usage?.input_tokens ?? 0,
+      output_tokens: msg.usage?.output_tokens ?? 0,
+      // Rounded to a millionth of a dollar: the difference of two running totals carries float noise.
+      cost_usd: Math.round(Math.max(0, total - before) * 1e6) / 1e6,
+    };
+    if (failed) {
+      // The turn did not complete: what it recorded is not asked for (a retried turn asks again).
+      if (turnActions.length > 0)
+        say(`${turnActions.length} recorded action(s) dropped with the failed turn`);
+      if (transient(text)) {
+        // Unanswered on purpose: gated puts the turn back and tries again later.
+        failure = `the API could not serve the turn: ${text.slice(0, 300)}`;
+        return;
+      }
+      return emit({
+        ...rest,
+        result: `The agent could not answer: ${text.slice(0, 500)}`,
+        error: text.slice(0, 2000),
+        newSessionId: sessionId,
+      });
+    }
+    emit({
+      ...rest,
+      newSessionId: sessionId,
+      // An interrupted turn's actions are not asked for: the user changed their mind.
+      ...(turnActions.length > 0 && !rest.interrupted ? { actions: turnActions } : {}),
+      usage,
     });
   };
 
-  const finishIfDone = () => {
-    if (inputEnded && !busy && waiting.length === 0) inbox.end();
-  };
-
-  waiting.push(first);
-  startTurn();
+  const book = new TurnBook({
+    push: (m) => inbox.push(m),
+    interrupt: () => q.interrupt(),
+    answer,
+    end: () => inbox.end(),
+    log: say,
+  });
+  book.line(first);
 
   // Reading stdin runs beside the SDK's output.
   const reading = (async () => {
@@ -277,22 +308,21 @@ async function main() {
         continue;
       }
       if (line.type === 'end') break;
-      if (typeof line.prompt !== 'string') continue;
-      waiting.push(line);
-      startTurn();
+      book.line(line);
     }
-    inputEnded = true;
-    finishIfDone();
+    book.inputEnded();
   })();
 
-  // A fork's id is the new one the SDK reports, never the parent's.
-  let sessionId = fork ? null : (resume ?? null);
   let draft = '';
   let lastPartial = 0;
-  let failure = null;
   for await (const msg of q) {
+    if (msg.type !== 'result') book.activity();
     if (msg.type === 'system' && msg.subtype === 'init') {
       sessionId = msg.session_id;
+      continue;
+    }
+    if (msg.type === 'system' && msg.subtype === 'compact_boundary') {
+      book.compacted();
       continue;
     }
     if (msg.type === 'stream_event') {
@@ -300,64 +330,28 @@ async function main() {
       if (ev.type === 'message_start') draft = '';
       if (ev.type === 'content_block_delta' && ev.delta?.type === 'text_delta') {
         draft += ev.delta.text;
+        book.stream(draft);
         const now = Date.now();
-        if (numbered && now - lastPartial >= PARTIAL_MS && draft.trim() !== '') {
+        if (numbered && now - lastPartial >= PARTIAL_MS && draft.trim() !== '' && book.turn !== null) {
           lastPartial = now;
-          emit({ status: 'ok', partial: true, turn: currentTurn, result: draft });
+          emit({ status: 'ok', partial: true, turn: book.turn, result: draft });
         }
       }
       continue;
     }
     if (msg.type !== 'result') continue;
     sessionId = msg.session_id ?? sessionId;
-    const total = Number(msg.total_cost_usd ?? 0);
-    const before = Number(costs[sessionId] ?? 0);
-    costs[sessionId] = total;
-    writeFileSync(costFile, JSON.stringify(costs));
+    const failed = msg.is_error || msg.subtype !== 'success';
     const text = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
-    const turnActions = recorded;
-    recorded = [];
-    if (msg.is_error || msg.subtype !== 'success') {
-      // The turn did not complete: what it recorded is not asked for (a retried turn asks again).
-      if (turnActions.length > 0)
-        say(`${turnActions.length} recorded action(s) dropped with the failed turn`);
-      if (transient(text)) {
-        // Unanswered on purpose: gated puts the turn back and tries again later.
-        failure = `the API could not serve the turn: ${text.slice(0, 300)}`;
-        break;
-      }
-      emit({
-        status: 'error',
-        result: `The agent could not answer: ${text.slice(0, 500)}`,
-        error: text.slice(0, 2000),
-        newSessionId: sessionId,
-        ...(currentTurn !== null ? { turn: currentTurn } : {}),
-      });
-    } else {
-      emit({
-        status: 'ok',
-        result: text,
-        newSessionId: sessionId,
-        ...(currentTurn !== null ? { turn: currentTurn } : {}),
-        ...(turnActions.length > 0 ? { actions: turnActions } : {}),
-        usage: {
-          input_tokens: msg.usage?.input_tokens ?? 0,
-          output_tokens: msg.usage?.output_tokens ?? 0,
-          // Rounded to a millionth of a dollar: the difference of two running totals carries float noise.
-          cost_usd: Math.round(Math.max(0, total - before) * 1e6) / 1e6,
-        },
-      });
-    }
-    busy = false;
     draft = '';
-    startTurn();
-    finishIfDone();
+    book.result(msg, text, failed);
+    if (failure) break;
   }
   if (failure) {
     say(failure);
     return EXIT_TEMPFAIL;
   }
-  if (!inputEnded || busy) {
+  if (!book.finished) {
     say('the Claude Code session ended before its input did');
     return 1;
   }

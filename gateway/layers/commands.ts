@@ -6,10 +6,13 @@ import { isTopicName } from './names.js';
 import { decideToolFromChat } from '../tool-decisions.js';
 import type { Draft, Layer, LayerEnv } from './types.js';
 
-/** One gateway command: its help line and what it does. */
+/**
+ * One gateway command: its help line and what it does. `run` returns 'continue' when the message goes on
+ * through the layers as text for the agent (an /interrupt with text); otherwise the gateway handled it.
+ */
 interface CommandSpec {
   help: string;
-  run(draft: Draft, args: string[], env: LayerEnv): void;
+  run(draft: Draft, args: string[], env: LayerEnv): void | 'continue';
 }
 
 function keyOf(draft: Draft, env: LayerEnv, topic?: string): SessionKey | undefined {
@@ -83,6 +86,30 @@ export const COMMANDS: Record<string, CommandSpec> = {
         const stopped = await env.queue.stop(key, msg.chat_jid);
         env.db.transaction(() =>
           env.answer(msg, stopped ? `stopped ${sessionKeyId(key)}` : 'nothing is running'),
+        )();
+      });
+    },
+  },
+  interrupt: {
+    help: "/interrupt [text]: stop this chat's agent's turn in progress; the text becomes the next turn",
+    run(draft, _args, env) {
+      // The text after the command, as written (line breaks kept).
+      const text = draft.content.replace(/^\s*\/\S+\s*/, '');
+      if (text !== '') {
+        // A message of its sender that interrupts: the queue writes the interrupt line before it.
+        draft.content = text;
+        draft.interrupts = true;
+        return 'continue';
+      }
+      const key = keyOf(draft, env);
+      if (!key) return env.answer(draft.msg, NO_GROUP);
+      const refused = env.access.refusal(draft.msg, key.group);
+      if (refused) return env.answer(draft.msg, `/interrupt refused: ${refused}`);
+      const { msg } = draft;
+      env.afterCommit(() => {
+        const asked = env.queue.interrupt(key, msg.chat_jid);
+        env.db.transaction(() =>
+          env.answer(msg, asked ? `interrupting ${sessionKeyId(key)}` : 'no turn in progress'),
         )();
       });
     },
@@ -167,7 +194,7 @@ export const commandLayer: Layer = (draft, env) => {
   if (draft.msg.verb === 'edit') return 'next';
   const cmd = parseCommand(draft.content, env.botName(draft.msg.chat_jid));
   if (!cmd) return 'next';
-  COMMANDS[cmd.name]!.run(draft, cmd.args, env);
+  if (COMMANDS[cmd.name]!.run(draft, cmd.args, env) === 'continue') return 'next';
   env.settle(draft.msg, 'command');
   return 'handled';
 };

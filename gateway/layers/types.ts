@@ -11,6 +11,8 @@ import type { AccessGate } from '../access.js';
 export interface QueueControl {
   /** /stop: stops the lane's run for this chat; false when nothing ran. */
   stop(key: SessionKey, chatJid?: string): Promise<boolean>;
+  /** /interrupt: asks the chat's agent to stop the turn in progress; false when none was working. */
+  interrupt(key: SessionKey, chatJid: string): boolean;
   /** /new: the session row is gone; a running agent is asked to finish. */
   resetSession(key: SessionKey): void;
   /** Facts about one lane for /ping. */
@@ -28,6 +30,8 @@ export interface Draft {
   group: string | undefined;
   /** Topic chosen by a layer (sticky or prefix), if any. */
   topic: string | undefined;
+  /** An /interrupt's text: it interrupts its session's turn in progress and goes at once (CONTRACT §19). */
+  interrupts?: boolean;
   /**
    * The routes table's answer for this message, resolved at most once per message (null: no route
    * matches; undefined: not asked yet). Set only by `routeOf` in route.ts.

@@ -34,6 +34,10 @@ export interface OutputBlock {
   actions?: unknown;
   /** A question before running a tool (docs/APPROVALS.md): answers no turn; gated writes a permission line. */
   ask?: ToolAsk;
+  /** The agent stopped this turn early because gated interrupted it (docs/PROTOCOL.md, "Steering"). */
+  interrupted?: boolean;
+  /** The agent compacted its session (its context was full) before answering; kept in session_log. */
+  compacted?: boolean;
 }
 
 /** The `ask` of a block: the agent's id for the question (unique within the run), the tool and its input. */
@@ -143,6 +147,9 @@ function toBlock(value: unknown): OutputBlock | string {
       cost_usd: num(u.cost_usd),
     };
   }
+  // Flags that only describe the block: anything but `true` is read as absent.
+  if (v.interrupted === true) block.interrupted = true;
+  if (v.compacted === true) block.compacted = true;
   // Checked action by action when applied: one bad action must not cost the block its answer.
   if (v.actions !== undefined && v.actions !== null) block.actions = v.actions;
   if (v.ask !== undefined && v.ask !== null) {

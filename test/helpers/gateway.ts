@@ -15,6 +15,7 @@ export class RecordingQueue implements QueueControl {
   wakes = 0;
   stops: Array<{ key: SessionKey; chatJid?: string }> = [];
   resets: SessionKey[] = [];
+  interrupts: Array<{ key: SessionKey; chatJid: string }> = [];
   running = new Set<string>();
   wake(): void {
     this.wakes += 1;
@@ -22,6 +23,10 @@ export class RecordingQueue implements QueueControl {
   async stop(key: SessionKey, chatJid?: string): Promise<boolean> {
     this.stops.push({ key, ...(chatJid ? { chatJid } : {}) });
     return this.running.delete(`${key.group}#${key.topic}`);
+  }
+  interrupt(key: SessionKey, chatJid: string): boolean {
+    this.interrupts.push({ key, chatJid });
+    return this.running.has(`${key.group}#${key.topic}`);
   }
   resetSession(key: SessionKey): void {
     this.resets.push(key);

@@ -12,6 +12,9 @@
  * - `SLOW <seconds>`: text streamed in small deltas for that long (numbered lines, so a test can check that
  *   nothing was lost);
  * - `OVERLOAD`: HTTP 529 `overloaded_error`;
+ * - `TOOLONG <word>`: the first request whose newest user words carry `TOOLONG <word>` is refused with HTTP
+ *   400 "prompt is too long" (as the API refuses a context over the model's window); later ones answer
+ *   `echo: …` as usual, so an agent that compacts its session and retries gets its answer;
  * - `SAY <markdown>`: exactly that text;
  * - anything else: `echo: <text>`.
  *
@@ -49,6 +52,10 @@ export interface RecordedRequest {
   headers: IncomingMessage['headers'];
   /** HTTP status the server answered with. */
   status: number;
+  /** Epoch ms the request arrived. */
+  atMs: number;
+  /** Epoch ms the client went away before a streamed answer was complete (an interrupt), else null. */
+  cutMs: number | null;
 }
 
 /** What the scripted model does next. */
@@ -56,7 +63,8 @@ type Plan =
   | { kind: 'text'; text: string }
   | { kind: 'slow'; seconds: number }
   | { kind: 'tool'; name: string; input: Record<string, unknown> }
-  | { kind: 'overload' };
+  | { kind: 'overload' }
+  | { kind: 'too-long' };
 
 const DELTA_MS = 50;
 
@@ -109,6 +117,8 @@ export class MessagesApiServer {
   readonly requests: RecordedRequest[] = [];
   private loopback!: Loopback;
   private nextId = 1;
+  /** The TOOLONG texts already refused once. */
+  private readonly refusedTooLong = new Set<string>();
 
   private constructor() {}
 
@@ -158,7 +168,7 @@ export class MessagesApiServer {
       );
       return;
     }
-    const rec: RecordedRequest = { body, headers: req.headers, status: 200 };
+    const rec: RecordedRequest = { body, headers: req.headers, status: 200, atMs: Date.now(), cutMs: null };
     this.requests.push(rec);
     const plan = this.plan(body);
     if (plan.kind === 'overload') {
@@ -167,6 +177,16 @@ export class MessagesApiServer {
       res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
       return;
     }
+    if (plan.kind === 'too-long') {
+      rec.status = 400;
+      res.writeHead(400, { 'content-type': 'application/json' });
+      const message = 'prompt is too long: 212345 tokens > 200000 maximum';
+      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } }));
+      return;
+    }
+    res.once('close', () => {
+      if (!res.writableEnded) rec.cutMs = Date.now();
+    });
     await this.stream(res, body.model ?? 'claude-test', plan);
   }
 
@@ -204,6 +224,11 @@ export class MessagesApiServer {
     const slow = /\bSLOW (\d+)/.exec(words);
     if (slow) return { kind: 'slow', seconds: Number(slow[1]) };
     if (/\bOVERLOAD\b/.test(words)) return { kind: 'overload' };
+    const tooLong = /\bTOOLONG\b\s*\S*/.exec(words);
+    if (tooLong && !this.refusedTooLong.has(tooLong[0])) {
+      this.refusedTooLong.add(tooLong[0]);
+      return { kind: 'too-long' };
+    }
     const say = /\bSAY ([\s\S]*)$/.exec(words);
     if (say) return { kind: 'text', text: say[1]! };
     return { kind: 'text', text: `echo: ${words}` };
@@ -212,7 +237,7 @@ export class MessagesApiServer {
   private async stream(
     res: ServerResponse,
     model: string,
-    plan: Exclude<Plan, { kind: 'overload' }>,
+    plan: Exclude<Plan, { kind: 'overload' } | { kind: 'too-long' }>,
   ): Promise<void> {
     res.writeHead(200, {
       'content-type': 'text/event-stream',

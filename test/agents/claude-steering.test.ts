@@ -1,0 +1,122 @@
+/**
+ * Steering a turn in progress (CONTRACT §19) with the Claude agent under the process runtime, against the
+ * local Messages API streaming a long turn: `/interrupt better idea` cuts the stream and the new message is
+ * the next turn; `steer` mode shows a message to the model inside the turn and answers both with one block;
+ * a context that is too long is compacted once, then answered.
+ */
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { until } from '../helpers/process.js';
+import { MessagesApiServer, type RecordedRequest } from '../infra/messages-api.js';
+import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+
+let api: MessagesApiServer;
+let chat: ClaudeChat | undefined;
+
+beforeEach(async () => {
+  api = await MessagesApiServer.start();
+});
+
+afterEach(async () => {
+  await chat?.gated.close(5000);
+  chat = undefined;
+  await api.close();
+});
+
+/** The replies stored for inbound row `id`. */
+function repliesTo(c: ClaudeChat, id: number): string[] {
+  return c.gated.db
+    .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ? ORDER BY id`)
+    .pluck()
+    .all(id) as string[];
+}
+
+/** The conversation request streaming `SLOW n`, once it has streamed for a while (drafts are out). */
+async function streaming(words: string): Promise<RecordedRequest> {
+  const req = await until(
+    () => api.turns.find((r) => api.seenUserWords(r).at(-1)?.includes(words)),
+    60_000,
+    `the request for '${words}'`,
+  );
+  // The agent prints a draft every 400 ms: by now gated knows it numbers its turns.
+  await new Promise((r) => setTimeout(r, 2000));
+  expect(req.cutMs, 'the stream still runs').toBeNull();
+  return req;
+}
+
+test(
+  '/interrupt better idea mid-stream: the stream is cut, the new message is the next turn, one answer each',
+  { timeout: 120_000 },
+  async () => {
+    chat = await startClaudeChat(api);
+    const long = chat.send('SLOW 40');
+    const req = await streaming('SLOW 40');
+    const sentAt = Date.now();
+    const better = chat.send('/interrupt better idea');
+
+    const cutAt = await until(() => req.cutMs, 10_000, 'the stream to be cut');
+    expect(cutAt - sentAt).toBeLessThan(5000);
+    expect(await chat.reply(better)).toBe('echo: better idea');
+    // The model's next request carries the new message, after the interrupted turn.
+    const next = requestFor(api, 'better idea');
+    expect(api.turns.indexOf(next)).toBeGreaterThan(api.turns.indexOf(req));
+    // The interrupted turn is answered with what it had streamed: numbered lines, far from all of them.
+    const cut = await chat.reply(long);
+    expect(cut).toMatch(/^line 0001 of the long answer/);
+    expect(cut.split('\n').length).toBeLessThan(800);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(repliesTo(chat, long)).toHaveLength(1);
+    expect(repliesTo(chat, better)).toHaveLength(1);
+    const states = chat.gated.db
+      .prepare(`SELECT state, turn FROM messages WHERE id IN (?, ?) ORDER BY id`)
+      .all(long, better) as Array<{ state: string; turn: number }>;
+    expect(states).toEqual([
+      { state: 'done', turn: 1 },
+      { state: 'done', turn: 2 },
+    ]);
+    expect(chat.runs()).toHaveLength(1);
+  },
+);
+
+test(
+  'steer mode: a message mid-turn reaches the model inside the turn; one block answers both',
+  { timeout: 120_000 },
+  async () => {
+    chat = await startClaudeChat(api);
+    chat.gated.db.prepare(`UPDATE registered_groups SET busy = 'steer' WHERE folder = ?`).run(chat.group);
+    const long = chat.send('SLOW 5');
+    await streaming('SLOW 5');
+    const also = chat.send('and also this');
+    const answer = await chat.reply(also);
+    expect(answer).toContain('line 0001 of the long answer');
+    expect(answer).toContain('echo: and also this');
+    // One reply for both: it answers the newest message; the first one has none of its own.
+    expect(repliesTo(chat, long)).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(repliesTo(chat, also)).toEqual([answer]);
+    const states = chat.gated.db
+      .prepare(`SELECT state FROM messages WHERE id IN (?, ?)`)
+      .pluck()
+      .all(long, also);
+    expect(states).toEqual(['done', 'done']);
+    // The model saw the long answer it was giving before the steered message.
+    const seen = requestFor(api, 'and also this');
+    expect(seen.body.messages.some((m) => m.role === 'assistant')).toBe(true);
+    expect(chat.runs()).toHaveLength(1);
+  },
+);
+
+test(
+  'a prompt too long: the session is compacted once, then the turn is answered',
+  { timeout: 120_000 },
+  async () => {
+    chat = await startClaudeChat(api);
+    const id = chat.send('TOOLONG please');
+    expect(await chat.reply(id)).toContain('echo: TOOLONG please');
+    expect(api.requests.filter((r) => r.status === 400)).toHaveLength(1);
+    const runs = chat.gated.db
+      .prepare(`SELECT compacted, replies FROM session_log WHERE group_folder = ?`)
+      .all(chat.group) as Array<{ compacted: number | null; replies: number }>;
+    expect(runs).toEqual([{ compacted: 1, replies: 1 }]);
+    expect(repliesTo(chat, id)).toHaveLength(1);
+  },
+);
