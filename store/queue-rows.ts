@@ -1,0 +1,67 @@
+/**
+ * The rows the queue's store hands out (store/queue.ts): a batch's messages, the lanes that wait, what a
+ * dispatch wrote and the group facts a run needs. Plain data, read with the statements of queue-sql.ts.
+ */
+
+/** One message of a batch: what the agent receives, plus where a reply to it goes. */
+export interface BatchRow {
+  id: number;
+  sender: string;
+  sender_name: string | null;
+  content: string;
+  verb: string;
+  timestamp: string;
+  platform_msg_id: string | null;
+  chat_jid: string;
+  /** The inbound topic (platform thread), for the reply row. */
+  topic: string;
+  /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (CONTRACT §19). */
+  interrupts: number;
+}
+
+/** A key with ready rows, in lane order. */
+export interface ReadyLane {
+  group: string;
+  topic: string;
+}
+
+/** Ready rows of one key, summarized (snapshot, facts). */
+export interface LaneSummary extends ReadyLane {
+  /** sessionKeyId of the key. */
+  keyId: string;
+  /** All ready rows, eligible or in backoff. */
+  ready: number;
+  eligible: number;
+  /** The chat of the oldest ready row. */
+  chat_jid: string;
+  ready_at: number;
+  /** Earliest not_before among rows not yet eligible. */
+  next_retry: number | null;
+}
+
+/** What one dispatch wrote. */
+export interface Dispatched {
+  runId: number;
+  chatJid: string;
+  rows: BatchRow[];
+  sessionId: string | null;
+  systemNotes: string[];
+  systemNoteIds: number[];
+  /** Rows that could not be handed to an agent and ended `failed` (runId is 0 when none could). */
+  failed: FailedRow[];
+}
+
+/** A row the queue ended as `failed`, and why. */
+export interface FailedRow {
+  id: number;
+  error: string;
+}
+
+/** registered_groups fields a runtime needs. */
+export interface GroupRow {
+  image: string | null;
+  network: number;
+  mounts: string | null;
+  /** registered_groups.busy as stored (read it with busyModeOf). */
+  busy: string | null;
+}
