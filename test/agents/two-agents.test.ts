@@ -30,7 +30,7 @@ afterEach(async () => {
 const OPENAI_KEY = 'sk-openai-test-only-for-codex';
 
 test(
-  'a Claude group, a Codex group and a profile row's agent answer in one instance, each with its model',
+  'a Claude group, a Codex group and an agent profile row answer in one instance, each with its model',
   { timeout: 180_000 },
   async () => {
     const c = (chat = await startClaudeChat(api, {
