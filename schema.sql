@@ -697,3 +697,14 @@ CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_update AFTER UPDATE OF state O
           json_object('code', OLD.code, 'state', OLD.state, 'decided_by', OLD.decided_by, 'note', OLD.note),
           json_object('code', NEW.code, 'state', NEW.state, 'decided_by', NEW.decided_by, 'note', NEW.note));
 END;
+
+-- What the email channel must remember of each mail it stored to answer it in its thread
+-- (docs/CHANNELS.md, "Email"): the subject a reply repeats and the References it extends. The row's
+-- platform_msg_id is the Message-ID; chat_jid is `email:<sender address>`.
+CREATE TABLE IF NOT EXISTS email_mails (
+  chat_jid   TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  subject    TEXT NOT NULL DEFAULT '',
+  refs       TEXT NOT NULL DEFAULT '', -- the mail's References, then its Message-ID, space-separated
+  PRIMARY KEY (chat_jid, message_id)
+) WITHOUT ROWID;

@@ -99,9 +99,20 @@ export const githubFactory: ChannelFactory = {
   },
 };
 
+/** Email: on when EMAIL_ADDRESS and EMAIL_PASSWORD are set (with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST). */
+export const emailFactory: ChannelFactory = {
+  platform: 'email',
+  settings: 'EMAIL_ADDRESS / EMAIL_PASSWORD',
+  async create(config, { db, log }) {
+    if (!config.email) return undefined;
+    const { EmailChannel } = await import('./email/index.js');
+    return new EmailChannel({ config: config.email, db, log: log.child({ channel: 'email' }) });
+  },
+};
+
 /**
- * The configured platform channels (not started): Telegram, Discord, Bluesky, Slack and GitHub, then `deps.extra`. Logs, per
- * platform, whether it will start or why not; tokens never reach the log.
+ * The configured platform channels (not started): Telegram, Discord, Bluesky, Slack, GitHub and email, then
+ * `deps.extra`. Logs, per platform, whether it will start or why not; tokens never reach the log.
  */
 export async function createChannels(config: Config, deps: ChannelDeps): Promise<Channel[]> {
   const channels: Channel[] = [];
@@ -112,6 +123,7 @@ export async function createChannels(config: Config, deps: ChannelDeps): Promise
     blueskyFactory,
     slackFactory,
     githubFactory,
+    emailFactory,
     ...(deps.extra ?? []),
   ]) {
     if (seen.has(factory.platform)) continue;

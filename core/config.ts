@@ -69,6 +69,8 @@ export interface Config {
    * `/hooks/github`). GITHUB_API_URL points it at another server (GitHub Enterprise, tests).
    */
   github: { token: string; webhookSecret: string; apiUrl: string | undefined } | undefined;
+  /** The email channel (docs/CHANNELS.md, "Email"): on when EMAIL_ADDRESS and EMAIL_PASSWORD are set. */
+  email: EmailConfig | undefined;
   logLevel: string;
   /** IANA time zone cron tasks and zone-less `at` times are read in (GATED_TZ, default UTC). */
   tz: string;
@@ -85,6 +87,71 @@ export interface Config {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** How a mail connection is protected: TLS from the start, STARTTLS after the greeting, or none (tests). */
+export type MailSecurity = 'tls' | 'starttls' | 'none';
+
+/** One mail server: IMAP (in) or SMTP (out). */
+export interface MailServer {
+  host: string;
+  port: number;
+  security: MailSecurity;
+}
+
+/** The email channel's settings (EMAIL_*). The password never leaves this object but for the login. */
+export interface EmailConfig {
+  /** The bot's address: mail to it is read, mail from it is ignored, replies are sent from it. */
+  address: string;
+  /** The login of both servers (EMAIL_USER, default the address). */
+  user: string;
+  password: string;
+  imap: MailServer;
+  smtp: MailServer;
+  /** The folder read (EMAIL_MAILBOX, default INBOX). */
+  mailbox: string;
+  /** Display name on sent mail (EMAIL_FROM_NAME), or none. */
+  fromName: string | undefined;
+}
+
+function security(env: Env, key: string, dflt: MailSecurity): MailSecurity {
+  const v = str(env, key) ?? dflt;
+  if (v !== 'tls' && v !== 'starttls' && v !== 'none')
+    throw new UsageError(`${key} must be 'tls', 'starttls' or 'none', got '${v}'`);
+  return v;
+}
+
+/** EMAIL_*: undefined without an address and a password; then both hosts are required. */
+function emailConfig(env: Env): EmailConfig | undefined {
+  const address = str(env, 'EMAIL_ADDRESS');
+  const password = env.EMAIL_PASSWORD;
+  if (!address || !password) return undefined;
+  if (!/^[^\s@<>]+@[^\s@<>]+$/.test(address))
+    throw new UsageError(`EMAIL_ADDRESS must be a mail address, got '${address}'`);
+  const host = (key: string) => {
+    const h = str(env, key);
+    if (!h) throw new UsageError(`EMAIL_ADDRESS and EMAIL_PASSWORD are set but ${key} is not`);
+    return h;
+  };
+  const imapSecurity = security(env, 'EMAIL_IMAP_SECURITY', 'tls');
+  const smtpSecurity = security(env, 'EMAIL_SMTP_SECURITY', 'tls');
+  return {
+    address: address.toLowerCase(),
+    user: str(env, 'EMAIL_USER') ?? address,
+    password,
+    imap: {
+      host: host('EMAIL_IMAP_HOST'),
+      port: int(env, 'EMAIL_IMAP_PORT', imapSecurity === 'tls' ? 993 : 143, 1),
+      security: imapSecurity,
+    },
+    smtp: {
+      host: host('EMAIL_SMTP_HOST'),
+      port: int(env, 'EMAIL_SMTP_PORT', smtpSecurity === 'tls' ? 465 : 587, 1),
+      security: smtpSecurity,
+    },
+    mailbox: str(env, 'EMAIL_MAILBOX') ?? 'INBOX',
+    fromName: str(env, 'EMAIL_FROM_NAME'),
+  };
+}
 
 /**
  * Reads KEY=VALUE lines of a .env file into `env` without overriding what is already set. Quotes around a
@@ -211,6 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
     discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,
     slack: slackConfig(env),
     github: githubConfig(env),
+    email: emailConfig(env),
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),

@@ -62,6 +62,11 @@ export interface NewInbound {
   timestamp?: string;
   /** Photos, documents, voice notes… to download into the group's folder once the row is routed. */
   attachments?: NewAttachment[];
+  /**
+   * Stored for the record but never routed or answered: the row starts in state `dropped` with this
+   * reason as its error (an email auto-reply or bounce, which an answer could turn into a mail loop).
+   */
+  withheld?: string;
 }
 
 /** One row of `messages` as the pipeline sees it. */

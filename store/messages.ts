@@ -25,9 +25,10 @@ function prepare(db: Db) {
   return {
     inbound: db.prepare(
       `INSERT INTO messages (chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, reply_to,
-                             timestamp)
+                             timestamp, state, error)
        VALUES (@chat_jid, @sender, @sender_name, @content, @verb, @topic, @platform_msg_id, @reply_to,
-               coalesce(@timestamp, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))
+               coalesce(@timestamp, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+               CASE WHEN @withheld IS NULL THEN NULL ELSE 'dropped' END, @withheld)
        ON CONFLICT (chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL DO NOTHING`,
     ),
     outbound: db.prepare(
@@ -70,6 +71,7 @@ function insertRow(db: Db, msg: NewInbound): number | null {
     platform_msg_id: msg.platform_msg_id ?? null,
     reply_to: msg.reply_to ?? null,
     timestamp: msg.timestamp ?? null,
+    withheld: msg.withheld ?? null,
   });
   return info.changes === 0 ? null : Number(info.lastInsertRowid);
 }

@@ -61,8 +61,11 @@ export interface ChannelHarness {
    * the platform has no event ids to redeliver (the local terminal).
    */
   redeliverLast?(): Promise<void>;
-  /** Messages the platform accepted in the chat, oldest first. */
-  received(): ReceivedMessage[];
+  /**
+   * Messages the platform accepted in the chat, oldest first. May be a promise where the platform hands
+   * messages on after accepting them (mail: once the SMTP server's queue has delivered them).
+   */
+  received(): ReceivedMessage[] | Promise<ReceivedMessage[]>;
   /**
    * The bot's messages in the chat as a user sees them now (edits applied, deleted ones gone), oldest
    * first. Present where the channel has drafts: the drafts tests run only then.
@@ -205,7 +208,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       });
       const { d } = deliver(db, channel);
       await d.idle();
-      const got = h.received();
+      const got = await h.received();
       expect(got.length).toBe(3);
       for (const m of got) expect(measure(m.text, channel.limitUnit)).toBeLessThanOrEqual(channel.limit);
       expect(squash(got.map((m) => m.text).join(''))).toBe(squash(content));
@@ -231,14 +234,14 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       await first.waits.waitedTimes(1);
       await first.d.stop();
       expect(outRow(db, id).parts_sent).toBe(1);
-      expect(h.received()).toHaveLength(1);
+      expect(await h.received()).toHaveLength(1);
 
       await channel.stop();
       const db2 = reopen();
       const restarted = await startChannel(h, db2, recordingSink(db2).sink);
       const second = deliver(db2, restarted);
       await second.d.idle();
-      const texts = h.received().map((m) => m.text);
+      const texts = (await h.received()).map((m) => m.text);
       expect(texts).toHaveLength(3);
       expect(new Set(texts).size).toBe(3);
       expect(squash(texts.join(''))).toBe(squash(content));
@@ -286,7 +289,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       const { d } = deliver(db, channel, drafts);
       await d.idle();
       expect(h.shown!()).toEqual(['It is 42.']);
-      expect(h.received()).toHaveLength(1);
+      expect(await h.received()).toHaveLength(1);
       expect(outRow(db, id)).toMatchObject({ delivery: 'sent', parts_sent: 1 });
       expect(db.prepare('SELECT count(*) FROM drafts').pluck().get()).toBe(0);
     });
@@ -321,7 +324,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         expect(waits.waits).toHaveLength(1);
         expect(waits.waits[0]!.ms).toBeGreaterThanOrEqual(h.retryAfterMs);
         expect(waits.waits[0]!.ms).toBeLessThan(h.retryAfterMs + 1000);
-        expect(h.received().map((m) => m.text)).toEqual(['after the rate limit']);
+        expect((await h.received()).map((m) => m.text)).toEqual(['after the rate limit']);
         expect(outRow(db, id)).toMatchObject({ delivery: 'sent', delivery_attempts: 1 });
       },
     );
@@ -335,7 +338,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         const { d, waits } = deliver(db, channel);
         await d.idle();
         expect(waits.waits).toHaveLength(2);
-        expect(h.received().map((m) => m.text)).toEqual(['after two errors']);
+        expect((await h.received()).map((m) => m.text)).toEqual(['after two errors']);
         expect(outRow(db, id)).toMatchObject({ delivery: 'sent', delivery_attempts: 2 });
       },
     );
@@ -349,7 +352,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         const { d, waits } = deliver(db, channel);
         await d.idle();
         expect(waits.waits).toHaveLength(0);
-        expect(h.received()).toEqual([]);
+        expect(await h.received()).toEqual([]);
         const row = outRow(db, id);
         expect(row).toMatchObject({ delivery: 'failed', delivery_attempts: 1 });
         expect(row.delivery_error).toBeTruthy();

@@ -1,0 +1,115 @@
+import { simpleParser } from 'mailparser';
+import type { Sleep } from '../../core/backoff.js';
+import type { EmailConfig } from '../../core/config.js';
+import { coerceError } from '../../core/errors.js';
+import { FileTooLarge } from '../../core/files.js';
+import type { Logger } from '../../core/log.js';
+import type { Db } from '../../store/db.js';
+import { EmailStore } from '../../store/email.js';
+import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { MailboxReader, type RawMail } from './mailbox.js';
+import { mailToInbound } from './map.js';
+import { MailSender } from './send.js';
+
+export { EMAIL_CURSOR_KEY } from './mailbox.js';
+
+/** What the email channel needs. */
+export interface EmailChannelOptions {
+  config: EmailConfig;
+  /** Where the mailbox cursor and what replies need of each mail are kept. */
+  db: Db;
+  log: Logger;
+  /** Reads the mailbox again this often without word from IDLE, in ms. Default 60000. */
+  pollMs?: number;
+  sleep?: Sleep;
+  /** An SMTP exchange without an answer after this many ms fails (transient). Default 30000. */
+  sendTimeoutMs?: number;
+}
+
+/**
+ * Email over IMAP (in, with IDLE; mailbox.ts) and SMTP (out; send.ts), MIME parsed by mailparser. One chat
+ * per correspondent, one topic per thread (map.ts). Mail has no drafts and no edits: the channel is always
+ * in batch mode. Automatic mail (auto-replies, bounces, list mail) is stored but never answered, and
+ * nothing is sent to a machine's address, so two responders never loop (docs/CHANNELS.md, "Email").
+ */
+export class EmailChannel implements Channel {
+  readonly platform = 'email';
+  /** A long mail is fine; past this a reply is split into numbered mails of one thread. */
+  readonly limit = 32_000;
+  readonly limitUnit = 'chars' as const;
+  readonly textFormat = 'markdown' as const;
+  private readonly store: EmailStore;
+  private readonly sender: MailSender;
+  private reader: MailboxReader | undefined;
+
+  constructor(private readonly opts: EmailChannelOptions) {
+    this.store = new EmailStore(opts.db);
+    this.sender = new MailSender(opts.config, this.store, opts.sendTimeoutMs);
+  }
+
+  async start(sink: InboundSink): Promise<void> {
+    if (this.reader) return;
+    const { config } = this.opts;
+    const reader = new MailboxReader({
+      server: config.imap,
+      user: config.user,
+      password: config.password,
+      mailbox: config.mailbox,
+      db: this.opts.db,
+      log: this.opts.log,
+      onMail: (mail) => this.store1(mail, sink),
+      ...(this.opts.pollMs !== undefined ? { pollMs: this.opts.pollMs } : {}),
+      ...(this.opts.sleep ? { sleep: this.opts.sleep } : {}),
+    });
+    await reader.start();
+    this.reader = reader;
+  }
+
+  async stop(): Promise<void> {
+    await this.reader?.stop();
+    this.reader = undefined;
+  }
+
+  /** Parses and stores one mail. A mail that cannot be parsed is logged and passed over, never retried. */
+  private async store1(raw: RawMail, sink: InboundSink): Promise<void> {
+    let mapped;
+    try {
+      const mail = await simpleParser(raw.source, { skipTextToHtml: true, skipImageLinks: true });
+      mapped = mailToInbound(
+        { mail, source: raw.source, where: `${raw.validity}:${raw.uid}`, received: raw.received },
+        this.opts.config.address,
+      );
+    } catch (err) {
+      this.opts.log.warn(
+        { uid: raw.uid, err: coerceError(err).message },
+        'email: mail not understood; skipped',
+      );
+      return;
+    }
+    if (!mapped) return;
+    const { row, thread } = mapped;
+    this.store.put(row.chat_jid, row.platform_msg_id!, thread);
+    sink(row);
+  }
+
+  async send(part: SendPart): Promise<string | null> {
+    return this.sender.send(part);
+  }
+
+  async sendFile(file: SendFile): Promise<string | null> {
+    return this.sender.sendFile(file);
+  }
+
+  /** `source` is `<uidvalidity>:<uid>#<n>`: the n-th attachment of that mail, fetched again over IMAP. */
+  async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
+    const m = /^([^:]+):(\d+)#(\d+)$/.exec(source);
+    if (!m) throw new Error(`not an email attachment source: ${source}`);
+    if (!this.reader) throw new Error('email channel not started');
+    const raw = await this.reader.fetchSource(m[1]!, Number(m[2]));
+    const mail = await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true });
+    const file = mail.attachments[Number(m[3])];
+    if (!file) throw new Error(`mail has no attachment ${m[3]}`);
+    if (file.content.length > maxBytes) throw new FileTooLarge(file.content.length, maxBytes);
+    return { data: file.content, mime: file.contentType || null };
+  }
+}
