@@ -23,6 +23,7 @@ import { freshDb } from '../helpers/db.js';
 import { manualSleep } from '../delivery/script-channel.js';
 import { until } from '../helpers/process.js';
 import { cleanupAfterEach, inboundRows, recordingSink } from './support.js';
+import { registerExtras, type ButtonsHarness, type FilesHarness } from './conformance-extras.js';
 
 /** A refusal the platform can be told to answer the next sends with. */
 export type ConformanceFault = 'rate_limited' | 'server_error' | 'forbidden';
@@ -46,7 +47,7 @@ export interface ReceivedMessage {
  * The platform side of a channel under test. Everything is real: the harness starts the platform's local
  * server (or stream) in `makeHarness` and stops it in `close`.
  */
-export interface ChannelHarness {
+export interface ChannelHarness extends Partial<FilesHarness & ButtonsHarness> {
   /** The chat the suite talks in. */
   readonly jid: Jid;
   /**
@@ -95,6 +96,10 @@ export interface Capabilities {
    * for the web chat, whose drafts travel over SSE and are tested in the browser (test/web/).
    */
   drafts: boolean;
+  /** Files both ways: the harness must be a FilesHarness (conformance-extras.ts). Absent: false. */
+  files?: boolean;
+  /** Approval buttons (§18): the harness must be a ButtonsHarness (conformance-extras.ts). Absent: false. */
+  buttons?: boolean;
 }
 
 const ALL: Capabilities = {
@@ -358,5 +363,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         expect(row.delivery_error).toBeTruthy();
       },
     );
+
+    registerExtras(caps, setup);
   });
 }

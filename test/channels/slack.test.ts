@@ -38,29 +38,67 @@ const channelFor = (api: SlackApiServer, extra: { socket?: boolean } = {}) =>
     log: silentLogger(),
   });
 
-channelConformance('slack', async () => {
-  const api = await SlackApiServer.start();
-  return {
-    jid: `slack:${api.channelId}`,
-    makeChannel: () => channelFor(api),
-    async inject(text) {
-      const ev = api.messageEvent({ channel: api.channelId, user: ADA, text });
-      await api.waitAck(api.pushEvent(api.callback(ev)));
-      return { sender: ADA, verb: 'message', platform_msg_id: ev.ts as string, content: text };
-    },
-    async redeliverLast() {
-      await api.waitAck(api.redeliverLast());
-    },
-    received: () =>
-      api.posted
-        .filter((p) => p.channel === api.channelId)
-        .map((p) => ({ text: p.text, replyTo: p.thread_ts ?? null })),
-    shown: () => api.shown(api.channelId).map((p) => p.text),
-    failNext: (fault, n) => api.failNext(FAULTS[fault], n),
-    retryAfterMs: 3000,
-    close: () => api.close(),
-  };
-});
+channelConformance(
+  'slack',
+  async () => {
+    const api = await SlackApiServer.start();
+    const push = async (ev: Record<string, unknown>) => api.waitAck(api.pushEvent(api.callback(ev)));
+    const posted = (ts: string) => api.posted.find((p) => p.ts === ts);
+    return {
+      jid: `slack:${api.channelId}`,
+      makeChannel: () => channelFor(api),
+      async inject(text) {
+        const ev = api.messageEvent({ channel: api.channelId, user: ADA, text });
+        await push(ev);
+        return { sender: ADA, verb: 'message', platform_msg_id: ev.ts as string, content: text };
+      },
+      async redeliverLast() {
+        await api.waitAck(api.redeliverLast());
+      },
+      received: () =>
+        api.posted
+          .filter((p) => p.channel === api.channelId && p.files.length === 0)
+          .map((p) => ({ text: p.text, replyTo: p.thread_ts ?? null })),
+      shown: () => api.shown(api.channelId).map((p) => p.text),
+      failNext: (fault, n) => api.failNext(FAULTS[fault], n),
+      retryAfterMs: 3000,
+      close: () => api.close(),
+      async injectFile(name, data, mimetype) {
+        const ev = api.messageEvent({
+          channel: api.channelId,
+          user: ADA,
+          text: '',
+          files: [{ name, data, mimetype }],
+        });
+        await push(ev);
+        const content = `[attachment: ${name}]`;
+        return { sender: ADA, verb: 'message', platform_msg_id: ev.ts as string, content };
+      },
+      sentFiles: () => api.posted.flatMap((p) => p.files).map((f) => ({ name: f.name, data: f.data })),
+      async press(ts, index, user) {
+        await api.waitAck(api.pushInteraction(api.blockActions(ts, index, user)));
+        return { sender: user };
+      },
+      buttonsOf: (ts) => {
+        const blocks = (posted(ts)?.blocks ?? []) as Array<{
+          type: string;
+          elements?: Array<{ value: string }>;
+        }>;
+        return blocks
+          .filter((b) => b.type === 'actions')
+          .flatMap((b) => (b.elements ?? []).map((e) => e.value));
+      },
+      textOf: (ts) => posted(ts)?.text ?? '',
+    };
+  },
+  {
+    redelivery: true,
+    faults: ['rate_limited', 'server_error', 'forbidden'],
+    drafts: true,
+    files: true,
+    buttons: true,
+  },
+);
 
 describe('slack channel', () => {
   const defer = cleanupAfterEach();
