@@ -360,111 +360,31 @@ CREATE TRIGGER IF NOT EXISTS access_bump_groups_delete AFTER DELETE ON registere
   UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'access_version';
 END;
 
--- Every change of routes, groups, members, limits and approvals, by whatever process made it. Written by
--- triggers, so edits made with sqlite3 are kept too. `actor` is router_state 'audit_actor', which gated's
--- writers set and clear inside their own transaction (`cli:<user>`, `dashboard`, `chat:<platform:id>`,
--- `gateway`); a change made without one (sqlite3) is recorded as 'sql'.
+-- Every change of the audited tables (store/audit-triggers.ts lists them: routes, registered_groups,
+-- members, limits, approvals, daemons, tasks, tool_rules; tool_approvals has its own decision trigger), by whatever process made it,
+-- with the whole row before and after. The triggers are generated from that list when the schema is
+-- applied (every column the table has then), so edits made with sqlite3 are kept too, INSERT OR REPLACE
+-- keeps the replaced rows (action 'replace'), and deleting or changing audit rows is itself recorded
+-- (subject 'audit'). `actor` is router_state 'audit_actor' as set by gated's writers inside their own
+-- transaction (`cli:<user>`, `dashboard`, `chat:<platform:id>`, `gateway`); any other connection (sqlite3)
+-- is recorded as 'sql', whatever it wrote into router_state.
 CREATE TABLE IF NOT EXISTS audit (
   id      INTEGER PRIMARY KEY AUTOINCREMENT,
   at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   actor   TEXT NOT NULL,
-  subject TEXT NOT NULL, -- the table: routes | registered_groups | members | limits | approvals
-  action  TEXT NOT NULL, -- insert | update | delete
+  subject TEXT NOT NULL, -- the audited table, or 'audit' for a change of the trail itself
+  action  TEXT NOT NULL, -- insert | update | delete | replace (INSERT OR REPLACE; before = the replaced rows)
   row_key TEXT,          -- the changed row's key (id, folder or code)
   before  TEXT,          -- JSON of the row before (NULL for insert)
   after   TEXT           -- JSON of the row after (NULL for delete)
 );
 CREATE INDEX IF NOT EXISTS idx_audit_at ON audit(at);
-CREATE TRIGGER IF NOT EXISTS audit_routes_insert AFTER INSERT ON routes BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'routes', 'insert', NEW.id,
-          NULL,
-          json_object('id', NEW.id, 'seq', NEW.seq, 'match', NEW.match, 'target', NEW.target, 'impulse_config', NEW.impulse_config));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_routes_update AFTER UPDATE ON routes BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'routes', 'update', NEW.id,
-          json_object('id', OLD.id, 'seq', OLD.seq, 'match', OLD.match, 'target', OLD.target, 'impulse_config', OLD.impulse_config),
-          json_object('id', NEW.id, 'seq', NEW.seq, 'match', NEW.match, 'target', NEW.target, 'impulse_config', NEW.impulse_config));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_routes_delete AFTER DELETE ON routes BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'routes', 'delete', OLD.id,
-          json_object('id', OLD.id, 'seq', OLD.seq, 'match', OLD.match, 'target', OLD.target, 'impulse_config', OLD.impulse_config),
-          NULL);
-END;
-CREATE TRIGGER IF NOT EXISTS audit_registered_groups_insert AFTER INSERT ON registered_groups BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'registered_groups', 'insert', NEW.folder,
-          NULL,
-          json_object('folder', NEW.folder, 'name', NEW.name, 'image', NEW.image, 'network', NEW.network, 'mounts', NEW.mounts, 'access', NEW.access));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_registered_groups_update AFTER UPDATE ON registered_groups BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'registered_groups', 'update', NEW.folder,
-          json_object('folder', OLD.folder, 'name', OLD.name, 'image', OLD.image, 'network', OLD.network, 'mounts', OLD.mounts, 'access', OLD.access),
-          json_object('folder', NEW.folder, 'name', NEW.name, 'image', NEW.image, 'network', NEW.network, 'mounts', NEW.mounts, 'access', NEW.access));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_registered_groups_delete AFTER DELETE ON registered_groups BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'registered_groups', 'delete', OLD.folder,
-          json_object('folder', OLD.folder, 'name', OLD.name, 'image', OLD.image, 'network', OLD.network, 'mounts', OLD.mounts, 'access', OLD.access),
-          NULL);
-END;
-CREATE TRIGGER IF NOT EXISTS audit_members_insert AFTER INSERT ON members BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'members', 'insert', NEW.id,
-          NULL,
-          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'sender', NEW.sender, 'role', NEW.role, 'note', NEW.note));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_members_update AFTER UPDATE ON members BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'members', 'update', NEW.id,
-          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'sender', OLD.sender, 'role', OLD.role, 'note', OLD.note),
-          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'sender', NEW.sender, 'role', NEW.role, 'note', NEW.note));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_members_delete AFTER DELETE ON members BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'members', 'delete', OLD.id,
-          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'sender', OLD.sender, 'role', OLD.role, 'note', OLD.note),
-          NULL);
-END;
-CREATE TRIGGER IF NOT EXISTS audit_limits_insert AFTER INSERT ON limits BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'limits', 'insert', NEW.group_folder,
-          NULL,
-          json_object('group_folder', NEW.group_folder, 'sender_per_hour', NEW.sender_per_hour, 'runs_per_day', NEW.runs_per_day, 'cost_per_day_usd', NEW.cost_per_day_usd));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_limits_update AFTER UPDATE ON limits BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'limits', 'update', NEW.group_folder,
-          json_object('group_folder', OLD.group_folder, 'sender_per_hour', OLD.sender_per_hour, 'runs_per_day', OLD.runs_per_day, 'cost_per_day_usd', OLD.cost_per_day_usd),
-          json_object('group_folder', NEW.group_folder, 'sender_per_hour', NEW.sender_per_hour, 'runs_per_day', NEW.runs_per_day, 'cost_per_day_usd', NEW.cost_per_day_usd));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_limits_delete AFTER DELETE ON limits BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'limits', 'delete', OLD.group_folder,
-          json_object('group_folder', OLD.group_folder, 'sender_per_hour', OLD.sender_per_hour, 'runs_per_day', OLD.runs_per_day, 'cost_per_day_usd', OLD.cost_per_day_usd),
-          NULL);
-END;
-CREATE TRIGGER IF NOT EXISTS audit_approvals_insert AFTER INSERT ON approvals BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'approvals', 'insert', NEW.code,
-          NULL,
-          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'member_folder', NEW.member_folder, 'chat_jid', NEW.chat_jid, 'sender', NEW.sender, 'state', NEW.state, 'expires_at', NEW.expires_at, 'decided_by', NEW.decided_by));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_approvals_update AFTER UPDATE ON approvals BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'approvals', 'update', NEW.code,
-          json_object('code', OLD.code, 'group_folder', OLD.group_folder, 'member_folder', OLD.member_folder, 'chat_jid', OLD.chat_jid, 'sender', OLD.sender, 'state', OLD.state, 'expires_at', OLD.expires_at, 'decided_by', OLD.decided_by),
-          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'member_folder', NEW.member_folder, 'chat_jid', NEW.chat_jid, 'sender', NEW.sender, 'state', NEW.state, 'expires_at', NEW.expires_at, 'decided_by', NEW.decided_by));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_approvals_delete AFTER DELETE ON approvals BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'approvals', 'delete', OLD.code,
-          json_object('code', OLD.code, 'group_folder', OLD.group_folder, 'member_folder', OLD.member_folder, 'chat_jid', OLD.chat_jid, 'sender', OLD.sender, 'state', OLD.state, 'expires_at', OLD.expires_at, 'decided_by', OLD.decided_by),
-          NULL);
-END;
+-- The rows an INSERT OR REPLACE is about to replace, kept by a BEFORE INSERT trigger for the AFTER INSERT
+-- trigger of the same row (one slot per audited table, emptied at once).
+CREATE TABLE IF NOT EXISTS audit_replaced (
+  subject TEXT PRIMARY KEY,
+  before  TEXT
+);
 -- Scheduled tasks (docs/TASKS.md). When due, a task becomes one inbound row (verb 'task', sender
 -- 'task:<id>') of its group and topic, answered in chat_jid; that row, the task_runs row and the next due
 -- time commit in one transaction, so each due time fires once across restarts. Times are UTC ISO-8601.
@@ -632,24 +552,6 @@ END;
 CREATE TRIGGER IF NOT EXISTS tool_rules_bump_delete AFTER DELETE ON tool_rules BEGIN
   UPDATE router_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'tool_rules_version';
 END;
-CREATE TRIGGER IF NOT EXISTS audit_tool_rules_insert AFTER INSERT ON tool_rules BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_rules', 'insert', NEW.id,
-          NULL,
-          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'seq', NEW.seq, 'tool', NEW.tool, 'input', NEW.input, 'decision', NEW.decision, 'approvers', NEW.approvers));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_tool_rules_update AFTER UPDATE ON tool_rules BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_rules', 'update', NEW.id,
-          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'seq', OLD.seq, 'tool', OLD.tool, 'input', OLD.input, 'decision', OLD.decision, 'approvers', OLD.approvers),
-          json_object('id', NEW.id, 'group_folder', NEW.group_folder, 'seq', NEW.seq, 'tool', NEW.tool, 'input', NEW.input, 'decision', NEW.decision, 'approvers', NEW.approvers));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_tool_rules_delete AFTER DELETE ON tool_rules BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_rules', 'delete', OLD.id,
-          json_object('id', OLD.id, 'group_folder', OLD.group_folder, 'seq', OLD.seq, 'tool', OLD.tool, 'input', OLD.input, 'decision', OLD.decision, 'approvers', OLD.approvers),
-          NULL);
-END;
 
 -- Tool approvals (docs/APPROVALS.md): one row per tool call a rule sent to `ask` (pairing codes live in
 -- `approvals`; their codes have 8 characters, these 5, so a code names one row of one table). The question
@@ -685,12 +587,6 @@ CREATE TABLE IF NOT EXISTS tool_approvals (
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_question ON tool_approvals(group_folder, topic, tool, input_json) WHERE used_at IS NULL;
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_pending ON tool_approvals(expires_at) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_created ON tool_approvals(created_at);
-CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_insert AFTER INSERT ON tool_approvals BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'insert', NEW.code,
-          NULL,
-          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'chat_jid', NEW.chat_jid, 'tool', NEW.tool, 'input', NEW.input_line, 'state', NEW.state, 'expires_at', NEW.expires_at));
-END;
 CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_update AFTER UPDATE OF state ON tool_approvals BEGIN
   INSERT INTO audit (actor, subject, action, row_key, before, after)
   VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'update', NEW.code,

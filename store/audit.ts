@@ -1,9 +1,9 @@
 import type { Db } from './db.js';
 
 /**
- * The audit trail (docs/ACCESS.md, "Audit"). Triggers on routes, registered_groups, members, limits and
- * approvals write every change into `audit`, whoever makes it; this module only names the actor for the
- * changes gated itself makes and reads the trail back.
+ * The audit trail (docs/ACCESS.md, "Audit"). Triggers generated from the list in audit-triggers.ts write
+ * every change of the audited tables into `audit`, whoever makes it; this module only names the actor for
+ * the changes gated itself makes and reads the trail back.
  */
 
 /** One audit row; `before` / `after` are JSON of the row (null for an insert / a delete). */
@@ -12,7 +12,7 @@ export interface AuditRow {
   at: string;
   actor: string;
   subject: string;
-  action: 'insert' | 'update' | 'delete';
+  action: 'insert' | 'update' | 'delete' | 'replace';
   row_key: string | null;
   before: string | null;
   after: string | null;
@@ -20,6 +20,8 @@ export interface AuditRow {
 
 const ACTOR_KEY = 'audit_actor';
 const stmts = new WeakMap<Db, ReturnType<typeof prepare>>();
+/** How deep each connection is in withActor calls: the flag goes on at the first and off after the last. */
+const depth = new WeakMap<Db, number>();
 
 function prepare(db: Db) {
   return {
@@ -41,21 +43,31 @@ function statements(db: Db) {
 /**
  * Runs `fn` in a transaction with `actor` named as the author of every audited change it makes. The actor
  * is a router_state row that lives only inside that transaction (set first, restored last), so no other
- * connection ever sees it and a later sqlite3 edit is recorded as 'sql'. Nests: an inner actor is restored
- * to the outer one when the inner call ends.
+ * connection ever sees it. The triggers honour it only while this connection's `cell_size_check` flag is
+ * on, which is only inside this call (audit-triggers.ts): a row some sqlite3 session wrote itself never
+ * names its edits, which are recorded as 'sql'. Nests: an inner actor is restored to the outer one when
+ * the inner call ends.
  */
 export function withActor<T>(db: Db, actor: string, fn: () => T): T {
   const s = statements(db);
-  return db.transaction(() => {
-    const outer = s.get.get() as string | undefined;
-    s.set.run(actor);
-    try {
-      return fn();
-    } finally {
-      if (outer === undefined) s.clear.run();
-      else s.set.run(outer);
-    }
-  })();
+  const level = depth.get(db) ?? 0;
+  if (level === 0) db.pragma('cell_size_check = ON');
+  depth.set(db, level + 1);
+  try {
+    return db.transaction(() => {
+      const outer = level === 0 ? undefined : (s.get.get() as string | undefined);
+      s.set.run(actor);
+      try {
+        return fn();
+      } finally {
+        if (outer === undefined) s.clear.run();
+        else s.set.run(outer);
+      }
+    })();
+  } finally {
+    depth.set(db, level);
+    if (level === 0) db.pragma('cell_size_check = OFF');
+  }
 }
 
 /** Audit rows at or after `since` (ISO-8601; a date alone works), newest first, at most `limit`. */

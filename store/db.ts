@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { packageFile } from '../core/paths.js';
+import { installAuditTriggers } from './audit-triggers.js';
 import { migrate, SCHEMA_VERSION } from './migrate.js';
 
 /** A better-sqlite3 connection with gated's schema applied. */
@@ -58,6 +59,8 @@ export function applySchema(db: Db): number {
   db.transaction(() => {
     db.exec(schemaSql());
     migrate(db);
+    // After the migrations: the triggers cover every column the tables have now.
+    installAuditTriggers(db);
   }).immediate();
   return db.pragma('user_version', { simple: true }) as number;
 }

@@ -66,7 +66,8 @@ describe('gated access and gated audit', () => {
     const me = `cli:${userInfo().username}`;
     expect(lines[1]).toMatch(/^\d+\t\S+\tsql\troutes\.update\t\d+\t\{.*"seq":0.*\}\t\{.*"seq":7.*\}$/);
     expect(lines[2]).toMatch(
-      /^\d+\t\S+\tsql\tmembers\.insert\t\d+\t\t\{.*"sender":"telegram:\*".*"role":"member"/,
+      // The row's columns in name order (store/audit-triggers.ts).
+      /^\d+\t\S+\tsql\tmembers\.insert\t\d+\t\t\{.*"role":"member".*"sender":"telegram:\*"/,
     );
     expect(lines[3]).toContain(`\t${me}\tmembers.insert\t`);
     expect(lines[4]).toMatch(

@@ -1,0 +1,135 @@
+/**
+ * The audit trail (CONTRACT §17, docs/ACCESS.md "Audit") against a real SQLite file, with edits made by a
+ * plain second connection as sqlite3 makes them (no gated code on it): every column of registered_groups,
+ * daemons and tasks, INSERT OR REPLACE with the state before, deletes of audit rows, and actors that an
+ * `audit_actor` row written from outside cannot spoof.
+ */
+import Database from 'better-sqlite3';
+import { expect, test } from 'vitest';
+import { listAudit, withActor, type AuditRow } from '../../store/audit.js';
+import { AUDITED_TABLES } from '../../store/audit-triggers.js';
+import { addGroup } from '../../store/groups.js';
+import { freshDb, tempDir } from '../helpers/db.js';
+
+/** A connection as the sqlite3 shell opens one: no schema applied, no gated statement, no actor. */
+function rawSql(path: string): Database.Database {
+  return new Database(path);
+}
+
+const last = (db: Database.Database): AuditRow =>
+  db.prepare(`SELECT * FROM audit ORDER BY id DESC LIMIT 1`).get() as AuditRow;
+const parse = (s: string | null) => (s === null ? null : (JSON.parse(s) as Record<string, unknown>));
+
+test('every column of registered_groups changed with raw SQL is in before and after, actor sql', () => {
+  const { db, path } = freshDb();
+  addGroup(db, tempDir(), 'club', 'Club');
+  const raw = rawSql(path);
+  const columns = (
+    raw.pragma('table_info(registered_groups)') as Array<{ name: string; type: string }>
+  ).filter((c) => c.name !== 'folder');
+  expect(columns.map((c) => c.name)).toEqual(expect.arrayContaining(['send_allow', 'actions', 'placement']));
+  for (const c of columns) {
+    const before = raw
+      .prepare(`SELECT "${c.name}" FROM registered_groups WHERE folder = 'club'`)
+      .pluck()
+      .get();
+    const value = /int/i.test(c.type) ? 7 : `changed ${c.name}`;
+    raw.prepare(`UPDATE registered_groups SET "${c.name}" = ? WHERE folder = 'club'`).run(value);
+    const row = last(raw);
+    expect([c.name, row.subject, row.action, row.actor, row.row_key]).toEqual([
+      c.name,
+      'registered_groups',
+      'update',
+      'sql',
+      'club',
+    ]);
+    expect([c.name, parse(row.before)![c.name]]).toEqual([c.name, before]);
+    expect([c.name, parse(row.after)![c.name]]).toEqual([c.name, value]);
+  }
+  raw.close();
+});
+
+test('INSERT OR REPLACE keeps the replaced row; daemons, tasks and the listed tables are audited', () => {
+  const { db, path } = freshDb();
+  const raw = rawSql(path);
+  raw.prepare(`INSERT INTO daemons (name, url) VALUES ('d', 'http://127.0.0.1:1/a')`).run();
+  raw.prepare(`INSERT OR REPLACE INTO daemons (name, url) VALUES ('d', 'http://127.0.0.1:1/b')`).run();
+  const r = last(raw);
+  expect([r.subject, r.action, r.row_key]).toEqual(['daemons', 'replace', 'd']);
+  expect(parse(r.before)).toMatchObject({ name: 'd', url: 'http://127.0.0.1:1/a' });
+  expect(parse(r.after)).toMatchObject({ name: 'd', url: 'http://127.0.0.1:1/b' });
+  // A replace through a unique constraint other than the key (members' group and sender).
+  raw.prepare(`INSERT INTO members (group_folder, sender, role) VALUES ('g', 'telegram:1', 'member')`).run();
+  raw
+    .prepare(
+      `INSERT OR REPLACE INTO members (group_folder, sender, role) VALUES ('g', 'telegram:1', 'owner')`,
+    )
+    .run();
+  const m = last(raw);
+  expect([m.subject, m.action]).toEqual(['members', 'replace']);
+  expect([parse(m.before)!.role, parse(m.after)!.role]).toEqual(['member', 'owner']);
+  // An upsert is one update, not a replace.
+  raw
+    .prepare(
+      `INSERT INTO members (group_folder, sender, role) VALUES ('g', 'telegram:1', 'blocked')
+       ON CONFLICT (group_folder, sender) DO UPDATE SET role = excluded.role`,
+    )
+    .run();
+  expect(last(raw)).toMatchObject({ subject: 'members', action: 'update' });
+  raw
+    .prepare(
+      `INSERT INTO tasks (group_folder, chat_jid, kind, spec, text, anchor_at)
+       VALUES ('g', 'local:g', 'every', '1h', 'x', '2026-11-25T10:00:00.000Z')`,
+    )
+    .run();
+  expect(last(raw)).toMatchObject({ subject: 'tasks', action: 'insert', before: null });
+  const triggers = raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger'`).pluck().all();
+  for (const table of Object.keys(AUDITED_TABLES)) {
+    for (const op of ['insert', 'update', 'delete', 'replaced'])
+      expect(triggers).toContain(`audit_${table}_${op}`);
+  }
+  raw.close();
+  db.close();
+});
+
+test('deleting or changing audit rows is itself recorded', () => {
+  const { path } = freshDb();
+  const raw = rawSql(path);
+  raw.prepare(`INSERT INTO daemons (name, url) VALUES ('d', 'http://127.0.0.1:1/a')`).run();
+  const evidence = last(raw);
+  raw.prepare(`DELETE FROM audit`).run();
+  const trail = raw.prepare(`SELECT * FROM audit`).all() as AuditRow[];
+  expect(trail).toHaveLength(1);
+  expect(trail[0]).toMatchObject({
+    subject: 'audit',
+    action: 'delete',
+    actor: 'sql',
+    row_key: String(evidence.id),
+  });
+  expect(parse(trail[0]!.before)).toMatchObject({ subject: 'daemons', action: 'insert', actor: 'sql' });
+  raw.prepare(`UPDATE audit SET actor = 'someone'`).run();
+  expect(last(raw)).toMatchObject({ subject: 'audit', action: 'update', actor: 'sql' });
+  raw.close();
+});
+
+test('actors: gated names its own changes; an audit_actor row written with sqlite3 names nothing', () => {
+  const { db, path } = freshDb();
+  const raw = rawSql(path);
+  raw.prepare(`INSERT INTO router_state (key, value) VALUES ('audit_actor', 'cli:boss')`).run();
+  raw.prepare(`INSERT INTO daemons (name, url) VALUES ('spoof', 'http://127.0.0.1:1/a')`).run();
+  expect(last(raw)).toMatchObject({ subject: 'daemons', actor: 'sql' });
+  withActor(db, 'dashboard', () => db.prepare(`DELETE FROM daemons WHERE name = 'spoof'`).run());
+  expect(last(raw)).toMatchObject({ subject: 'daemons', action: 'delete', actor: 'dashboard' });
+  // The planted row is gone after gated's change, and the next raw edit is still 'sql'.
+  expect(raw.prepare(`SELECT count(*) FROM router_state WHERE key = 'audit_actor'`).pluck().get()).toBe(0);
+  raw.prepare(`INSERT INTO daemons (name, url) VALUES ('later', 'http://127.0.0.1:1/b')`).run();
+  expect(last(raw)).toMatchObject({ actor: 'sql' });
+  // Nested actors restore the outer one; a change outside withActor on gated's connection is not credited.
+  withActor(db, 'cli:ada', () => {
+    withActor(db, 'chat:telegram:1', () => db.prepare(`UPDATE daemons SET url = 'http://x/1'`).run());
+    db.prepare(`UPDATE daemons SET url = 'http://x/2'`).run();
+  });
+  db.prepare(`UPDATE daemons SET url = 'http://x/3'`).run();
+  expect(listAudit(db, { limit: 3 }).map((r) => r.actor)).toEqual(['sql', 'cli:ada', 'chat:telegram:1']);
+  raw.close();
+});
