@@ -587,6 +587,12 @@ CREATE TABLE IF NOT EXISTS tool_approvals (
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_question ON tool_approvals(group_folder, topic, tool, input_json) WHERE used_at IS NULL;
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_pending ON tool_approvals(expires_at) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_created ON tool_approvals(created_at);
+CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_insert AFTER INSERT ON tool_approvals BEGIN
+  INSERT INTO audit (actor, subject, action, row_key, before, after)
+  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'insert', NEW.code,
+          NULL,
+          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'chat_jid', NEW.chat_jid, 'tool', NEW.tool, 'input', NEW.input_line, 'state', NEW.state, 'expires_at', NEW.expires_at));
+END;
 CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_update AFTER UPDATE OF state ON tool_approvals BEGIN
   INSERT INTO audit (actor, subject, action, row_key, before, after)
   VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'update', NEW.code,
