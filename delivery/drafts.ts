@@ -253,6 +253,13 @@ export function createDrafts(opts: DraftsOptions): Drafts {
       const c = stateOf(chatJid, thread);
       return serial(c, async (): Promise<string | null> => {
         const row = s.get.get(chatJid, thread);
+        if (reply?.kind === 'reply') {
+          // The answer is here: a draft edit not made yet would show an older text after it, in a new
+          // message when the draft was already taken over (a stale draft under the answer).
+          clearTimeout(c.timer);
+          c.timer = undefined;
+          c.pending = undefined;
+        }
         if (!row) return null;
         if (row.final && row.platform_msg_id && s.recorded.get(row.platform_msg_id) !== undefined) {
           // The answer it became was recorded before a crash could clear the row: nothing to take over.
@@ -261,9 +268,6 @@ export function createDrafts(opts: DraftsOptions): Drafts {
         }
         // Gateway notices (/ping, errors) leave a turn's draft alone; the turn's own answer takes it over.
         if (reply?.kind !== 'reply') return null;
-        clearTimeout(c.timer);
-        c.timer = undefined;
-        c.pending = undefined;
         const ops = channel.drafts!;
         const id = row.platform_msg_id;
         if (id && parts.length === 1 && files === 0 && !ops.finalReplaces) {
