@@ -36,6 +36,29 @@ describe('configuration', () => {
     expect(() => loadConfig({ GITHUB_TOKEN: 't' })).toThrow(/GITHUB_WEBHOOK_SECRET/);
   });
 
+  it('starts email with an address and a password, and then requires both hosts', () => {
+    expect(loadConfig({ EMAIL_ADDRESS: 'bot@example.com' }).email).toBeUndefined();
+    const mail = { EMAIL_ADDRESS: 'Bot@Example.com', EMAIL_PASSWORD: 'app-pw' };
+    expect(() => loadConfig(mail)).toThrow(/EMAIL_IMAP_HOST is not/);
+    expect(() => loadConfig({ ...mail, EMAIL_IMAP_HOST: 'imap.example.com' })).toThrow(/EMAIL_SMTP_HOST/);
+    const hosts = { EMAIL_IMAP_HOST: 'imap.example.com', EMAIL_SMTP_HOST: 'smtp.example.com' };
+    expect(loadConfig({ ...mail, ...hosts }).email).toEqual({
+      address: 'bot@example.com',
+      user: 'Bot@Example.com',
+      password: 'app-pw',
+      imap: { host: 'imap.example.com', port: 993, security: 'tls' },
+      smtp: { host: 'smtp.example.com', port: 465, security: 'tls' },
+      mailbox: 'INBOX',
+      fromName: undefined,
+    });
+    const starttls = loadConfig({ ...mail, ...hosts, EMAIL_SMTP_SECURITY: 'starttls' }).email!;
+    expect(starttls.smtp.port).toBe(587);
+    expect(() => loadConfig({ ...mail, ...hosts, EMAIL_IMAP_SECURITY: 'ssl' })).toThrow(
+      /EMAIL_IMAP_SECURITY/,
+    );
+    expect(() => loadConfig({ ...mail, ...hosts, EMAIL_ADDRESS: 'bot' })).toThrow(/EMAIL_ADDRESS/);
+  });
+
   it('names the bad variable on bad input', () => {
     expect(() => loadConfig({ GATED_POLL_MS: 'fast' })).toThrow(UsageError);
     expect(() => loadConfig({ GATED_POLL_MS: 'fast' })).toThrow(/GATED_POLL_MS/);
