@@ -1,13 +1,9 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Message } from '../core/types.js';
-import { formatTarget, weightOf } from '../router/index.js';
-import { expandChatCommand } from './layers/chat-commands.js';
-import { commandLayer } from './layers/commands.js';
-import { prefixLayer } from './layers/prefix.js';
-import { chatGroupOf, routeLayer, type RoutingDecision } from './layers/route.js';
-import { stickyLayer } from './layers/sticky.js';
-import type { Draft, LayerEnv, QueueControl } from './layers/types.js';
+import { chatGroupOf } from './layers/route.js';
+import type { LayerEnv, QueueControl } from './layers/types.js';
+import { STEPS, StepWrites, type BatchOutcome, type RowWork } from './steps.js';
 import { ImpulseGate } from './impulse.js';
 import { AccessGate } from './access.js';
 import { AccessSource } from '../store/access.js';
@@ -19,13 +15,7 @@ import type { RouteSource } from '../store/routes.js';
 import { StickyStore } from '../store/state.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 
-/** What processing one poll batch changed, so the loop knows whom to wake after the commit. */
-export interface BatchOutcome {
-  released: number;
-  outbound: number;
-  daemon: number;
-  effects: Array<() => void | Promise<void>>;
-}
+export type { BatchOutcome } from './steps.js';
 
 /** Dependencies of the pipeline, injected once. */
 export interface PipelineOptions {
@@ -40,41 +30,24 @@ export interface PipelineOptions {
 }
 
 /**
- * Pushes every message of a poll batch through the four layers in order (sticky → command → prefix →
- * routing) and then the impulse gate. Runs inside the batch transaction: every state change, answer row
- * and the cursor commit together, so a crash re-processes the whole batch and never half of it.
+ * Pushes every message of a poll batch through the steps in order (STEPS in steps.ts: sticky → command →
+ * prefix → route → access → gate), then lets the impulse gate release the chats that got a held row. Runs
+ * inside the batch transaction: every state change, answer row and the cursor commit together, so a crash
+ * re-processes the whole batch and never half of it.
  */
 export class Pipeline {
   readonly gate: ImpulseGate;
   /** The access decision (docs/ACCESS.md), between routing and the impulse gate. */
   readonly access: AccessGate;
   private readonly sticky: StickyStore;
-  private readonly holdStmt;
-  private readonly settleStmt;
-  private readonly daemonStmt;
-  private readonly hitStmt;
+  private readonly writes: StepWrites;
 
   constructor(private readonly opts: PipelineOptions) {
     const { db } = opts;
     this.gate = new ImpulseGate(db);
     this.access = new AccessGate(db, new AccessSource(db, opts.config.admins));
     this.sticky = new StickyStore(db);
-    this.holdStmt = db.prepare(
-      `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, agent_content = @content,
-         target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
-         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error, interrupts = @interrupts
-       WHERE id = @id`,
-    );
-    this.settleStmt = db.prepare(
-      'UPDATE messages SET state = @state, target = @target, route_id = @route_id, error = @error WHERE id = @id',
-    );
-    this.daemonStmt = db.prepare(
-      `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, agent_content = @content WHERE id = @id`,
-    );
-    this.hitStmt = db.prepare(
-      `INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 1, ?)
-       ON CONFLICT (route_id) DO UPDATE SET hits = hits + 1, last_hit_at = excluded.last_hit_at`,
-    );
+    this.writes = new StepWrites(db);
   }
 
   /**
@@ -107,7 +80,7 @@ export class Pipeline {
         out.outbound += 1;
       },
       settle: (msg, state, error) => {
-        this.settleStmt.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
+        this.writes.settle.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
       },
       afterCommit: (fn) => out.effects.push(fn),
       chatGroup: (draft) => chatGroupOf(draft, catalog.table),
@@ -150,15 +123,20 @@ export class Pipeline {
     return this.opts.db;
   }
 
-  /** One row through the layers and its target. */
+  /** One row through the steps, until one of them handles it. */
   private one(msg: Message, env: LayerEnv, now: number, touched: Set<string>, out: BatchOutcome): void {
-    const draft: Draft = { msg, content: msg.content, group: undefined, topic: undefined };
-    if (stickyLayer(draft, env) === 'handled') return;
-    if (commandLayer(draft, env) === 'handled') return;
-    prefixLayer(draft, env);
-    const decision = routeLayer(draft, env);
-    if (decision.routeId !== undefined) this.hitStmt.run(decision.routeId, new Date(now).toISOString());
-    this.apply(draft, decision, env, now, touched, out);
+    const row: RowWork = {
+      draft: { msg, content: msg.content, group: undefined, topic: undefined },
+      env,
+      now,
+      writes: this.writes,
+      access: this.access,
+      metrics: this.opts.metrics,
+      configDir: this.opts.config.configDir,
+      out,
+      touched,
+    };
+    for (const step of STEPS) if (step.run(row) === 'handled') return;
   }
 
   /** Ends a row that could not be processed: state `failed` with its error, a metric and a log line. */
@@ -172,87 +150,8 @@ export class Pipeline {
       },
       'message failed; the rest of the batch goes on',
     );
-    this.settleStmt.run({ id: msg.id, state: 'failed', target: null, route_id: null, error });
+    this.writes.settle.run({ id: msg.id, state: 'failed', target: null, route_id: null, error });
     this.opts.metrics?.rowFailed?.('gateway');
-  }
-
-  private apply(
-    draft: Draft,
-    decision: RoutingDecision,
-    env: LayerEnv,
-    now: number,
-    touched: Set<string>,
-    out: BatchOutcome,
-  ): void {
-    const { msg } = draft;
-    const { target, routeId } = decision;
-    const route_id = routeId ?? null;
-    const metrics = this.opts.metrics;
-    if (!target) {
-      this.settleStmt.run({ id: msg.id, state: 'unrouted', target: null, route_id, error: null });
-      metrics?.unrouted();
-      return;
-    }
-    const targetText = formatTarget(target);
-    metrics?.routed(targetText);
-    switch (target.kind) {
-      case 'folder': {
-        if (!env.catalog.groups.has(target.folder)) {
-          const error = `group '${target.folder}' is not registered`;
-          this.opts.log.warn(
-            { msgId: msg.id, chat: msg.chat_jid, group: target.folder },
-            'message not dispatched: group not registered',
-          );
-          this.settleStmt.run({ id: msg.id, state: 'unrouted', target: targetText, route_id, error });
-          return;
-        }
-        const impulse = decision.impulse;
-        // A chat command from the group's files (not a gateway command: that layer already took those).
-        const configDir = this.opts.config.configDir;
-        if (configDir !== undefined && msg.verb === 'message' && draft.content.startsWith('/'))
-          draft.content =
-            expandChatCommand(configDir, target.folder, draft.content, this.opts.log) ?? draft.content;
-        // Withheld rows keep their routing, so an approval or a release can put them in the gate as is.
-        const verdict = this.access.decide(msg, target.folder, now);
-        if (verdict.state !== 'serve' && verdict.notice) env.answer(msg, verdict.notice);
-        this.holdStmt.run({
-          id: msg.id,
-          state: verdict.state === 'serve' ? 'held' : verdict.state,
-          error: verdict.state === 'serve' ? null : verdict.reason,
-          held_at: verdict.state === 'serve' ? now : null,
-          group: target.folder,
-          topic: draft.topic ?? msg.topic,
-          // Only a changed text is kept apart; the stored content stays as the user wrote it.
-          content: draft.content === msg.content ? null : draft.content,
-          target: targetText,
-          route_id,
-          // An /interrupt is meant for now: it fills the gate at once.
-          weight: draft.interrupts ? impulse.threshold : weightOf(impulse, msg.verb),
-          interrupts: draft.interrupts ? 1 : null,
-          threshold: impulse.threshold,
-          max_hold_ms: impulse.maxHoldMs,
-        });
-        if (verdict.state === 'serve') touched.add(msg.chat_jid);
-        return;
-      }
-      case 'builtin':
-        if (target.name === 'ping') {
-          env.answer(msg, 'pong');
-          this.settleStmt.run({ id: msg.id, state: 'done', target: targetText, route_id, error: null });
-        } else {
-          this.settleStmt.run({ id: msg.id, state: 'dropped', target: targetText, route_id, error: null });
-        }
-        return;
-      case 'daemon':
-        this.daemonStmt.run({
-          id: msg.id,
-          target: targetText,
-          route_id,
-          content: draft.content === msg.content ? null : draft.content,
-        });
-        out.daemon += 1;
-        return;
-    }
   }
 }
 

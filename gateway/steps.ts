@@ -1,0 +1,200 @@
+import { formatTarget, weightOf } from '../router/index.js';
+import type { Db } from '../store/db.js';
+import type { AccessGate } from './access.js';
+import { expandChatCommand } from './layers/chat-commands.js';
+import { commandLayer } from './layers/commands.js';
+import { prefixLayer } from './layers/prefix.js';
+import { routeLayer, type RoutingDecision } from './layers/route.js';
+import { stickyLayer } from './layers/sticky.js';
+import type { Draft, LayerEnv } from './layers/types.js';
+import type { GatewayMetrics } from './metrics-hooks.js';
+
+/** What processing one poll batch changed, so the loop knows whom to wake after the commit. */
+export interface BatchOutcome {
+  released: number;
+  outbound: number;
+  daemon: number;
+  effects: Array<() => void | Promise<void>>;
+}
+
+/** The row writes of the steps, one named statement each, prepared once per pipeline. */
+export class StepWrites {
+  /** Routed to a group: held for the gate, or withheld by access (with its reason). */
+  readonly hold;
+  /** Ended by the gateway itself: unrouted, a built-in target, a failed row. */
+  readonly settle;
+  /** Routed to a daemon: the daemon dispatcher sends it. */
+  readonly daemon;
+  /** One more hit of a route (the dashboard's counts). */
+  readonly hit;
+
+  constructor(db: Db) {
+    this.hold = db.prepare(
+      `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, agent_content = @content,
+         target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
+         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error, interrupts = @interrupts
+       WHERE id = @id`,
+    );
+    this.settle = db.prepare(
+      'UPDATE messages SET state = @state, target = @target, route_id = @route_id, error = @error WHERE id = @id',
+    );
+    this.daemon = db.prepare(
+      `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, agent_content = @content WHERE id = @id`,
+    );
+    this.hit = db.prepare(
+      `INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 1, ?)
+       ON CONFLICT (route_id) DO UPDATE SET hits = hits + 1, last_hit_at = excluded.last_hit_at`,
+    );
+  }
+}
+
+/** One row on its way through the steps, inside the batch transaction. */
+export interface RowWork {
+  draft: Draft;
+  env: LayerEnv;
+  now: number;
+  writes: StepWrites;
+  access: AccessGate;
+  metrics: GatewayMetrics | undefined;
+  /** GATED_CONFIG_DIR: a group's own chat commands are expanded from its files (undefined: none). */
+  configDir: string | undefined;
+  out: BatchOutcome;
+  /** Chats with a row held in this batch: the gate looks at each after the rows. */
+  touched: Set<string>;
+  /** The routing decision, set by the route step for the steps after it (null: not routed to a group). */
+  decision?: RoutingDecision & { folder: string };
+}
+
+/** One step of an inbound row's way. 'handled' ends the way for this row (its state is written). */
+export interface Step {
+  name: string;
+  /** What the step does, in one line (docs/ARCHITECTURE.md prints the list). */
+  does: string;
+  run(row: RowWork): 'handled' | 'next';
+}
+
+/**
+ * The steps of every inbound row, in order. The pipeline iterates this list; the docs print it. After the
+ * rows of a batch, the gate looks at each chat that got a held row and releases its rows into their lanes
+ * when their weight reaches the threshold (docs/ROUTING.md).
+ */
+export const STEPS: readonly Step[] = [
+  {
+    name: 'sticky',
+    does: 'a message that is only `@group` or `#topic` makes the chat stick to it (a bare `@` or `#` resets)',
+    run: (r) => stickyLayer(r.draft, r.env),
+  },
+  {
+    name: 'command',
+    does: 'gateway commands (`/new`, `/ping`, `/stop`, `/status`, `/approve`, …) are answered here',
+    run: (r) => commandLayer(r.draft, r.env),
+  },
+  {
+    name: 'prefix',
+    does: 'a leading `@group ` or `#topic ` sends this one message there (stripped from what the agent reads)',
+    run: (r) => prefixLayer(r.draft, r.env),
+  },
+  { name: 'route', does: 'the routes table picks the target: a group, a daemon or a built-in', run: route },
+  {
+    name: 'access',
+    does: "the group's access rules serve the sender, or withhold the row (pending, limited, denied)",
+    run: access,
+  },
+  {
+    name: 'gate',
+    does: 'the row is held with its weight; the impulse gate releases a chat once its weight is reached',
+    run: hold,
+  },
+];
+
+function route(r: RowWork): 'handled' | 'next' {
+  const { draft, writes, now } = r;
+  const { msg } = draft;
+  const decision = routeLayer(draft, r.env);
+  if (decision.routeId !== undefined) writes.hit.run(decision.routeId, new Date(now).toISOString());
+  const { target } = decision;
+  const route_id = decision.routeId ?? null;
+  if (!target) {
+    writes.settle.run({ id: msg.id, state: 'unrouted', target: null, route_id, error: null });
+    r.metrics?.unrouted();
+    return 'handled';
+  }
+  const targetText = formatTarget(target);
+  r.metrics?.routed(targetText);
+  switch (target.kind) {
+    case 'folder':
+      if (!r.env.catalog.groups.has(target.folder)) {
+        const error = `group '${target.folder}' is not registered`;
+        r.env.log.warn(
+          { msgId: msg.id, chat: msg.chat_jid, group: target.folder },
+          'message not dispatched: group not registered',
+        );
+        writes.settle.run({ id: msg.id, state: 'unrouted', target: targetText, route_id, error });
+        return 'handled';
+      }
+      r.decision = { ...decision, folder: target.folder };
+      expandCommand(r, target.folder);
+      return 'next';
+    case 'builtin': {
+      const ping = target.name === 'ping';
+      if (ping) r.env.answer(msg, 'pong');
+      const state = ping ? 'done' : 'dropped';
+      writes.settle.run({ id: msg.id, state, target: targetText, route_id, error: null });
+      return 'handled';
+    }
+    case 'daemon':
+      writes.daemon.run({ id: msg.id, target: targetText, route_id, content: changed(draft) });
+      r.out.daemon += 1;
+      return 'handled';
+  }
+}
+
+/** A chat command from the group's files (not a gateway command: the command step took those). */
+function expandCommand(r: RowWork, folder: string): void {
+  const { draft } = r;
+  if (r.configDir === undefined || draft.msg.verb !== 'message' || !draft.content.startsWith('/')) return;
+  draft.content = expandChatCommand(r.configDir, folder, draft.content, r.env.log) ?? draft.content;
+}
+
+function access(r: RowWork): 'handled' | 'next' {
+  const { msg } = r.draft;
+  const verdict = r.access.decide(msg, r.decision!.folder, r.now);
+  if (verdict.state === 'serve') return 'next';
+  // Withheld rows keep their routing, so an approval or a release can put them in the gate as is.
+  if (verdict.notice) r.env.answer(msg, verdict.notice);
+  writeHold(r, verdict.state, verdict.reason);
+  return 'handled';
+}
+
+function hold(r: RowWork): 'handled' {
+  writeHold(r, 'held', null);
+  r.touched.add(r.draft.msg.chat_jid);
+  return 'handled';
+}
+
+function writeHold(r: RowWork, state: string, error: string | null): void {
+  const { draft, now } = r;
+  const { msg } = draft;
+  const d = r.decision!;
+  r.writes.hold.run({
+    id: msg.id,
+    state,
+    error,
+    held_at: state === 'held' ? now : null,
+    group: d.folder,
+    topic: draft.topic ?? msg.topic,
+    content: changed(draft),
+    target: formatTarget({ kind: 'folder', folder: d.folder }),
+    route_id: d.routeId ?? null,
+    // An /interrupt is meant for now: it fills the gate at once.
+    weight: draft.interrupts ? d.impulse.threshold : weightOf(d.impulse, msg.verb),
+    interrupts: draft.interrupts ? 1 : null,
+    threshold: d.impulse.threshold,
+    max_hold_ms: d.impulse.maxHoldMs,
+  });
+}
+
+/** Only a changed text is kept apart (agent_content); the stored content stays as the user wrote it. */
+function changed(draft: Draft): string | null {
+  return draft.content === draft.msg.content ? null : draft.content;
+}
