@@ -8,11 +8,6 @@ import type { Channel, InboundSink } from './channel.js';
 export interface ChannelDeps {
   db: Db;
   log: Logger;
-  /**
-   * More platforms, made by their owners' factories (Bluesky, web), after the built-in ones. A platform
-   * named twice keeps its first factory.
-   */
-  extra?: ChannelFactory[];
 }
 
 /** Makes one platform's channel from the configuration, or says it is not configured. */
@@ -110,22 +105,29 @@ export const emailFactory: ChannelFactory = {
   },
 };
 
+/** The platform channels gated makes from its configuration, in this order. */
+const PLATFORMS: readonly ChannelFactory[] = [
+  telegramFactory,
+  discordFactory,
+  blueskyFactory,
+  slackFactory,
+  githubFactory,
+  emailFactory,
+];
+
 /**
- * The configured platform channels (not started): Telegram, Discord, Bluesky, Slack, GitHub and email, then
- * `deps.extra`. Logs, per platform, whether it will start or why not; tokens never reach the log.
+ * The configured platform channels (not started): Telegram, Discord, Bluesky, Slack, GitHub and email (or `factories`:
+ * tests pass their own; a platform named twice keeps its first factory). Logs, per platform, whether it
+ * will start or why not; tokens never reach the log.
  */
-export async function createChannels(config: Config, deps: ChannelDeps): Promise<Channel[]> {
+export async function createChannels(
+  config: Config,
+  deps: ChannelDeps,
+  factories: readonly ChannelFactory[] = PLATFORMS,
+): Promise<Channel[]> {
   const channels: Channel[] = [];
   const seen = new Set<string>();
-  for (const factory of [
-    telegramFactory,
-    discordFactory,
-    blueskyFactory,
-    slackFactory,
-    githubFactory,
-    emailFactory,
-    ...(deps.extra ?? []),
-  ]) {
+  for (const factory of factories) {
     if (seen.has(factory.platform)) continue;
     seen.add(factory.platform);
     const channel = await factory.create(config, deps);

@@ -28,11 +28,6 @@ export class DeliveryError extends Error {
   }
 }
 
-/** An outcome that must not be retried (a /stop, a permanent refusal). */
-export class UnrecoverableError extends Error {
-  override readonly name = 'UnrecoverableError';
-}
-
 /** Turns anything thrown into an Error, so logs and rows always get a message. */
 export function coerceError(err: unknown): Error {
   if (err instanceof Error) return err;

@@ -12,9 +12,6 @@ import { UsageError } from './errors.js';
 /** How a task repeats: a cron pattern, a fixed interval, or once at an instant. */
 export type TaskKind = 'cron' | 'every' | 'at';
 
-/** The task kinds, for parsers and help texts. */
-export const TASK_KINDS: readonly TaskKind[] = ['cron', 'every', 'at'];
-
 /** What the due-time functions need to know about a task. */
 export interface Schedule {
   kind: TaskKind;

@@ -84,20 +84,6 @@ export interface Message {
   is_from_me: number;
 }
 
-/** Where a message's state column says it is in the pipeline (see schema.sql). */
-export type MessageState =
-  | 'held'
-  | 'ready'
-  | 'running'
-  | 'done'
-  | 'stopped'
-  | 'parked'
-  | 'command'
-  | 'dropped'
-  | 'unrouted'
-  | 'daemon'
-  | 'failed';
-
 /** (group folder, topic): the unit of serialization and of the agent's session. */
 export interface SessionKey {
   readonly group: string;

@@ -40,7 +40,7 @@ describe('createChannels', () => {
     expect(both.text()).not.toContain('secret');
   });
 
-  it('adds the extra factories after the built-in ones, first factory per platform wins', async () => {
+  it('makes the given factories in order, the first factory of a platform wins', async () => {
     const { db } = freshDb();
     const made: string[] = [];
     const factory = (platform: string, on: boolean): ChannelFactory => ({
@@ -54,8 +54,8 @@ describe('createChannels', () => {
       },
     });
     const { log, text } = capture();
-    const extra = [factory('web', true), factory('matrix', false), factory('web', true)];
-    const channels = await createChannels(loadConfig({}), { db, log, extra });
+    const factories = [factory('web', true), factory('matrix', false), factory('web', true)];
+    const channels = await createChannels(loadConfig({}), { db, log }, factories);
     expect(channels).toHaveLength(1);
     expect(made).toEqual(['web', 'matrix']);
     expect(text()).toContain('matrix not started: MATRIX_SETTING not set');
