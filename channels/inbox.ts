@@ -11,7 +11,7 @@ import {
   dueAttachments,
   nextAttachmentDue,
   retryAttachment,
-  settleAttachment,
+  finishAttachment,
   type DueAttachment,
 } from '../store/attachments.js';
 import type { Db } from '../store/db.js';
@@ -27,7 +27,7 @@ export interface InboxOptions {
   log: Logger;
   /**
    * The wake signals: the inbox looks when rows entered a lane (`queued`) and fires `attached` when a
-   * message's attachments are all settled (its row may go to the agent now).
+   * message's attachments are all fetched (or given up) (its row may go to the agent now).
    */
   signals?: Pick<Signals, 'queued' | 'attached'>;
   /** Download attempts before an attachment is given up as failed. Default 5. */
@@ -79,41 +79,41 @@ export function createInbox(opts: InboxOptions): Inbox {
   async function fetchOne(a: DueAttachment): Promise<void> {
     const alog = log.child({ message: a.message_id, attachment: a.id });
     const channel = byPlatform.get(parseJid(a.chat_jid).platform);
-    const settle = (outcome: Parameters<typeof settleAttachment>[2]) => {
-      if (settleAttachment(db, a, outcome)) opts.signals?.attached.fire();
+    const finish = (outcome: Parameters<typeof finishAttachment>[2]) => {
+      if (finishAttachment(db, a, outcome)) opts.signals?.attached.fire();
     };
     if (!channel?.fetchAttachment) {
       // Rows of a platform this process does not run wait for the process that does.
       if (!channel) return void retryAttachment(db, a.id, now() + 60_000, 'channel not running');
-      return settle({ state: 'failed', error: `${channel.platform} cannot fetch attachments` });
+      return finish({ state: 'failed', error: `${channel.platform} cannot fetch attachments` });
     }
     if (a.size !== null && a.size > opts.maxBytes) {
       alog.info({ size: a.size, max: opts.maxBytes }, 'attachment too large; not downloaded');
-      return settle({ state: 'too_large', error: new FileTooLarge(a.size, opts.maxBytes).message });
+      return finish({ state: 'too_large', error: new FileTooLarge(a.size, opts.maxBytes).message });
     }
     try {
       const file = await channel.fetchAttachment(a.source, opts.maxBytes);
       const rel = join('inbox', String(a.message_id), `${a.seq}-${a.name}`);
       // The folder is the agent's: a link or FIFO it planted on the way is refused, never written through.
       await writeInFolder(join(opts.groupsDir, a.group_folder), rel, file.data);
-      settle({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
+      finish({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
       alog.debug({ path: rel, bytes: file.data.length }, 'attachment saved');
     } catch (err) {
       if (err instanceof FileTooLarge) {
         alog.info({ max: opts.maxBytes }, 'attachment too large; download cut off');
-        return settle({ state: 'too_large', error: err.message });
+        return finish({ state: 'too_large', error: err.message });
       }
       if (err instanceof FileRefused) {
         alog.warn(
           { reason: err.reason, path: err.path },
           'attachment refused: unsafe path in the group folder',
         );
-        return settle({ state: 'failed', error: `refused: ${err.reason} at ${err.path}` });
+        return finish({ state: 'failed', error: `refused: ${err.reason} at ${err.path}` });
       }
       const reason = coerceError(err).message;
       if (a.attempts + 1 >= maxAttempts) {
         alog.warn({ attempts: a.attempts + 1, err: reason }, 'attachment download failed for good');
-        return settle({ state: 'failed', error: reason });
+        return finish({ state: 'failed', error: reason });
       }
       const wait = backoffDelay(a.attempts + 1, { baseMs: 500, maxMs: 30_000 });
       alog.info(

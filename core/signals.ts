@@ -78,7 +78,7 @@ export interface Signals {
    * the queue looks, and the inbox fetches their attachments.
    */
   queued: Signal;
-  /** A message's attachments are all settled: its row may go to the agent now (the queue looks). */
+  /** A message's attachments are all fetched (or given up): its row may go to the agent now (the queue looks). */
   attached: Signal;
   /** Outbound rows were written (the id when one row is meant): delivery looks. */
   outbound: Signal<number | undefined>;

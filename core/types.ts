@@ -11,17 +11,24 @@
  * - Verb: the kind of an inbound event (`message`, `mention`, `reply`, `reaction`, `follow`, …).
  * - Route: one row of the `routes` table: `match` (key=glob pairs) → `target`.
  * - RouteTable: all routes compiled once per table version; answers "which target takes these fields".
- * - Layer: one of the four ordered steps every inbound message goes through (sticky, command, prefix,
- *   routing); each owns its namespace and does not consult the next.
+ * - Step: one of the six stages every inbound row goes through in order (STEPS in gateway/steps.ts:
+ *   sticky, command, prefix, route, access, gate); a step either handles the row or passes it on, and the
+ *   later ones read what earlier ones chose (a prefix's group is the route's target).
  * - Impulse gate: holds a chat's messages until their weights reach a threshold or the oldest has waited
  *   the maximum hold.
  * - Lane: the serialized queue of one session key; at most GATED_MAX_CONCURRENT lanes run at once.
  * - Batch: the ready messages of one session key and one chat, handed to one run, oldest first.
  * - Run: one agent process or container serving a batch and its follow-ups; a row of session_log.
  * - Follow-up: a message written to a running agent's stdin instead of starting a new run.
- * - Runtime: how agents are started (`docker` or `process`).
+ * - Runtime: how agents are started (`process`, `docker` or `swarm`).
  * - Channel: a platform adapter: turns platform events into inbound rows and delivers outbound rows.
  * - Outbox: outbound rows (is_from_me = 1) that are not delivered yet.
+ * - Draft: the text of a turn an agent is still writing (a `partial` block), shown in the chat as one
+ *   message edited in place and never stored; the answer takes it over.
+ * - Passage: one inbound message on its way through the steps (gateway/layers/types.ts).
+ * - Settle: what the end of a run does to its rows (queue/settle.ts: done, ready again, parked, stopped).
+ *   Nothing else is called settling.
+ * - Signal: a typed wake (core/signals.ts) fired by the stage that made work, heard by the one that does it.
  */
 
 import type { NewAttachment } from './files.js';

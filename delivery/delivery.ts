@@ -174,7 +174,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           rlog.warn({ partIndex: part }, 'row changed while it was being delivered; leaving it');
           return true;
         }
-        if (draft !== null) opts.drafts!.settled(row.chat_jid, draft);
+        if (draft !== null) opts.drafts!.answered(row.chat_jid, draft);
         rlog.debug(
           { partIndex: part, of: total, ms: Math.round(performance.now() - t0), draft: draft !== null },
           'part delivered',

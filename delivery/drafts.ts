@@ -55,7 +55,7 @@ export interface Drafts {
     files: number,
   ): Promise<string | null>;
   /** Delivery recorded part 0 that a takeover returned: the chat has no draft any more. */
-  settled(chatJid: string, platformId: string): void;
+  answered(chatJid: string, platformId: string): void;
   /**
    * Turns `from`..`to` of run `runId` ended without a reply of their own (interrupted with no text,
    * stopped, or left open by a run that ended): the draft they show is removed from the platform and
@@ -109,7 +109,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
          final = 0`,
     ),
     markFinal: db.prepare(`UPDATE drafts SET final = 1 WHERE chat_jid = ? AND thread = ?`),
-    settled: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND final = 1 AND platform_msg_id = ?`),
+    answered: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND final = 1 AND platform_msg_id = ?`),
     recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
     remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND thread = ?`),
     threads: db
@@ -292,8 +292,8 @@ export function createDrafts(opts: DraftsOptions): Drafts {
       });
     },
 
-    settled(chatJid, platformId) {
-      s.settled.run(chatJid, platformId);
+    answered(chatJid, platformId) {
+      s.answered.run(chatJid, platformId);
     },
 
     end(e) {

@@ -47,7 +47,7 @@ export class ImpulseGate {
   }
 
   /** After a chat got new held rows: releases it if its weights reached the threshold. True if released. */
-  settle(chatJid: string, now: number): boolean {
+  weigh(chatJid: string, now: number): boolean {
     const { total, threshold } = this.sumStmt.get(chatJid) as { total: number; threshold: number | null };
     if (threshold === null || total < threshold) return false;
     return this.releaseStmt.run(now, chatJid).changes > 0;

@@ -79,11 +79,11 @@ export class Pipeline {
         });
         out.outbound += 1;
       },
-      settle: (msg, state, error) => {
-        this.writes.settle.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
+      finish: (msg, state, error) => {
+        this.writes.end.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
       },
       afterCommit: (fn) => out.effects.push(fn),
-      chatGroup: (draft) => chatGroupOf(draft, catalog.table),
+      chatGroup: (passage) => chatGroupOf(passage, catalog.table),
       botName: (jid) => this.opts.botName?.(jid.slice(0, Math.max(0, jid.indexOf(':')))),
       access: this.access,
     };
@@ -107,7 +107,7 @@ export class Pipeline {
     this.access.endBatch();
     for (const chat of touched) {
       try {
-        if (this.db.transaction(() => this.gate.settle(chat, now))()) out.released += 1;
+        if (this.db.transaction(() => this.gate.weigh(chat, now))()) out.released += 1;
       } catch (err) {
         // The chat's rows stay held; the next tick or the maximum hold releases them.
         log.error(
@@ -126,7 +126,7 @@ export class Pipeline {
   /** One row through the steps, until one of them handles it. */
   private one(msg: Message, env: LayerEnv, now: number, touched: Set<string>, out: BatchOutcome): void {
     const row: RowWork = {
-      draft: { msg, content: msg.content, group: undefined, topic: undefined },
+      passage: { msg, content: msg.content, group: undefined, topic: undefined },
       env,
       now,
       writes: this.writes,
@@ -150,7 +150,7 @@ export class Pipeline {
       },
       'message failed; the rest of the batch goes on',
     );
-    this.writes.settle.run({ id: msg.id, state: 'failed', target: null, route_id: null, error });
+    this.writes.end.run({ id: msg.id, state: 'failed', target: null, route_id: null, error });
     this.opts.metrics?.rowFailed?.('gateway');
   }
 }

@@ -6,7 +6,7 @@ import { commandLayer } from './layers/commands.js';
 import { prefixLayer } from './layers/prefix.js';
 import { routeLayer, type RoutingDecision } from './layers/route.js';
 import { stickyLayer } from './layers/sticky.js';
-import type { Draft, LayerEnv } from './layers/types.js';
+import type { Passage, LayerEnv } from './layers/types.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 
 /** What processing one poll batch changed, so the loop knows whom to wake after the commit. */
@@ -22,7 +22,7 @@ export class StepWrites {
   /** Routed to a group: held for the gate, or withheld by access (with its reason). */
   readonly hold;
   /** Ended by the gateway itself: unrouted, a built-in target, a failed row. */
-  readonly settle;
+  readonly end;
   /** Routed to a daemon: the daemon dispatcher sends it. */
   readonly daemon;
   /** One more hit of a route (the dashboard's counts). */
@@ -35,7 +35,7 @@ export class StepWrites {
          max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error, interrupts = @interrupts
        WHERE id = @id`,
     );
-    this.settle = db.prepare(
+    this.end = db.prepare(
       'UPDATE messages SET state = @state, target = @target, route_id = @route_id, error = @error WHERE id = @id',
     );
     this.daemon = db.prepare(
@@ -50,7 +50,7 @@ export class StepWrites {
 
 /** One row on its way through the steps, inside the batch transaction. */
 export interface RowWork {
-  draft: Draft;
+  passage: Passage;
   env: LayerEnv;
   now: number;
   writes: StepWrites;
@@ -82,17 +82,17 @@ export const STEPS: readonly Step[] = [
   {
     name: 'sticky',
     does: 'a message that is only `@group` or `#topic` makes the chat stick to it (a bare `@` or `#` resets)',
-    run: (r) => stickyLayer(r.draft, r.env),
+    run: (r) => stickyLayer(r.passage, r.env),
   },
   {
     name: 'command',
     does: 'gateway commands (`/new`, `/ping`, `/stop`, `/status`, `/approve`, …) are answered here',
-    run: (r) => commandLayer(r.draft, r.env),
+    run: (r) => commandLayer(r.passage, r.env),
   },
   {
     name: 'prefix',
     does: 'a leading `@group ` or `#topic ` sends this one message there (stripped from what the agent reads)',
-    run: (r) => prefixLayer(r.draft, r.env),
+    run: (r) => prefixLayer(r.passage, r.env),
   },
   { name: 'route', does: 'the routes table picks the target: a group, a daemon or a built-in', run: route },
   {
@@ -108,14 +108,14 @@ export const STEPS: readonly Step[] = [
 ];
 
 function route(r: RowWork): 'handled' | 'next' {
-  const { draft, writes, now } = r;
-  const { msg } = draft;
-  const decision = routeLayer(draft, r.env);
+  const { passage, writes, now } = r;
+  const { msg } = passage;
+  const decision = routeLayer(passage, r.env);
   if (decision.routeId !== undefined) writes.hit.run(decision.routeId, new Date(now).toISOString());
   const { target } = decision;
   const route_id = decision.routeId ?? null;
   if (!target) {
-    writes.settle.run({ id: msg.id, state: 'unrouted', target: null, route_id, error: null });
+    writes.end.run({ id: msg.id, state: 'unrouted', target: null, route_id, error: null });
     r.metrics?.unrouted();
     return 'handled';
   }
@@ -129,7 +129,7 @@ function route(r: RowWork): 'handled' | 'next' {
           { msgId: msg.id, chat: msg.chat_jid, group: target.folder },
           'message not dispatched: group not registered',
         );
-        writes.settle.run({ id: msg.id, state: 'unrouted', target: targetText, route_id, error });
+        writes.end.run({ id: msg.id, state: 'unrouted', target: targetText, route_id, error });
         return 'handled';
       }
       r.decision = { ...decision, folder: target.folder };
@@ -139,11 +139,11 @@ function route(r: RowWork): 'handled' | 'next' {
       const ping = target.name === 'ping';
       if (ping) r.env.answer(msg, 'pong');
       const state = ping ? 'done' : 'dropped';
-      writes.settle.run({ id: msg.id, state, target: targetText, route_id, error: null });
+      writes.end.run({ id: msg.id, state, target: targetText, route_id, error: null });
       return 'handled';
     }
     case 'daemon':
-      writes.daemon.run({ id: msg.id, target: targetText, route_id, content: changed(draft) });
+      writes.daemon.run({ id: msg.id, target: targetText, route_id, content: changed(passage) });
       r.out.daemon += 1;
       return 'handled';
   }
@@ -151,13 +151,13 @@ function route(r: RowWork): 'handled' | 'next' {
 
 /** A chat command from the group's files (not a gateway command: the command step took those). */
 function expandCommand(r: RowWork, folder: string): void {
-  const { draft } = r;
-  if (r.configDir === undefined || draft.msg.verb !== 'message' || !draft.content.startsWith('/')) return;
-  draft.content = expandChatCommand(r.configDir, folder, draft.content, r.env.log) ?? draft.content;
+  const { passage } = r;
+  if (r.configDir === undefined || passage.msg.verb !== 'message' || !passage.content.startsWith('/')) return;
+  passage.content = expandChatCommand(r.configDir, folder, passage.content, r.env.log) ?? passage.content;
 }
 
 function access(r: RowWork): 'handled' | 'next' {
-  const { msg } = r.draft;
+  const { msg } = r.passage;
   const verdict = r.access.decide(msg, r.decision!.folder, r.now);
   if (verdict.state === 'serve') return 'next';
   // Withheld rows keep their routing, so an approval or a release can put them in the gate as is.
@@ -168,13 +168,13 @@ function access(r: RowWork): 'handled' | 'next' {
 
 function hold(r: RowWork): 'handled' {
   writeHold(r, 'held', null);
-  r.touched.add(r.draft.msg.chat_jid);
+  r.touched.add(r.passage.msg.chat_jid);
   return 'handled';
 }
 
 function writeHold(r: RowWork, state: string, error: string | null): void {
-  const { draft, now } = r;
-  const { msg } = draft;
+  const { passage, now } = r;
+  const { msg } = passage;
   const d = r.decision!;
   r.writes.hold.run({
     id: msg.id,
@@ -182,19 +182,19 @@ function writeHold(r: RowWork, state: string, error: string | null): void {
     error,
     held_at: state === 'held' ? now : null,
     group: d.folder,
-    topic: draft.topic ?? msg.topic,
-    content: changed(draft),
+    topic: passage.topic ?? msg.topic,
+    content: changed(passage),
     target: formatTarget({ kind: 'folder', folder: d.folder }),
     route_id: d.routeId ?? null,
     // An /interrupt is meant for now: it fills the gate at once.
-    weight: draft.interrupts ? d.impulse.threshold : weightOf(d.impulse, msg.verb),
-    interrupts: draft.interrupts ? 1 : null,
+    weight: passage.interrupts ? d.impulse.threshold : weightOf(d.impulse, msg.verb),
+    interrupts: passage.interrupts ? 1 : null,
     threshold: d.impulse.threshold,
     max_hold_ms: d.impulse.maxHoldMs,
   });
 }
 
 /** Only a changed text is kept apart (agent_content); the stored content stays as the user wrote it. */
-function changed(draft: Draft): string | null {
-  return draft.content === draft.msg.content ? null : draft.content;
+function changed(passage: Passage): string | null {
+  return passage.content === passage.msg.content ? null : passage.content;
 }

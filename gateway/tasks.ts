@@ -124,7 +124,7 @@ export class TaskScheduler {
       for (const run of open) {
         const verdict = verdictOf(run);
         if (verdict.outcome === null && verdict.seen === run.failures_seen) continue;
-        this.store.settleRun(run, verdict.outcome, verdict.seen);
+        this.store.recordRun(run, verdict.outcome, verdict.seen);
         touched.add(run.task_id);
       }
       for (const id of touched) {

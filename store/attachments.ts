@@ -5,7 +5,7 @@ import type { Db } from './db.js';
 /**
  * The `attachments` table: inbound files, stored with their message and filled in later by the inbox
  * downloader (channels/inbox.ts). A message that has pending attachments waits (its `not_before`) until
- * they are settled or ATTACHMENT_WAIT_MS has passed, so the agent normally sees the file, and a download
+ * they are fetched (or given up) or ATTACHMENT_WAIT_MS has passed, so the agent normally sees the file, and a download
  * that keeps failing holds that one message only for a bounded time: the chat's other messages never wait.
  */
 
@@ -63,7 +63,7 @@ function prepare(db: Db) {
       `UPDATE attachments SET state = 'saved', path = ?, size = ?, mime = coalesce(mime, ?), error = NULL
        WHERE id = ? AND state = 'pending'`,
     ),
-    settle: db.prepare(`UPDATE attachments SET state = ?, error = ? WHERE id = ? AND state = 'pending'`),
+    finish: db.prepare(`UPDATE attachments SET state = ?, error = ? WHERE id = ? AND state = 'pending'`),
     retry: db.prepare(
       `UPDATE attachments SET attempts = attempts + 1, not_before = ?, error = ? WHERE id = ? AND state = 'pending'`,
     ),
@@ -118,10 +118,10 @@ export function nextAttachmentDue(db: Db): number | undefined {
 }
 
 /**
- * Settles one attachment (saved with its path, or failed / too large with a reason). When it was the
+ * Finishes one attachment (saved with its path, or failed / too large with a reason). When it was the
  * message's last pending one, the message stops waiting: returns true so the caller wakes the queue.
  */
-export function settleAttachment(
+export function finishAttachment(
   db: Db,
   a: Pick<AttachmentRow, 'id' | 'message_id'>,
   outcome:
@@ -131,7 +131,7 @@ export function settleAttachment(
   const s = statements(db);
   return db.transaction(() => {
     if (outcome.state === 'saved') s.saved.run(outcome.path, outcome.size, outcome.mime, a.id);
-    else s.settle.run(outcome.state, outcome.error, a.id);
+    else s.finish.run(outcome.state, outcome.error, a.id);
     if (s.stillPending.get(a.message_id) !== undefined) return false;
     s.release.run(a.message_id);
     return true;

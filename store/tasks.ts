@@ -254,7 +254,7 @@ export class TaskStore {
   }
 
   /** Records what a firing's run(s) did: failures added to the task, the firing closed or not. */
-  settleRun(run: OpenTaskRun, outcome: 'ok' | 'failed' | 'stopped' | null, seen: number): void {
+  recordRun(run: OpenTaskRun, outcome: 'ok' | 'failed' | 'stopped' | null, seen: number): void {
     if (seen > run.failures_seen) this.s.addFailures.run({ id: run.task_id, n: seen - run.failures_seen });
     if (outcome === 'ok') this.s.resetFailures.run(run.task_id);
     if (outcome === null) this.s.seeRun.run({ id: run.id, seen });

@@ -4,7 +4,7 @@ import { sessionsOf } from '../../store/sessions.js';
 import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
 import { decideToolFromChat } from '../tool-decisions.js';
-import type { Draft, Layer, LayerEnv } from './types.js';
+import type { Passage, Layer, LayerEnv } from './types.js';
 
 /**
  * One gateway command: its help line and what it does. `run` returns 'continue' when the message goes on
@@ -12,12 +12,12 @@ import type { Draft, Layer, LayerEnv } from './types.js';
  */
 interface CommandSpec {
   help: string;
-  run(draft: Draft, args: string[], env: LayerEnv): void | 'continue';
+  run(passage: Passage, args: string[], env: LayerEnv): void | 'continue';
 }
 
-function keyOf(draft: Draft, env: LayerEnv, topic?: string): SessionKey | undefined {
-  const group = draft.group ?? env.chatGroup(draft);
-  return group ? { group, topic: topic ?? draft.topic ?? draft.msg.topic } : undefined;
+function keyOf(passage: Passage, env: LayerEnv, topic?: string): SessionKey | undefined {
+  const group = passage.group ?? env.chatGroup(passage);
+  return group ? { group, topic: topic ?? passage.topic ?? passage.msg.topic } : undefined;
 }
 
 const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';
@@ -26,30 +26,30 @@ const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';
 export const COMMANDS: Record<string, CommandSpec> = {
   new: {
     help: '/new [#topic]: start a fresh agent session (default topic, or that topic)',
-    run(draft, args, env) {
+    run(passage, args, env) {
       const topicArg = args[0]?.startsWith('#') ? args[0].slice(1) : undefined;
       if (topicArg !== undefined && !isTopicName(topicArg)) {
-        env.answer(draft.msg, `bad topic '${args[0]}'`);
+        env.answer(passage.msg, `bad topic '${args[0]}'`);
         return;
       }
-      const key = keyOf(draft, env, topicArg ?? '');
-      if (!key) return env.answer(draft.msg, NO_GROUP);
-      const refused = env.access.refusal(draft.msg, key.group);
-      if (refused) return env.answer(draft.msg, `/new refused: ${refused}`);
+      const key = keyOf(passage, env, topicArg ?? '');
+      if (!key) return env.answer(passage.msg, NO_GROUP);
+      const refused = env.access.refusal(passage.msg, key.group);
+      if (refused) return env.answer(passage.msg, `/new refused: ${refused}`);
       // The row and the note go in the batch's transaction; the queue then only tells a running agent.
       const sessions = sessionsOf(env.db);
       sessions.drop(key);
       sessions.note(key, 'The session was reset by /new: earlier conversation is gone.');
       env.afterCommit(() => env.queue.resetSession(key));
-      env.answer(draft.msg, `new session for ${sessionKeyId(key)}`);
+      env.answer(passage.msg, `new session for ${sessionKeyId(key)}`);
     },
   },
   ping: {
     help: '/ping: pong, then group, session and queue facts',
-    run(draft, _args, env) {
-      const key = keyOf(draft, env);
+    run(passage, _args, env) {
+      const key = keyOf(passage, env);
       const lines = ['pong'];
-      const refused = key && env.access.refusal(draft.msg, key.group);
+      const refused = key && env.access.refusal(passage.msg, key.group);
       if (!key) lines.push(NO_GROUP);
       else if (refused) lines.push(`(group facts are for members: ${refused})`);
       else {
@@ -65,23 +65,23 @@ export const COMMANDS: Record<string, CommandSpec> = {
             (f.backoffUntil ? `, retry after ${new Date(f.backoffUntil).toISOString()}` : ''),
         );
       }
-      env.answer(draft.msg, lines.join('\n'));
+      env.answer(passage.msg, lines.join('\n'));
     },
   },
   chatid: {
     help: "/chatid: this chat's JID",
-    run(draft, _args, env) {
-      env.answer(draft.msg, draft.msg.chat_jid);
+    run(passage, _args, env) {
+      env.answer(passage.msg, passage.msg.chat_jid);
     },
   },
   stop: {
     help: "/stop: stop this chat's running agent; its batch is not retried",
-    run(draft, _args, env) {
-      const key = keyOf(draft, env);
-      if (!key) return env.answer(draft.msg, NO_GROUP);
-      const refused = env.access.refusal(draft.msg, key.group);
-      if (refused) return env.answer(draft.msg, `/stop refused: ${refused}`);
-      const { msg } = draft;
+    run(passage, _args, env) {
+      const key = keyOf(passage, env);
+      if (!key) return env.answer(passage.msg, NO_GROUP);
+      const refused = env.access.refusal(passage.msg, key.group);
+      if (refused) return env.answer(passage.msg, `/stop refused: ${refused}`);
+      const { msg } = passage;
       env.afterCommit(async () => {
         const stopped = await env.queue.stop(key, msg.chat_jid);
         env.db.transaction(() =>
@@ -92,20 +92,20 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   interrupt: {
     help: "/interrupt [text]: stop this chat's agent's turn in progress; the text becomes the next turn",
-    run(draft, _args, env) {
+    run(passage, _args, env) {
       // The text after the command, as written (line breaks kept).
-      const text = draft.content.replace(/^\s*\/\S+\s*/, '');
+      const text = passage.content.replace(/^\s*\/\S+\s*/, '');
       if (text !== '') {
         // A message of its sender that interrupts: the queue writes the interrupt line before it.
-        draft.content = text;
-        draft.interrupts = true;
+        passage.content = text;
+        passage.interrupts = true;
         return 'continue';
       }
-      const key = keyOf(draft, env);
-      if (!key) return env.answer(draft.msg, NO_GROUP);
-      const refused = env.access.refusal(draft.msg, key.group);
-      if (refused) return env.answer(draft.msg, `/interrupt refused: ${refused}`);
-      const { msg } = draft;
+      const key = keyOf(passage, env);
+      if (!key) return env.answer(passage.msg, NO_GROUP);
+      const refused = env.access.refusal(passage.msg, key.group);
+      if (refused) return env.answer(passage.msg, `/interrupt refused: ${refused}`);
+      const { msg } = passage;
       env.afterCommit(() => {
         const asked = env.queue.interrupt(key, msg.chat_jid);
         env.db.transaction(() =>
@@ -116,9 +116,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   status: {
     help: '/status: instance status (admins only)',
-    run(draft, _args, env) {
-      if (!env.config.admins.includes(draft.msg.sender)) {
-        return env.answer(draft.msg, '/status is for admins (GATED_ADMINS)');
+    run(passage, _args, env) {
+      if (!env.config.admins.includes(passage.msg.sender)) {
+        return env.answer(passage.msg, '/status is for admins (GATED_ADMINS)');
       }
       const groups = env.catalog.groups.size;
       const snap = env.queue.snapshot();
@@ -127,7 +127,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
         .pluck()
         .all() as string[];
       env.answer(
-        draft.msg,
+        passage.msg,
         [
           `groups: ${groups}`,
           `active runs: ${snap.active.length}`,
@@ -139,29 +139,29 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   approve: {
     help: '/approve CODE: allow the tool call, or let the stranger in, with this code (its approvers)',
-    run(draft, args, env) {
-      const tool = decideToolFromChat(env.db, env.access, draft.msg, args, true, env.now);
-      env.answer(draft.msg, tool ?? env.access.decideFromChat(draft.msg, args[0], true, env.now));
+    run(passage, args, env) {
+      const tool = decideToolFromChat(env.db, env.access, passage.msg, args, true, env.now);
+      env.answer(passage.msg, tool ?? env.access.decideFromChat(passage.msg, args[0], true, env.now));
     },
   },
   reject: {
     help: '/reject CODE [note]: refuse the tool call (the note reaches the agent), or the stranger',
-    run(draft, args, env) {
-      const tool = decideToolFromChat(env.db, env.access, draft.msg, args, false, env.now);
-      env.answer(draft.msg, tool ?? env.access.decideFromChat(draft.msg, args[0], false, env.now));
+    run(passage, args, env) {
+      const tool = decideToolFromChat(env.db, env.access, passage.msg, args, false, env.now);
+      env.answer(passage.msg, tool ?? env.access.decideFromChat(passage.msg, args[0], false, env.now));
     },
   },
   help: {
     help: "/help: this list, and the chat commands of this chat's group",
-    run(draft, _args, env) {
-      const group = env.chatGroup(draft);
+    run(passage, _args, env) {
+      const group = env.chatGroup(passage);
       const own =
         group !== undefined && env.config.configDir !== undefined
           ? commandNames(env.config.configDir, group).filter((n) => !Object.hasOwn(COMMANDS, n))
           : [];
       const lines = Object.values(COMMANDS).map((c) => c.help);
       if (own.length > 0) lines.push(`Commands of ${group}: ${own.map((n) => `/${n}`).join(' ')}`);
-      env.answer(draft.msg, lines.join('\n'));
+      env.answer(passage.msg, lines.join('\n'));
     },
   },
 };
@@ -189,12 +189,12 @@ export function parseCommand(
 }
 
 /** Layer 2: gateway commands are answered here and never reach an agent. */
-export const commandLayer: Layer = (draft, env) => {
+export const commandLayer: Layer = (passage, env) => {
   // An edit is never a command (CONTRACT §17): changing an old message must not stop or reset a session.
-  if (draft.msg.verb === 'edit') return 'next';
-  const cmd = parseCommand(draft.content, env.botName(draft.msg.chat_jid));
+  if (passage.msg.verb === 'edit') return 'next';
+  const cmd = parseCommand(passage.content, env.botName(passage.msg.chat_jid));
   if (!cmd) return 'next';
-  if (COMMANDS[cmd.name]!.run(draft, cmd.args, env) === 'continue') return 'next';
-  env.settle(draft.msg, 'command');
+  if (COMMANDS[cmd.name]!.run(passage, cmd.args, env) === 'continue') return 'next';
+  env.finish(passage.msg, 'command');
   return 'handled';
 };

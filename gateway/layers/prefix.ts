@@ -10,23 +10,23 @@ const TOPIC_PREFIX = /^#([A-Za-z0-9_-]+)\s+(\S[\s\S]*)$/;
  * stripped from what the agent gets (the stored row keeps the text as written). Anchored at the start: `@` or `#` inside the text (emails, hashtags, handles mid-sentence) is
  * never a prefix, and an unknown `@name` is not a prefix either (the message goes on unchanged).
  */
-export const prefixLayer: Layer = (draft, env) => {
-  const text = draft.content.replace(/^\s+/, '');
+export const prefixLayer: Layer = (passage, env) => {
+  const text = passage.content.replace(/^\s+/, '');
   const g = GROUP_PREFIX.exec(text);
   // A chat that no route sends to a group reaches no group by prefix either: `@demo` from an unrouted
   // chat must not run demo's agent.
-  const home = draft.group ?? env.chatGroup(draft);
+  const home = passage.group ?? env.chatGroup(passage);
   if (g && home !== undefined) {
     const group = resolveGroupName(g[1]!, home, env.catalog);
     if (group) {
-      draft.group = group;
-      draft.content = g[2]!;
+      passage.group = group;
+      passage.content = g[2]!;
     }
   }
-  const t = TOPIC_PREFIX.exec(draft.content.replace(/^\s+/, ''));
+  const t = TOPIC_PREFIX.exec(passage.content.replace(/^\s+/, ''));
   if (t && isTopicName(t[1]!)) {
-    draft.topic = t[1]!;
-    draft.content = t[2]!;
+    passage.topic = t[1]!;
+    passage.content = t[2]!;
   }
   return 'next';
 };

@@ -6,7 +6,7 @@ import {
   type RouteTable,
   type Target,
 } from '../../router/index.js';
-import type { Draft, LayerEnv } from './types.js';
+import type { Passage, LayerEnv } from './types.js';
 
 /** Platforms whose room is the group folder itself: they skip the routing table. */
 const DIRECT_PLATFORMS = new Set(['web', 'local']);
@@ -29,27 +29,27 @@ export function directFolder(msg: Pick<Message, 'chat_jid'>): string | undefined
  * to their folder; everything else walks the routes table in (seq, id) order, first match wins. The impulse
  * configuration is the matching route's, or the defaults when no route decided.
  */
-export function routeLayer(draft: Draft, env: LayerEnv): RoutingDecision {
-  const hit = routeOf(draft, env.catalog.table);
+export function routeLayer(passage: Passage, env: LayerEnv): RoutingDecision {
+  const hit = routeOf(passage, env.catalog.table);
   const impulse = hit?.route.impulse ?? DEFAULT_IMPULSE;
-  const chosen = draft.group ?? directFolder(draft.msg);
+  const chosen = passage.group ?? directFolder(passage.msg);
   if (chosen) return { target: { kind: 'folder', folder: chosen }, routeId: undefined, impulse };
   return { target: hit?.target, routeId: hit?.route.row.id, impulse };
 }
 
-/** The first matching route of a message, resolved once and kept on the draft for every later layer. */
-export function routeOf(draft: Draft, table: RouteTable): Resolution | null {
-  if (draft.resolution === undefined) draft.resolution = table.resolve(routeFields(draft.msg));
-  return draft.resolution;
+/** The first matching route of a message, resolved once and kept on the passage for every later layer. */
+export function routeOf(passage: Passage, table: RouteTable): Resolution | null {
+  if (passage.resolution === undefined) passage.resolution = table.resolve(routeFields(passage.msg));
+  return passage.resolution;
 }
 
 /**
  * The group a chat belongs to when no layer chose one: its own folder (web/local) or its route's folder.
  * Earlier layers (sticky, commands, prefix) ask it to resolve `@name` relative to the chat's group.
  */
-export function chatGroupOf(draft: Draft, table: RouteTable): string | undefined {
-  const direct = directFolder(draft.msg);
+export function chatGroupOf(passage: Passage, table: RouteTable): string | undefined {
+  const direct = directFolder(passage.msg);
   if (direct) return direct;
-  const hit = routeOf(draft, table);
+  const hit = routeOf(passage, table);
   return hit?.target.kind === 'folder' ? hit.target.folder : undefined;
 }

@@ -11,26 +11,26 @@ import type { Layer } from './types.js';
  * now and the group it would go to may change it (CONTRACT §17); anyone else gets a short refusal. An
  * edited message never changes it: it only follows it, like any other message.
  */
-export const stickyLayer: Layer = (draft, env) => {
-  const { msg } = draft;
-  const token = draft.content.trim();
+export const stickyLayer: Layer = (passage, env) => {
+  const { msg } = passage;
+  const token = passage.content.trim();
   const sticky = env.sticky.get(msg.chat_jid);
   if (msg.verb !== 'edit' && /^[@#]\S*$/.test(token)) {
     const name = token.slice(1);
-    const now = sticky.group ?? env.chatGroup(draft);
+    const now = sticky.group ?? env.chatGroup(passage);
     const refused = (target: string | undefined): boolean => {
       const why =
         (now === undefined ? undefined : env.access.refusal(msg, now)) ??
         (target === undefined ? undefined : env.access.refusal(msg, target));
       if (why === undefined) return false;
       env.answer(msg, `refused: ${why}; the chat's routing is unchanged`);
-      env.settle(msg, 'command', why);
+      env.finish(msg, 'command', why);
       return true;
     };
     if (token[0] === '@') {
       if (name === '') {
         // Resetting sends the chat back to its route's group: the sender must be able to reach that too.
-        if (refused(env.chatGroup(draft))) return 'handled';
+        if (refused(env.chatGroup(passage))) return 'handled';
         env.sticky.setGroup(msg.chat_jid, null);
         env.answer(msg, 'sticky group cleared: messages follow the routing table again');
       } else {
@@ -47,25 +47,25 @@ export const stickyLayer: Layer = (draft, env) => {
           env.answer(msg, `messages of this chat now go to @${group} (send @ alone to reset)`);
         }
       }
-      env.settle(msg, 'command');
+      env.finish(msg, 'command');
       return 'handled';
     }
     if ((name === '' || isTopicName(name)) && refused(undefined)) return 'handled';
     if (name === '') {
       env.sticky.setTopic(msg.chat_jid, null);
       env.answer(msg, 'sticky topic cleared: back to the default topic');
-      env.settle(msg, 'command');
+      env.finish(msg, 'command');
       return 'handled';
     }
     if (isTopicName(name)) {
       env.sticky.setTopic(msg.chat_jid, name);
       env.answer(msg, `messages of this chat now go to topic #${name} (send # alone to reset)`);
-      env.settle(msg, 'command');
+      env.finish(msg, 'command');
       return 'handled';
     }
     // `#1`-like tokens that are not topic names travel on as text.
   }
-  if (sticky.group) draft.group = sticky.group;
-  if (sticky.topic) draft.topic = sticky.topic;
+  if (sticky.group) passage.group = sticky.group;
+  if (sticky.topic) passage.topic = sticky.topic;
   return 'next';
 };

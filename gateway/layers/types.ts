@@ -21,8 +21,8 @@ export interface QueueControl {
   snapshot(): { active: unknown[]; waiting: unknown[] };
 }
 
-/** One inbound message on its way through the layers. */
-export interface Draft {
+/** One inbound message on its way through the steps (not a draft: drafts are turns in progress). */
+export interface Passage {
   readonly msg: Message;
   /** The content the agent will see (a prefix layer may strip its prefix). */
   content: string;
@@ -51,16 +51,16 @@ export interface LayerEnv {
   /** Writes an outbound gateway answer to the message's chat (an outbox row, in the batch transaction). */
   answer(msg: Message, text: string): void;
   /** Marks the message handled by the gateway itself. */
-  settle(msg: Message, state: 'command' | 'done' | 'dropped' | 'unrouted', error?: string): void;
+  finish(msg: Message, state: 'command' | 'done' | 'dropped' | 'unrouted', error?: string): void;
   /** Runs after the batch commits (side effects outside the database, such as stopping an agent). */
   afterCommit(fn: () => void | Promise<void>): void;
   /** This gateway's own bot username on the chat's platform (learned at start), when known. */
   botName(chatJid: string): string | undefined;
   /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */
-  chatGroup(draft: Draft): string | undefined;
+  chatGroup(passage: Passage): string | undefined;
   /** Access rules and pairing codes (/approve, /reject; docs/ACCESS.md). */
   access: AccessGate;
 }
 
 /** A layer either handles the message (it goes no further) or passes it on, possibly changed. */
-export type Layer = (draft: Draft, env: LayerEnv) => 'handled' | 'next';
+export type Layer = (passage: Passage, env: LayerEnv) => 'handled' | 'next';

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 
 /**
- * The seam between the queue and whatever runs agents. Both runtimes (`process`, `docker`) implement it and
- * pass one shared conformance suite (test/queue/runtime-conformance.ts).
+ * The seam between the queue and whatever runs agents. Every runtime (`process`, `docker`, `swarm`)
+ * implements it and passes one shared conformance suite (test/queue/runtime-conformance.ts).
  */
 
 /** An extra host path a group asks to have in its container (registered_groups.mounts). */
