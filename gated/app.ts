@@ -1,9 +1,7 @@
-import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
-import { coerceError } from '../core/errors.js';
-import { createLogger, type Logger } from '../core/log.js';
-import { createMetrics, type Metrics } from '../core/metrics.js';
-import { createSignals, type Signals } from '../core/signals.js';
+import type { Logger } from '../core/log.js';
+import type { Metrics } from '../core/metrics.js';
+import type { Signals } from '../core/signals.js';
 import { parseJid } from '../core/types.js';
 import type { Channel } from '../channels/channel.js';
 import { createInbox } from '../channels/inbox.js';
@@ -13,39 +11,19 @@ import { createDelivery, type Delivery } from '../delivery/delivery.js';
 import { createDrafts } from '../delivery/drafts.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { watchCommits } from '../gateway/watch.js';
-import { startHttpServer, type HttpServer } from '../http/app.js';
 import { agentSetupOf } from '../queue/agent-setup.js';
-import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { AskBroker } from '../queue/asks.js';
+import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createApprovalNotifier } from '../delivery/approvals.js';
-import type { Runtime } from '../queue/runtime/types.js';
 import { AccessSource } from '../store/access.js';
-import { openDatabase, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import { addGroup, listGroups } from '../store/groups.js';
 import { History } from '../store/history.js';
-import { checkReadable } from './health.js';
-import { claimOwner } from './owner.js';
-import { makeRuntime } from './runtime.js';
+import { openBase, runSteps, startHistory, type Base, type StartOptions } from './base.js';
 import { createTypingKeeper } from './typing.js';
 import { webApp } from './web.js';
 
-/** How to start gated; everything beyond `config` has a production default. */
-export interface StartOptions {
-  config: Config;
-  log?: Logger;
-  /** Replaces the platform channels made from the configuration (the web channel is always added). */
-  channels?: Channel[];
-  /** Replaces the runtime made from the configuration. */
-  runtime?: Runtime;
-  /** Serve the web chat, dashboard and /metrics. Default true. */
-  http?: boolean;
-  /** Register a `demo` group when the database has no groups yet (the embedded default). Default false. */
-  demo?: boolean;
-  /** Refuse to start when another gated owns the database. Default true. */
-  exclusive?: boolean;
-  /** How often the per-minute history is written, in ms. Default 60,000 (the benchmark shortens it). */
-  historyFlushMs?: number;
-}
+export type { StartOptions } from './base.js';
 
 /** A running gated. `close()` is idempotent and runs every step even when one fails. */
 export interface Gated {
@@ -73,40 +51,65 @@ export interface Gated {
  * down, so every stage is built once, in order, with the parts it needs, and nothing calls back up here.
  */
 export async function startGated(opts: StartOptions): Promise<Gated> {
-  const { config } = opts;
-  const log = opts.log ?? createLogger(config.logLevel);
-  const db = openDatabase(config.db);
-  checkReadable(db, config.db);
-  const owner = opts.exclusive === false ? undefined : claimOwner(db);
-  const metrics = createMetrics({ processMetrics: true });
-  const signals = createSignals((signal, err) =>
-    log.error({ signal, err: coerceError(err).message }, 'a wake listener failed'),
-  );
-  // Uploads wait next to the database (the same disk and owner), outside every group's folder.
-  const web = new WebChannel(db, { uploadsDir: join(dirname(resolve(config.db)), 'web-uploads') });
-  const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
-  // The port is bound first (answering 503 until the app is served below): a port that cannot be bound
-  // stops the start before any agent runs or any channel connects.
-  let http: HttpServer | undefined;
-  let runtime: Runtime;
-  try {
-    if (opts.http !== false) {
-      http = await startHttpServer(undefined, { host: config.httpHost, port: config.httpPort });
-      log.info({ url: http.url }, 'web chat and dashboard listening');
-    }
-    runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
-  } catch (err) {
-    // A busy port or a refused engine stops the start: leave the database as a second try will find it.
-    await http?.close();
-    owner?.release();
-    db.close();
-    throw err;
-  }
+  const base = await openBase(opts);
+  const { config, log, db } = base;
   if (opts.demo && listGroups(db).length === 0) {
     addGroup(db, config.groupsDir, 'demo', 'Demo');
     log.info('registered the demo group (web chats of web:demo reach it)');
   }
-  const channels: Channel[] = [web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
+  const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
+  // Tool questions are asked through the channels that started; none has before startChannels.
+  let started: Channel[] = [];
+  const { queue, gateway, asks } = makeStages(base, channels, () => started);
+  // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
+  // start that works instead of burning retries.
+  started = await startChannels(channels, gateway.sink, log);
+  base.metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
+  const stop = startOutbound(base, started, { queue, gateway, asks });
+  base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
+  const history = startHistory(base, opts.historyFlushMs ?? 60_000);
+
+  const steps = (graceMs: number): Array<[string, () => unknown]> => [
+    ...stop.before,
+    ['queue', () => queue.close(graceMs)],
+    ...stop.after,
+    ['http', () => base.http?.close()],
+    ['history', history],
+    ['runtime', () => base.runtime.close?.()],
+    ['owner', () => base.owner?.release()],
+    ['database', () => db.close()],
+  ];
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = 10_000): Promise<void> => (closing ??= runSteps(steps(graceMs), log));
+  const { metrics, signals, web } = base;
+  const delivery = stop.delivery;
+  return {
+    db,
+    config,
+    log,
+    gateway,
+    queue,
+    delivery,
+    web,
+    metrics,
+    signals,
+    channels: started,
+    close,
+    history: base.history,
+    url: base.http?.url,
+  };
+}
+
+/** The stages that take work from rows: the queue with its tool question broker, and the gateway. */
+interface Stages {
+  queue: WorkQueue;
+  gateway: Gateway;
+  asks: AskBroker;
+}
+
+/** The queue, its tool question broker and the gateway (nothing runs yet). */
+function makeStages(base: Base, channels: readonly Channel[], started: () => Channel[]): Stages {
+  const { config, log, db, metrics, signals } = base;
   // Each message's sender_role in agent input comes from the live access rules.
   const access = new AccessSource(db, config.admins);
   // Tool questions (docs/APPROVALS.md): chats are asked through the channels once they have started.
@@ -118,21 +121,21 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     checkMs: Math.min(config.pollMs, 500),
     notifier: createApprovalNotifier({
       db,
-      channels: () => started,
+      channels: started,
       log: log.child({ part: 'approvals' }),
       onOutbound: (id) => signals.outbound.fire(id),
     }),
   });
   const queue = createQueue({
     db,
-    runtime,
+    runtime: base.runtime,
     config,
     log: log.child({ part: 'queue' }),
     signals,
     metrics,
     secrets: config.agentSecrets,
     // Container runtimes see configuration folders where they are mounted; the process runtime, on the host.
-    setup: agentSetupOf(db, config, runtime.name !== 'process'),
+    setup: agentSetupOf(db, config, base.runtime.name !== 'process'),
     senderRole: (group, row) => access.senderRole(group, row),
     actions: { tz: config.tz, maxDepth: config.maxDelegationDepth, metrics },
     asks,
@@ -155,26 +158,31 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
       (channels.find((c) => c.platform === platform) as { identity?: { username?: string } } | undefined)
         ?.identity?.username,
   });
+  return { queue, gateway, asks };
+}
 
-  // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
-  // start that works instead of burning retries.
-  const started = await startChannels(channels, gateway.sink, log);
-  metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
+/** What startOutbound started, with the shutdown steps before and after the queue's. */
+interface Outbound {
+  delivery: Delivery;
+  before: Array<[string, () => unknown]>;
+  after: Array<[string, () => unknown]>;
+}
+
+/**
+ * Starts what needs the started channels: typing, drafts, delivery and the inbox; then the runs that a
+ * restart interrupted (only now: a re-run's first drafts would be lost before the channels are up), the
+ * gateway, and the commit watcher.
+ */
+function startOutbound(base: Base, started: Channel[], { queue, gateway, asks }: Stages): Outbound {
+  const { config, log, db, signals, history } = base;
   // While a chat's agent works, the chat shows typing (only on channels that started).
   const typing = createTypingKeeper(() => started, log.child({ part: 'typing' }));
   const untype = signals.working.on(({ chatJid, on }) => typing.set(chatJid, on));
-  const drafts = createDrafts({
-    db,
-    channels: started,
-    log: log.child({ part: 'drafts' }),
-    mode: (platform) => (config.streamChannels.includes(platform) ? 'stream' : 'batch'),
-    signals,
-  });
-  // Interrupted runs start again only now: a re-run's first drafts would be lost before the channels
-  // (and the drafts that show them) are up.
+  const mode = (platform: string) => (config.streamChannels.includes(platform) ? 'stream' : 'batch');
+  const drafts = createDrafts({ db, channels: started, log: log.child({ part: 'drafts' }), mode, signals });
   asks.start();
   queue.recover();
-  const outbox = createDelivery({
+  const delivery = createDelivery({
     db,
     channels: started,
     drafts,
@@ -183,7 +191,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     signals,
     metrics: {
       outbound(outcome) {
-        metrics.outbound(outcome);
+        base.metrics.outbound(outcome);
         // Failures leave no timestamped row: the history counts them as they happen.
         if (outcome !== 'delivered') history?.delivery(outcome, Date.now());
       },
@@ -199,7 +207,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     signals,
   });
   gateway.start();
-  outbox.start();
+  delivery.start();
   inbox.start();
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
   const commits = watchCommits(
@@ -211,62 +219,18 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     },
     log,
   );
-  http?.serve(
-    webApp({ db, config, log, metrics, web, channels: started, gateway, queue, runtime, history, signals }),
-  );
-
-  const flushHistory = () => {
-    try {
-      history?.flush(Date.now());
-    } catch (err) {
-      log.error({ err: coerceError(err).message }, 'writing the history failed; the next flush retries');
-    }
-  };
-  const historyTimer = history ? setInterval(flushHistory, opts.historyFlushMs ?? 60_000) : undefined;
-  historyTimer?.unref();
-
-  const steps = (graceMs: number): Array<[string, () => unknown]> => [
-    ['typing', () => (untype(), typing.stop())],
-    ['channels', () => Promise.all(started.map((c) => c.stop()))],
-    ['gateway', () => (commits.close(), gateway.stop())],
-    ['queue', () => queue.close(graceMs)],
-    ['asks', () => asks.stop()],
-    ['delivery', () => outbox.stop()],
-    ['inbox', () => inbox.stop()],
-    ['drafts', () => drafts.stop()],
-    ['http', () => http?.close()],
-    ['history', () => (clearInterval(historyTimer), flushHistory())],
-    ['runtime', () => runtime.close?.()],
-    ['owner', () => owner?.release()],
-    ['database', () => db.close()],
-  ];
-  let closing: Promise<void> | undefined;
-  const close = (graceMs = 10_000): Promise<void> => (closing ??= runSteps(steps(graceMs), log));
-
   return {
-    db,
-    config,
-    log,
-    gateway,
-    queue,
-    delivery: outbox,
-    web,
-    metrics,
-    signals,
-    history,
-    channels: started,
-    url: http?.url,
-    close,
+    delivery,
+    before: [
+      ['typing', () => (untype(), typing.stop())],
+      ['channels', () => Promise.all(started.map((c) => c.stop()))],
+      ['gateway', () => (commits.close(), gateway.stop())],
+    ],
+    after: [
+      ['asks', () => asks.stop()],
+      ['delivery', () => delivery.stop()],
+      ['inbox', () => inbox.stop()],
+      ['drafts', () => drafts.stop()],
+    ],
   };
-}
-
-/** Runs every shutdown step in order, each despite the failure of one before it. */
-async function runSteps(steps: Array<[string, () => unknown]>, log: Logger): Promise<void> {
-  for (const [name, step] of steps) {
-    try {
-      await step();
-    } catch (err) {
-      log.error({ step: name, err: coerceError(err).message }, 'shutdown step failed');
-    }
-  }
 }

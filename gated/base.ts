@@ -1,0 +1,108 @@
+import { dirname, join, resolve } from 'node:path';
+import type { Config } from '../core/config.js';
+import { coerceError } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/log.js';
+import { createMetrics, type Metrics } from '../core/metrics.js';
+import { createSignals, type Signals } from '../core/signals.js';
+import { WebChannel } from '../channels/web/index.js';
+import { startHttpServer, type HttpServer } from '../http/app.js';
+import type { Runtime } from '../queue/runtime/types.js';
+import { openDatabase, type Db } from '../store/db.js';
+import { History } from '../store/history.js';
+import { checkReadable } from './health.js';
+import { claimOwner } from './owner.js';
+import { makeRuntime } from './runtime.js';
+import type { Channel } from '../channels/channel.js';
+
+/** How to start gated; everything beyond `config` has a production default. */
+export interface StartOptions {
+  config: Config;
+  log?: Logger;
+  /** Replaces the platform channels made from the configuration (the web channel is always added). */
+  channels?: Channel[];
+  /** Replaces the runtime made from the configuration. */
+  runtime?: Runtime;
+  /** Serve the web chat, dashboard and /metrics. Default true. */
+  http?: boolean;
+  /** Register a `demo` group when the database has no groups yet (the embedded default). Default false. */
+  demo?: boolean;
+  /** Refuse to start when another gated owns the database. Default true. */
+  exclusive?: boolean;
+  /** How often the per-minute history is written, in ms. Default 60,000 (the benchmark shortens it). */
+  historyFlushMs?: number;
+}
+
+/** What every stage is built on: made first, before any stage exists. */
+export interface Base {
+  config: Config;
+  log: Logger;
+  db: Db;
+  owner: { release(): void } | undefined;
+  metrics: Metrics;
+  signals: Signals;
+  web: WebChannel;
+  history: History | undefined;
+  http: HttpServer | undefined;
+  runtime: Runtime;
+}
+
+/**
+ * The database (checked and owned), metrics, signals, the web channel, the history, the HTTP port and the
+ * runtime. The port is bound first (answering 503 until the app is served): a port that cannot be bound,
+ * or an engine that refuses, stops the start before any agent runs or any channel connects, and leaves the
+ * database as a second try will find it.
+ */
+export async function openBase(opts: StartOptions): Promise<Base> {
+  const { config } = opts;
+  const log = opts.log ?? createLogger(config.logLevel);
+  const db = openDatabase(config.db);
+  checkReadable(db, config.db);
+  const owner = opts.exclusive === false ? undefined : claimOwner(db);
+  const metrics = createMetrics({ processMetrics: true });
+  const signals = createSignals((signal, err) =>
+    log.error({ signal, err: coerceError(err).message }, 'a wake listener failed'),
+  );
+  // Uploads wait next to the database (the same disk and owner), outside every group's folder.
+  const web = new WebChannel(db, { uploadsDir: join(dirname(resolve(config.db)), 'web-uploads') });
+  const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
+  let http: HttpServer | undefined;
+  try {
+    if (opts.http !== false) {
+      http = await startHttpServer(undefined, { host: config.httpHost, port: config.httpPort });
+      log.info({ url: http.url }, 'web chat and dashboard listening');
+    }
+    const runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
+    return { config, log, db, owner, metrics, signals, web, history, http, runtime };
+  } catch (err) {
+    await http?.close();
+    owner?.release();
+    db.close();
+    throw err;
+  }
+}
+
+/** Writes the per-minute history on a timer; returns the shutdown step (a last flush). */
+export function startHistory(base: Base, everyMs: number): () => void {
+  const { history, log } = base;
+  const flush = () => {
+    try {
+      history?.flush(Date.now());
+    } catch (err) {
+      log.error({ err: coerceError(err).message }, 'writing the history failed; the next flush retries');
+    }
+  };
+  const timer = history ? setInterval(flush, everyMs) : undefined;
+  timer?.unref();
+  return () => (clearInterval(timer), flush());
+}
+
+/** Runs every shutdown step in order, each despite the failure of one before it. */
+export async function runSteps(steps: Array<[string, () => unknown]>, log: Logger): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (err) {
+      log.error({ step: name, err: coerceError(err).message }, 'shutdown step failed');
+    }
+  }
+}
