@@ -94,7 +94,11 @@ export const STEPS: readonly Step[] = [
     does: 'a leading `@group ` or `#topic ` sends this one message there (stripped from what the agent reads)',
     run: (r) => prefixLayer(r.passage, r.env),
   },
-  { name: 'route', does: 'the routes table picks the target: a group, a daemon or a built-in', run: route },
+  {
+    name: 'route',
+    does: "the routes table picks the target: a group (a chat command of the group's own expands here), a daemon or a built-in",
+    run: route,
+  },
   {
     name: 'access',
     does: "the group's access rules serve the sender, or withhold the row (pending, limited, denied)",
