@@ -78,6 +78,10 @@ export interface Config {
   taskMaxFailures: number;
   /** Longest delegate/escalate chain (GATED_MAX_DELEGATION_DEPTH); a deeper hop is refused. */
   maxDelegationDepth: number;
+  /** Shortest gap between due times of a task an agent schedules (GATED_TASK_MIN_INTERVAL_MS). */
+  taskMinIntervalMs: number;
+  /** Most active tasks a group's agent may have scheduled (GATED_TASKS_PER_GROUP). */
+  tasksPerGroup: number;
   /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
   historyDays: number;
   /** An undecided tool approval is denied ("no decision") after this long (GATED_APPROVAL_TIMEOUT_MS). */
@@ -283,6 +287,8 @@ export function loadConfig(env: Env = process.env): Config {
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
     maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 4, 0),
+    taskMinIntervalMs: int(env, 'GATED_TASK_MIN_INTERVAL_MS', 60_000, 1),
+    tasksPerGroup: int(env, 'GATED_TASKS_PER_GROUP', 50, 1),
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
     approvalTimeoutMs: int(env, 'GATED_APPROVAL_TIMEOUT_MS', 600_000, 1),
     toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),

@@ -103,6 +103,32 @@ export function planSchedule(
   }
 }
 
+/**
+ * The shortest gap between two due times of a schedule, in ms, or null for a task that fires once (`at`):
+ * the interval of `every`, and for `cron` the smallest gap among its next 100 due times (a pattern such as
+ * `0,1 * * * *` fires twice a minute apart every hour). What an agent's `schedule` is bounded by.
+ */
+export function shortestGap(kind: TaskKind, spec: string, now: number, tz: string): number | null {
+  switch (kind) {
+    case 'every':
+      return parseDuration(spec.trim());
+    case 'at':
+      return null;
+    case 'cron': {
+      const cron = cronOf(spec.trim(), tz);
+      let prev = cron.nextRun(new Date(now))?.getTime();
+      let gap = Infinity;
+      for (let i = 0; i < 100 && prev !== undefined; i++) {
+        const next = cron.nextRun(new Date(prev))?.getTime();
+        if (next === undefined) break;
+        gap = Math.min(gap, next - prev);
+        prev = next;
+      }
+      return gap === Infinity ? null : gap;
+    }
+  }
+}
+
 /** The first due time strictly after `after`, or null when there is none (`at`, once passed). */
 export function nextDue(s: Schedule, after: number, tz: string): number | null {
   switch (s.kind) {

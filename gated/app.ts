@@ -137,7 +137,12 @@ function makeStages(base: Base, channels: readonly Channel[], started: () => Cha
     // Container runtimes see configuration folders where they are mounted; the process runtime, on the host.
     setup: agentSetupOf(db, config, base.runtime.name !== 'process'),
     senderRole: (group, row) => access.senderRole(group, row),
-    actions: { tz: config.tz, maxDepth: config.maxDelegationDepth, metrics },
+    actions: {
+      tz: config.tz,
+      maxDepth: config.maxDelegationDepth,
+      taskBounds: { minIntervalMs: config.taskMinIntervalMs, maxActive: config.tasksPerGroup },
+      metrics,
+    },
     asks,
   });
   const gateway = createGateway({

@@ -39,6 +39,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     log: log.child({ part: 'actions' }),
     tz: opts.actions?.tz ?? 'UTC',
     maxDepth: opts.actions?.maxDepth ?? 4,
+    ...(opts.actions?.taskBounds ? { taskBounds: opts.actions.taskBounds } : {}),
     ...(opts.actions?.metrics ? { metrics: opts.actions.metrics } : {}),
   });
   const hooks = runRecorder({

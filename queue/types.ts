@@ -8,6 +8,7 @@ import type { Db } from '../store/db.js';
 import type { SenderRole } from './prompt.js';
 import type { Runtime } from './runtime/types.js';
 import type { BatchRow } from '../store/queue.js';
+import type { TaskBounds } from '../store/tasks.js';
 import type { ActionMetrics } from './actions/apply.js';
 
 /** How a run ended (session_log.result). */
@@ -63,6 +64,8 @@ export interface QueueOptions {
     tz: string;
     /** GATED_MAX_DELEGATION_DEPTH. Default 4. */
     maxDepth: number;
+    /** GATED_TASK_MIN_INTERVAL_MS and GATED_TASKS_PER_GROUP for `schedule`. Default 1 minute and 50. */
+    taskBounds?: TaskBounds;
     metrics?: ActionMetrics;
   };
   /** Decides agents' tool questions (docs/APPROVALS.md); absent: every tool is allowed. */

@@ -1,5 +1,6 @@
 import { UsageError } from '../core/errors.js';
-import { nextDue, planSchedule, type Schedule, type TaskKind } from '../core/schedule.js';
+import { formatDuration } from '../core/duration.js';
+import { nextDue, planSchedule, shortestGap, type Schedule, type TaskKind } from '../core/schedule.js';
 import { isoNow, isValidFolder, parseJid, TOPIC_RE } from '../core/types.js';
 import type { Db } from './db.js';
 import { insertOutbound } from './messages.js';
@@ -37,6 +38,17 @@ export interface NewTask {
   text: string;
   /** cli | dashboard | agent:<group>. */
   created_by?: string;
+  /**
+   * Bounds for a task an agent asks for (CONTRACT §17): the shortest gap between due times and how many
+   * active tasks the group may have. Operators' tasks (CLI, dashboard) have none.
+   */
+  bounds?: TaskBounds;
+}
+
+/** What an agent's `schedule` may cause (GATED_TASK_MIN_INTERVAL_MS, GATED_TASKS_PER_GROUP). */
+export interface TaskBounds {
+  minIntervalMs: number;
+  maxActive: number;
 }
 
 /** Longest task text accepted (it becomes a message's content). */
@@ -52,6 +64,9 @@ function prepare(db: Db) {
        VALUES (@group, @topic, @chat_jid, @kind, @spec, @text, @next, @anchor, @created_by, @anchor)`,
     ),
     group: db.prepare('SELECT 1 FROM registered_groups WHERE folder = ?').pluck(),
+    activeCount: db
+      .prepare(`SELECT count(*) FROM tasks WHERE group_folder = ? AND status = 'active'`)
+      .pluck(),
     get: db.prepare('SELECT * FROM tasks WHERE id = ?'),
     list: db.prepare('SELECT * FROM tasks ORDER BY id'),
     pause: db.prepare(
@@ -131,6 +146,7 @@ export function addTask(db: Db, t: NewTask, now: number, tz: string): number {
   if (t.text.trim() === '') throw new UsageError('the task text is empty');
   if (t.text.length > MAX_TASK_TEXT) throw new UsageError(`the task text is longer than ${MAX_TASK_TEXT}`);
   const plan = planSchedule(t.kind, t.spec, now, tz);
+  if (t.bounds) checkBounds(s, t, t.bounds, now, tz);
   const info = s.insert.run({
     group: t.group,
     topic,
@@ -143,6 +159,20 @@ export function addTask(db: Db, t: NewTask, now: number, tz: string): number {
     created_by: t.created_by ?? 'cli',
   });
   return Number(info.lastInsertRowid);
+}
+
+/** Refuses an agent's task that fires more often than allowed, or one too many for its group. */
+function checkBounds(s: ReturnType<typeof stmts>, t: NewTask, b: TaskBounds, now: number, tz: string): void {
+  const gap = shortestGap(t.kind, t.spec, now, tz);
+  if (gap !== null && gap < b.minIntervalMs) {
+    throw new UsageError(
+      `a task may fire at most every ${formatDuration(b.minIntervalMs)}; '${t.spec}' fires ${formatDuration(gap)} apart`,
+    );
+  }
+  const active = s.activeCount.get(t.group) as number;
+  if (active >= b.maxActive) {
+    throw new UsageError(`group '${t.group}' already has ${active} active tasks (at most ${b.maxActive})`);
+  }
 }
 
 /** Every task, by id. */

@@ -5,7 +5,7 @@ import { ActionStore, DELEGATION_PLATFORM, delegationOf } from '../../store/acti
 import type { Db } from '../../store/db.js';
 import { insertOutbound } from '../../store/messages.js';
 import { RouteSource } from '../../store/routes.js';
-import { addTask } from '../../store/tasks.js';
+import { addTask, type TaskBounds } from '../../store/tasks.js';
 import { parseActions, type Action, type ActionType } from './parse.js';
 import { capabilitiesOf, delegationTarget, parentOf, sendRefusal } from './policy.js';
 
@@ -47,8 +47,13 @@ export interface ActionApplierOptions {
   tz: string;
   /** Longest delegation chain; a hop beyond it is refused. */
   maxDepth: number;
+  /** Bounds on agents' `schedule` (GATED_TASK_MIN_INTERVAL_MS, GATED_TASKS_PER_GROUP). */
+  taskBounds?: TaskBounds;
   metrics?: ActionMetrics;
 }
+
+/** CONTRACT §17's defaults: a task fires at most once a minute; a group has at most 50 active tasks. */
+export const DEFAULT_TASK_BOUNDS: TaskBounds = { minIntervalMs: 60_000, maxActive: 50 };
 
 /** An action refused for a reason the agent should hear about. */
 class Refusal extends Error {}
@@ -223,6 +228,7 @@ export class ActionApplier {
               spec: a.spec,
               text: a.text,
               created_by: `agent:${ctx.group}`,
+              bounds: this.opts.taskBounds ?? DEFAULT_TASK_BOUNDS,
             },
             ctx.now,
             this.opts.tz,

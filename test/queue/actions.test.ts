@@ -279,6 +279,56 @@ describe('actions applied in the block transaction', () => {
     );
   });
 
+  it('schedule is bounded (§17): no task firing more often than the minimum, at most N active per group', () => {
+    const { db } = setup();
+    const applier = new ActionApplier({
+      db,
+      log: silentLogger(),
+      tz: 'UTC',
+      maxDepth: 4,
+      taskBounds: { minIntervalMs: 60_000, maxActive: 3 },
+    });
+    const out = applier.apply(ctx(), [
+      { type: 'schedule', every: '1ms', text: 'flood' },
+      { type: 'schedule', every: '59s', text: 'almost' },
+      { type: 'schedule', cron: '0,1 * * * *', text: 'a minute apart is allowed' },
+      { type: 'schedule', every: '1m', text: 'the minimum is allowed' },
+      { type: 'schedule', at: '2027-01-01T00:00Z', text: 'once is allowed' },
+      { type: 'schedule', every: '1h', text: 'one too many' },
+    ]);
+    expect(out).toMatchObject({ applied: 3, refused: 3 });
+    expect(db.prepare('SELECT spec FROM tasks ORDER BY id').pluck().all()).toEqual([
+      '0,1 * * * *',
+      '1m',
+      '2027-01-01T00:00:00.000Z',
+    ]);
+    expect(notes(db).map((n) => n.content)).toEqual([
+      "Your schedule action was not applied: a task may fire at most every 1m; '1ms' fires 1ms apart.",
+      "Your schedule action was not applied: a task may fire at most every 1m; '59s' fires 59s apart.",
+      "Your schedule action was not applied: group 'krons' already has 3 active tasks (at most 3).",
+    ]);
+    // A tighter minimum also catches a cron pattern whose due times bunch up.
+    const strict = new ActionApplier({
+      db,
+      log: silentLogger(),
+      tz: 'UTC',
+      maxDepth: 4,
+      taskBounds: { minIntervalMs: 3_600_000, maxActive: 50 },
+    });
+    expect(strict.apply(ctx(), [{ type: 'schedule', cron: '0,1 * * * *', text: 'x' }])).toMatchObject({
+      refused: 1,
+    });
+    expect(notes(db).at(-1)!.content).toMatch(/'0,1 \* \* \* \*' fires 1m apart/);
+  });
+
+  it('schedule uses the contract defaults when no bounds are configured', () => {
+    const { db, applier } = setup();
+    expect(applier.apply(ctx(), [{ type: 'schedule', every: '1ms', text: 'x' }])).toMatchObject({
+      refused: 1,
+    });
+    expect(db.prepare('SELECT count(*) FROM tasks').pluck().get()).toBe(0);
+  });
+
   it('react: an outbound reaction row on the answered message where the platform has reactions', () => {
     const { db, applier } = setup();
     expect(applier.apply(ctx(), [{ type: 'react', emoji: '👍' }])).toMatchObject({
