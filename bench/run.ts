@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { packageFile } from '../core/paths.js';
 import { benchAccess } from './access.js';
+import { benchAsks } from './asks.js';
 import { burst, light } from './pipeline.js';
 import { benchPollTick } from './poll.js';
 import { benchGlob } from './glob.js';
@@ -140,6 +141,16 @@ if (want('access')) {
     `4c. access: one access decision per routed message — ${verdict(open <= 5)}`,
     rows,
     '≤ 5 µs for an open group (the default); the other rows are what members, codes and limits add',
+  );
+}
+
+if (want('asks')) {
+  const r = await benchAsks(quick ? 200 : 2000);
+  results.asks = r;
+  table(
+    `4d. tool approvals: an agent's ask → its permission line, allow rule, no human — ${verdict(r.p50Ms < 5)}`,
+    [{ ...r }],
+    'p50 < 5 ms (50 rules in the group; measured in the agent from writing the ask to reading the line)',
   );
 }
 

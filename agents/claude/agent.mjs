@@ -98,11 +98,52 @@ const SHELL_TOOLS = new Set(['Bash', 'BashOutput', 'KillShell']);
 // of its MCP servers, whose tools the model may call.
 const configured = { dirs: [], servers: new Set() };
 
+/** Tool questions waiting for gated's `permission` line, by ask id (docs/APPROVALS.md). */
+const asked = new Map();
+let askCount = 0;
+
 /**
- * The permission callback: file tools inside the folder, reading (never writing) the group's configuration
- * folders; the group's MCP servers' tools; shells only where the operator allowed them.
+ * Asks gated about one tool call (an `ask` block) and waits for its `permission` line; resolves with the
+ * SDK's answer. A rejection's note becomes the message the model reads as the tool's result.
+ */
+function askGated(name, input) {
+  askCount += 1;
+  const id = `ask-${askCount}`;
+  const summary = typeof input?.description === 'string' ? `${name}: ${input.description}` : undefined;
+  return new Promise((resolve) => {
+    asked.set(id, (line) =>
+      resolve(
+        line.decision === 'allow'
+          ? { behavior: 'allow', updatedInput: input }
+          : { behavior: 'deny', message: line.note ? `Refused: ${line.note}` : 'Refused by the operator.' },
+      ),
+    );
+    emit({ status: 'ok', result: null, ask: { id, tool: name, input, ...(summary ? { summary } : {}) } });
+  });
+}
+
+/** A permission line from gated: answers the question it names (unknown ids are ignored). */
+function permission(line) {
+  const answer = asked.get(line.id);
+  asked.delete(line.id);
+  answer?.(line);
+}
+
+/**
+ * The permission callback: first what this agent allows at all (localPermission), then, for every tool
+ * that passes, gated's tool rules: it may allow, refuse, or ask a person in the chat (docs/APPROVALS.md).
  */
 async function canUseTool(name, input) {
+  const local = localPermission(name, input);
+  if (local.behavior !== 'allow') return local;
+  return askGated(name, input);
+}
+
+/**
+ * What this agent allows by itself: file tools inside the folder, reading (never writing) the group's
+ * configuration folders; the group's MCP servers' tools; shells only where the operator allowed them.
+ */
+function localPermission(name, input) {
   if (FILE_TOOLS.has(name)) {
     const paths = [input.file_path, input.notebook_path, input.path].filter((p) => p !== undefined);
     if (paths.some((p) => insideAny(p, configured.dirs, cwd)) && !READ_TOOLS.has(name))
@@ -221,7 +262,8 @@ async function main() {
       // Only gated's own tool server and the group's configured ones: none from settings or plugins.
       strictMcpConfig: true,
       mcpServers: { ...groupServers, ...(actions ? { [SERVER]: actions.server } : {}) },
-      ...(actions ? { allowedTools: actions.names } : {}),
+      // No allowedTools: every call, gated's own actions included, goes through canUseTool and so through
+      // gated's tool rules.
       stderr: (data) => process.stderr.write(data),
       ...(model ? { model } : {}),
       systemPrompt: {
@@ -308,6 +350,11 @@ async function main() {
         continue;
       }
       if (line.type === 'end') break;
+      // Not a turn: the answer to a tool question.
+      if (line.type === 'permission') {
+        permission(line);
+        continue;
+      }
       book.line(line);
     }
     book.inputEnded();

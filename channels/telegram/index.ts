@@ -6,9 +6,18 @@ import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { getState, setState } from '../../store/state.js';
-import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import type {
+  ApprovalOps,
+  Channel,
+  DraftOps,
+  FetchedFile,
+  InboundSink,
+  SendFile,
+  SendPart,
+} from '../channel.js';
 import { fetchTelegramFile, sendTelegramFile } from './files.js';
 import { telegramDrafts } from './drafts.js';
+import { callbackToInbound, telegramApprovals } from './buttons.js';
 import { ALLOWED_UPDATES, updateToInbound, type TelegramBotIdentity } from './map.js';
 import { reactTelegram, roomOf, sendTelegramPart } from './send.js';
 
@@ -50,6 +59,7 @@ export class TelegramChannel implements Channel {
   readonly textFormat = 'telegram-html' as const;
   private readonly telegram: Telegram;
   readonly drafts: DraftOps;
+  readonly approvals: ApprovalOps;
   private readonly log: Logger;
   private readonly sleep: Sleep;
   private bot: TelegramBotIdentity | undefined;
@@ -61,6 +71,7 @@ export class TelegramChannel implements Channel {
     const apiRoot = opts.apiRoot && !opts.apiRoot.endsWith('/') ? `${opts.apiRoot}/` : opts.apiRoot;
     this.telegram = new Telegram(opts.token, apiRoot ? { apiRoot } : {});
     this.drafts = telegramDrafts(this.telegram);
+    this.approvals = telegramApprovals(this.telegram);
     this.log = opts.log;
     this.sleep = opts.sleep ?? abortableSleep;
   }
@@ -162,13 +173,23 @@ export class TelegramChannel implements Channel {
   private store(u: Update, bot: TelegramBotIdentity, sink: InboundSink): void {
     let msg;
     try {
-      msg = updateToInbound(u, bot);
+      msg = 'callback_query' in u ? this.pressed(u) : updateToInbound(u, bot);
     } catch (err) {
       // An update shape we do not understand must not stall the chat behind it.
       this.log.warn({ update: u.update_id, err: coerceError(err).message }, 'telegram update skipped');
       return;
     }
     if (msg) sink(msg);
+  }
+
+  /** A button press: its row, and the acknowledgement Telegram wants (best effort: the row is what counts). */
+  private pressed(u: Update.CallbackQueryUpdate) {
+    this.telegram
+      .callApi('answerCallbackQuery', { callback_query_id: u.callback_query.id })
+      .catch((err: unknown) =>
+        this.log.debug({ err: coerceError(err).message }, 'answerCallbackQuery failed'),
+      );
+    return callbackToInbound(u);
   }
 
   /** How long to wait after a failed getUpdates, or undefined when polling cannot go on. */

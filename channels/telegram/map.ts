@@ -14,7 +14,7 @@ export function telegramJid(chatId: number | string): string {
 }
 
 /** The update kinds the channel asks for (message_reaction is only sent when asked for by name). */
-export const ALLOWED_UPDATES = ['message', 'edited_message', 'message_reaction'] as const;
+export const ALLOWED_UPDATES = ['message', 'edited_message', 'message_reaction', 'callback_query'] as const;
 
 const MEDIA_KINDS = [
   'photo',
@@ -30,7 +30,7 @@ const MEDIA_KINDS = [
   'poll',
 ] as const;
 
-function displayName(u: Pick<User, 'first_name' | 'last_name' | 'username'>): string {
+export function displayName(u: Pick<User, 'first_name' | 'last_name' | 'username'>): string {
   return [u.first_name, u.last_name].filter(Boolean).join(' ') || u.username || '';
 }
 

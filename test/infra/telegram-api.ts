@@ -27,6 +27,14 @@ export interface SentMessage {
   message_thread_id: number | undefined;
   /** 'HTML' when sent with parse_mode HTML (then `text` passed the strict check of the subset). */
   parse_mode?: string | undefined;
+  /** The inline keyboard shown under the message now (an edit may replace or remove it). */
+  buttons?: InlineButton[][];
+}
+
+/** One button of an inline keyboard: its label and the callback data a press sends. */
+export interface InlineButton {
+  text: string;
+  callback_data?: string;
 }
 
 /** A file the bot uploaded (sendPhoto, sendDocument, sendVoice). */
@@ -124,6 +132,27 @@ export class TelegramApiServer {
   /** The apiRoot for telegraf (`TELEGRAM_API_ROOT`). */
   get url(): string {
     return `http://127.0.0.1:${this.loopback.port}`;
+  }
+
+  /**
+   * A user presses an inline keyboard button under the bot's message: a `callback_query` update whose
+   * `from` is that user and whose `data` is the button's callback data, as Telegram sends it. Throws when
+   * the message has no such button (a test must press what the bot showed).
+   */
+  press(chatId: number, messageId: number, from: User, label: string): Update {
+    const sent = this.sent.find((m) => m.chat_id === chatId && m.message_id === messageId);
+    const button = sent?.buttons?.flat().find((b) => b.text === label);
+    if (!sent || !button?.callback_data) throw new Error(`no button '${label}' on message ${messageId}`);
+    const message = this.chatMessages(chatId).get(messageId)!;
+    return this.inject({
+      callback_query: {
+        id: `${this.nextUpdateId}${messageId}`,
+        from,
+        message,
+        chat_instance: String(chatId),
+        data: button.callback_data,
+      },
+    } as Omit<Update, 'update_id'>);
   }
 
   /** Queues a raw update (its update_id assigned here) and answers a waiting long poll. */
@@ -283,6 +312,8 @@ export class TelegramApiServer {
         return this.deleteMessage(payload, res);
       case 'setMessageReaction':
         return this.setMessageReaction(payload, res);
+      case 'answerCallbackQuery':
+        return ok(res, true);
       default:
         return reply(res, 404, { ok: false, error_code: 404, description: 'Not Found: method not found' });
     }
@@ -440,7 +471,11 @@ export class TelegramApiServer {
       );
     msg.text = text;
     const sent = this.sent.find((s) => s.chat_id === chatId && s.message_id === id);
-    if (sent) sent.text = text;
+    if (sent) {
+      sent.text = text;
+      // An edit without reply_markup removes the keyboard, as Telegram does.
+      sent.buttons = keyboardOf(p).buttons;
+    }
     this.edits.push({ chat_id: chatId, message_id: id, text });
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
@@ -508,6 +543,7 @@ export class TelegramApiServer {
       reply_to_message_id: replyTo,
       message_thread_id: thread,
       parse_mode: parseMode,
+      ...keyboardOf(p),
     });
     this.acceptedAt.push(performance.now());
     for (const w of this.sentWaiters.splice(0)) w();
@@ -547,4 +583,12 @@ function reply(res: ServerResponse, status: number, body: unknown): void {
 
 function ok(res: ServerResponse, result: unknown): void {
   reply(res, 200, { ok: true, result });
+}
+
+/** The inline keyboard of a send or edit payload (`reply_markup`, JSON or already parsed). */
+function keyboardOf(p: Json): { buttons?: InlineButton[][] } {
+  let markup = p.reply_markup as unknown;
+  if (typeof markup === 'string') markup = JSON.parse(markup) as unknown;
+  const rows = (markup as { inline_keyboard?: InlineButton[][] } | undefined)?.inline_keyboard;
+  return rows && rows.length > 0 ? { buttons: rows } : {};
 }
