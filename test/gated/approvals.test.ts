@@ -72,7 +72,7 @@ describe('tool approvals with the example agent', () => {
     expect(out).toContain(`tool Bash denied: denied by tool rule ${deny}`);
     expect(ran()).toEqual(['Bash {"command":"ls /tmp"}']);
     expect(g.db.prepare('SELECT count(*) FROM tool_approvals').pluck().get()).toBe(0);
-  });
+  }, 60_000);
 
   it('ask: one message with the code; a member who is not an approver is refused; the owner rejects with a note the agent receives, then approves another', async () => {
     const { g, rule, replies, state, ran, send } = await start();
@@ -123,18 +123,18 @@ describe('tool approvals with the example agent', () => {
       { actor: 'sql', action: 'insert' },
       { actor: 'chat:telegram:owner', action: 'update' },
     ]);
-  });
+  }, 60_000);
 
   it('expiry denies with "no decision"; the wait does not count toward the hard timeout', async () => {
-    // The approval waits 2.5 s, longer than the whole run may take (1.5 s): the run is not killed.
+    // The approval waits 7 s, longer than the whole run may take (4 s): the run is not killed.
     const { g, rule, replies, state, ran, send } = await start({
-      GATED_APPROVAL_TIMEOUT_MS: '2500',
-      GATED_RUN_TIMEOUT_MS: '1500',
+      GATED_APPROVAL_TIMEOUT_MS: '7000',
+      GATED_RUN_TIMEOUT_MS: '4000',
     });
     rule(1, '*', '*', 'ask');
     const chat = 'telegram:-9';
     const m = send(chat, 'bob', '!tool Write {"file_path":"notes.txt"}');
-    await until(() => state(m) === 'done', 20_000, 'the expired call answered');
+    await until(() => state(m) === 'done', 40_000, 'the expired call answered');
     expect(replies(chat).join('\n')).toContain('tool Write denied: no decision');
     expect(replies(chat).join('\n')).toContain('not decided in time');
     expect(ran()).toEqual([]);
@@ -146,5 +146,5 @@ describe('tool approvals with the example agent', () => {
     >;
     expect(row).toMatchObject({ state: 'expired', input_line: 'notes.txt' });
     expect(row.used_at).not.toBeNull();
-  });
+  }, 60_000);
 });
