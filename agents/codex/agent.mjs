@@ -49,13 +49,27 @@ function childEnv(secrets) {
   return env;
 }
 
-/** Runs one turn: streams drafts, returns the final text and usage (throws when the turn failed). */
-async function runTurn(thread, prompt, turn, numbered) {
-  const { events } = await thread.runStreamed(prompt);
+/**
+ * Runs one turn: streams drafts, returns the final text and usage (throws when the turn failed). An abort
+ * of `signal` (an interrupt) ends it early with what it had: `interrupted: true`.
+ */
+async function runTurn(thread, prompt, turn, numbered, signal) {
   let text = '';
   let usage = null;
   let lastPartial = 0;
-  for await (const ev of events) {
+  // An empty draft first: it shows nothing, and tells gated this agent numbers its blocks (so it may write
+  // follow-ups and interrupts while the turn runs). `codex exec` reports a message only once it is whole.
+  if (numbered) emit({ status: 'ok', partial: true, turn, result: '' });
+  try {
+    const { events } = await thread.runStreamed(prompt, { signal });
+    for await (const ev of events) handle(ev);
+  } catch (err) {
+    if (signal.aborted) return { text, usage, interrupted: true };
+    throw err;
+  }
+  return { text, usage, interrupted: signal.aborted };
+
+  function handle(ev) {
     if ((ev.type === 'item.updated' || ev.type === 'item.completed') && ev.item.type === 'agent_message') {
       text = ev.item.text;
       const now = Date.now();
@@ -71,7 +85,6 @@ async function runTurn(thread, prompt, turn, numbered) {
       say(ev.message);
     }
   }
-  return { text, usage };
 }
 
 async function main() {
@@ -110,6 +123,8 @@ async function main() {
   const waiting = [first];
   let inputEnded = false;
   let wake = null;
+  // The turn in progress: its number and the controller an interrupt aborts.
+  let current = null;
   const reading = (async () => {
     for (;;) {
       const next = await lines.next();
@@ -123,6 +138,13 @@ async function main() {
         continue;
       }
       if (line.type === 'end') break;
+      // Interrupts (§19) stop the turn in progress when it is the one named or an earlier one; steered lines
+      // are plain follow-ups here (the CLI cannot take a message inside a running turn).
+      if (line.type === 'interrupt') {
+        if (current && Number.isInteger(line.turn) && current.turn !== null && current.turn <= line.turn)
+          current.abort.abort();
+        continue;
+      }
       if (typeof line.prompt !== 'string') continue;
       waiting.push(line);
       wake?.();
@@ -141,13 +163,22 @@ async function main() {
     const batch = waiting.splice(0);
     const turns = batch.map((l) => l.turn).filter((t) => Number.isInteger(t));
     const turn = turns.length > 0 ? Math.max(...turns) : null;
+    current = { turn, abort: new AbortController() };
     try {
-      const { text, usage } = await runTurn(thread, batch.map((l) => l.prompt).join('\n'), turn, numbered);
+      const prompt = batch.map((l) => l.prompt).join('\n');
+      const { text, usage, interrupted } = await runTurn(
+        thread,
+        prompt,
+        turn,
+        numbered,
+        current.abort.signal,
+      );
       emit({
         status: 'ok',
         result: text,
         newSessionId: thread.id,
         ...(turn !== null ? { turn } : {}),
+        ...(interrupted ? { interrupted: true } : {}),
         usage: {
           input_tokens: usage?.input_tokens ?? 0,
           output_tokens: usage?.output_tokens ?? 0,
@@ -166,6 +197,8 @@ async function main() {
         newSessionId: thread.id,
         ...(turn !== null ? { turn } : {}),
       });
+    } finally {
+      current = null;
     }
   }
   await reading;

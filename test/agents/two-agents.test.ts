@@ -114,3 +114,36 @@ test(
     expect(JSON.stringify(resumed.body.input)).toContain('hello codex group');
   },
 );
+
+test(
+  '/interrupt stops a Codex turn in progress; the text becomes the next turn',
+  { timeout: 180_000 },
+  async () => {
+    const c = (chat = await startClaudeChat(api, {
+      children: ['cx'],
+      env: {
+        GATED_AGENT_SECRETS: 'claude/cx:OPENAI_API_KEY=CX_OPENAI_KEY,claude/cx:OPENAI_BASE_URL=CX_OPENAI_URL',
+        CX_OPENAI_KEY: OPENAI_KEY,
+        CX_OPENAI_URL: openai.url,
+      },
+    }));
+    c.gated.db.prepare(`UPDATE registered_groups SET agent = 'codex' WHERE folder = 'claude/cx'`).run();
+    const sink = (content: string) =>
+      c.gated.gateway.sink({ chat_jid: 'web:claude/cx', sender: 'bob', sender_name: 'Bob', content })!;
+    const replyTo = (id: number) =>
+      c.gated.db
+        .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+        .pluck()
+        .get(id) as string | undefined;
+    const slow = sink('SLOW 60');
+    await until(() => openai.requestFor('SLOW 60'), 60_000, 'the slow turn to reach the API');
+    const started = Date.now();
+    const next = sink('/interrupt stop now');
+    expect(await until(() => replyTo(next), 60_000, 'the reply to the interrupting message')).toBe(
+      'codex echo: stop now',
+    );
+    // Far sooner than the 60 s the slow answer would take; the slow message ended as answered.
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(c.gated.db.prepare(`SELECT state FROM messages WHERE id = ?`).pluck().get(slow)).toBe('done');
+  },
+);
