@@ -1,7 +1,6 @@
 import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
-import Database from 'better-sqlite3';
 import { UsageError } from '../core/errors.js';
-import type { Db } from './db.js';
+import { openFile, type Db } from './db.js';
 import { SCHEMA_VERSION } from './migrate.js';
 
 /** What `checkDatabaseFile` learned of a database file without changing it. */
@@ -19,9 +18,9 @@ export interface FileCheck {
  * throws for a bad file: an unreadable or corrupt file is a check that failed, with the reason.
  */
 export function checkDatabaseFile(path: string, quick = false): FileCheck {
-  let db: Database.Database | undefined;
+  let db: Db | undefined;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openFile(path, { readonly: true });
     const rows = db.pragma(`${quick ? 'quick_check' : 'integrity_check'}(20)`, { simple: false }) as Record<
       string,
       string
@@ -86,7 +85,7 @@ export function restoreDatabase(file: string, target: string, now = new Date()):
   const incoming = `${target}.restoring`;
   copyFileSync(file, incoming);
   // A backup taken from a running gated names it as the owner; that process is not this database's owner.
-  const fresh = new Database(incoming);
+  const fresh = openFile(incoming);
   try {
     const hasState = fresh.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'router_state'`).get();
     if (hasState) fresh.prepare(`DELETE FROM router_state WHERE key = 'owner'`).run();
@@ -95,7 +94,7 @@ export function restoreDatabase(file: string, target: string, now = new Date()):
   }
   let aside: string | undefined;
   if (existsSync(target)) {
-    const old = new Database(target);
+    const old = openFile(target);
     try {
       old.pragma('wal_checkpoint(TRUNCATE)');
     } finally {

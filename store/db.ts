@@ -28,6 +28,19 @@ export function schemaSql(): string {
 }
 
 /**
+ * Opens a database file as it is: no schema, no journal mode change, the busy timeout set. For tools that
+ * inspect or move a file (backup, restore) rather than run on it. `readonly` also requires that it exists.
+ */
+export function openFile(path: string, opts: { readonly?: boolean } = {}): Db {
+  const db = new Database(path, {
+    timeout: DEFAULT_BUSY_TIMEOUT_MS,
+    ...(opts.readonly ? { readonly: true, fileMustExist: true } : {}),
+  });
+  db.pragma(`busy_timeout = ${DEFAULT_BUSY_TIMEOUT_MS}`);
+  return db;
+}
+
+/**
  * Opens (creating if needed) the database at `path` in WAL mode with a busy timeout and foreign keys on,
  * and brings its schema to the current version. `:memory:` works for throwaway databases.
  */

@@ -137,7 +137,9 @@ export function mailToInbound(input: MailIn, self: string): MappedMail | null {
   const subject = (mail.subject ?? '').trim();
   const body = stripQuoted(mail.text ?? '');
   const kind = kindOf(mail, from.address);
-  const content = !inReplyTo && subject !== '' ? `Subject: ${subject}\n\n${body}` : body;
+  // A mail whose text opens with a command (`/approve K7QXM2HP`) is that command, whatever its subject.
+  const command = body.trimStart().startsWith('/');
+  const content = !inReplyTo && subject !== '' && !command ? `Subject: ${subject}\n\n${body}` : body;
   const attachments: NewAttachment[] =
     kind !== 'message'
       ? []
