@@ -1,12 +1,14 @@
 /**
  * A group's own configuration reaching the Claude agent (process runtime) through the whole gateway, against
- * the local Messages API: instructions and skills in the system prompt, the MCP server's tool offered and
- * run with the group's secret, a chat command from a file expanded for the agent only, a write into the
- * configuration refused, /help listing the command, broken entries reported and never fatal.
+ * the local Messages API: instructions and skills in the system prompt, the MCP server's tool offered, asked
+ * about under an `ask` rule, approved in the chat and run with the group's secret, a chat command from a
+ * file expanded for the agent only, a write into the configuration refused, /help listing the command,
+ * broken entries reported and never fatal.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
+import { upsertMember } from '../../store/access.js';
 import { tempDir } from '../helpers/db.js';
 import { DEMO_TOKEN, INSTRUCTION, writeGroupConfig } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
@@ -67,9 +69,34 @@ test(
     expect(userText).toContain('chat=\\"web:claude\\"');
     expect(userText).toContain('platform=\\"web\\"');
 
-    // The MCP tool runs, with the group's secret in its own environment.
+    // The MCP tool obeys tool_rules (§18): sent to ask, it waits for an approver in the chat, then runs
+    // with the group's secret in its own environment.
+    upsertMember(c.gated.db, c.group, 'web:ada', 'owner');
+    c.gated.db
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'mcp__demo__*', '*', 'ask')`,
+      )
+      .run(c.group);
     const looked = c.send('TOOL lookup {"query":"anchor"}');
+    const question = await until(
+      () =>
+        c.gated.db
+          .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %'`)
+          .pluck()
+          .get() as string | undefined,
+      60_000,
+      'the approval question in the chat',
+    );
+    expect(question).toContain('mcp__demo__lookup');
+    expect(
+      c.gated.db.prepare(`SELECT count(*) FROM messages WHERE reply_to_id = ?`).pluck().get(looked),
+    ).toBe(0);
+    const code = /\/approve ([A-Z0-9]{5})/.exec(question)![1]!;
+    c.send(`/approve ${code}`);
     expect(await c.reply(looked)).toBe('Tool mcp__demo__lookup said: definition of anchor (token ok)');
+    expect(c.gated.db.prepare(`SELECT state, decided_by FROM tool_approvals`).all()).toEqual([
+      { state: 'approved', decided_by: 'web:ada' },
+    ]);
 
     // The command file becomes the agent's text; the stored row keeps what the user wrote.
     const summarize = c.send('/summarize the long voyage');
