@@ -143,7 +143,10 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   model      TEXT,                       -- the model its agent uses (NULL: the profile's default)
   -- What a new message does while the session's agent works on a turn (CONTRACT §19): queue (the next
   -- turn) | steer (written at once with "steer": true) | interrupt (the turn in progress is interrupted first).
-  busy       TEXT NOT NULL DEFAULT 'queue'
+  busy       TEXT NOT NULL DEFAULT 'queue',
+  -- What a platform thread (a Slack thread, a forum topic, a mail thread) is to the group (CONTRACT §21):
+  -- topics (each thread a session of its own) | replies (the chat one session; answers go into the thread).
+  threads    TEXT NOT NULL DEFAULT 'topics'
 );
 
 -- Agents an operator defines (docs/AGENTS.md): a name registered_groups.agent may use, with the image

@@ -109,6 +109,18 @@ export function busyModeOf(value: unknown): BusyMode {
   return value === 'steer' || value === 'interrupt' ? value : 'queue';
 }
 
+/**
+ * What a platform thread is to a group (registered_groups.threads, CONTRACT §21): `topics` makes each thread
+ * (a Slack thread, a Telegram forum topic, a mail thread) a session of its own; `replies` keeps the chat one
+ * session, and answers still go into the thread of the message they answer.
+ */
+export type ThreadMode = 'topics' | 'replies';
+
+/** The thread mode a stored value names; anything unknown is `topics`. */
+export function threadModeOf(value: unknown): ThreadMode {
+  return value === 'replies' ? 'replies' : 'topics';
+}
+
 /** A stable string for a session key, for maps and logs: `krons/content#support`. */
 export function sessionKeyId(key: SessionKey): string {
   return key.topic === '' ? key.group : `${key.group}#${key.topic}`;

@@ -1,6 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
-import type { Message } from '../core/types.js';
+import type { Message, ThreadMode } from '../core/types.js';
 import { chatGroupOf } from './layers/route.js';
 import type { LayerEnv, QueueControl } from './layers/types.js';
 import { STEPS, StepWrites, type BatchOutcome, type RowWork } from './steps.js';
@@ -13,6 +13,7 @@ import { coerceError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
 import type { RouteSource } from '../store/routes.js';
 import { StickyStore } from '../store/state.js';
+import { threadModeReader } from '../store/groups.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 
 export type { BatchOutcome } from './steps.js';
@@ -41,9 +42,11 @@ export class Pipeline {
   readonly access: AccessGate;
   private readonly sticky: StickyStore;
   private readonly writes: StepWrites;
+  private readonly threadMode: (folder: string) => ThreadMode;
 
   constructor(private readonly opts: PipelineOptions) {
     const { db } = opts;
+    this.threadMode = threadModeReader(db);
     this.gate = new ImpulseGate(db);
     this.access = new AccessGate(db, new AccessSource(db, opts.config.admins));
     this.sticky = new StickyStore(db);
@@ -84,6 +87,8 @@ export class Pipeline {
       },
       afterCommit: (fn) => out.effects.push(fn),
       chatGroup: (passage) => chatGroupOf(passage, catalog.table),
+      sessionTopic: (passage, group) =>
+        passage.topic ?? (this.threadMode(group) === 'replies' ? '' : passage.msg.topic),
       botName: (jid) => this.opts.botName?.(jid.slice(0, Math.max(0, jid.indexOf(':')))),
       access: this.access,
     };

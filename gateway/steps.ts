@@ -186,7 +186,7 @@ function writeHold(r: RowWork, state: string, error: string | null): void {
     error,
     held_at: state === 'held' ? now : null,
     group: d.folder,
-    topic: passage.topic ?? msg.topic,
+    topic: r.env.sessionTopic(passage, d.folder),
     content: changed(passage),
     target: formatTarget({ kind: 'folder', folder: d.folder }),
     route_id: d.routeId ?? null,

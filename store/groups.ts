@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../core/errors.js';
-import { isValidFolder } from '../core/types.js';
+import { isValidFolder, threadModeOf, type ThreadMode } from '../core/types.js';
 import type { Db } from './db.js';
 
 /** A registered agent workspace. */
@@ -39,6 +39,22 @@ export function addGroup(db: Db, groupsDir: string, folder: string, name?: strin
     `INSERT INTO registered_groups (folder, name) VALUES (?, ?)
      ON CONFLICT (folder) DO UPDATE SET name = coalesce(excluded.name, name)`,
   ).run(folder, name ?? null);
+}
+
+/**
+ * Sets what a platform thread is to the group (registered_groups.threads: `topics` or `replies`, CONTRACT
+ * §21). False when the group is not registered.
+ */
+export function setThreadMode(db: Db, folder: string, mode: ThreadMode): boolean {
+  return (
+    db.prepare('UPDATE registered_groups SET threads = ? WHERE folder = ?').run(mode, folder).changes > 0
+  );
+}
+
+/** Reads a group's thread mode with one statement made once; an unknown group or value reads `topics`. */
+export function threadModeReader(db: Db): (folder: string) => ThreadMode {
+  const stmt = db.prepare('SELECT threads FROM registered_groups WHERE folder = ?').pluck();
+  return (folder) => threadModeOf(stmt.get(folder));
 }
 
 /** Unregisters a group (its files stay on disk). False when it was not registered. */

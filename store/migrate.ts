@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 10;
+export const SCHEMA_VERSION = 11;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -69,6 +69,8 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
     addColumn(db, 'messages', 'interrupts', 'INTEGER');
     addColumn(db, 'session_log', 'compacted', 'INTEGER');
   },
+  // 10 → 11: platform threads as topics or as replies, per group (CONTRACT §21, docs/ROUTING.md).
+  10: (db) => addColumn(db, 'registered_groups', 'threads', "TEXT NOT NULL DEFAULT 'topics'"),
 };
 
 /**

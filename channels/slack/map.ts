@@ -45,8 +45,10 @@ const USER_SUBTYPES = new Set([undefined, 'file_share', 'thread_broadcast', 'me_
 /**
  * One Slack event as an inbound row, or null for anything that is not a person writing (the bot's own
  * messages, other bots, edits, joins). `<@bot>` makes it a mention (a leading one is removed, so
- * `@gated /ping` is a command); a thread reply under one of the bot's messages is a reply. A thread is the
- * row's topic (its root `ts`), and the answer goes into that thread. `platform_msg_id` is the message `ts`,
+ * `@gated /ping` is a command); a thread reply under one of the bot's messages is a reply. The row's topic
+ * is its thread's root `ts` (a message outside a thread roots the thread its answer opens, so its topic is
+ * its own `ts`): the answer goes into that thread, and the group decides whether the thread is a session of
+ * its own or part of the channel's (registered_groups.threads). `platform_msg_id` is the message `ts`,
  * which Slack keeps across redeliveries: an event retried (`retry_num`) or sent over both Socket Mode and
  * HTTP is stored once, and a mention delivered both as `message` and `app_mention` too.
  */
@@ -74,7 +76,8 @@ export function eventToInbound(ev: SlackMessageEvent, self: SlackSelf): NewInbou
     sender_name: ev.user_profile?.display_name || ev.user_profile?.real_name || null,
     verb,
     content,
-    topic: inThread ? ev.thread_ts! : '',
+    // The thread the message is in; a message outside one roots the thread its answer opens.
+    topic: inThread ? ev.thread_ts! : ev.ts,
     platform_msg_id: ev.ts,
     reply_to: inThread ? ev.thread_ts! : null,
     timestamp: new Date(Math.round(Number(ev.ts) * 1000)).toISOString(),

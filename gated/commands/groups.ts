@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { isValidFolder } from '../../core/types.js';
 import { AgentStore } from '../../store/agents.js';
-import { addGroup, listGroups, removeGroup } from '../../store/groups.js';
+import { addGroup, listGroups, removeGroup, setThreadMode } from '../../store/groups.js';
 import { action } from '../context.js';
 import { groupConfigReport } from '../group-config-report.js';
 
-/** `gated groups list | add | rm | config | agent`. */
+/** `gated groups list | add | rm | config | agent | threads`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
 
@@ -75,6 +75,24 @@ export function groupsCommand(program: Command): void {
         };
         if (!new AgentStore(ctx.db()).setChoice(folder, choice)) throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder}: agent ${choice.agent ?? 'claude'}, model ${choice.model ?? 'default'}`);
+      }),
+    );
+
+  groups
+    .command('threads')
+    .description(
+      "what a platform thread (Slack thread, forum topic, mail thread) is to the group: 'topics' (each " +
+        "thread its own session, the default) or 'replies' (the chat one session, answers in the thread)",
+    )
+    .argument('<folder>')
+    .argument('<mode>', "'topics' or 'replies'")
+    .action(
+      action((ctx, folder: string, mode: string) => {
+        if (mode !== 'topics' && mode !== 'replies') {
+          throw new UsageError(`bad thread mode '${mode}': 'topics' or 'replies'`);
+        }
+        if (!setThreadMode(ctx.db(), folder, mode)) throw new UsageError(`no group '${folder}'`);
+        ctx.out(`group ${folder}: threads as ${mode}`);
       }),
     );
 }

@@ -17,7 +17,7 @@ interface CommandSpec {
 
 function keyOf(passage: Passage, env: LayerEnv, topic?: string): SessionKey | undefined {
   const group = passage.group ?? env.chatGroup(passage);
-  return group ? { group, topic: topic ?? passage.topic ?? passage.msg.topic } : undefined;
+  return group ? { group, topic: topic ?? env.sessionTopic(passage, group) } : undefined;
 }
 
 const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';

@@ -58,6 +58,11 @@ export interface LayerEnv {
   botName(chatJid: string): string | undefined;
   /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */
   chatGroup(passage: Passage): string | undefined;
+  /**
+   * The session topic of the message in `group`: the topic a layer chose (sticky, prefix), else its
+   * platform thread, unless the group keeps threads as replies (registered_groups.threads): then ''.
+   */
+  sessionTopic(passage: Passage, group: string): string;
   /** Access rules and pairing codes (/approve, /reject; docs/ACCESS.md). */
   access: AccessGate;
 }

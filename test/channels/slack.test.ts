@@ -139,7 +139,14 @@ describe('slack channel', () => {
       sender,
     }));
     expect(rows).toEqual([
-      { verb: 'mention', content: 'what is 6*7?', topic: '', platform_msg_id: mention.ts, sender: ADA },
+      // A message outside a thread roots the thread its answer opens: that thread is its topic.
+      {
+        verb: 'mention',
+        content: 'what is 6*7?',
+        topic: mention.ts,
+        platform_msg_id: mention.ts,
+        sender: ADA,
+      },
       {
         verb: 'reply',
         content: 'and 7*8 <quickly>',

@@ -110,6 +110,14 @@ describe('gated CLI', { timeout: 120_000 }, () => {
     expect(existsSync(join(dir, 'groups', 'krons', 'content'))).toBe(true);
     expect(gated(db, 'groups', 'list').out).toMatch(/^krons\/content\tContent/m);
     expect(gated(db, 'groups', 'rm', 'nope')).toMatchObject({ code: 2 });
+    // What a platform thread is to the group: topics by default, replies when set.
+    const threadsOf = () => sqlite(db, `SELECT threads FROM registered_groups;`).trim();
+    expect(threadsOf()).toBe('topics');
+    expect(gated(db, 'groups', 'threads', 'krons/content', 'replies').out).toMatch(/threads as replies/);
+    expect(threadsOf()).toBe('replies');
+    expect(gated(db, 'groups', 'threads', 'krons/content', 'sometimes')).toMatchObject({ code: 2 });
+    expect(gated(db, 'groups', 'threads', 'nope', 'topics')).toMatchObject({ code: 2 });
+    expect(threadsOf()).toBe('replies');
     const s = gated(db, 'send', 'telegram:-5075870332', 'hello there', '--sender', '42', '--verb', 'mention');
     expect(s.code).toBe(0);
     const row = sqlite(
