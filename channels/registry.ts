@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import type { Config } from '../core/config.js';
-import { coerceError } from '../core/errors.js';
+import { coerceError, UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Db } from '../store/db.js';
 import type { Channel, InboundSink } from './channel.js';
@@ -78,21 +79,35 @@ export const slackFactory: ChannelFactory = {
   },
 };
 
-/** GitHub: on when GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET are set (GITHUB_API_URL for another server). */
+/**
+ * GitHub: on when GITHUB_WEBHOOK_SECRET and GITHUB_TOKEN (or GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and
+ * GITHUB_APP_PRIVATE_KEY_FILE) are set; GITHUB_API_URL for another server. The App's key file is read here.
+ */
 export const githubFactory: ChannelFactory = {
   platform: 'github',
-  settings: 'GITHUB_TOKEN / GITHUB_WEBHOOK_SECRET',
+  settings: 'GITHUB_TOKEN or GITHUB_APP_* / GITHUB_WEBHOOK_SECRET',
   async create(config, { log }) {
     if (!config.github) return undefined;
     const { GithubChannel } = await import('./github/index.js');
-    const { apiUrl, ...rest } = config.github;
+    const { apiUrl, app, token, webhookSecret } = config.github;
     return new GithubChannel({
-      ...rest,
+      ...(token ? { token } : {}),
+      ...(app ? { app: { ...app, privateKey: readKeyFile(app.privateKeyFile) } } : {}),
+      webhookSecret,
       ...(apiUrl ? { apiUrl } : {}),
       log: log.child({ channel: 'github' }),
     });
   },
 };
+
+/** The App's private key; a file that cannot be read stops gated with its name (never its contents). */
+function readKeyFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new UsageError(`GITHUB_APP_PRIVATE_KEY_FILE cannot be read: ${coerceError(err).message}`);
+  }
+}
 
 /** Email: on when EMAIL_ADDRESS and EMAIL_PASSWORD are set (with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST). */
 export const emailFactory: ChannelFactory = {

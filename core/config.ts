@@ -65,10 +65,12 @@ export interface Config {
   slack:
     { botToken: string; appToken?: string; signingSecret?: string; apiUrl: string | undefined } | undefined;
   /**
-   * GitHub (docs/CHANNELS.md): on with GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET (deliveries at
-   * `/hooks/github`). GITHUB_API_URL points it at another server (GitHub Enterprise, tests).
+   * GitHub (docs/CHANNELS.md): on with GITHUB_WEBHOOK_SECRET (deliveries at `/hooks/github`) and either
+   * GITHUB_TOKEN or a GitHub App (GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID, GITHUB_APP_PRIVATE_KEY_FILE).
+   * GITHUB_API_URL points it at another server (GitHub Enterprise, tests).
    */
-  github: { token: string; webhookSecret: string; apiUrl: string | undefined } | undefined;
+  github:
+    { token?: string; app?: GithubAppConfig; webhookSecret: string; apiUrl: string | undefined } | undefined;
   /** The email channel (docs/CHANNELS.md, "Email"): on when EMAIL_ADDRESS and EMAIL_PASSWORD are set. */
   email: EmailConfig | undefined;
   logLevel: string;
@@ -312,15 +314,44 @@ function slackConfig(env: Env): Config['slack'] {
   };
 }
 
-/** GitHub's settings: a token to answer with and the secret deliveries are signed with. */
+/** A GitHub App installation to answer as; the key file is read when the channel is made. */
+export interface GithubAppConfig {
+  appId: string;
+  installationId: string;
+  privateKeyFile: string;
+}
+
+const APP_SETTINGS = ['GITHUB_APP_ID', 'GITHUB_APP_INSTALLATION_ID', 'GITHUB_APP_PRIVATE_KEY_FILE'] as const;
+
+/** GitHub's settings: a token or an App to answer with, and the secret deliveries are signed with. */
 function githubConfig(env: Env): Config['github'] {
   const token = str(env, 'GITHUB_TOKEN');
   const webhookSecret = str(env, 'GITHUB_WEBHOOK_SECRET');
-  if (!token && !webhookSecret) return undefined;
-  if (!token || !webhookSecret) {
-    throw new UsageError('GitHub needs both GITHUB_TOKEN and GITHUB_WEBHOOK_SECRET');
+  const [appId, installationId, privateKeyFile] = APP_SETTINGS.map((k) => str(env, k));
+  const anyApp = appId || installationId || privateKeyFile;
+  if (!token && !anyApp && !webhookSecret) return undefined;
+  if (token && anyApp) throw new UsageError('GitHub takes GITHUB_TOKEN or GITHUB_APP_*, not both');
+  if (anyApp && !(appId && installationId && privateKeyFile)) {
+    const missing = APP_SETTINGS.filter((k) => !str(env, k));
+    throw new UsageError(`a GitHub App needs ${missing.join(' and ')} as well`);
   }
-  return { token, webhookSecret, apiUrl: str(env, 'GITHUB_API_URL') };
+  if (!webhookSecret || !(token || anyApp)) {
+    throw new UsageError('GitHub needs GITHUB_WEBHOOK_SECRET and GITHUB_TOKEN (or a GitHub App)');
+  }
+  for (const [k, v] of [
+    ['GITHUB_APP_ID', appId],
+    ['GITHUB_APP_INSTALLATION_ID', installationId],
+  ] as const) {
+    if (v && !/^\d+$/.test(v)) throw new UsageError(`${k} must be a number, got '${v}'`);
+  }
+  const app =
+    appId && installationId && privateKeyFile ? { appId, installationId, privateKeyFile } : undefined;
+  return {
+    ...(token ? { token } : {}),
+    ...(app ? { app } : {}),
+    webhookSecret,
+    apiUrl: str(env, 'GITHUB_API_URL'),
+  };
 }
 
 /** GATED_TOOL_DEFAULT checked: a typo must not silently allow every tool. */

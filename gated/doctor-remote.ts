@@ -1,4 +1,5 @@
-import type { Config } from '../core/config.js';
+import type { Config, GithubAppConfig } from '../core/config.js';
+import { silentLogger } from '../core/log.js';
 import { openDatabase } from '../store/db.js';
 import type { Finding } from './doctor.js';
 
@@ -170,12 +171,13 @@ export async function channelChecks(config: Config): Promise<Finding[]> {
       }),
     );
   }
-  if (github) {
+  if (github?.token) {
+    const token = github.token;
     out.push(
       channelFinding('github', 'GITHUB_TOKEN', async () => {
         const { Octokit } = await import('@octokit/rest');
         const octokit = new Octokit({
-          auth: github.token,
+          auth: token,
           ...(github.apiUrl ? { baseUrl: github.apiUrl } : {}),
         });
         const me = await octokit.rest.users.getAuthenticated();
@@ -183,5 +185,22 @@ export async function channelChecks(config: Config): Promise<Finding[]> {
       }),
     );
   }
+  if (github?.app) out.push(githubAppFinding(github.app, github.apiUrl));
   return Promise.all(out);
+}
+
+/** The GitHub App's check: its slug under its JWT, then one installation token minted with it. */
+function githubAppFinding(app: GithubAppConfig, apiUrl: string | undefined): Promise<Finding> {
+  return channelFinding('github', 'GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and the key file', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { InstallationTokens } = await import('../channels/github/app-auth.js');
+    const tokens = new InstallationTokens({
+      app: { ...app, privateKey: await readFile(app.privateKeyFile, 'utf8') },
+      log: silentLogger(),
+      ...(apiUrl ? { apiUrl } : {}),
+    });
+    const slug = await tokens.slug();
+    await tokens.token();
+    return `${slug}[bot] (/app, an installation token for ${app.installationId})`;
+  });
 }

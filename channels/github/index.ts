@@ -1,24 +1,31 @@
 import { Octokit } from '@octokit/rest';
 import { Webhooks } from '@octokit/webhooks';
-import { coerceError } from '../../core/errors.js';
+import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import { coerceError, DeliveryError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import type { Channel, DraftOps, InboundSink, SendPart, WebhookHandler } from '../channel.js';
+import { GithubAppRefused, InstallationTokens, type GithubAppKey } from './app-auth.js';
 import { commentToInbound, type CommentPayload, type GithubSelf } from './map.js';
 import { githubDrafts, reactGithub, sendGithubPart } from './send.js';
 
 export { commentToInbound, githubJid, issueOf } from './map.js';
 export { partKey, toDeliveryError } from './send.js';
+export { appJwt, InstallationTokens, type GithubAppKey } from './app-auth.js';
 
 /** What the GitHub channel needs. */
 export interface GithubChannelOptions {
   /** A personal access token (classic `repo` scope, or fine-grained with Issues and Pull requests: write). */
-  token: string;
+  token?: string;
+  /** Or a GitHub App installation: gated mints its installation tokens (exactly one of token and app). */
+  app?: GithubAppKey;
   /** The secret the repository's (or organisation's) webhook signs deliveries with. */
   webhookSecret: string;
   /** The REST base (GITHUB_API_URL), default `https://api.github.com`. */
   apiUrl?: string;
   log: Logger;
+  /** How the retries of a start that could not reach GitHub wait (tests). */
+  sleep?: Sleep;
 }
 
 /**
@@ -39,11 +46,23 @@ export class GithubChannel implements Channel {
   private readonly webhooks: Webhooks;
   private self: GithubSelf | undefined;
   private sink: InboundSink | undefined;
+  /** The App's installation tokens, when gated answers as an App. */
+  readonly tokens: InstallationTokens | undefined;
+  private abort = new AbortController();
+  private retrying: Promise<void> | undefined;
 
   constructor(private readonly opts: GithubChannelOptions) {
     const log = opts.log.child({ lib: 'octokit' });
+    if (!opts.token === !opts.app) throw new Error('github needs a token or an app, not both');
+    this.tokens = opts.app
+      ? new InstallationTokens({
+          app: opts.app,
+          log: opts.log,
+          ...(opts.apiUrl ? { apiUrl: opts.apiUrl } : {}),
+        })
+      : undefined;
     this.octokit = new Octokit({
-      auth: opts.token,
+      ...(opts.token ? { auth: opts.token } : {}),
       userAgent: 'gated',
       ...(opts.apiUrl ? { baseUrl: opts.apiUrl.replace(/\/$/, '') } : {}),
       log: {
@@ -53,6 +72,7 @@ export class GithubChannel implements Channel {
         error: (m: string) => log.error(m),
       },
     });
+    if (this.tokens) useInstallationTokens(this.octokit, this.tokens);
     this.drafts = githubDrafts(this.octokit);
     this.webhooks = new Webhooks({ secret: opts.webhookSecret });
     this.webhooks.on(['issue_comment.created', 'pull_request_review_comment.created'], (ev) => {
@@ -68,15 +88,61 @@ export class GithubChannel implements Channel {
     return this.self ? { username: this.self.login } : undefined;
   }
 
-  /** Learns who the token belongs to (GET /user): a refused token fails the start. */
+  /**
+   * Learns who the bot is: the token's user (GET /user), or the App's `<slug>[bot]` user. Refused credentials
+   * fail the start; a GitHub that cannot be reached does not: the channel keeps asking in the background
+   * (1 s doubling to 60 s), and answers deliveries 503 and holds its sends until it knows.
+   */
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    const me = await this.octokit.rest.users.getAuthenticated();
-    this.self = { login: me.data.login, id: me.data.id };
-    this.opts.log.info({ bot: me.data.login }, 'github connected');
+    if (this.self || this.retrying) return;
+    this.abort = new AbortController();
+    try {
+      await this.hello();
+    } catch (err) {
+      if (isRefused(err)) throw err;
+      this.opts.log.warn({ err: coerceError(err).message }, 'github unreachable; retrying in the background');
+      this.retrying = this.retry();
+    }
+  }
+
+  private async hello(): Promise<void> {
+    if (this.tokens) {
+      const slug = await this.tokens.slug();
+      const bot = await this.octokit.rest.users.getByUsername({ username: `${slug}[bot]` });
+      // People mention an App by its slug; its comments are by the `<slug>[bot]` user.
+      this.self = { login: slug, id: bot.data.id };
+    } else {
+      const me = await this.octokit.rest.users.getAuthenticated();
+      this.self = { login: me.data.login, id: me.data.id };
+    }
+    this.opts.log.info({ bot: this.self.login, app: this.tokens !== undefined }, 'github connected');
+  }
+
+  private async retry(): Promise<void> {
+    const signal = this.abort.signal;
+    const sleep = this.opts.sleep ?? abortableSleep;
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      await sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }), signal);
+      if (signal.aborted) return;
+      try {
+        await this.hello();
+        return;
+      } catch (err) {
+        const refused = isRefused(err);
+        this.opts.log[refused ? 'error' : 'warn'](
+          { err: coerceError(err).message, attempt: failures },
+          refused ? 'github refused the credentials; channel stopped' : 'github still unreachable',
+        );
+        if (refused) return;
+      }
+    }
   }
 
   async stop(): Promise<void> {
+    this.abort.abort();
+    await this.retrying;
+    this.retrying = undefined;
     this.sink = undefined;
   }
 
@@ -112,10 +178,34 @@ export class GithubChannel implements Channel {
   }
 
   async send(part: SendPart): Promise<string | null> {
-    return sendGithubPart(this.octokit, this.self!, part);
+    // The bot's id finds a part posted before a crash; without it nothing is sent yet.
+    if (!this.self) throw new DeliveryError('transient', 'github not connected yet');
+    return sendGithubPart(this.octokit, this.self, part);
   }
 
   async react(chatJid: Jid, messageId: string, emoji: string): Promise<void> {
     return reactGithub(this.octokit, chatJid, messageId, emoji);
   }
+}
+
+/**
+ * Every request of `octokit` carries a current installation token; a 401 drops that token, so the retry
+ * delivery makes mints a fresh one.
+ */
+function useInstallationTokens(octokit: Octokit, tokens: InstallationTokens): void {
+  octokit.hook.before('request', async (options) => {
+    options.headers.authorization = `token ${await tokens.token()}`;
+  });
+  octokit.hook.error('request', (err) => {
+    // Octokit redacts the header in its errors: the token in use is the one dropped (at worst one extra mint).
+    if ((err as { status?: number }).status === 401) tokens.invalidate();
+    throw err;
+  });
+}
+
+/** Credentials GitHub refused (401, 403 on GET /user, the App's key or installation): retrying cannot help. */
+function isRefused(err: unknown): boolean {
+  if (err instanceof GithubAppRefused) return true;
+  const status = (err as { status?: unknown } | null)?.status;
+  return status === 401 || status === 403;
 }

@@ -2,6 +2,7 @@ import type { Octokit } from '@octokit/rest';
 import { coerceError, DeliveryError } from '../../core/errors.js';
 import type { Jid } from '../../core/types.js';
 import type { DraftOps, SendPart } from '../channel.js';
+import { GithubAppRefused } from './app-auth.js';
 import { issueOf, type GithubSelf } from './map.js';
 
 /** A REST call that has not answered after this long is aborted and retried by delivery. */
@@ -179,11 +180,15 @@ function statusOf(err: unknown): number | undefined {
 
 /**
  * Sorts a failed REST call: 429, and 403 with `Retry-After` (a secondary rate limit), wait that long; 403
- * with `x-ratelimit-remaining: 0` waits until `x-ratelimit-reset`; 5xx, network errors and 401 (the
- * operator's token) are transient; other 4xx (403 forbidden, 404, 422 validation) are permanent.
+ * with `x-ratelimit-remaining: 0` waits until `x-ratelimit-reset`; 5xx, network errors, 401 (the
+ * operator's token) and an App's refused token exchange are transient; other 4xx (403 forbidden, 404, 422
+ * validation) are permanent.
  */
 export function toDeliveryError(err: unknown, now: number = Date.now()): DeliveryError {
   if (err instanceof DeliveryError) return err;
+  // No installation token (the App's key or installation refused): the operator's to fix, the row waits.
+  if (err instanceof GithubAppRefused)
+    return new DeliveryError('transient', err.message, undefined, err.status);
   const status = statusOf(err);
   if (status === undefined) return new DeliveryError('transient', coerceError(err).message);
   const headers = ((err as { response?: { headers?: Record<string, string | undefined> } }).response

@@ -34,6 +34,24 @@ describe('configuration', () => {
       apiUrl: undefined,
     });
     expect(() => loadConfig({ GITHUB_TOKEN: 't' })).toThrow(/GITHUB_WEBHOOK_SECRET/);
+    const app = {
+      GITHUB_APP_ID: '123',
+      GITHUB_APP_INSTALLATION_ID: '456',
+      GITHUB_APP_PRIVATE_KEY_FILE: '/k.pem',
+    };
+    expect(loadConfig({ ...app, GITHUB_WEBHOOK_SECRET: 'w' }).github).toEqual({
+      app: { appId: '123', installationId: '456', privateKeyFile: '/k.pem' },
+      webhookSecret: 'w',
+      apiUrl: undefined,
+    });
+    expect(() => loadConfig({ GITHUB_APP_ID: '123', GITHUB_WEBHOOK_SECRET: 'w' })).toThrow(
+      /GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY_FILE/,
+    );
+    expect(() => loadConfig({ ...app, GITHUB_TOKEN: 't', GITHUB_WEBHOOK_SECRET: 'w' })).toThrow(/not both/);
+    expect(() => loadConfig({ ...app, GITHUB_APP_ID: 'my-app', GITHUB_WEBHOOK_SECRET: 'w' })).toThrow(
+      /GITHUB_APP_ID must be a number/,
+    );
+    expect(() => loadConfig({ GITHUB_WEBHOOK_SECRET: 'w' })).toThrow(/GITHUB_TOKEN \(or a GitHub App\)/);
   });
 
   it('starts email with an address and a password, and then requires both hosts', () => {

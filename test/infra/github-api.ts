@@ -1,16 +1,19 @@
 /**
  * A small GitHub on 127.0.0.1 for tests, speaking what @octokit/rest and GitHub's webhooks use:
- * - REST: `GET /user`; issue comments listed (`since`, `per_page`), created, edited, deleted; reactions on
+ * - REST: `GET /user`, `GET /users/{login}`; issue comments listed (`since`, `per_page`), created, edited, deleted; reactions on
  *   comments. Token in `Authorization` (401 `Bad credentials` otherwise). Every answer carries the
  *   `x-ratelimit-*` headers. The next comment writes can be made to answer 429 with `Retry-After`, 403 as
  *   a secondary rate limit (`Retry-After`) or as an exhausted primary limit (`x-ratelimit-remaining: 0` and
  *   `x-ratelimit-reset`), 403 forbidden, or 502; or to store the comment and never answer (a crash window).
+ *   `installApp` adds a GitHub App whose installation tokens work beside the personal token
+ *   (test/infra/github-app.ts).
  * - Webhook deliveries: `deliver` POSTs a payload to gated signed as GitHub signs it
  *   (`X-Hub-Signature-256: sha256=<HMAC of the raw body>`), with `X-GitHub-Event` and `X-GitHub-Delivery`;
  *   `redeliver` sends one again with the same delivery id, as the "Redeliver" button does.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { GithubAppAuthority } from './github-app.js';
 import { listenLoopback, type Loopback } from './loopback.js';
 
 /** A user or bot account. */
@@ -65,18 +68,26 @@ export class GithubApiServer {
   readonly deliveries: Delivery[] = [];
   /** Comment writes (POST / PATCH / DELETE) the server received, in order, for counting. */
   readonly writes: Array<{ method: string; path: string }> = [];
+  /** The GitHub App installed here, once `installApp` made it (test/infra/github-app.ts). */
+  app: GithubAppAuthority | undefined;
   private faults: GithubFault[] = [];
   private nextId = 5000;
   private clock = 0;
 
   private constructor(private readonly loop: Loopback) {}
 
-  /** Starts on a free loopback port. */
-  static async start(): Promise<GithubApiServer> {
+  /** Starts on a free loopback port, or on `port`. */
+  static async start(port = 0): Promise<GithubApiServer> {
     const ref: { self?: GithubApiServer } = {};
     const server = createServer((req, res) => void ref.self!.handle(req, res));
-    ref.self = new GithubApiServer(await listenLoopback(server));
+    ref.self = new GithubApiServer(await listenLoopback(server, port));
     return ref.self;
+  }
+
+  /** Installs a GitHub App: its JWTs mint installation tokens, accepted beside the personal token. */
+  installApp(): GithubAppAuthority {
+    this.app ??= new GithubAppAuthority();
+    return this.app;
   }
 
   /** The REST base URL Octokit takes as `baseUrl`. */
@@ -206,12 +217,25 @@ export class GithubApiServer {
     const raw = Buffer.concat(chunks).toString('utf8');
     const body = (raw ? JSON.parse(raw) : {}) as Json;
     const auth = req.headers.authorization ?? '';
-    if (auth !== `token ${this.token}` && auth !== `Bearer ${this.token}`) {
-      return send(res, 401, { message: 'Bad credentials' });
-    }
     const method = req.method ?? 'GET';
     const path = url.pathname;
-    if (method === 'GET' && path === '/user') return send(res, 200, this.bot);
+    const appAnswer = this.app?.handle(method, path, auth);
+    if (appAnswer) return send(res, appAnswer.status, appAnswer.body);
+    // An installation token writes as the App's bot user; the personal token as `bot`.
+    const author = this.app?.accepts(auth) ? this.app.bot : this.bot;
+    if (author === this.bot && auth !== `token ${this.token}` && auth !== `Bearer ${this.token}`) {
+      return send(res, 401, { message: 'Bad credentials' });
+    }
+    if (method === 'GET' && path === '/user') {
+      if (author !== this.bot) return send(res, 403, { message: 'Resource not accessible by integration' });
+      return send(res, 200, this.bot);
+    }
+    const user = /^\/users\/([^/]+)$/.exec(path);
+    if (method === 'GET' && user) {
+      const login = decodeURIComponent(user[1]!);
+      const found = [this.bot, this.app?.bot].find((u) => u?.login === login);
+      return found ? send(res, 200, found) : send(res, 404, { message: 'Not Found' });
+    }
     const list = /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/.exec(path);
     const one = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)(\/reactions)?$/.exec(path);
     if (method !== 'GET') this.writes.push({ method, path });
@@ -220,7 +244,7 @@ export class GithubApiServer {
       if (fault.kind === 'hang') {
         // The write happens; the answer never comes (gated is killed while it waits).
         if (list && method === 'POST')
-          this.store(list[1]!, list[2]!, Number(list[3]), String(body.body), this.bot);
+          this.store(list[1]!, list[2]!, Number(list[3]), String(body.body), author);
         return;
       }
       return this.refuse(res, fault);
@@ -245,7 +269,7 @@ export class GithubApiServer {
         return send(res, 422, { message: 'Validation Failed' });
       if (body.body.length > 65536)
         return send(res, 422, { message: 'body is too long (maximum is 65536 characters)' });
-      return send(res, 201, this.view(this.store(list[1]!, list[2]!, Number(list[3]), body.body, this.bot)));
+      return send(res, 201, this.view(this.store(list[1]!, list[2]!, Number(list[3]), body.body, author)));
     }
     const c = one ? this.comments.find((x) => x.id === Number(one[3]) && !x.deleted) : undefined;
     if (one && !c) return send(res, 404, { message: 'Not Found' });
@@ -254,7 +278,7 @@ export class GithubApiServer {
       return send(res, 201, { id: c.reactions.length, content: body.content });
     }
     if (c && method === 'PATCH') {
-      if (c.user.id !== this.bot.id) return send(res, 403, { message: 'Must have admin rights' });
+      if (c.user.id !== author.id) return send(res, 403, { message: 'Must have admin rights' });
       c.body = String(body.body);
       c.edits.push(c.body);
       this.clock = Math.max(this.clock + 1, Date.now());
