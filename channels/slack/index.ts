@@ -1,5 +1,6 @@
 import { SocketModeClient } from '@slack/socket-mode';
 import { LogLevel, WebClient, type Logger as SlackLogger } from '@slack/web-api';
+import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
@@ -17,7 +18,7 @@ import { fetchCapped } from '../fetch.js';
 import { slackApprovals } from './approvals.js';
 import { handleSlackPayload, slackWebhook, type SlackInbound } from './events.js';
 import type { SlackSelf } from './map.js';
-import { reactSlack, sendSlackFile, sendSlackPart, slackDrafts } from './send.js';
+import { platformError, reactSlack, sendSlackFile, sendSlackPart, slackDrafts } from './send.js';
 
 export { eventToInbound, slackJid } from './map.js';
 export { checkSlackSignature } from './events.js';
@@ -36,14 +37,21 @@ export interface SlackChannelOptions {
   log: Logger;
   /** A Web API call without an answer after this many ms is aborted and retried by delivery. */
   sendTimeoutMs?: number;
+  /** How the retries of a start that could not reach Slack wait (tests). */
+  sleep?: Sleep;
 }
 
 /**
  * Slack through the official clients: @slack/web-api answers (posts, edits, uploads, reactions) and
  * @slack/socket-mode receives events over a WebSocket with no public URL; with a signing secret the HTTP
- * Events API at `/hooks/slack` receives them as well. Approvals get Block Kit buttons. Each channel, private channel or DM is
- * `slack:<channel id>`; a thread is a topic. The Web client never retries by itself: delivery owns retries,
- * and 429's Retry-After comes back to it as a rate limit.
+ * Events API at `/hooks/slack` receives them as well. Approvals get Block Kit buttons. Each channel,
+ * private channel or DM is `slack:<channel id>`; a thread is a topic or part of the chat's session, as
+ * the group chooses (registered_groups.threads). The Web client never retries by itself: delivery owns
+ * retries, and 429's Retry-After comes back to it as a rate limit.
+ *
+ * No `typing`: Slack shows no typing indicator for bots in channels or DMs (the RTM API that had one is
+ * gone for new apps), and `assistant.threads.setStatus` works only in the assistant threads of apps with
+ * the AI-apps feature, which gated does not open. Streaming drafts (GATED_STREAM_CHANNELS) show progress.
  */
 export class SlackChannel implements Channel {
   readonly platform = 'slack';
@@ -59,6 +67,8 @@ export class SlackChannel implements Channel {
   private self: SlackSelf | undefined;
   private sink: InboundSink | undefined;
   private readonly apiOrigin: string;
+  private abort = new AbortController();
+  private retrying: Promise<void> | undefined;
 
   constructor(private readonly opts: SlackChannelOptions) {
     const apiUrl = opts.apiUrl ?? 'https://slack.com/api/';
@@ -86,15 +96,53 @@ export class SlackChannel implements Channel {
   }
 
   /**
-   * Learns who the bot is (auth.test: a bad token fails the start), then opens Socket Mode when an app
-   * token is set. Resolves once the socket said hello.
+   * Learns who the bot is (auth.test: a refused token fails the start), then opens Socket Mode when an app
+   * token is set; resolves once the socket said hello. A Slack that cannot be reached does not fail the
+   * start: the channel keeps trying in the background (1 s doubling to 60 s). Until it knows who it is, HTTP
+   * events are answered 503 (Slack sends them again) and sends go out as usual.
    */
   async start(sink: InboundSink): Promise<void> {
+    if (this.retrying) return;
     this.sink = sink;
-    const me = await this.web.auth.test();
-    if (!me.user_id) throw new Error('slack auth.test returned no user id');
-    this.self = { userId: me.user_id, botId: me.bot_id ?? '', name: me.user ?? 'gated' };
-    this.opts.log.info({ bot: this.self.name, team: me.team_id }, 'slack connected');
+    this.abort = new AbortController();
+    try {
+      await this.hello();
+    } catch (err) {
+      if (isTokenRefused(err)) throw err;
+      this.opts.log.warn({ err: coerceError(err).message }, 'slack unreachable; retrying in the background');
+      this.retrying = this.retry();
+    }
+  }
+
+  private async retry(): Promise<void> {
+    const signal = this.abort.signal;
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      await (this.opts.sleep ?? abortableSleep)(
+        backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }),
+        signal,
+      );
+      if (signal.aborted) return;
+      try {
+        await this.hello();
+        return;
+      } catch (err) {
+        const refused = isTokenRefused(err);
+        this.opts.log[refused ? 'error' : 'warn'](
+          { err: coerceError(err).message, attempt: failures },
+          refused ? 'slack refused the token; channel stopped' : 'slack still unreachable',
+        );
+        if (refused) return;
+      }
+    }
+  }
+
+  private async hello(): Promise<void> {
+    if (!this.self) {
+      const me = await this.web.auth.test();
+      if (!me.user_id) throw new Error('slack auth.test returned no user id');
+      this.self = { userId: me.user_id, botId: me.bot_id ?? '', name: me.user ?? 'gated' };
+      this.opts.log.info({ bot: this.self.name, team: me.team_id }, 'slack connected');
+    }
     if (!this.opts.appToken || this.socket) return;
     const socket = new SocketModeClient({
       appToken: this.opts.appToken,
@@ -107,8 +155,15 @@ export class SlackChannel implements Channel {
     socket.on('slack_event', (e: { ack: () => Promise<void>; type: string; body: unknown }) =>
       this.onEnvelope(e),
     );
-    this.socket = socket;
-    await socket.start();
+    try {
+      await socket.start();
+    } catch (err) {
+      await socket.disconnect().catch(() => undefined);
+      throw err;
+    }
+    // stop() may have come while connecting; it waits for the retries, so closing here leaves nothing.
+    if (this.abort.signal.aborted) await socket.disconnect();
+    else this.socket = socket;
   }
 
   /** Stores the envelope's event, then acks it: unacked envelopes are delivered again by Slack. */
@@ -123,6 +178,9 @@ export class SlackChannel implements Channel {
   }
 
   async stop(): Promise<void> {
+    this.abort.abort();
+    await this.retrying;
+    this.retrying = undefined;
     const socket = this.socket;
     this.socket = undefined;
     await socket?.disconnect();
@@ -151,6 +209,22 @@ export class SlackChannel implements Channel {
   async react(chatJid: Jid, messageId: string, emoji: string): Promise<void> {
     return reactSlack(this.web, chatJid, messageId, emoji);
   }
+}
+
+// auth.test answers that no retry can help with: the operator must fix the token.
+const TOKEN_REFUSALS = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'user_removed_from_team',
+  'team_disabled',
+]);
+
+/** True when Slack refused the token itself (an `ok:false` answer), not when it could not be reached. */
+function isTokenRefused(err: unknown): boolean {
+  return TOKEN_REFUSALS.has(platformError(err) ?? '');
 }
 
 /** The Slack clients' logger on top of gated's: their lines at debug, warnings and errors as such. */

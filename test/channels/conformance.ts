@@ -100,12 +100,18 @@ export interface Capabilities {
   files?: boolean;
   /** Approval buttons (§18): the harness must be a ButtonsHarness (conformance-extras.ts). Absent: false. */
   buttons?: boolean;
+  /**
+   * Typing (§14, "where the platform has it"): true, the channel shows it and never throws from it; false,
+   * the platform has none for bots and the channel must not pretend (no `typing`). Absent: not checked.
+   */
+  typing?: boolean;
 }
 
 const ALL: Capabilities = {
   redelivery: true,
   faults: ['rate_limited', 'server_error', 'forbidden'],
   drafts: true,
+  typing: true,
 };
 
 function outRow(db: Db, id: number) {
@@ -175,6 +181,20 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       expect(rows[0]).toMatchObject({ chat_jid: h.jid, ...expected });
       expect(expected.content).toBe('hello there');
     });
+
+    if (caps.typing !== undefined) {
+      it(
+        caps.typing ? 'shows typing and never throws from it' : 'has no typing, as its platform',
+        async () => {
+          const { h, channel } = await setup();
+          if (!caps.typing) return expect(channel.typing).toBeUndefined();
+          expect(channel.typing).toBeTypeOf('function');
+          await expect(channel.typing!(h.jid, true)).resolves.toBeUndefined();
+          await expect(channel.typing!(h.jid, false)).resolves.toBeUndefined();
+          await expect(channel.typing!(`${channel.platform}:0`, true)).resolves.toBeUndefined();
+        },
+      );
+    }
 
     it('stores two events with equal text as two rows', async () => {
       const { h, db, rec } = await setup();

@@ -33,33 +33,43 @@ const visible = (body: string) => body.replace(/\n\n<!-- gated:[^>]* -->$/, '');
 /** The comment an answer's first part names as the one it answers, in its marker. */
 const answers = (body: string) => /<!-- gated:\S+ re:(\d+) -->$/.exec(body)?.[1] ?? null;
 
-channelConformance('github', async () => {
-  const api = await GithubApiServer.start();
-  let current: GithubChannel | undefined;
-  let last: string | undefined;
-  return {
-    jid: JID,
-    makeChannel: () => (current = channelFor(api)),
-    async inject(text) {
-      const payload = api.userComment(ISSUE, ada, `@gated-bot ${text}`);
-      last = `d-${api.deliveries.length}`;
-      expect(await api.deliver(current!.webhook, 'issue_comment', payload, SECRET, last)).toBe(204);
-      const id = String((payload.comment as { id: number }).id);
-      return { sender: String(ada.id), verb: 'mention', platform_msg_id: id, content: text };
-    },
-    async redeliverLast() {
-      expect(await api.redeliver(current!.webhook, last!, SECRET)).toBe(204);
-    },
-    received: () =>
-      api.comments
-        .filter((c) => c.user.id === api.bot.id)
-        .map((c) => ({ text: visible(c.body), replyTo: answers(c.body) })),
-    shown: () => api.shown(ISSUE.owner, ISSUE.repo, ISSUE.number).map((c) => visible(c.body)),
-    failNext: (fault, n) => api.failNext(FAULTS[fault], n),
-    retryAfterMs: 3000,
-    close: () => api.close(),
-  };
-});
+channelConformance(
+  'github',
+  async () => {
+    const api = await GithubApiServer.start();
+    let current: GithubChannel | undefined;
+    let last: string | undefined;
+    return {
+      jid: JID,
+      makeChannel: () => (current = channelFor(api)),
+      async inject(text) {
+        const payload = api.userComment(ISSUE, ada, `@gated-bot ${text}`);
+        last = `d-${api.deliveries.length}`;
+        expect(await api.deliver(current!.webhook, 'issue_comment', payload, SECRET, last)).toBe(204);
+        const id = String((payload.comment as { id: number }).id);
+        return { sender: String(ada.id), verb: 'mention', platform_msg_id: id, content: text };
+      },
+      async redeliverLast() {
+        expect(await api.redeliver(current!.webhook, last!, SECRET)).toBe(204);
+      },
+      received: () =>
+        api.comments
+          .filter((c) => c.user.id === api.bot.id)
+          .map((c) => ({ text: visible(c.body), replyTo: answers(c.body) })),
+      shown: () => api.shown(ISSUE.owner, ISSUE.repo, ISSUE.number).map((c) => visible(c.body)),
+      failNext: (fault, n) => api.failNext(FAULTS[fault], n),
+      retryAfterMs: 3000,
+      close: () => api.close(),
+    };
+  },
+  {
+    redelivery: true,
+    faults: ['rate_limited', 'server_error', 'forbidden'],
+    drafts: true,
+    // GitHub has no typing indicator.
+    typing: false,
+  },
+);
 
 describe('github channel', () => {
   const defer = cleanupAfterEach();

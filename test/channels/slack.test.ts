@@ -97,6 +97,8 @@ channelConformance(
     drafts: true,
     files: true,
     buttons: true,
+    // Slack shows no typing for bots (docs/CHANNELS.md, "Slack").
+    typing: false,
   },
 );
 

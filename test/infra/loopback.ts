@@ -8,8 +8,11 @@ export interface Loopback {
   close(): Promise<void>;
 }
 
-/** Starts `server` on a free loopback port, tracking its sockets so `close()` leaves nothing open. */
-export async function listenLoopback(server: Server): Promise<Loopback> {
+/**
+ * Starts `server` on a free loopback port (or on `port`, one a test handed gated before the server was up),
+ * tracking its sockets so `close()` leaves nothing open.
+ */
+export async function listenLoopback(server: Server, port = 0): Promise<Loopback> {
   const sockets = new Set<Socket>();
   server.on('connection', (s) => {
     sockets.add(s);
@@ -17,12 +20,12 @@ export async function listenLoopback(server: Server): Promise<Loopback> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
+    server.listen(port, '127.0.0.1', resolve);
   });
-  const port = (server.address() as AddressInfo).port;
+  const bound = (server.address() as AddressInfo).port;
   let closed: Promise<void> | undefined;
   return {
-    port,
+    port: bound,
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -78,8 +78,8 @@ export class SlackApiServer {
     private readonly loop: Loopback,
   ) {}
 
-  /** Starts on a free loopback port. */
-  static async start(): Promise<SlackApiServer> {
+  /** Starts on a free loopback port, or on `port`. */
+  static async start(port = 0): Promise<SlackApiServer> {
     const wss = new WebSocketServer({ noServer: true });
     // The handlers need the instance, which needs the listening server.
     const ref: { self?: SlackApiServer } = {};
@@ -88,7 +88,7 @@ export class SlackApiServer {
       if (!req.url?.startsWith('/link')) return void socket.destroy();
       wss.handleUpgrade(req, socket, head, (ws) => ref.self!.connected(ws));
     });
-    ref.self = new SlackApiServer(server, wss, await listenLoopback(server));
+    ref.self = new SlackApiServer(server, wss, await listenLoopback(server, port));
     return ref.self;
   }
 
