@@ -69,6 +69,7 @@ export function webApp(p: WebParts): Hono {
         return n;
       },
     },
+    channels: () => p.channels,
     hooks: (platform) => p.channels.find((c) => c.platform === platform)?.webhook,
     pingRuntime: () => p.runtime.ping(),
     health: () => liveness({ db, loop: gateway.loop, queue, pollMs: p.config.pollMs }),

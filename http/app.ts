@@ -131,7 +131,14 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   const routes = opts.routes ?? new RouteSource(db);
   app.route(
     '/api/dashboard',
-    dashboardRoutesApi({ q, status, now, routes, cluster: () => metrics.cluster() }),
+    dashboardRoutesApi({
+      q,
+      status,
+      now,
+      routes,
+      cluster: () => metrics.cluster(),
+      ...(opts.channels ? { channels: opts.channels } : {}),
+    }),
   );
   app.route('/api/dashboard', viewsApi({ inspect: new Inspect(db), history: opts.history, now }));
   app.use('/api/admin/*', auth.admin);

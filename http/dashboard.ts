@@ -10,6 +10,7 @@ import type { Queries, RouteHitRow } from './queries.js';
 import type { RouteSource } from '../store/routes.js';
 import type { LaneInfo, StatusSnapshot } from './types.js';
 import type { ClusterFacts } from '../core/metrics.js';
+import type { Channel } from '../channels/channel.js';
 
 /** What the dashboard's read endpoints need. */
 export interface DashboardDeps {
@@ -20,6 +21,42 @@ export interface DashboardDeps {
   now: () => number;
   /** Where agents ran (the cluster panel); absent: the endpoint answers with no nodes. */
   cluster?: () => ClusterFacts;
+  /** The channels that started (the channels panel); absent: none. */
+  channels?: () => readonly Channel[];
+}
+
+/** What the dashboard says about one started channel: whether it is connected and what it can do. */
+export interface ChannelFacts {
+  platform: string;
+  /** Knows who its bot is (false: still trying to reach the platform); null: the channel has no bot. */
+  connected: boolean | null;
+  /** Receives the platform's pushes at `/hooks/<platform>`. */
+  webhook: boolean;
+  drafts: boolean;
+  typing: boolean;
+  buttons: boolean;
+  files: boolean;
+  reactions: boolean;
+  /** Longest part, in `unit`s. */
+  limit: number;
+  unit: 'chars' | 'graphemes';
+}
+
+/** The facts of one channel, read from what it implements (every platform alike). */
+export function channelFacts(ch: Channel): ChannelFacts {
+  const identity = 'identity' in ch ? (ch as { identity?: unknown }).identity : null;
+  return {
+    platform: ch.platform,
+    connected: identity === null ? null : identity !== undefined,
+    webhook: ch.webhook !== undefined,
+    drafts: ch.drafts !== undefined,
+    typing: ch.typing !== undefined,
+    buttons: ch.approvals !== undefined,
+    files: ch.sendFile !== undefined && ch.fetchAttachment !== undefined,
+    reactions: ch.react !== undefined,
+    limit: ch.limit,
+    unit: ch.limitUnit,
+  };
 }
 
 /** A route as the dashboard shows it. `reason` is set for invalid rows and for fallen-back impulse configs. */
@@ -77,7 +114,7 @@ function withAge(now: number) {
 
 /** The dashboard's read-only JSON endpoints (mounted under /api/dashboard). */
 export function dashboardRoutesApi(deps: DashboardDeps): Hono {
-  const { q, status, now, routes, cluster } = deps;
+  const { q, status, now, routes, cluster, channels } = deps;
   const app = new Hono();
 
   app.get('/routes', (c) => c.json({ routes: dashboardRoutes(q, routes.table()) }));
@@ -102,6 +139,8 @@ export function dashboardRoutesApi(deps: DashboardDeps): Hono {
   });
 
   app.get('/groups', (c) => c.json({ groups: q.groups() }));
+
+  app.get('/channels', (c) => c.json({ channels: (channels?.() ?? []).map(channelFacts) }));
 
   app.get('/lanes', (c) => {
     const t = now();

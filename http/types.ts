@@ -1,6 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
-import type { InboundSink, WebhookHandler } from '../channels/channel.js';
+import type { Channel, InboundSink, WebhookHandler } from '../channels/channel.js';
 import type { WebChannel } from '../channels/web/index.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Db } from '../store/db.js';
@@ -56,6 +56,8 @@ export interface HttpAppOptions {
   health?: () => Record<string, string>;
   /** The clock (tests). */
   now?: () => number;
+  /** The started channels, for the dashboard's channels panel. */
+  channels?: () => readonly Channel[];
   /** The webhook of a started platform channel (`/hooks/<platform>`), looked up per request. */
   hooks?: (platform: string) => WebhookHandler | undefined;
 }

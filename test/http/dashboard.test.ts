@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { checkRoute } from '../../router/index.js';
+import { GithubChannel } from '../../channels/github/index.js';
+import { SlackChannel } from '../../channels/slack/index.js';
+import { silentLogger } from '../../core/log.js';
+import { freePort } from '../infra/atproto/proc.js';
+import { SlackApiServer } from '../infra/slack-api.js';
 import { getJson, startWebServer } from './harness.js';
 
 type Obj = Record<string, unknown>;
@@ -18,6 +23,61 @@ function addRoute(
 }
 
 describe('dashboard JSON', () => {
+  it('lists the started channels, connected or still trying, with what each can do', async () => {
+    const slackApi = await SlackApiServer.start();
+    const slack = new SlackChannel({
+      botToken: slackApi.botToken,
+      appToken: slackApi.appToken,
+      apiUrl: slackApi.apiUrl,
+      log: silentLogger(),
+    });
+    await slack.start(() => null);
+    // A GitHub that cannot be reached: the channel is kept and keeps trying.
+    const port = await freePort();
+    const github = new GithubChannel({
+      token: 'ghp_unused',
+      webhookSecret: 'secret',
+      apiUrl: `http://127.0.0.1:${port}`,
+      log: silentLogger(),
+    });
+    await github.start(() => null);
+    try {
+      const s = await startWebServer({ channels: () => [slack, github] });
+      const r = await getJson(`${s.url}/api/dashboard/channels`);
+      expect(r.status).toBe(200);
+      expect(r.body.channels).toEqual([
+        {
+          platform: 'slack',
+          connected: true,
+          webhook: false,
+          drafts: true,
+          typing: false,
+          buttons: true,
+          files: true,
+          reactions: true,
+          limit: 4000,
+          unit: 'chars',
+        },
+        {
+          platform: 'github',
+          connected: false,
+          webhook: true,
+          drafts: true,
+          typing: false,
+          buttons: false,
+          files: false,
+          reactions: true,
+          limit: 65_000,
+          unit: 'chars',
+        },
+      ]);
+    } finally {
+      await github.stop();
+      await slack.stop();
+      await slackApi.close();
+    }
+  });
+
   it('shows where agents ran: starts per runtime and node with their start latency, and the lanes', async () => {
     const s = await startWebServer();
     expect((await getJson(`${s.url}/api/dashboard/cluster`)).body).toEqual({

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach } from 'vitest';
 import type { Logger } from '../../core/log.js';
-import type { InboundSink, WebhookHandler } from '../../channels/channel.js';
+import type { Channel, InboundSink, WebhookHandler } from '../../channels/channel.js';
 import { WebChannel } from '../../channels/web/index.js';
 import { createHttpApp, emptyStatus, startHttpServer, type StatusSnapshot } from '../../http/app.js';
 import { createMetrics, type Metrics } from '../../core/metrics.js';
@@ -38,6 +38,8 @@ export interface WebServerOptions {
   maxAttachmentBytes?: number;
   /** The platform webhooks served at /hooks/<platform>. */
   hooks?: (platform: string) => WebhookHandler | undefined;
+  /** The started channels the dashboard's channels panel lists. */
+  channels?: () => readonly Channel[];
 }
 
 /** A real hono app on 127.0.0.1:0 over a fresh SQLite file, closed after the test. */
@@ -101,6 +103,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     pingRuntime: opts.pingRuntime,
     now: opts.now,
     ...(opts.hooks ? { hooks: opts.hooks } : {}),
+    ...(opts.channels ? { channels: opts.channels } : {}),
   });
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   let closed = false;

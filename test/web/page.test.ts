@@ -48,7 +48,11 @@ describe('web pages in chromium (HTTP app only)', () => {
 
   it('shows routes with hits and reasons, explains, and edits only with the token', async () => {
     const token = 'dash-token-0123456789';
-    const s = await startWebServer({ adminToken: token });
+    // The channels panel lists the started channels (here the web chat, which has no platform to reach).
+    const s: Awaited<ReturnType<typeof startWebServer>> = await startWebServer({
+      adminToken: token,
+      channels: () => [s.web],
+    });
     const good = Number(
       s.db.prepare("INSERT INTO routes (seq, match, target) VALUES (0, 'platform=web', 'demo')").run()
         .lastInsertRowid,
@@ -69,6 +73,12 @@ describe('web pages in chromium (HTTP app only)', () => {
       expect.arrayContaining(['swarm', 'worker-1', '1', '1.5 s']),
     );
     expect(await page.locator('#panel-cluster p').textContent()).toBe('1 running, 3 waiting for a slot');
+    await page.locator('#panel-channels td', { hasText: 'in process' }).waitFor();
+    expect((await page.locator('#panel-channels tbody tr td').allTextContents()).slice(0, 3)).toEqual([
+      'web',
+      'in process',
+      '—',
+    ]);
     await page.locator('#routes tr.invalid', { hasText: "unknown key 'colour'" }).waitFor();
     expect(await page.locator('#add-route').isHidden()).toBe(true);
 
