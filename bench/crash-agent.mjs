@@ -5,9 +5,13 @@
 //   - now and then prints a partial draft first, and sometimes a second block for the same turn;
 //   - in 2 % of turns exits 1 in the middle of the turn, in 1 % hangs until gated's hard timeout kills it.
 // One group in five gets an agent that predates turns (no `turn` in its blocks, never a draft).
+// Steering (CONTRACT §19): an `interrupt` line for turn k cuts the thinking of every turn up to k, which
+// is answered at once with `"interrupted": true` and its tokens; a `"steer": true` line that arrives while
+// a turn is in progress joins that turn, and one block (numbered with the steered turn) answers both. Each
+// of these is appended as a word to $CRASH_EVENTS, so the campaign can count them.
 // Its pid is a file in $CRASH_PIDS while it lives, so the campaign can kill it together with gated.
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -18,6 +22,9 @@ if (pidFile) writeFileSync(pidFile, '');
 const forget = () => {
   if (pidFile) rmSync(pidFile, { force: true });
 };
+const note = (word) => {
+  if (process.env.CRASH_EVENTS) appendFileSync(process.env.CRASH_EVENTS, `${word}\n`);
+};
 
 const nonce = () => `r-${randomBytes(6).toString('hex')}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -27,6 +34,22 @@ let numbered = true;
 const lines = [];
 let closed = false;
 let wake = () => {};
+/** The turn being worked on (its messages grow when a steered line joins it), or null between turns. */
+let current = null;
+/** Turns up to this one were interrupted. */
+let interruptedThrough = 0;
+
+/** Thinks `ms`, or less when the turn is interrupted meanwhile. */
+function think(item, ms) {
+  if (item.turn <= interruptedThrough) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    item.cut = () => {
+      clearTimeout(t);
+      resolve();
+    };
+  });
+}
 
 async function work() {
   for (let next = 0; ; next++) {
@@ -34,7 +57,8 @@ async function work() {
       if (closed) return;
       await new Promise((r) => (wake = r));
     }
-    const { turn, messages } = lines[next];
+    const item = lines[next];
+    current = item;
     const fate = Math.random();
     if (fate < 0.02) {
       await sleep(Math.random() * 400);
@@ -42,12 +66,28 @@ async function work() {
       process.exit(1);
     }
     if (fate < 0.03) await new Promise(() => {}); // hangs: gated's hard timeout ends it
-    await sleep(20 + Math.random() * 780);
-    const tokens = messages.flatMap((m) => String(m.content).match(/tok-\d+/g) ?? []);
-    const tag = numbered ? { turn } : {};
-    emit({ status: 'ok', result: `${nonce()} ${tokens.join(' ')}`, ...tag });
-    if (numbered && Math.random() < 0.1) emit({ status: 'ok', result: `${nonce()} also`, ...tag });
+    await think(item, 20 + Math.random() * 780);
+    current = null;
+    const tokens = item.messages.flatMap((m) => String(m.content).match(/tok-\d+/g) ?? []);
+    const tag = numbered ? { turn: item.turn } : {};
+    const interrupted = numbered && item.turn <= interruptedThrough;
+    if (interrupted) note('interrupted');
+    emit({
+      status: 'ok',
+      result: `${nonce()} ${tokens.join(' ')}`,
+      ...tag,
+      ...(interrupted ? { interrupted } : {}),
+    });
+    if (numbered && !interrupted && Math.random() < 0.1)
+      emit({ status: 'ok', result: `${nonce()} also`, ...tag });
   }
+}
+
+/** A line that is not a turn: an interrupt cuts the turn in progress (and queued ones) up to its turn. */
+function control(input) {
+  if (input.type !== 'interrupt' || !Number.isInteger(input.turn)) return;
+  interruptedThrough = Math.max(interruptedThrough, input.turn);
+  if (current && current.turn <= interruptedThrough) current.cut?.();
 }
 
 let read = 0;
@@ -60,13 +100,23 @@ createInterface({ input: process.stdin, crlfDelay: Infinity })
     } catch {
       return;
     }
+    if (typeof input.type === 'string' && input.type !== 'message') return control(input);
     read += 1;
     if (read === 1) numbered = !/(^|\/)c\d*[05]$/.test(String(input.group));
     const turn = Number.isInteger(input.turn) ? input.turn : read;
+    const messages = Array.isArray(input.messages) ? input.messages : [];
+    const inProgress = current && current.turn > interruptedThrough && lines.at(-1) === current;
+    if (input.steer === true && inProgress) {
+      // Shown to the turn in progress: its one block answers this turn too.
+      current.messages.push(...messages);
+      current.turn = turn;
+      note('steered');
+      return;
+    }
     if (numbered && Math.random() < 0.3) {
       emit({ status: 'ok', result: `${nonce()} drafting`, partial: true, turn });
     }
-    lines.push({ turn, messages: Array.isArray(input.messages) ? input.messages : [] });
+    lines.push({ turn, messages });
     wake();
   })
   .on('close', () => {

@@ -11,7 +11,7 @@
  * inserts rows the way another adapter would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +37,12 @@ export interface CrashOptions {
   verbose?: boolean;
   /** Run the compiled gated (dist/, `npm run build` first) instead of the sources through tsx. */
   compiled?: boolean;
+  /**
+   * Steering mixed in (CONTRACT §19): the groups' busy modes alternate steer and interrupt (queue for the
+   * agents that predate turns), a third of the channel's messages are `/interrupt <text>`, and a bare
+   * `/interrupt` now and then.
+   */
+  steering?: boolean;
 }
 
 /** What a campaign found. */
@@ -69,6 +75,9 @@ export interface CrashReport {
   runsFailed: number;
   runsTimedOut: number;
   runsInterrupted: number;
+  /** With steering: turns the agents answered early because gated interrupted them, and steered lines. */
+  interruptedTurns: number;
+  steeredLines: number;
 }
 
 const TOKEN = '123456:CRASH-token';
@@ -102,6 +111,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   const dbPath = join(dir, 'gated.db');
   const groupsDir = join(dir, 'groups');
   const pidsDir = join(dir, 'pids');
+  const eventsFile = join(dir, 'agent-events.log');
   mkdirSync(pidsDir);
   const api = await TelegramApiServer.start(TOKEN);
   const port = await freePort();
@@ -110,6 +120,13 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   for (let c = 0; c < o.chats; c++) {
     addGroup(seed, groupsDir, `c${c}`);
     addRoute(seed, { seq: c, match: `platform=telegram room=${chatId(c)}`, target: `c${c}` });
+    if (o.steering) {
+      // Agents that number their turns alternate steer and interrupt; those that predate turns (one group
+      // in five, see crash-agent.mjs) get neither line whatever the mode, so they stay in queue mode.
+      const numbered = !/[05]$/.test(String(c));
+      const busy = numbered ? (c % 2 === 1 ? 'steer' : 'interrupt') : 'queue';
+      seed.prepare(`UPDATE registered_groups SET busy = ? WHERE folder = ?`).run(busy, `c${c}`);
+    }
     api.addChat({ id: chatId(c), type: 'group', title: `chat ${c}` });
   }
   seed.close();
@@ -125,7 +142,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     GATED_MAX_CONCURRENT: '12',
     GATED_RUNTIME: 'process',
     GATED_LOG_LEVEL: 'error',
-    GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
+    GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' CRASH_EVENTS='${eventsFile}' exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
     TELEGRAM_BOT_TOKEN: TOKEN,
     TELEGRAM_API_ROOT: api.url,
   };
@@ -189,11 +206,13 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     const n = o.messages - half;
     for (let i = 0; i < n; i++) {
       const c = i % o.chats;
-      api.message({
-        chat: { id: chatId(c), type: 'group', title: `chat ${c}` },
-        from: { id: 5000 + c, is_bot: false, first_name: `user${c}` },
-        text: `hello tok-${half + i}`,
-      });
+      const chat = { id: chatId(c), type: 'group' as const, title: `chat ${c}` };
+      const from = { id: 5000 + c, is_bot: false, first_name: `user${c}` };
+      // Every third round of the chats, not every third message (which would always hit the same chats).
+      const steer = o.steering && Math.floor(i / o.chats) % 3 === 1;
+      api.message({ chat, from, text: `${steer ? '/interrupt ' : ''}hello tok-${half + i}` });
+      // A bare /interrupt (answered by the gateway, no token) now and then.
+      if (o.steering && i % 10 === 7) api.message({ chat, from, text: '/interrupt' });
       await sleep(o.trafficMs / n);
     }
   })();
@@ -241,9 +260,10 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   const deadline = Date.now() + o.drainMs;
   while (Date.now() < deadline) {
     const open = count(
-      `SELECT count(*) FROM messages WHERE (is_from_me = 0 AND (state IS NULL OR state NOT IN ('done', 'parked', 'stopped'))) OR (is_from_me = 1 AND delivery = 'pending')`,
+      `SELECT count(*) FROM messages WHERE (is_from_me = 0 AND (state IS NULL OR state NOT IN ('done', 'parked', 'stopped', 'command'))) OR (is_from_me = 1 AND delivery = 'pending')`,
     );
-    const stored = count(`SELECT count(*) FROM messages WHERE is_from_me = 0`);
+    // Rows with a token (a bare /interrupt has none and is not counted).
+    const stored = count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND content LIKE '%tok-%'`);
     if (open === 0 && stored >= o.messages) break;
     await sleep(250);
   }
@@ -294,6 +314,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     else if (n === 1) dOnce++;
     else dTwice++;
   }
+  const agentEvents = existsSync(eventsFile) ? readFileSync(eventsFile, 'utf8').split('\n') : [];
   const report: CrashReport = {
     messages: o.messages,
     chats: o.chats,
@@ -317,6 +338,8 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     runsFailed: count(`SELECT count(*) FROM session_log WHERE error LIKE 'exit code%'`),
     runsTimedOut: count(`SELECT count(*) FROM session_log WHERE result = 'timeout'`),
     runsInterrupted: count(`SELECT count(*) FROM session_log WHERE error LIKE 'interrupted%'`),
+    interruptedTurns: agentEvents.filter((e) => e === 'interrupted').length,
+    steeredLines: agentEvents.filter((e) => e === 'steered').length,
   };
   watch.close();
   await api.close();

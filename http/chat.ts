@@ -165,6 +165,8 @@ export function chatRoutes(deps: ChatDeps): Hono {
       // A tab that connects mid-turn starts from the draft shown now (memory only: none after a restart).
       const draft = web.currentDraft(jid, topic);
       if (draft && !done) await stream.writeSSE({ event: 'draft', data: JSON.stringify(draft) });
+      // Likewise the working indicator: shown only if the agent works now, never one that ended meanwhile.
+      if (web.isWorking(jid) && !done) await stream.writeSSE({ event: 'typing', data: '{"on":true}' });
       while (!done) {
         const ev = queue.shift();
         if (!ev) {

@@ -90,6 +90,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     log,
     idleTimeoutMs: config.idleTimeoutMs,
     runTimeoutMs: config.runTimeoutMs,
+    ...(opts.interruptGraceMs !== undefined ? { interruptGraceMs: opts.interruptGraceMs } : {}),
     maxOutputBytes: config.maxOutputBytes,
     now,
     message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),

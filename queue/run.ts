@@ -8,13 +8,11 @@ import { followUpLine, type AgentMessage } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
+import { INTERRUPT_GRACE_MS, Interrupts } from './interrupts.js';
 import { Turns } from './turns.js';
 
 /** Longest session id an agent may announce (ids are handles: UUIDs, short tokens). */
 export const MAX_SESSION_ID = 256;
-
-/** How long an agent has to answer an interrupt before its turn is treated as queued (CONTRACT §19). */
-export const INTERRUPT_GRACE_MS = 10_000;
 
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
@@ -56,6 +54,8 @@ export interface RunHooks {
   log: Logger;
   idleTimeoutMs: number;
   runTimeoutMs: number;
+  /** How long an agent has to answer an interrupt (default INTERRUPT_GRACE_MS). */
+  interruptGraceMs?: number;
   maxOutputBytes: number;
   now: () => number;
   /** A stored row as this run's agent receives it. */
@@ -99,11 +99,8 @@ export class Run {
   lastOutputMs: number | null = null;
   /** registered_groups.busy of the group when the run started: what a follow-up does to a busy agent. */
   busy: BusyMode = 'queue';
-  /**
-   * The interrupt line written and not answered yet: its turn, when, and the grace timer. While set, no
-   * other interrupt is written; past the grace the turn is simply waited for, as in `queue` mode.
-   */
-  private interrupting: { turn: number; atMs: number; timer: NodeJS.Timeout } | null = null;
+  /** The interrupts written to this run's agent (CONTRACT §19). */
+  private readonly interrupts: Interrupts;
   private handle: AgentHandle | null = null;
   private phase: 'starting' | 'running' | 'closing' | 'ended' = 'starting';
   /** Set once gated asked the agent to finish (before or after its start); the first reason wins. */
@@ -131,6 +128,9 @@ export class Run {
   ) {
     this.keyId = sessionKeyId(key);
     this.startedMs = now;
+    const fields = { runId, key: this.keyId };
+    const graceMs = hooks.interruptGraceMs ?? INTERRUPT_GRACE_MS;
+    this.interrupts = new Interrupts(hooks.log, fields, graceMs, hooks.now);
     this.turns.add(rows);
   }
 
@@ -249,31 +249,11 @@ export class Run {
    */
   interrupt(): boolean {
     if (!this.acceptsFollowUps || !this.turns.numbered || this.turns.open === 0) return false;
-    if (this.interrupting !== null) return false;
+    if (!this.interrupts.allowed(this.turns.answered)) return false;
     const turn = this.turns.written;
     if (!this.writeControl({ type: 'interrupt', turn })) return false;
-    const timer = setTimeout(() => {
-      this.hooks.log.warn(
-        { runId: this.runId, key: this.keyId, turn, graceMs: INTERRUPT_GRACE_MS },
-        'the agent did not answer an interrupt in time: its turn is waited for as queued',
-      );
-    }, INTERRUPT_GRACE_MS);
-    timer.unref?.();
-    this.interrupting = { turn, atMs: this.hooks.now(), timer };
-    this.hooks.log.info({ runId: this.runId, key: this.keyId, turn }, 'interrupting the turn in progress');
+    this.interrupts.written(turn);
     return true;
-  }
-
-  /** The interrupt (if any) is answered once turn `through` is: reports how long it took. */
-  private interruptAnswered(through: number, interrupted: boolean): void {
-    const i = this.interrupting;
-    if (i === null || through < i.turn) return;
-    clearTimeout(i.timer);
-    this.interrupting = null;
-    this.hooks.log.info(
-      { runId: this.runId, turn: i.turn, ms: this.hooks.now() - i.atMs, interrupted },
-      'interrupt answered',
-    );
   }
 
   /** Asks the agent to finish: end of stdin. Idempotent; the first reason is the one that counts. */
@@ -353,7 +333,7 @@ export class Run {
     this.turns.answer(commit.through);
     if (commit.reply) this.replies++;
     else if (commit.through > before) this.hooks.onDraftsEnd(this, before + 1, commit.through);
-    this.interruptAnswered(this.turns.answered, block.interrupted === true);
+    this.interrupts.answered(this.turns.answered, block.interrupted === true);
     if (this.phase !== 'running' || this.turns.open > 0) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
@@ -367,7 +347,7 @@ export class Run {
     this.phase = 'ended';
     clearTimeout(this.idleTimer);
     clearTimeout(this.hardTimer);
-    if (this.interrupting) clearTimeout(this.interrupting.timer);
+    this.interrupts.clear();
     // Turns left open never get a reply from this run: their drafts end now (a re-run drafts anew).
     if (this.turns.open > 0) this.hooks.onDraftsEnd(this, this.turns.answered + 1, this.turns.written);
     this.hooks.onEnd(this, {

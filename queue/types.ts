@@ -51,6 +51,8 @@ export interface QueueOptions {
   random?: () => number;
   /** Consecutive failures of a (key, chat) before its messages are parked. Default 3. */
   maxFailures?: number;
+  /** How long an agent has to answer an interrupt before its turn is waited for as queued. Default 10 s. */
+  interruptGraceMs?: number;
   /** The role the agent is told for a message's sender in `group` (access rules). Default 'member'. */
   senderRole?: (group: string, row: BatchRow) => SenderRole;
   /**

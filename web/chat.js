@@ -123,9 +123,12 @@ class Pane {
       this.setConn(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'),
     );
     es.addEventListener('message', (ev) => this.add(JSON.parse(ev.data)));
-    // Every (re)connect starts over from the draft the server shows now, if any: one that went away while
-    // the tab was disconnected must not stay.
-    es.addEventListener('ready', () => this.draft.clear());
+    // Every (re)connect starts over from the draft and the working indicator the server shows now, if
+    // any: one that went away while the tab was disconnected must not stay.
+    es.addEventListener('ready', () => {
+      this.draft.clear();
+      this.typing.hidden = true;
+    });
     es.addEventListener('draft', (ev) => this.draft.apply(JSON.parse(ev.data)));
     // The server replays at most one page of missed lines per response; the next page starts after the
     // newest line shown.

@@ -51,6 +51,8 @@ export class WebChannel implements Channel {
   private readonly fileSeq;
   /** The draft each chat topic shows now (memory only: after a restart a tab shows none, never a stale one). */
   private readonly shownDrafts = new Map<string, { id: string; text: string }>();
+  /** The chats whose agent works now (memory only, as the drafts): a tab that connects starts from it. */
+  private readonly working = new Set<string>();
   /** Uploaded files between the POST and the inbox downloader. */
   readonly uploads: UploadStage;
   /**
@@ -95,6 +97,7 @@ export class WebChannel implements Channel {
   async stop(): Promise<void> {
     this.sink = undefined;
     this.shownDrafts.clear();
+    this.working.clear();
     const all = [...this.subs.values()].flatMap((s) => [...s]);
     this.subs.clear();
     for (const sub of all) sub({ type: 'close' });
@@ -248,6 +251,11 @@ export class WebChannel implements Channel {
     return this.shownDrafts.get(subKey(chatJid, topic));
   }
 
+  /** True while the chat's agent works (a tab that connects shows "working" only then). */
+  isWorking(chatJid: Jid): boolean {
+    return this.working.has(chatJid);
+  }
+
   private showDraft(chatJid: Jid, id: string, text: string): void {
     const topic = draftTopic(id);
     this.shownDrafts.set(subKey(chatJid, topic), { id, text });
@@ -256,6 +264,8 @@ export class WebChannel implements Channel {
 
   /** Tells every tab of the chat that the agent is (or stopped) working. */
   async typing(chatJid: Jid, on: boolean): Promise<void> {
+    if (on) this.working.add(chatJid);
+    else this.working.delete(chatJid);
     for (const [key, set] of this.subs) {
       if (!key.startsWith(`${chatJid}\u0000`)) continue;
       for (const fn of set) fn({ type: 'typing', on });

@@ -46,6 +46,8 @@ export async function startClaudeChat(
     sendAllow?: string;
     /** Groups below the chat's group (child names), served by the same agent. */
     children?: string[];
+    /** Serve the web chat over HTTP on a free port (gated.url); default off. */
+    http?: boolean;
   } = {},
 ): Promise<ClaudeChat> {
   const dir = tempDir('gated-claude-');
@@ -53,6 +55,7 @@ export async function startClaudeChat(
     GATED_DB: join(dir, 'gated.db'),
     GATED_GROUPS_DIR: join(dir, 'groups'),
     GATED_POLL_MS: '50',
+    GATED_HTTP_PORT: '0',
     GATED_RUNTIME: 'process',
     GATED_AGENT_CMD: `node '${join(process.cwd(), 'agents', 'claude', 'agent.mjs')}'`,
     // Long enough for a follow-up to reach the same run, short enough for the next run to start soon.
@@ -81,7 +84,7 @@ export async function startClaudeChat(
     config,
     log: silentLogger(),
     ...(opts.routes ? {} : { channels: [] }),
-    http: false,
+    http: opts.http === true,
     ...(opts.runtime ? { runtime: opts.runtime(config.groupsDir) } : {}),
   });
   const chat = `web:${group}`;

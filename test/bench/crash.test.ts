@@ -22,4 +22,26 @@ describe('crash campaign (small)', () => {
     expect(r.deliveredTwice).toBeLessThanOrEqual(r.kills * r.chats);
     expect(r.recoveries).toBe(3);
   }, 60_000);
+
+  it('with interrupts and steered lines mixed in: none lost, none answered twice', async () => {
+    // Busy modes queue / steer / interrupt by chat; a third of the channel's messages are `/interrupt <text>`.
+    const r = await crashCampaign({
+      messages: 150,
+      chats: 6,
+      kills: 3,
+      trafficMs: 10_000,
+      drainMs: 30_000,
+      steering: true,
+    });
+    expect(r.kills).toBe(4);
+    expect(r.notStored).toBe(0);
+    expect(r.neverAnswered).toBe(0);
+    expect(r.answeredTwice).toBe(0);
+    expect(r.answeredOnce).toBe(150);
+    expect(r.neverDelivered).toBe(0);
+    expect(r.deliveredTwice).toBeLessThanOrEqual(r.kills * r.chats);
+    // The steering really happened: turns cut short by an interrupt, lines shown inside a turn.
+    expect(r.interruptedTurns).toBeGreaterThan(0);
+    expect(r.steeredLines).toBeGreaterThan(0);
+  }, 60_000);
 });

@@ -9,6 +9,9 @@
 //   #hold=N   do not answer this turn before line N has been read
 //   #freeze   after answering this turn, answer nothing more (the test kills the agent)
 //   #two      answer this turn with two blocks
+//   #slow=N   think N ms on this turn instead of TURN_MS
+// Lines that are not turns (an `interrupt`, a `permission`) are logged and otherwise ignored: this agent
+// never stops a turn early, as an agent that does not support interrupts would.
 // It writes its pid to agent.pid and every event as a JSON line to agent-log.jsonl in its working
 // directory, so a test can kill it and check what it read when.
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -40,7 +43,8 @@ async function work() {
     const text = messages.map((m) => m.content).join(' ');
     const hold = /#hold=(\d+)/.exec(text);
     while (hold && read < Number(hold[1]) && !closed) await new Promise((r) => (wakeWorker = r));
-    await sleep(TURN_MS);
+    const slow = /#slow=(\d+)/.exec(text);
+    await sleep(slow ? Number(slow[1]) : TURN_MS);
     const numbered = NUMBERED ? { turn } : {};
     const result = messages.map((m) => `echo: ${m.content}`).join('\n');
     emit({ status: 'ok', result, ...numbered });
@@ -60,10 +64,15 @@ createInterface({ input: process.stdin, crlfDelay: Infinity })
   .on('line', (line) => {
     if (line.trim() === '') return;
     const input = JSON.parse(line);
+    if (typeof input.type === 'string' && input.type !== 'message') {
+      log({ ev: input.type, turn: input.turn });
+      return;
+    }
     read += 1;
     const turn = Number.isInteger(input.turn) ? input.turn : read;
     const messages = Array.isArray(input.messages) ? input.messages : [];
-    log({ ev: 'line', turn, ids: messages.map((m) => m.id), roles: messages.map((m) => m.sender_role) });
+    const ids = messages.map((m) => m.id);
+    log({ ev: 'line', turn, ids, roles: messages.map((m) => m.sender_role), steer: input.steer === true });
     if (DRAFT) {
       emit({ status: 'ok', result: `draft of turn ${turn}`, partial: true, ...(NUMBERED ? { turn } : {}) });
     }
