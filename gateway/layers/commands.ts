@@ -25,14 +25,17 @@ const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';
 /** The command table (docs/ROUTING.md, layer 2). Names are matched case-insensitively. */
 export const COMMANDS: Record<string, CommandSpec> = {
   new: {
-    help: '/new [#topic]: start a fresh agent session (default topic, or that topic)',
+    help: "/new [#topic]: start a fresh agent session (default topic or this thread's, or that topic)",
     run(passage, args, env) {
       const topicArg = args[0]?.startsWith('#') ? args[0].slice(1) : undefined;
       if (topicArg !== undefined && !isTopicName(topicArg)) {
         env.answer(passage.msg, `bad topic '${args[0]}'`);
         return;
       }
-      const key = keyOf(passage, env, topicArg ?? '');
+      // Without a #topic: the default topic, or the thread the message is in where threads are topics.
+      const group = passage.group ?? env.chatGroup(passage);
+      const thread = group ? env.sessionTopic({ ...passage, topic: undefined }, group) : '';
+      const key = keyOf(passage, env, topicArg ?? thread);
       if (!key) return env.answer(passage.msg, NO_GROUP);
       const refused = env.access.refusal(passage.msg, key.group);
       if (refused) return env.answer(passage.msg, `/new refused: ${refused}`);

@@ -107,6 +107,14 @@ test('a group with threads as topics runs a session per thread; one with replies
     { group: 'sl/replies', thread: r.a },
   ]);
 
+  // /new in a thread that is a topic starts that thread afresh; where threads are replies, the channel.
+  await say('C0TOPICS', '/new', t.a);
+  await say('C0REPLIES', '/new', r.a);
+  expect(api.posted.slice(-2).map((p) => [p.text, p.thread_ts])).toEqual([
+    [`new session for sl/topics#${t.a}`, t.a],
+    ['new session for sl/replies', r.a],
+  ]);
+
   // The runs' session keys: two threads of the first group, the one channel session of the second.
   const keys = gated.db
     .prepare(`SELECT DISTINCT group_folder AS "group", topic FROM session_log ORDER BY group_folder, topic`)
