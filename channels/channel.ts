@@ -28,6 +28,8 @@ export interface SendPart {
    * stably, which is what platforms with idempotency keys (Bluesky record keys, Discord nonces) get.
    */
   createdAt?: string;
+  /** The outbound row's kind (reply, gateway, error, status, send): who speaks, for a terminal's labels. */
+  kind?: string | null;
 }
 
 /** The text dialect a channel's parts are written in (core/markdown.ts converts). */

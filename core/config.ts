@@ -90,6 +90,8 @@ export interface Config {
   approvalTimeoutMs: number;
   /** What a tool call no `tool_rules` row decides gets (GATED_TOOL_DEFAULT: allow | ask | deny). */
   toolDefault: 'allow' | 'ask' | 'deny';
+  /** Where OpenTelemetry traces go (OTLP over HTTP, JSON); undefined: tracing is off (docs/OPERATIONS.md). */
+  traces: { url: string; serviceName: string } | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -294,7 +296,23 @@ export function loadConfig(env: Env = process.env): Config {
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
     approvalTimeoutMs: int(env, 'GATED_APPROVAL_TIMEOUT_MS', 600_000, 1),
     toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),
+    traces: tracesConfig(env),
   };
+}
+
+/**
+ * The OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else GATED_OTEL_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_ENDPOINT with `/v1/traces` appended (the OpenTelemetry convention). None set: off.
+ */
+function tracesConfig(env: Env): Config['traces'] {
+  const full = str(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const baseKey = str(env, 'GATED_OTEL_ENDPOINT') ? 'GATED_OTEL_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const base = str(env, baseKey);
+  if (full === undefined && base === undefined) return undefined;
+  const url = full ?? `${base!.replace(/\/+$/, '')}/v1/traces`;
+  const key = full !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : baseKey;
+  if (!/^https?:\/\/[^/]/.test(url)) throw new UsageError(`${key} must be an http(s) URL`);
+  return { url, serviceName: str(env, 'OTEL_SERVICE_NAME') ?? 'gated' };
 }
 
 /** Slack's settings: a bot token and at least one way in (Socket Mode's app token, or a signing secret). */

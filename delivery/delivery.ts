@@ -11,6 +11,7 @@ import { abortableSleep, backoffDelay, type BackoffOptions, type Sleep } from '.
 import { partsFor } from './format.js';
 import type { Signals } from '../core/signals.js';
 import { createWorker } from '../core/worker.js';
+import { endSpan, startDelivery, startPart } from '../core/trace.js';
 
 /** What delivery needs; only `db`, `channels` and `log` are required. */
 export interface DeliveryOptions {
@@ -120,9 +121,11 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     }
   }
 
-  /** Sends what is left of one row. False when the worker should stop (stopping, or the row moved on). */
-  async function deliverRow(row: OutboxRow, channel: Channel): Promise<boolean> {
-    const rlog = log.child({ chat: row.chat_jid, row: row.id });
+  /**
+   * What a row sends: its text parts and files, or null when there is nothing to send (a reaction the
+   * channel cannot put, an empty reply, a row already sent whole), which is settled here.
+   */
+  function partsOf(row: OutboxRow, channel: Channel, rlog: Logger) {
     // A reaction row is one "part": the emoji, put on the message it answers instead of sent.
     const reaction = row.kind === 'reaction';
     if (reaction && (!channel.react || row.reply_to === null)) {
@@ -130,7 +133,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
       outbox.markFailed(row.id, why, false);
       opts.metrics?.outbound('failed');
       rlog.warn({ why }, 'reaction not delivered');
-      return true;
+      return null;
     }
     const texts = reaction ? [row.content] : partsFor(row.content, channel);
     const files = reaction ? [] : replyParts.files(row.id);
@@ -139,19 +142,33 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
       outbox.markFailed(row.id, 'empty reply: nothing to send', false);
       opts.metrics?.outbound('failed');
       rlog.warn('empty reply marked failed');
-      return true;
+      return null;
     }
     if (row.parts_sent >= total) {
       // Every part went out before (an operator set the row back to pending): never send one twice.
       outbox.markSent(row.id);
       rlog.warn({ parts_sent: row.parts_sent }, 'row already fully sent; marked sent');
-      return true;
+      return null;
     }
+    return { reaction, texts, files, total };
+  }
+
+  /** Sends what is left of one row. False when the worker should stop (stopping, or the row moved on). */
+  async function deliverRow(row: OutboxRow, channel: Channel): Promise<boolean> {
+    const rlog = log.child({ chat: row.chat_jid, row: row.id });
+    const what = partsOf(row, channel, rlog);
+    if (what === null) return true;
+    const { reaction, texts, files, total } = what;
     let attempts = row.delivery_attempts;
     let streak = 0;
+    const span = startDelivery(row, total);
     for (let part = row.parts_sent; part < total;) {
-      if (stopped) return false;
+      if (stopped) {
+        endSpan(span, 'delivery stopping');
+        return false;
+      }
       const t0 = performance.now();
+      const partSpan = startPart(span, part, attempts + 1);
       try {
         const base = {
           messageId: row.id,
@@ -161,6 +178,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           topic: row.topic,
           previousPartId: part === 0 ? null : outbox.previousPartId(row.id, part),
           createdAt: row.created_at,
+          kind: row.kind,
         };
         const draft =
           !reaction && part === 0 && opts.drafts
@@ -170,8 +188,10 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
           ? await channel.react!(row.chat_jid, row.reply_to!, row.content).then(() => null)
           : (draft ?? (await sendPart(channel, base, part, texts, files, { parts: replyParts, log: rlog })));
         const last = part === total - 1;
+        partSpan?.end();
         if (!outbox.recordPart(row.id, part, platformId, last)) {
           rlog.warn({ partIndex: part }, 'row changed while it was being delivered; leaving it');
+          endSpan(span, 'row changed');
           return true;
         }
         if (draft !== null) opts.drafts!.answered(row.chat_jid, draft);
@@ -183,8 +203,10 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
         part += 1;
       } catch (thrown) {
         const err = asDeliveryError(thrown);
+        endSpan(partSpan, err.message);
         attempts += 1;
         if (err.failure === 'permanent' || attempts >= maxAttempts) {
+          endSpan(span, err.message);
           outbox.markFailed(row.id, err.message, true);
           opts.metrics?.outbound('failed');
           rlog.warn(
@@ -207,6 +229,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
         await sleep(wait, abort.signal);
       }
     }
+    span?.end();
     opts.metrics?.outbound('delivered');
     rlog.debug({ parts: total }, 'reply delivered');
     return true;

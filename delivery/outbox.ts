@@ -13,6 +13,8 @@ export interface OutboxRow {
   created_at: string;
   /** reply, gateway, error, status, send, or reaction (content is an emoji for the message reply_to). */
   kind: string | null;
+  /** The inbound messages.id this row answers (its trace), if any. */
+  reply_to_id: number | null;
 }
 
 /**
@@ -37,7 +39,7 @@ export class Outbox {
     );
     this.nextStmt = db.prepare(
       `SELECT id, chat_jid, content, reply_to, topic, parts_sent, delivery_attempts, timestamp AS created_at,
-              kind
+              kind, reply_to_id
        FROM messages
        WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id LIMIT 1`,
     );

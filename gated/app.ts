@@ -20,6 +20,7 @@ import type { Db } from '../store/db.js';
 import { addGroup, listGroups } from '../store/groups.js';
 import { History } from '../store/history.js';
 import { openBase, runSteps, startHistory, type Base, type StartOptions } from './base.js';
+import { startTracing } from './tracing.js';
 import { createTypingKeeper } from './typing.js';
 import { webApp } from './web.js';
 
@@ -53,6 +54,8 @@ export interface Gated {
 export async function startGated(opts: StartOptions): Promise<Gated> {
   const base = await openBase(opts);
   const { config, log, db } = base;
+  // Before any stage: the first message polled already has its trace (off unless configured).
+  const tracing = startTracing(config, log);
   if (opts.demo && listGroups(db).length === 0) {
     addGroup(db, config.groupsDir, 'demo', 'Demo');
     log.info('registered the demo group (web chats of web:demo reach it)');
@@ -76,6 +79,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     ['http', () => base.http?.close()],
     ['history', history],
     ['runtime', () => base.runtime.close?.()],
+    ['traces', () => tracing?.shutdown()],
     ['owner', () => base.owner?.release()],
     ['database', () => db.close()],
   ];

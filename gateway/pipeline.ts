@@ -15,6 +15,8 @@ import type { RouteSource } from '../store/routes.js';
 import { StickyStore } from '../store/state.js';
 import { threadModeReader } from '../store/groups.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
+import { endMessage, startMessage, stepSpan } from '../core/trace.js';
+import type { Span } from '@opentelemetry/api';
 
 export type { BatchOutcome } from './steps.js';
 
@@ -96,16 +98,21 @@ export class Pipeline {
     for (const msg of rows) {
       const mark = { outbound: out.outbound, daemon: out.daemon, effects: out.effects.length };
       const mine = new Set<string>();
+      let root: Span | undefined;
       try {
         const bad = inboundRowError(msg as unknown as Record<string, unknown>);
         if (bad) throw new RowError(bad);
+        root = startMessage(msg);
         this.opts.metrics?.messageIn(msg);
-        this.db.transaction(() => this.one(msg, env, now, mine, out))();
+        const end = this.db.transaction(() => this.one(msg, env, now, mine, out, root))();
+        endMessage(root, { id: msg.id, ...end }, Date.now());
         for (const chat of mine) touched.add(chat);
       } catch (err) {
         out.outbound = mark.outbound;
         out.daemon = mark.daemon;
         out.effects.length = mark.effects;
+        const error = coerceError(err).message;
+        endMessage(root, { id: msg.id, step: null, group: null, held: false, error }, Date.now());
         this.fail(msg, err);
       }
     }
@@ -128,8 +135,18 @@ export class Pipeline {
     return this.opts.db;
   }
 
-  /** One row through the steps, until one of them handles it. */
-  private one(msg: Message, env: LayerEnv, now: number, touched: Set<string>, out: BatchOutcome): void {
+  /**
+   * One row through the steps, until one of them handles it. Returns, for its trace, the step that did,
+   * the group the row was routed to (null: none) and whether it is held for that group's run.
+   */
+  private one(
+    msg: Message,
+    env: LayerEnv,
+    now: number,
+    touched: Set<string>,
+    out: BatchOutcome,
+    root: Span | undefined,
+  ): { step: string | null; group: string | null; held: boolean } {
     const row: RowWork = {
       passage: { msg, content: msg.content, group: undefined, topic: undefined },
       env,
@@ -141,7 +158,11 @@ export class Pipeline {
       out,
       touched,
     };
-    for (const step of STEPS) if (step.run(row) === 'handled') return;
+    for (const step of STEPS) {
+      if (stepSpan(root, step.name, () => step.run(row)) !== 'handled') continue;
+      return { step: step.name, group: row.decision?.folder ?? null, held: touched.size > 0 };
+    }
+    return { step: null, group: null, held: false };
   }
 
   /** Ends a row that could not be processed: state `failed` with its error, a metric and a log line. */

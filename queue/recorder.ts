@@ -66,6 +66,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
           : {}),
       });
       const settled = store.settle(st);
+      run.trace.end(st.result, st.error, t);
       log.info(
         {
           runId: run.runId,
@@ -75,13 +76,16 @@ export function runRecorder(d: RecorderDeps): RunHooks {
           turns: run.turns.written,
           answered: run.turns.answered,
           parked: settled.parked,
+          traceId: run.trace.traceId,
         },
         'run ended',
       );
       opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
       if (settled.replyId !== null) notify(settled.replyId);
     } catch (err) {
-      log.error({ runId: run.runId, err: coerceError(err).message }, 'settling a run failed');
+      const error = coerceError(err).message;
+      run.trace.end('error', error, t);
+      log.error({ runId: run.runId, err: error }, 'settling a run failed');
     }
   };
 

@@ -10,6 +10,7 @@ import { EngineError } from './runtime/engine.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
 import { INTERRUPT_GRACE_MS, Interrupts } from './interrupts.js';
 import { Turns } from './turns.js';
+import { RunTrace } from '../core/trace.js';
 
 /** Longest session id an agent may announce (ids are handles: UUIDs, short tokens). */
 export const MAX_SESSION_ID = 256;
@@ -91,6 +92,8 @@ export class Run {
   readonly startedMs: number;
   /** The lines written to the agent and which of them it answered. Turn 1 is the input. */
   readonly turns = new Turns();
+  /** The run's spans when tracing is on (core/trace.ts). */
+  readonly trace: RunTrace;
   /** Set by /new: later session ids from this run are ignored. */
   sessionReset = false;
   /** system_messages ids this run consumed (given back if it never used them). */
@@ -132,6 +135,8 @@ export class Run {
     const graceMs = hooks.interruptGraceMs ?? INTERRUPT_GRACE_MS;
     this.interrupts = new Interrupts(hooks.log, fields, graceMs, hooks.now);
     this.turns.add(rows);
+    this.trace = new RunTrace({ runId, group: key.group, topic: key.topic, chatJid });
+    this.trace.begin(ids(rows), now);
   }
 
   /** Idle: every turn written is answered and the agent still reads stdin. */
@@ -202,6 +207,7 @@ export class Run {
     if (!this.handle!.write(followUpLine(turn, messages, notes, steer))) return false;
     clearTimeout(this.idleTimer);
     this.turns.add(rows);
+    this.trace.turn(turn, ids(rows), this.hooks.now());
     return true;
   }
 
@@ -331,6 +337,7 @@ export class Run {
     if (!this.hooks.onBlock(this, commit, block.actions, credit.replyTo)) return;
     const before = this.turns.answered;
     this.turns.answer(commit.through);
+    this.trace.answered(this.turns.answered, this.hooks.now());
     if (commit.reply) this.replies++;
     else if (commit.through > before) this.hooks.onDraftsEnd(this, before + 1, commit.through);
     this.interrupts.answered(this.turns.answered, block.interrupted === true);
@@ -362,4 +369,8 @@ export class Run {
       open: this.turns.open,
     });
   }
+}
+
+function ids(rows: readonly BatchRow[]): number[] {
+  return rows.map((r) => r.id);
 }

@@ -37,6 +37,7 @@ export class Scheduler {
   private retryAt: number | null = null;
   // The exact count of waiting lanes is a scan of the backlog: metrics get it at most once a second.
   private lanesReportedAt = -Infinity;
+  private lanesReported = -1;
   private readonly now: () => number;
 
   constructor(private readonly d: SchedulerDeps) {
@@ -111,7 +112,16 @@ export class Scheduler {
       }, '');
       return;
     }
-    log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
+    log.info(
+      {
+        runId: d.runId,
+        key: run.keyId,
+        chat: d.chatJid,
+        messages: d.rows.length,
+        traceId: run.trace.traceId,
+      },
+      'run starting',
+    );
     this.working(d.chatJid, true);
     void run.begin(
       () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
@@ -161,8 +171,11 @@ export class Scheduler {
 
   private reportLanes(t: number): void {
     const { metrics } = this.d.opts;
-    if (!metrics || t - this.lanesReportedAt < 1000) return;
+    // A run that started or ended is reported at once: a stale count would contradict the lanes table.
+    const changed = this.d.lanes.size !== this.lanesReported;
+    if (!metrics || (!changed && t - this.lanesReportedAt < 1000)) return;
     this.lanesReportedAt = t;
+    this.lanesReported = this.d.lanes.size;
     const waiting = this.d.store.summaries(t).filter((l) => !this.d.lanes.has(l.keyId)).length;
     metrics.lanes(this.d.lanes.size, waiting);
   }

@@ -146,11 +146,12 @@ export function handQueue(
   over: Partial<QueueOptions['config']> & {
     onOutbound?: (id: number) => void;
     secrets?: Record<string, string>;
+    metrics?: QueueOptions['metrics'];
   } = {},
 ): { queue: WorkQueue; runtime: HandRuntime; outbound: number[] } {
   const runtime = new HandRuntime();
   const { signals, outbound } = recordingSignals();
-  const { onOutbound, secrets, ...config } = over;
+  const { onOutbound, secrets, metrics, ...config } = over;
   if (onOutbound) signals.outbound.on((id) => onOutbound(id!));
   const queue = createQueue({
     db,
@@ -167,6 +168,7 @@ export function handQueue(
     random: () => 0.5,
     signals,
     ...(secrets ? { secrets } : {}),
+    ...(metrics ? { metrics } : {}),
   });
   return { queue, runtime, outbound };
 }

@@ -374,3 +374,22 @@ describe('queue: lanes', () => {
     expect(runtime.agents[1]!.inputs()[0]).toMatchObject({ sessionId: null });
   });
 });
+
+describe('queue: the lanes gauge', () => {
+  it('reports a run that started or ended at once, even within the same second', async () => {
+    const reports: Array<[number, number]> = [];
+    const { db, queue, runtime } = setup({
+      metrics: { runFinished: () => undefined, lanes: (a, w) => void reports.push([a, w]) },
+    });
+    ready(db, { content: 'one' });
+    queue.wake();
+    await flush();
+    expect(reports.at(-1)).toEqual([1, 0]);
+    const agent = runtime.agents[0]!;
+    agent.reply('done');
+    agent.finish();
+    await flush(10);
+    // The agent exited a few ms after it started: the gauge says so now, not a second later.
+    expect(reports.at(-1)).toEqual([0, 0]);
+  });
+});

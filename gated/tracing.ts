@@ -1,0 +1,58 @@
+import { trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import { setTracing } from '../core/trace.js';
+
+/** The exporter gated started; `shutdown` sends the spans still buffered and turns tracing off. */
+export interface Tracing {
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Registers the OpenTelemetry SDK when traces are configured (Config.traces): spans go in batches to the
+ * OTLP/HTTP endpoint as JSON; core/trace.ts makes them (one trace per inbound message). Undefined when off.
+ * The exporter also reads OTEL_EXPORTER_OTLP_HEADERS (an API key of a hosted collector) by itself.
+ */
+export function startTracing(config: Pick<Config, 'traces'>, log: Logger): Tracing | undefined {
+  const t = config.traces;
+  if (!t) return undefined;
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: t.serviceName }),
+    spanProcessors: [
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: t.url }), { scheduledDelayMillis: 1000 }),
+    ],
+  });
+  trace.setGlobalTracerProvider(provider);
+  setTracing(true);
+  // The URL only: a collector's credentials travel in headers, never in a log line.
+  log.info({ url: redactUrl(t.url) }, 'traces exported over OTLP/HTTP');
+  let done: Promise<void> | undefined;
+  return {
+    shutdown: () =>
+      (done ??= (async () => {
+        setTracing(false);
+        try {
+          await provider.shutdown();
+        } finally {
+          // A later start in the same process (tests) may register its own provider.
+          trace.disable();
+        }
+      })()),
+  };
+}
+
+/** The URL without user and password. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return '[unparsable]';
+  }
+}
