@@ -63,6 +63,11 @@ export async function runChat(
   const owner = liveOwner(db);
   if (owner) {
     output.write(`gated chat: ${local.jid} through the running gated (pid ${owner.pid}); Ctrl-D to quit\n`);
+    // A session is (group, topic), not a chat: every chat that reaches the group shares the agent's memory.
+    output.write(
+      `gated chat: this terminal shares group ${folder}'s main session with its web chat (web:${folder}) ` +
+        `and every chat routed to ${folder}: the agent sees all of them\n`,
+    );
     const delivery = createDelivery({
       db,
       channels: [local],

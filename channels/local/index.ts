@@ -17,6 +17,20 @@ export interface LocalChannelOptions {
   sender?: string;
   /** Longest part written at once, in characters. Default 65536. */
   limit?: number;
+  /** Show a `you › ` prompt before each line typed. Default: when the input is a terminal. */
+  prompt?: boolean;
+}
+
+/** The prompt before a typed line. */
+export const PROMPT = 'you › ';
+
+/**
+ * A reply as the terminal prints it: the speaker's label on its first line (the group's folder for the
+ * agent, `gated` for the gateway's own answers and errors) and the next lines indented under the text.
+ */
+export function labelled(folder: string, kind: string | null | undefined, text: string): string {
+  const label = `${kind === 'gateway' || kind === 'error' ? 'gated' : folder} › `;
+  return label + text.split('\n').join('\n' + ' '.repeat(label.length));
 }
 
 /** The JID of a group's terminal chat. */
@@ -46,11 +60,13 @@ export class LocalChannel implements Channel {
   private readonly sender: string;
   private rl: Interface | undefined;
   private outputError: Error | undefined;
+  private readonly prompt: boolean;
 
   constructor(private readonly opts: LocalChannelOptions) {
     this.jid = localJid(opts.folder);
     this.limit = opts.limit ?? 65_536;
     this.sender = opts.sender ?? osUser();
+    this.prompt = opts.prompt ?? (opts.input as { isTTY?: boolean }).isTTY === true;
     // A closed terminal must fail the send, not crash the process with an unhandled 'error' event.
     opts.output.on('error', (err: Error) => {
       this.outputError = err;
@@ -68,7 +84,14 @@ export class LocalChannel implements Channel {
       const content = line.trim();
       if (content === '') return;
       sink({ chat_jid: this.jid, sender: this.sender, sender_name: this.sender, content, verb: 'message' });
+      this.showPrompt();
     });
+    this.showPrompt();
+  }
+
+  private showPrompt(): void {
+    const out = this.opts.output;
+    if (this.prompt && !out.destroyed && !out.writableEnded) out.write(PROMPT);
   }
 
   async stop(): Promise<void> {
@@ -89,8 +112,11 @@ export class LocalChannel implements Channel {
         `terminal output closed${this.outputError ? `: ${this.outputError.message}` : ''}`,
       );
     }
+    // On a prompt, the reply starts on a line of its own and the prompt comes back under it.
+    const text = labelled(this.opts.folder, part.kind, part.text);
+    const framed = this.prompt ? `\r\x1b[K${text}\n${PROMPT}` : `${text}\n`;
     await new Promise<void>((resolve, reject) => {
-      out.write(`${part.text}\n`, (err) =>
+      out.write(framed, (err) =>
         err ? reject(new DeliveryError('permanent', `terminal write failed: ${err.message}`)) : resolve(),
       );
     });

@@ -38,7 +38,15 @@ channelConformance(
         t.input.write(`${text}\n`);
         return { sender: 'tester', verb: 'message', platform_msg_id: null, content: text };
       },
-      received: () => t.lines.map((l) => ({ text: l.replace(/\n$/, ''), replyTo: null })),
+      // Each reply is printed under the speaker's label (`demo › `), its next lines indented under it.
+      received: () =>
+        t.lines.map((l) => ({
+          text: l
+            .replace(/\n$/, '')
+            .replace(/^demo › /, '')
+            .replace(/\n {7}/g, '\n'),
+          replyTo: null,
+        })),
       failNext: (_fault, n) => t.refuseNext(n),
       retryAfterMs: 0,
       close: async () => {
@@ -72,11 +80,28 @@ describe('local channel', () => {
     const ch = new LocalChannel({ folder: 'demo', input: t.input, output: t.output });
     const part = testPart('local:demo', { text: 'hi there' });
     await expect(ch.send(part)).resolves.toBeNull();
-    expect(t.lines).toEqual(['hi there\n']);
+    expect(t.lines).toEqual(['demo › hi there\n']);
     const other = await ch.send({ ...part, chatJid: 'local:other' }).catch((e: DeliveryError) => e);
     expect(other).toMatchObject({ failure: 'transient' });
     t.output.end();
     const closed = await ch.send(part).catch((e: DeliveryError) => e);
     expect(closed).toMatchObject({ failure: 'permanent' });
+  });
+
+  it('labels who speaks: the group for its agent, gated for its own answers; a prompt on a terminal', async () => {
+    const t = terminal();
+    const ch = new LocalChannel({ folder: 'krons/content', input: t.input, output: t.output });
+    await ch.send(testPart('local:krons/content', { text: 'line one\nline two' }));
+    await ch.send({ ...testPart('local:krons/content', { text: 'pong' }), kind: 'gateway' });
+    expect(t.lines).toEqual(['krons/content › line one\n                line two\n', 'gated › pong\n']);
+
+    const tty = terminal();
+    const prompted = new LocalChannel({ folder: 'demo', input: tty.input, output: tty.output, prompt: true });
+    await prompted.start(() => null);
+    expect(tty.lines).toEqual(['you › ']);
+    await prompted.send(testPart('local:demo', { text: 'hi' }));
+    // The reply clears the prompt's line, and the prompt comes back under it.
+    expect(tty.lines[1]).toBe('\r\x1b[Kdemo › hi\nyou › ');
+    await prompted.stop();
   });
 });

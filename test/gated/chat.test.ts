@@ -34,8 +34,11 @@ describe('gated chat', () => {
     const r = await chat(envFor(tempDir()), ['hello from the terminal', '/ping']);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/gated runs in this terminal/);
-    expect(r.out).toContain('echo: hello from the terminal');
-    expect(r.out).toMatch(/^pong$/m);
+    // Each reply under its speaker's label: the group's agent, or gated itself (/ping).
+    expect(r.out).toMatch(/^demo › echo: hello from the terminal$/m);
+    expect(r.out).toMatch(/^gated › pong$/m);
+    // Piped input is not a terminal: no prompt is printed.
+    expect(r.out).not.toContain('you › ');
   }, 60_000);
 
   it('talks through a running gated when one owns the database', async () => {
@@ -60,7 +63,8 @@ describe('gated chat', () => {
     const r = await chat(env, ['through the daemon']);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/through the running gated \(pid \d+\)/);
-    expect(r.out).toContain('echo: through the daemon');
+    expect(r.out).toMatch(/shares group demo's main session with its web chat \(web:demo\)/);
+    expect(r.out).toMatch(/^demo › echo: through the daemon$/m);
     daemon.kill('SIGTERM');
     expect(await exited(daemon)).toBe(0);
   }, 60_000);
