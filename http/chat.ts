@@ -70,6 +70,13 @@ export function chatRoutes(deps: ChatDeps): Hono {
 
   app.get('/groups', (c) => c.json({ groups: q.groups().map((g) => ({ folder: g.folder, name: g.name })) }));
 
+  // Other chats that share this topic's session (a terminal's `gated chat`, a platform chat routed here).
+  app.get('/shared', (c) => {
+    const p = chatParams(c, q);
+    if (p instanceof Response) return p;
+    return c.json({ chats: q.sharedChats(p.folder, p.topic, webJid(p.folder)) });
+  });
+
   app.get('/history', (c) => {
     const p = chatParams(c, q);
     if (p instanceof Response) return p;

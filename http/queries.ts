@@ -122,6 +122,14 @@ export class Queries {
           WHERE f.message_id = ? AND f.seq = ? AND m.is_from_me = 1 AND f.state = 'ok'`,
       ),
       fromMe: db.prepare<[number], number>(`SELECT is_from_me FROM messages WHERE id = ?`).pluck(),
+      // The other chats of a session's recent runs (idx_session_log_key): who else the agent talks to.
+      sharedChats: db
+        .prepare<[string, string, string], string>(
+          `SELECT DISTINCT chat_jid FROM (SELECT chat_jid FROM session_log
+             WHERE group_folder = ? AND topic = ? ORDER BY id DESC LIMIT 100)
+           WHERE chat_jid IS NOT NULL AND chat_jid != ? ORDER BY chat_jid LIMIT 20`,
+        )
+        .pluck(),
       // Reads the newest page of messages: a damaged file fails here, not only on the next write.
       ping: db.prepare<[], { ok: number }>(`SELECT 1 AS ok FROM (SELECT max(id) FROM messages)`),
     };
@@ -130,6 +138,14 @@ export class Queries {
   /** Registered groups by folder. */
   groups(): GroupRow[] {
     return this.s.groups.all();
+  }
+
+  /**
+   * The chats other than `jid` that the session (folder, topic) served in its last 100 runs: a session is
+   * (group, topic), so they share the agent's memory with `jid`.
+   */
+  sharedChats(folder: string, topic: string, jid: string): string[] {
+    return this.s.sharedChats.all(folder, topic, jid);
   }
 
   /** True when `folder` is a registered group. */

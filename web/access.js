@@ -2,7 +2,7 @@
 // with their mode, limits and usage, members, withheld messages and the audit trail. Like the dashboard,
 // the admin token lives in this page's memory only and goes out as a Bearer header; without it the page
 // is read-only. Every text from the server is set with textContent (see common.js).
-import { age, el, getJson, table } from './common.js';
+import { age, el, getJson, localTime, table } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
@@ -152,7 +152,7 @@ function render(r) {
     $('audit'),
     [
       ['id', (a) => a.id],
-      ['when', (a) => a.at],
+      ['when', (a) => localTime(a.at)],
       ['who', (a) => a.actor],
       ['what', (a) => `${a.subject}.${a.action}`],
       ['key', (a) => a.row_key || ''],

@@ -16,7 +16,13 @@ const CHARTS = [
   { id: 'in-outcome', title: 'Messages in, by outcome', series: 'in', pick: (l) => l.split('/')[1] || l },
   { id: 'out', title: 'Replies out, by platform', series: 'out' },
   { id: 'runs', title: 'Runs, by result', series: 'runs' },
-  { id: 'run-ms', title: 'Run duration (ms)', series: 'run_ms', kind: 'percentile' },
+  {
+    id: 'run-ms',
+    title: 'Run lifetime (ms)',
+    hint: 'agent start → exit; an agent stays up idle for GATED_IDLE_TIMEOUT_MS after its last answer, and that wait counts here. Time to answer: the latency chart.',
+    series: 'run_ms',
+    kind: 'percentile',
+  },
   { id: 'latency', title: 'Message → reply latency (ms)', series: 'latency_ms', kind: 'percentile' },
   { id: 'queue', title: 'Queue depth (rows)', series: 'queue', kind: 'gauge' },
   { id: 'delivery', title: 'Delivery failures', series: 'delivery' },
@@ -140,7 +146,9 @@ export function mountCharts(container) {
     box.dataset.series = def.series;
     const cap = el('figcaption');
     cap.append(el('span', 'title', def.title), el('span', 'total', '…'));
-    box.append(cap, el('div', 'plot'));
+    box.append(cap);
+    if (def.hint) box.append(el('p', 'hint', def.hint));
+    box.append(el('div', 'plot'));
     grid.append(box);
   }
   container.replaceChildren(buttons, grid);

@@ -1,7 +1,7 @@
 // The chat view: every chat gated has seen, and the conversation of one (inbound and outbound), searchable
 // by text and sender, a page of rows at a time; with the admin token, a chat's parked rows can be retried
 // and its limited rows released.
-import { el, table } from './common.js';
+import { el, localTime, table } from './common.js';
 import { adminPost, api, chatLink, getToken, notice, onToken, readError } from './dash-core.js';
 import { messageItem } from './messages.js';
 
@@ -21,7 +21,7 @@ export async function refreshChats() {
       [
         ['chat', (c) => chatLink(c.chat_jid)],
         ['rows', (c) => c.messages],
-        ['last', (c) => c.last_at],
+        ['last', (c) => localTime(c.last_at)],
       ],
       r.chats.map((c) => ({ ...c, __class: c.chat_jid === current ? 'chat current' : 'chat' })),
       q ? 'no chat matches' : 'no messages yet',

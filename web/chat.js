@@ -101,8 +101,24 @@ class Pane {
         void this.send();
       }
     });
-    this.root.append(head, this.lines, this.typing, this.form);
+    // Other chats of this session (a terminal's `gated chat`, a platform chat routed here): the agent's
+    // memory is the session's, so the reader is told who else is in it.
+    this.shared = el('p', 'shared');
+    this.shared.hidden = true;
+    this.root.append(head, this.shared, this.lines, this.typing, this.form);
     void this.load();
+  }
+
+  async refreshShared() {
+    try {
+      const { chats } = await getJson(`/api/chat/shared?${query(this.group, this.topic)}`);
+      this.shared.textContent = chats.length
+        ? `shares this session with ${chats.join(', ')}: the agent sees those chats too`
+        : '';
+      this.shared.hidden = chats.length === 0;
+    } catch {
+      // Only a hint: the chat works without it, and the next answer tries again.
+    }
   }
 
   async load() {
@@ -112,6 +128,7 @@ class Pane {
     } catch (err) {
       this.conn.textContent = `history failed: ${err.message}`;
     }
+    void this.refreshShared();
     this.open();
   }
 
@@ -138,6 +155,7 @@ class Pane {
     });
     es.addEventListener('typing', (ev) => {
       this.typing.hidden = !JSON.parse(ev.data).on;
+      if (this.typing.hidden) void this.refreshShared();
     });
   }
 

@@ -15,7 +15,7 @@ registerPanel({
     const lanes = el(
       'p',
       c.lanesWaiting > 0 ? 'bad' : '',
-      `${c.lanesActive} running, ${c.lanesWaiting} waiting for a slot`,
+      `${c.lanesActive} with an agent (running or idle), ${c.lanesWaiting} waiting for a slot`,
     );
     const nodes = el('div');
     table(

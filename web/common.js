@@ -73,3 +73,37 @@ export function table(container, columns, rows, empty) {
   t.append(body);
   container.append(t);
 }
+
+/**
+ * A time as the reader's local clock shows it (only the time today, else the date too), in a <time>
+ * element whose hover shows the stored ISO value. Takes an ISO string or epoch milliseconds; '' for none.
+ */
+export function localTime(value) {
+  if (value === null || value === undefined || value === '') return '';
+  const d = new Date(typeof value === 'number' ? value : String(value));
+  if (Number.isNaN(d.getTime())) return String(value);
+  const today = d.toDateString() === new Date().toDateString();
+  const text = today
+    ? d.toLocaleTimeString()
+    : d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+  const iso = d.toISOString();
+  return el('time', '', text, { datetime: iso, title: iso });
+}
+
+/**
+ * The one vocabulary of run states on every page: an open run is `running` (a turn in progress) or `idle`
+ * (its agent answered and waits for a follow-up until the idle timeout); an ended run shows its result.
+ */
+export const RUN_STATES = {
+  running: 'a turn in progress',
+  idle: 'answered; the agent waits for a follow-up',
+  ok: 'ended normally',
+  error: 'ended with an error',
+  timeout: 'ended: the run timeout passed',
+  stopped: 'ended by /stop or the dashboard',
+};
+
+/** A run's state as a tag with its meaning on hover. */
+export function runState(state) {
+  return el('span', `tag run ${state}`, state, { title: RUN_STATES[state] || '' });
+}

@@ -3,7 +3,7 @@
 // run (`#run=<id>`). The overview polls the read-only JSON endpoints every few seconds. The admin token,
 // when typed, lives in this page's memory only (dash-core.js) and is sent as a Bearer header; without it
 // the page is read-only.
-import { age, el, getJson, table } from './common.js';
+import { age, el, getJson, localTime, runState, table } from './common.js';
 import { mountCharts } from './charts.js';
 import { mountChatView, openChat, refreshChats } from './chat-view.js';
 import {
@@ -37,7 +37,7 @@ function renderRoutes(routes) {
     ['target', (r) => r.target],
     ['impulse', (r) => r.impulse_config || ''],
     ['hits', (r) => el('span', 'hits', r.hits)],
-    ['last hit', (r) => r.last_hit_at || ''],
+    ['last hit', (r) => localTime(r.last_hit_at)],
     [
       'status',
       (r) =>
@@ -104,7 +104,7 @@ async function refresh() {
       [
         ['folder', (g) => g.folder],
         ['name', (g) => g.name || ''],
-        ['added', (g) => g.added_at],
+        ['added', (g) => localTime(g.added_at)],
       ],
       groups.groups,
     );
@@ -118,14 +118,17 @@ async function refresh() {
     ];
     const out = [...outbox.failed, ...outbox.pending].map((o) => ({ ...o, __class: `out ${o.delivery}` }));
     table($('outbox'), outCols, out, 'every reply delivered');
+    // An open run is running or idle as its lane says (one vocabulary: common.js RUN_STATES).
+    const laneOf = new Map(lanes.active.map((l) => [l.run_id, l.state]));
+    const stateOf = (r) => r.result || (laneOf.get(r.id) === 'idle' ? 'idle' : 'running');
     const runCols = [
       ['id', (r) => runLink(r.id)],
       ['group', (r) => r.group_folder],
       ['topic', (r) => r.topic],
       ['chat', (r) => (r.chat_jid ? chatLink(r.chat_jid) : '')],
-      ['started', (r) => r.started_at],
-      ['ended', (r) => r.ended_at || 'running'],
-      ['result', (r) => r.result || ''],
+      ['started', (r) => localTime(r.started_at)],
+      ['ended', (r) => localTime(r.ended_at)],
+      ['state', (r) => runState(stateOf(r))],
       ['msgs', (r) => r.messages],
       ['replies', (r) => r.replies],
       ['error', (r) => r.error || ''],
@@ -133,7 +136,7 @@ async function refresh() {
     table(
       $('runs'),
       runCols,
-      runs.runs.map((r) => ({ ...r, __class: `run ${r.result || 'running'}` })),
+      runs.runs.map((r) => ({ ...r, __class: `run ${stateOf(r)}` })),
       'no runs yet',
     );
     await refreshPanels();
@@ -180,7 +183,7 @@ function route() {
   }
   for (const v of ['overview', 'chat', 'run']) $(`view-${v}`).hidden = v !== view;
   document.body.dataset.view = view;
-  if (view === 'overview') void refresh();
+  if (view === 'overview') void refresh().then(() => hash === 'runs' && $('runs-section').scrollIntoView());
 }
 
 async function removeRoute(id) {

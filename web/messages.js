@@ -1,7 +1,7 @@
 // One message of a chat or a run, as the dashboard shows it: who, when, the text, and what gated did with
 // it (state, route, session, the run that answered it, delivery). Columns this page does not know (added
 // by newer parts of gated: attachments, drafts, usage, …) are listed as they are rather than hidden.
-import { el } from './common.js';
+import { el, localTime } from './common.js';
 import { runLink } from './dash-core.js';
 
 const KNOWN = new Set([
@@ -58,7 +58,9 @@ export function messageItem(m) {
     : m.sender_name
       ? `${m.sender_name} <${m.sender}>`
       : m.sender;
-  meta.append(el('span', 'who', who), el('span', 'when', m.timestamp), el('span', 'mid', `#${m.id}`));
+  const when = el('span', 'when');
+  when.append(localTime(m.timestamp));
+  meta.append(el('span', 'who', who), when, el('span', 'mid', `#${m.id}`));
   if (!out) {
     if (m.verb && m.verb !== 'message') meta.append(tag('verb', m.verb));
     meta.append(tag(`state ${m.state || 'new'}`, m.state || 'not polled'));
@@ -74,8 +76,10 @@ export function messageItem(m) {
     if (m.delivery_attempts > 0) meta.append(tag('attempts', `${m.delivery_attempts} tries`));
   }
   if (m.answered_by) {
-    const r = el('span', `tag run ${m.run_result || 'running'}`);
-    r.append(runLink(m.answered_by, `run #${m.answered_by}`), ` ${m.run_result || 'running'}`);
+    // An ended run shows its result; an open one only its link (the run view says running or idle).
+    const r = el('span', `tag run ${m.run_result || 'open'}`);
+    r.append(runLink(m.answered_by, `run #${m.answered_by}`));
+    if (m.run_result) r.append(` ${m.run_result}`);
     meta.append(r);
   }
   li.append(meta);

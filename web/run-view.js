@@ -1,7 +1,7 @@
 // The run view: one session_log row with what it served (its messages and the replies it wrote), its
 // timings, how it ended, the tail of the agent's stderr and any usage the agent reported; with the admin
 // token, a live run can be stopped.
-import { age, el } from './common.js';
+import { age, el, localTime, runState } from './common.js';
 import { adminPost, api, chatLink, getToken, notice, onToken, readError } from './dash-core.js';
 import { messageItem } from './messages.js';
 
@@ -31,6 +31,13 @@ function fact(dl, name, value) {
   dl.append(dt, dd);
 }
 
+/** A head fact as shown: times in local time, the chat as a link. */
+function headValue(k, r) {
+  if (k === 'chat_jid' && r.chat_jid) return chatLink(r.chat_jid);
+  if (k === 'started_at' || k === 'ended_at') return localTime(r[k]);
+  return r[k];
+}
+
 /** Shows run `id`. */
 export async function openRun(id) {
   current = id;
@@ -39,8 +46,13 @@ export async function openRun(id) {
     const v = await api(`run/${id}`);
     const r = v.run;
     const dl = el('dl', 'facts');
-    for (const k of HEAD) fact(dl, k, k === 'chat_jid' && r.chat_jid ? chatLink(r.chat_jid) : r[k]);
-    fact(dl, 'duration', v.timings.duration_ms === null ? 'running' : age(v.timings.duration_ms));
+    for (const k of HEAD) fact(dl, k, headValue(k, r));
+    if (r.result === null) fact(dl, 'state', runState('running'));
+    fact(
+      dl,
+      'duration',
+      v.timings.duration_ms === null ? 'still open' : `${age(v.timings.duration_ms)} (agent start → exit)`,
+    );
     fact(dl, 'first reply after', v.timings.first_reply_ms === null ? '' : age(v.timings.first_reply_ms));
     const waits = v.timings.queue_ms.filter((q) => q.ms !== null).map((q) => q.ms);
     fact(dl, 'longest wait in queue', waits.length ? age(Math.max(...waits)) : '');

@@ -1,6 +1,6 @@
 // The tasks page: lists scheduled tasks with their next and last run (GET /api/tasks) and, with the admin
 // token, pauses and resumes them. The token lives in this page's memory only and travels as a Bearer header.
-import { el, getJson, table } from './common.js';
+import { el, getJson, localTime, table } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
@@ -13,7 +13,7 @@ function notice(text) {
 
 const auth = () => (token ? { Authorization: `Bearer ${token}` } : {});
 
-/** "in 4 min" / "3 s ago" next to an ISO time. */
+/** "in 4 min" / "3 s ago" next to a local time (the ISO value on hover). */
 function when(iso) {
   if (!iso) return '';
   const d = Date.parse(iso) - Date.now();
@@ -24,7 +24,9 @@ function when(iso) {
       : abs < 3_600_000
         ? `${Math.round(abs / 60_000)} min`
         : `${(abs / 3_600_000).toFixed(1)} h`;
-  return `${iso} (${d >= 0 ? 'in ' + span : span + ' ago'})`;
+  const out = el('span');
+  out.append(localTime(iso), ` (${d >= 0 ? 'in ' + span : span + ' ago'})`);
+  return out;
 }
 
 async function change(id, verb) {

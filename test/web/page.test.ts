@@ -72,7 +72,9 @@ describe('web pages in chromium (HTTP app only)', () => {
     expect(await page.locator('#panel-cluster tbody tr td').allTextContents()).toEqual(
       expect.arrayContaining(['swarm', 'worker-1', '1', '1.5 s']),
     );
-    expect(await page.locator('#panel-cluster p').textContent()).toBe('1 running, 3 waiting for a slot');
+    expect(await page.locator('#panel-cluster p').textContent()).toBe(
+      '1 with an agent (running or idle), 3 waiting for a slot',
+    );
     await page.locator('#panel-channels td', { hasText: 'in process' }).waitFor();
     expect((await page.locator('#panel-channels tbody tr td').allTextContents()).slice(0, 3)).toEqual([
       'web',
