@@ -105,7 +105,8 @@ async function channelFinding(name: string, setting: string, call: () => Promise
     return { name, status: 'ok', detail: `signed in as ${await timeout(call(), name)}` };
   } catch (err) {
     const status = statusOf(err);
-    if (status === 401 || status === 403) {
+    // A GitHub App's key or installation refused is the App's settings too, whatever its status (404).
+    if (status === 401 || status === 403 || (err as Error | null)?.name === 'GithubAppRefused') {
       return {
         name,
         status: 'fail',

@@ -6,6 +6,7 @@ import { main } from '../../gated/program.js';
 import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
 import { tempDir } from '../helpers/db.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
+import { GithubApiServer } from '../infra/github-api.js';
 import { SlackApiServer } from '../infra/slack-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 
@@ -44,6 +45,38 @@ async function platforms() {
 }
 
 describe('gated doctor', { timeout: 60_000 }, () => {
+  it('checks a GitHub App by minting one installation token; a wrong installation is named', async () => {
+    const github = await GithubApiServer.start();
+    servers.push(github);
+    const app = github.installApp();
+    const dir = tempDir();
+    const db = join(dir, 'gated.db');
+    openDatabase(db).close();
+    const key = join(dir, 'app.pem');
+    writeFileSync(key, app.privateKeyPem, { mode: 0o600 });
+    const env = (installation: string) => ({
+      GATED_GROUPS_DIR: join(dir, 'groups'),
+      GATED_RUNTIME: 'process',
+      GITHUB_APP_ID: app.appId,
+      GITHUB_APP_INSTALLATION_ID: installation,
+      GITHUB_APP_PRIVATE_KEY_FILE: key,
+      GITHUB_WEBHOOK_SECRET: 'a-webhook-secret',
+      GITHUB_API_URL: github.url,
+    });
+    const ok = await doctor(db, env(app.installationId));
+    expect(ok.code, ok.lines.join('\n')).toBe(0);
+    expect(ok.lines).toContain(
+      `OK    github         signed in as gated-app[bot] (/app, an installation token for ${app.installationId})`,
+    );
+    expect(app.issued).toHaveLength(1);
+    const lost = await doctor(db, env('999'));
+    expect(lost.code).toBe(1);
+    expect(lost.lines.join('\n')).toMatch(
+      /^FAIL {2}github .*the credentials were refused \(404\)\n\s+fix: check GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and the key file$/m,
+    );
+    expect(lost.lines.join('\n')).not.toContain('PRIVATE KEY');
+  });
+
   it('a healthy setup: every check ok, the bots named by their platforms, exit 0', async () => {
     const { telegram, discord, slack } = await platforms();
     const dir = tempDir();
