@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { parseJid } from '../core/types.js';
 import { literalGlob } from './access.js';
+import { RELEASED_WAIT } from './attachments.js';
 import type { Db } from './db.js';
 import { insertOutbound } from './messages.js';
 
@@ -100,7 +101,8 @@ export class ApprovalStore {
     const senderRows = `state = 'pending' AND group_folder = @group AND sender = @id
          AND substr(chat_jid, 1, length(@platform) + 1) = @platform || ':'`;
     this.releaseStmt = db.prepare(
-      `UPDATE messages SET state = 'held', held_at = @now, max_hold_ms = 0, error = NULL WHERE ${senderRows}`,
+      `UPDATE messages SET state = 'held', held_at = @now, max_hold_ms = 0, error = NULL, ${RELEASED_WAIT}
+       WHERE ${senderRows}`,
     );
     this.denyStmt = db.prepare(`UPDATE messages SET state = 'denied', error = @error WHERE ${senderRows}`);
     this.openListStmt = db.prepare(
@@ -178,8 +180,8 @@ export class ApprovalStore {
 export function releaseLimited(db: Db, chatJid: string, now: number): number {
   return db
     .prepare(
-      `UPDATE messages SET state = 'held', held_at = ?, max_hold_ms = 0, error = NULL
-       WHERE state = 'limited' AND chat_jid = ?`,
+      `UPDATE messages SET state = 'held', held_at = @now, max_hold_ms = 0, error = NULL, ${RELEASED_WAIT}
+       WHERE state = 'limited' AND chat_jid = @chat`,
     )
-    .run(now, chatJid).changes;
+    .run({ now, chat: chatJid }).changes;
 }

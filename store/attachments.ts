@@ -37,6 +37,21 @@ export interface DueAttachment extends AttachmentRow {
   group_folder: string;
 }
 
+/**
+ * A message access has served (CONTRACT §17): the files of a sender who is `denied`, `pending` or `limited`
+ * stay where the platform keeps them (a web upload in its staging folder) until the message is served, so
+ * nothing a stranger sends lands in the group's folder before an owner lets it in.
+ */
+const SERVED = `(m.state IS NULL OR m.state NOT IN ('denied', 'pending', 'limited'))`;
+
+/**
+ * The wait of a message released by an approval or an operator (pending or limited → held): a message
+ * with files not fetched yet waits for them again, as a new one does (they were never downloaded while it
+ * was withheld). Put into the releasing UPDATE of `messages`.
+ */
+export const RELEASED_WAIT = `not_before = CASE WHEN EXISTS (SELECT 1 FROM attachments a
+    WHERE a.message_id = messages.id AND a.state = 'pending') THEN @now + ${ATTACHMENT_WAIT_MS} ELSE not_before END`;
+
 const stmts = new WeakMap<Db, ReturnType<typeof prepare>>();
 
 function prepare(db: Db) {
@@ -49,14 +64,14 @@ function prepare(db: Db) {
     hold: db.prepare(`UPDATE messages SET not_before = ? WHERE id = ?`),
     due: db.prepare(
       `SELECT a.*, m.chat_jid, m.group_folder FROM attachments a JOIN messages m ON m.id = a.message_id
-       WHERE a.state = 'pending' AND m.group_folder IS NOT NULL
+       WHERE a.state = 'pending' AND m.group_folder IS NOT NULL AND ${SERVED}
          AND (a.not_before IS NULL OR a.not_before <= ?)
        ORDER BY a.id LIMIT ?`,
     ),
     nextDue: db
       .prepare(
         `SELECT min(coalesce(a.not_before, 0)) FROM attachments a JOIN messages m ON m.id = a.message_id
-         WHERE a.state = 'pending' AND m.group_folder IS NOT NULL`,
+         WHERE a.state = 'pending' AND m.group_folder IS NOT NULL AND ${SERVED}`,
       )
       .pluck(),
     saved: db.prepare(
@@ -107,7 +122,7 @@ export function insertAttachments(
   if (list.length > 0) s.hold.run(now + ATTACHMENT_WAIT_MS, messageId);
 }
 
-/** Pending attachments of routed messages whose retry time has come, oldest first. */
+/** Pending attachments of routed, served messages whose retry time has come, oldest first. */
 export function dueAttachments(db: Db, now: number, limit = 20): DueAttachment[] {
   return statements(db).due.all(now, limit) as DueAttachment[];
 }
