@@ -33,6 +33,17 @@ export interface Config {
   httpHosts: string[];
   /** Largest inbound attachment downloaded into a group's folder (GATED_MAX_ATTACHMENT_BYTES). */
   maxAttachmentBytes: number;
+  /**
+   * Bounds on what web clients may cause (docs/SECURITY.md): open SSE streams in all
+   * (GATED_SSE_MAX_STREAMS) and per client address (GATED_SSE_MAX_PER_ADDRESS), uploads in flight
+   * (GATED_UPLOADS_MAX_CONCURRENT), upload bytes per client address per hour (GATED_UPLOAD_BYTES_PER_HOUR).
+   */
+  clientCaps: {
+    sseStreams: number;
+    ssePerAddress: number;
+    uploadsConcurrent: number;
+    uploadBytesPerHour: number;
+  };
   /** Platforms in `stream` mode (drafts edited in place); the others are `batch` (GATED_STREAM_CHANNELS). */
   streamChannels: string[];
   /**
@@ -262,6 +273,12 @@ export function loadConfig(env: Env = process.env): Config {
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
     maxAttachmentBytes: int(env, 'GATED_MAX_ATTACHMENT_BYTES', 20 * 1024 * 1024, 0),
+    clientCaps: {
+      sseStreams: int(env, 'GATED_SSE_MAX_STREAMS', 200, 1),
+      ssePerAddress: int(env, 'GATED_SSE_MAX_PER_ADDRESS', 20, 1),
+      uploadsConcurrent: int(env, 'GATED_UPLOADS_MAX_CONCURRENT', 4, 1),
+      uploadBytesPerHour: int(env, 'GATED_UPLOAD_BYTES_PER_HOUR', 200 * 1024 * 1024, 0),
+    },
     streamChannels: (str(env, 'GATED_STREAM_CHANNELS') ?? 'telegram,discord,web')
       .split(',')
       .map((s) => s.trim().toLowerCase())

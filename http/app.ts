@@ -4,16 +4,20 @@ import { secureHeaders } from 'hono/secure-headers';
 import { accessApi } from './access.js';
 import { adminApi } from './admin.js';
 import { createAuth } from './auth.js';
+import { admitUploads, ClientBounds, DEFAULT_CLIENT_CAPS } from './bounds.js';
+import { ChatReaders } from './chat-view.js';
 import { chatRoutes } from './chat.js';
 import { chatFileRoutes } from './chat-files.js';
 import { dashboardRoutesApi } from './dashboard.js';
 import { hostGuard } from './guard.js';
 import { healthApi, metricsApi } from './health.js';
+import { cookieKey, identify, identityRoutes, WebIdentity } from './identity.js';
 import { Inspect } from './inspect.js';
 import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
 import { staticApi } from './static.js';
 import { tasksAdminApi, tasksReadApi } from './tasks.js';
+import { AccessSource } from '../store/access.js';
 import { RouteSource } from '../store/routes.js';
 import type { HttpAppOptions } from './types.js';
 import { viewsApi } from './views.js';
@@ -90,9 +94,16 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   });
   app.use(hostGuard({ bound: config.httpHost, extra: config.httpHosts }));
   app.use(auth.noTokenInUrl);
+  // Every chat request knows its sender from the cookie gated issued (the page's first load sets it).
+  const identity = new WebIdentity(cookieKey(db), config.adminToken, now);
+  app.use('/', identify(identity));
+  app.use('/api/chat/*', identify(identity));
+  // Uploads are admitted (or refused with 429) before any body limit reads a byte of them.
+  const maxAttachment = config.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT;
+  const bounds = opts.bounds ?? new ClientBounds({ ...DEFAULT_CLIENT_CAPS, ...config.clientCaps }, now);
+  app.use('/api/chat/upload', admitUploads(bounds, maxAttachment + UPLOAD_OVERHEAD));
   // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an
   // endpoint accepts is larger, and the parsers buffer whole bodies.
-  const maxAttachment = config.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT;
   const small = bodyLimit({
     maxSize: MAX_BODY_BYTES,
     onError: (c) => c.json({ error: 'request body too large' }, 413),
@@ -122,10 +133,19 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.route('/healthz', healthApi(q, opts.pingRuntime, opts.health));
   app.use('/metrics', auth.read);
   app.route('/metrics', metricsApi(metrics));
-  app.route('/api/chat', chatRoutes({ q, web, log: httpLog }));
+  const readers = new ChatReaders(new AccessSource(db, config.admins ?? []));
+  app.route('/api/chat', identityRoutes(identity));
+  app.route('/api/chat', chatRoutes({ q, web, log: httpLog, readers, bounds }));
   app.route(
     '/api/chat',
-    chatFileRoutes({ q, web, log: httpLog, groupsDir: config.groupsDir, maxBytes: maxAttachment }),
+    chatFileRoutes({
+      q,
+      web,
+      log: httpLog,
+      groupsDir: config.groupsDir,
+      maxBytes: maxAttachment,
+      readers,
+    }),
   );
   app.use('/api/dashboard/*', auth.read);
   const routes = opts.routes ?? new RouteSource(db);

@@ -5,6 +5,7 @@ import { createMiddleware } from 'hono/factory';
 /**
  * Who may do what over HTTP.
  * - The web chat (`/`, `/api/chat/*`) and `/healthz` are open: the chat is the product, health says nothing.
+ *   Who writes in the chat, and what of a members-only chat each may read, is identity.ts and chat-view.ts.
  * - Reading the dashboard and /metrics: a local client (loopback, not relayed by a proxy), or anyone with
  *   the admin token.
  * - Changing anything (routes): only with the admin token, which must be configured (GATED_ADMIN_TOKEN).

@@ -1,7 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { Readable } from 'node:stream';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { UsageError } from '../core/errors.js';
 import { mimeOf, safeFileName, type AttachmentKind, type NewAttachment } from '../core/files.js';
 import type { Logger } from '../core/log.js';
@@ -14,6 +14,7 @@ import {
   type ChatFile,
   type WebChannel,
 } from '../channels/web/index.js';
+import { lineSeen, type ChatReaders } from './chat-view.js';
 import type { Queries } from './queries.js';
 
 /** What the chat's file endpoints need. */
@@ -25,6 +26,8 @@ export interface ChatFilesDeps {
   groupsDir: string | undefined;
   /** GATED_MAX_ATTACHMENT_BYTES: the most one upload (all its files together) may hold. */
   maxBytes: number;
+  /** What each viewer may read of a chat (its files included). */
+  readers: ChatReaders;
 }
 
 // A type the browser claims for a file; anything else is replaced by the type the name suggests.
@@ -57,6 +60,11 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
       return c.json({ error: 'send multipart/form-data' }, 415);
     }
     if (!web.started) return c.json({ error: 'the web chat is not started' }, 503);
+    return upload(c);
+  });
+
+  /** One upload admitted by the bounds (http/bounds.ts): parse, stage, store. */
+  async function upload(c: Context): Promise<Response> {
     const form = await c.req.parseBody({ all: true }).catch(() => null);
     if (!form) return c.json({ error: 'unreadable multipart body' }, 400);
     const str = (k: string) => (typeof form[k] === 'string' ? (form[k] as string) : undefined);
@@ -68,6 +76,8 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
     if (files.length > MAX_UPLOAD_FILES)
       return c.json({ error: `at most ${MAX_UPLOAD_FILES} files per message` }, 400);
     const total = files.reduce((n, f) => n + f.size, 0);
+    // What the upload carried, for the bytes of the hour when it announced no length.
+    c.set('uploadBytes', total);
     if (total > deps.maxBytes) {
       return c.json({ error: `files of ${total} bytes are over the limit of ${deps.maxBytes} bytes` }, 413);
     }
@@ -84,7 +94,7 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
         folder,
         topic: str('topic') ?? '',
         content: str('content') ?? '',
-        client: str('client'),
+        visitor: c.get('viewer').sender,
         senderName: str('name'),
         clientMsgId: str('clientMsgId'),
         attachments: staged,
@@ -106,7 +116,7 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
       if (err instanceof UsageError) return c.json({ error: err.message }, 400);
       throw err;
     }
-  });
+  }
 
   app.get('/file', async (c) => {
     const folder = c.req.query('group') ?? '';
@@ -118,6 +128,16 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
     const row = q.chatFile(id, seq);
     // Only rows of this group's web chat: an id of another chat is as unknown as a missing one.
     if (!row?.path || row.chat_jid !== webJid(folder)) return c.json({ error: 'no such file' }, 404);
+    // A file of a line this viewer may not read is as unknown as a missing one.
+    const role = row.is_from_me ? 'agent' : 'user';
+    if (
+      !lineSeen(deps.readers.only(folder, c.get('viewer')), {
+        role,
+        sender: row.sender,
+        reply_to: row.reply_to,
+      })
+    )
+      return c.json({ error: 'no such file' }, 404);
     const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
     const root = await realpath(join(deps.groupsDir, group)).catch(() => undefined);
     if (!root) return c.json({ error: 'no such file' }, 404);

@@ -11,6 +11,9 @@ import {
   type WebChannel,
   type WebEvent,
 } from '../channels/web/index.js';
+import { clientAddress, type ClientBounds } from './bounds.js';
+import { lineSeen, type ChatReaders } from './chat-view.js';
+import type { Viewer } from './identity.js';
 import type { Queries } from './queries.js';
 
 /** What the chat API needs. */
@@ -18,12 +21,25 @@ export interface ChatDeps {
   q: Queries;
   web: WebChannel;
   log: Logger;
+  /** What each viewer may read of a chat. */
+  readers: ChatReaders;
+  /** The caps on open streams. */
+  bounds: ClientBounds;
   /** Milliseconds between SSE keep-alive comments (default 15 s). */
   keepAliveMs?: number;
 }
 
 const REPLAY_PAGE = 500;
 const HISTORY_MAX = REPLAY_PAGE;
+
+/** One SSE stream: its chat topic, its replay cursor, and who follows it. */
+interface Follow {
+  jid: string;
+  topic: string;
+  cursor: number | undefined;
+  folder: string;
+  viewer: Viewer;
+}
 
 /** A chat topic named by query parameters, checked against registered_groups. */
 function chatParams(c: Context, q: Queries): { folder: string; topic: string } | Response {
@@ -65,8 +81,14 @@ function nonNegInt(raw: string | undefined): number | undefined {
  * lines by id.
  */
 export function chatRoutes(deps: ChatDeps): Hono {
-  const { q, web, log } = deps;
+  const { q, web, log, readers, bounds } = deps;
   const app = new Hono();
+
+  // Who the browser is (http/identity.ts): its sender, and whether it is the admin.
+  app.get('/me', (c) => {
+    const v = c.get('viewer');
+    return c.json({ sender: `web:${v.sender}`, admin: v.admin });
+  });
 
   app.get('/groups', (c) => c.json({ groups: q.groups().map((g) => ({ folder: g.folder, name: g.name })) }));
 
@@ -74,6 +96,8 @@ export function chatRoutes(deps: ChatDeps): Hono {
   app.get('/shared', (c) => {
     const p = chatParams(c, q);
     if (p instanceof Response) return p;
+    // Which chats a members-only group talks in is the members' business, as its lines are.
+    if (readers.only(p.folder, c.get('viewer')) !== null) return c.json({ chats: [] });
     return c.json({ chats: q.sharedChats(p.folder, p.topic, webJid(p.folder)) });
   });
 
@@ -82,8 +106,11 @@ export function chatRoutes(deps: ChatDeps): Hono {
     if (p instanceof Response) return p;
     const before = nonNegInt(c.req.query('before')) ?? Number.MAX_SAFE_INTEGER;
     const limit = Math.min(nonNegInt(c.req.query('limit')) ?? 200, HISTORY_MAX);
-    const lines = linesOf(q, q.chatTail(webJid(p.folder), p.topic, before, limit));
-    return c.json({ group: p.folder, topic: p.topic, lines });
+    const viewer = c.get('viewer');
+    const only = readers.only(p.folder, viewer);
+    const lines = linesOf(q, q.chatTail(webJid(p.folder), p.topic, before, limit, only));
+    const restricted = readers.restriction(p.folder, viewer);
+    return c.json({ group: p.folder, topic: p.topic, lines, ...(restricted ? { restricted } : {}) });
   });
 
   app.post('/send', async (c) => {
@@ -102,7 +129,7 @@ export function chatRoutes(deps: ChatDeps): Hono {
         folder,
         topic: str('topic') ?? '',
         content: str('content') ?? '',
-        client: str('client'),
+        visitor: c.get('viewer').sender,
         senderName: str('name'),
         clientMsgId: str('clientMsgId'),
       });
@@ -118,16 +145,24 @@ export function chatRoutes(deps: ChatDeps): Hono {
     if (p instanceof Response) return p;
     const jid = webJid(p.folder);
     const cursor = nonNegInt(c.req.header('last-event-id')) ?? nonNegInt(c.req.query('after'));
+    const release = bounds.openStream(clientAddress(c));
+    if (typeof release !== 'function') {
+      return c.json({ error: release.reason }, 429, { 'Retry-After': String(release.retryAfterS) });
+    }
+    const view = { folder: p.folder, viewer: c.get('viewer') };
     return streamSSE(
       c,
-      (stream) => follow(stream, jid, p.topic, cursor),
+      (stream) => follow(stream, { jid, topic: p.topic, cursor, ...view }).finally(release),
       async (err) => {
         log.warn({ err, chat: jid, topic: p.topic }, 'web chat stream failed');
       },
     );
   });
 
-  async function follow(stream: SSEStreamingApi, jid: string, topic: string, cursor: number | undefined) {
+  async function follow(stream: SSEStreamingApi, f: Follow) {
+    const { jid, topic, cursor } = f;
+    // Decided per event: an approval or a block mid-stream applies to the next line.
+    const only = () => readers.only(f.folder, f.viewer);
     const queue: WebEvent[] = [];
     let wake: (() => void) | undefined;
     let done = false;
@@ -155,7 +190,7 @@ export function chatRoutes(deps: ChatDeps): Hono {
       // with a `more` event and the client opens the next page from the last id it got (EventSource's own
       // reconnect with Last-Event-ID does the same).
       if (cursor !== undefined && !done) {
-        const rows = q.chatAfter(jid, topic, cursor, REPLAY_PAGE);
+        const rows = q.chatAfter(jid, topic, cursor, REPLAY_PAGE, only());
         for (const line of linesOf(q, rows)) {
           sent.add(line.id);
           await stream.writeSSE({ event: 'message', id: String(line.id), data: JSON.stringify(line) });
@@ -171,9 +206,12 @@ export function chatRoutes(deps: ChatDeps): Hono {
       }
       // A tab that connects mid-turn starts from the draft shown now (memory only: none after a restart).
       const draft = web.currentDraft(jid, topic);
-      if (draft && !done) await stream.writeSSE({ event: 'draft', data: JSON.stringify(draft) });
+      // A viewer limited to its own rows gets neither the draft nor the indicator: the members' business.
+      const member = only() === null;
+      if (draft && !done && member) await stream.writeSSE({ event: 'draft', data: JSON.stringify(draft) });
       // Likewise the working indicator: shown only if the agent works now, never one that ended meanwhile.
-      if (web.isWorking(jid) && !done) await stream.writeSSE({ event: 'typing', data: '{"on":true}' });
+      if (web.isWorking(jid) && !done && member)
+        await stream.writeSSE({ event: 'typing', data: '{"on":true}' });
       while (!done) {
         const ev = queue.shift();
         if (!ev) {
@@ -182,6 +220,9 @@ export function chatRoutes(deps: ChatDeps): Hono {
           continue;
         }
         if (ev.type === 'close') break;
+        // Typing and drafts are the agent's work for the members; a viewer limited to its own rows gets
+        // only its own lines and the answers to them.
+        if (ev.type !== 'message' ? only() !== null : !lineSeen(only(), ev.line)) continue;
         if (ev.type === 'typing') {
           await stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
           continue;

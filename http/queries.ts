@@ -54,6 +54,24 @@ export interface ChatFileRow {
   path: string | null;
   /** The folder the path was checked against: the inbound row's group, or the group a reply answers. */
   group_folder: string | null;
+  /** The row's sender, and whether gated wrote it, and the platform id it answers: who may see it. */
+  sender: string;
+  is_from_me: number;
+  reply_to: string | null;
+}
+
+// A chat row one web sender may see when it may not read the whole chat: its own posts and the answers to
+// them (a reply's reply_to is the post's platform id, `<sender>-<clientMsgId>`). @who NULL: every row.
+const SEEN_BY = `(@who IS NULL OR (is_from_me = 0 AND sender = @who)
+  OR (is_from_me = 1 AND substr(reply_to, 1, length(@who) + 1) = @who || '-'))`;
+
+/** Parameters of a chat page: `who` limits it to one web sender's own rows (null: all rows). */
+interface ChatPage {
+  jid: string;
+  topic: string;
+  id: number;
+  limit: number;
+  who: string | null;
 }
 
 interface FileListRow {
@@ -80,12 +98,14 @@ export class Queries {
       group: db.prepare<[string], { folder: string }>(
         `SELECT folder FROM registered_groups WHERE folder = ?`,
       ),
-      chatTail: db.prepare<[string, string, number, number], ChatRow>(
+      chatTail: db.prepare<[ChatPage], ChatRow>(
         `SELECT * FROM (SELECT ${CHAT_COLS} FROM messages
-           WHERE chat_jid = ? AND topic = ? AND id < ? ORDER BY id DESC LIMIT ?) ORDER BY id`,
+           WHERE chat_jid = @jid AND topic = @topic AND id < @id AND ${SEEN_BY}
+           ORDER BY id DESC LIMIT @limit) ORDER BY id`,
       ),
-      chatAfter: db.prepare<[string, string, number, number], ChatRow>(
-        `SELECT ${CHAT_COLS} FROM messages WHERE chat_jid = ? AND topic = ? AND id > ? ORDER BY id LIMIT ?`,
+      chatAfter: db.prepare<[ChatPage], ChatRow>(
+        `SELECT ${CHAT_COLS} FROM messages WHERE chat_jid = @jid AND topic = @topic AND id > @id AND ${SEEN_BY}
+           ORDER BY id LIMIT @limit`,
       ),
       routes: db.prepare<[], RouteHitRow>(
         `SELECT r.id, r.seq, r.match, r.target, r.impulse_config,
@@ -111,13 +131,15 @@ export class Queries {
          ORDER BY message_id, seq`,
       ),
       inboundFile: db.prepare<[number, number], ChatFileRow>(
-        `SELECT m.chat_jid, a.name, a.mime, a.path, m.group_folder FROM attachments a
+        `SELECT m.chat_jid, a.name, a.mime, a.path, m.group_folder, m.sender, m.is_from_me, m.reply_to
+           FROM attachments a
            JOIN messages m ON m.id = a.message_id
           WHERE a.message_id = ? AND a.seq = ? AND m.is_from_me = 0 AND a.state = 'saved'`,
       ),
       outboundFile: db.prepare<[number, number], ChatFileRow>(
         `SELECT m.chat_jid, f.name, f.mime, f.abs_path AS path,
-                (SELECT q.group_folder FROM messages q WHERE q.id = m.reply_to_id) AS group_folder
+                (SELECT q.group_folder FROM messages q WHERE q.id = m.reply_to_id) AS group_folder,
+                m.sender, m.is_from_me, m.reply_to
            FROM outbound_files f JOIN messages m ON m.id = f.message_id
           WHERE f.message_id = ? AND f.seq = ? AND m.is_from_me = 1 AND f.state = 'ok'`,
       ),
@@ -153,14 +175,29 @@ export class Queries {
     return this.s.group.get(folder) !== undefined;
   }
 
-  /** The last `limit` rows of a chat topic before row `beforeId` (inbound and outbound), oldest first. */
-  chatTail(chatJid: string, topic: string, beforeId: number, limit: number): ChatRow[] {
-    return this.s.chatTail.all(chatJid, topic, beforeId, limit);
+  /**
+   * The last `limit` rows of a chat topic before row `beforeId` (inbound and outbound), oldest first; with
+   * `who`, only that web sender's own posts and the answers to them.
+   */
+  chatTail(
+    chatJid: string,
+    topic: string,
+    beforeId: number,
+    limit: number,
+    who: string | null = null,
+  ): ChatRow[] {
+    return this.s.chatTail.all({ jid: chatJid, topic, id: beforeId, limit, who });
   }
 
-  /** Up to `limit` rows of a chat topic after row `afterId`, oldest first (SSE replay). */
-  chatAfter(chatJid: string, topic: string, afterId: number, limit: number): ChatRow[] {
-    return this.s.chatAfter.all(chatJid, topic, afterId, limit);
+  /** Up to `limit` rows of a chat topic after row `afterId`, oldest first (SSE replay); `who` as chatTail. */
+  chatAfter(
+    chatJid: string,
+    topic: string,
+    afterId: number,
+    limit: number,
+    who: string | null = null,
+  ): ChatRow[] {
+    return this.s.chatAfter.all({ jid: chatJid, topic, id: afterId, limit, who });
   }
 
   /** The files of the given chat rows, by row id (rows without files are absent). */

@@ -7,6 +7,7 @@ import type { Db } from '../store/db.js';
 import type { RouteSource } from '../store/routes.js';
 import type { History } from '../store/history.js';
 import type { AdminActions } from './admin.js';
+import type { ClientBounds } from './bounds.js';
 import type { LaneInfo } from '../queue/types.js';
 
 // Lanes are the queue's vocabulary; the dashboard shows them as the queue reports them.
@@ -36,8 +37,14 @@ export interface HttpAppOptions {
   db: Db;
   /** `admins` (GATED_ADMINS) are shown as owners of every group on the access page. */
   /** `groupsDir` and `maxAttachmentBytes`: the web chat's files (without groupsDir no file is served). */
+  /** `clientCaps`: the bounds on SSE streams and uploads (defaults: http/bounds.ts). */
   config: Pick<Config, 'adminToken'> &
-    Partial<Pick<Config, 'tz' | 'admins' | 'httpHost' | 'httpHosts' | 'groupsDir' | 'maxAttachmentBytes'>>;
+    Partial<
+      Pick<
+        Config,
+        'tz' | 'admins' | 'httpHost' | 'httpHosts' | 'groupsDir' | 'maxAttachmentBytes' | 'clientCaps'
+      >
+    >;
   log: Logger;
   metrics: Metrics;
   web: WebChannel;
@@ -54,6 +61,8 @@ export interface HttpAppOptions {
   pingRuntime?: () => Promise<void>;
   /** More named checks for /healthz ('ok' or the reason): the poll loop's last tick, a wedged queue. */
   health?: () => Record<string, string>;
+  /** The counts behind the client bounds (default: new ones over `config.clientCaps`). */
+  bounds?: ClientBounds;
   /** The clock (tests). */
   now?: () => number;
   /** The started channels, for the dashboard's channels panel. */

@@ -19,6 +19,12 @@ export type Role = 'owner' | 'member' | 'blocked';
 /** What the agent is told about a message's sender. */
 export type SenderRole = 'owner' | 'member' | 'guest' | 'system';
 
+/**
+ * The web chat's admin sender (`web:admin`): whoever presented GATED_ADMIN_TOKEN. Visitor ids gated issues
+ * (`v` + hex digits) never take this form.
+ */
+export const WEB_ADMIN = 'admin';
+
 /** A sender as access sees it: the chat's platform and the platform's sender id. */
 export interface Principal {
   platform: string;
@@ -184,9 +190,25 @@ export class AccessSource {
     return undefined;
   }
 
-  /** True when the sender is one of GATED_ADMINS (by `id` or `platform:id`). */
+  /**
+   * True when the sender is one of GATED_ADMINS (by `id` or `platform:id`). The web chat is the exception:
+   * its ids are issued by gated, and its one admin is `web:admin`, whoever presented GATED_ADMIN_TOKEN
+   * (http/identity.ts); no GATED_ADMINS entry makes a web visitor an admin.
+   */
   isAdmin(p: Principal): boolean {
+    if (p.platform === 'web') return p.id === WEB_ADMIN;
     return this.admins.size > 0 && (this.admins.has(principalId(p)) || this.admins.has(p.id));
+  }
+
+  /**
+   * True when the sender may reach the group's agent (§12): not blocked, and a member or owner unless the
+   * group is open. Limits do not count: a sender over one is still someone the group answers.
+   */
+  mayReach(folder: string, p: Principal): boolean {
+    const snap = this.current();
+    const role = this.role(folder, p, snap);
+    if (role === 'blocked') return false;
+    return role !== undefined || this.mode(folder, snap) === 'open';
   }
 
   /**

@@ -1,7 +1,8 @@
 // The web chat: one pane per topic of the chosen group, side by side; each pane is its own session.
 // History comes from /api/chat/history, then an EventSource follows /api/chat/stream from the newest id
 // shown. EventSource reconnects by itself and sends Last-Event-ID; the server replays what was missed and
-// the pane drops lines whose id it already shows.
+// the pane drops lines whose id it already shows. Who this browser is comes from gated: a visitor id in an
+// HttpOnly cookie (the page never sees or sends it), or the admin after signing in with the admin token.
 import { DraftBubble, fileNode } from './chat-parts.js';
 import { el, getJson, randomId } from './common.js';
 import { markdownNode } from './markdown.js';
@@ -22,11 +23,9 @@ function bodyOf(group, line) {
 }
 
 const $ = (id) => document.getElementById(id);
-const client = localStorage.getItem('gated.client') || randomId();
-localStorage.setItem('gated.client', client);
 const TOPIC_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
-const state = { group: '', panes: new Map() };
+const state = { group: '', panes: new Map(), me: { sender: '', admin: false } };
 
 function notice(text) {
   const n = $('notice');
@@ -66,6 +65,8 @@ class Pane {
       x.addEventListener('click', () => closePane(topic));
       head.append(x);
     }
+    this.restricted = el('p', 'restricted');
+    this.restricted.hidden = true;
     this.lines = el('ol', 'lines');
     this.draft = new DraftBubble(this.lines);
     this.typing = el('p', 'typing', 'agent is working…');
@@ -105,7 +106,7 @@ class Pane {
     // memory is the session's, so the reader is told who else is in it.
     this.shared = el('p', 'shared');
     this.shared.hidden = true;
-    this.root.append(head, this.shared, this.lines, this.typing, this.form);
+    this.root.append(head, this.restricted, this.shared, this.lines, this.typing, this.form);
     void this.load();
   }
 
@@ -124,6 +125,9 @@ class Pane {
   async load() {
     try {
       const h = await getJson(`/api/chat/history?${query(this.group, this.topic)}`);
+      // A members-only group shows a stranger its own lines only, and says so.
+      this.restricted.textContent = h.restricted || '';
+      this.restricted.hidden = !h.restricted;
       for (const line of h.lines) this.add(line);
     } catch (err) {
       this.conn.textContent = `history failed: ${err.message}`;
@@ -136,9 +140,14 @@ class Pane {
     const es = new EventSource(`/api/chat/stream?${query(this.group, this.topic)}&after=${this.maxId}`);
     this.es = es;
     es.addEventListener('open', () => this.setConn('live'));
-    es.addEventListener('error', () =>
-      this.setConn(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting'),
-    );
+    es.addEventListener('error', () => {
+      if (es.readyState !== EventSource.CLOSED) return this.setConn('reconnecting');
+      // Refused (429: too many streams) or gone: the browser does not retry by itself; try again later.
+      this.setConn('closed');
+      setTimeout(() => {
+        if (this.es === es) this.open();
+      }, 10_000);
+    });
     es.addEventListener('message', (ev) => this.add(JSON.parse(ev.data)));
     // Every (re)connect starts over from the draft and the working indicator the server shows now, if
     // any: one that went away while the tab was disconnected must not stay.
@@ -226,7 +235,7 @@ class Pane {
     this.input.value = '';
     this.file.value = '';
     this.chosen.textContent = '';
-    const body = { group: this.group, topic: this.topic, content, client, clientMsgId: randomId() };
+    const body = { group: this.group, topic: this.topic, content, clientMsgId: randomId() };
     try {
       const r = await this.post(body, files);
       if (r.id) {
@@ -235,7 +244,7 @@ class Pane {
           id: r.id,
           role: 'user',
           content,
-          sender: `web-${client}`,
+          sender: state.me.sender.replace(/^web:/, ''),
           sender_name: null,
           topic: this.topic,
           timestamp: now,
@@ -250,6 +259,7 @@ class Pane {
 
   close() {
     this.es?.close();
+    this.es = null;
     this.root.remove();
   }
 }
@@ -277,8 +287,44 @@ function selectGroup(group) {
   for (const t of savedTopics(group)) openPane(t);
 }
 
+/** Shows who this browser is, and the admin sign-in (the token is sent once, never kept by the page). */
+async function identity() {
+  state.me = await getJson('/api/chat/me');
+  $('me').textContent = state.me.admin ? `${state.me.sender} (admin)` : `you are ${state.me.sender}`;
+  $('admin-login').hidden = state.me.admin;
+  $('admin-logout').hidden = !state.me.admin;
+}
+
+function identityForms() {
+  $('admin-login').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const token = $('admin-token').value;
+    $('admin-token').value = '';
+    try {
+      await getJson('/api/chat/login', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ token }),
+      });
+      window.location.reload();
+    } catch (err) {
+      notice(`not signed in: ${err.message}`);
+    }
+  });
+  $('admin-logout').addEventListener('click', async () => {
+    await getJson('/api/chat/logout', { method: 'POST' }).catch(() => null);
+    window.location.reload();
+  });
+}
+
 async function main() {
   let groups = [];
+  identityForms();
+  try {
+    await identity();
+  } catch (err) {
+    notice(`cannot tell who you are: ${err.message}`);
+  }
   try {
     groups = (await getJson('/api/chat/groups')).groups;
   } catch (err) {

@@ -33,6 +33,8 @@ export interface WebChannelOptions {
 export const MAX_UPLOAD_FILES = 8;
 
 const CLIENT_RE = /^[A-Za-z0-9_-]{1,64}$/;
+// No '-' in a sender, so `<sender>-` opens the platform ids of that sender's posts only (http/chat-view.ts).
+const SENDER_RE = /^[A-Za-z0-9_]{1,64}$/;
 
 type Subscriber = (ev: WebEvent) => void;
 
@@ -120,11 +122,14 @@ export class WebChannel implements Channel {
     if (files.length > MAX_UPLOAD_FILES) throw new UsageError(`more than ${MAX_UPLOAD_FILES} files`);
     if (p.content.trim() === '' && files.length === 0) throw new UsageError('empty message');
     if (p.content.length > WEB_LIMIT) throw new UsageError(`message longer than ${WEB_LIMIT} characters`);
-    const client = p.client && CLIENT_RE.test(p.client) ? p.client : 'anon';
-    const msgId = p.clientMsgId && CLIENT_RE.test(p.clientMsgId) ? `${client}-${p.clientMsgId}` : null;
+    const sender = p.visitor ?? 'anon';
+    if (!SENDER_RE.test(sender)) throw new UsageError(`bad web sender '${sender.slice(0, 64)}'`);
+    // Every post has a platform id of its sender's, so the answers to it (reply_to) are known as its own,
+    // also when the client sent no id of its own (then a retry is not recognised).
+    const own = p.clientMsgId && CLIENT_RE.test(p.clientMsgId) ? p.clientMsgId : randomUUID().slice(0, 18);
+    const msgId = `${sender}-${own}`;
     const chat_jid = webJid(p.folder);
     const timestamp = isoNow();
-    const sender = `web-${client}`;
     const sender_name = p.senderName?.trim().slice(0, 64) || null;
     const id = this.sink({
       chat_jid,

@@ -18,7 +18,7 @@ export interface ChatLine {
   sender_name: string | null;
   topic: string;
   timestamp: string;
-  /** The platform id of the post this reply answers (`<client>-<clientMsgId>`), if known. */
+  /** The platform id of the post this reply answers (`<visitor>-<clientMsgId>`), if known. */
   reply_to: string | null;
   /**
    * Files of the line: a user's uploads (inbound attachments) or the agent's `files`. A live part of a reply
@@ -64,8 +64,11 @@ export interface WebPost {
   folder: string;
   topic: string;
   content: string;
-  /** A stable id of the browser (localStorage); becomes the sender `web-<client>`. */
-  client?: string;
+  /**
+   * The sender: the visitor id gated issued to the browser, or `admin` for whoever presented the admin token
+   * (http/identity.ts); never a field of the request. In-process callers may leave it out (`anon`).
+   */
+  visitor?: string;
   senderName?: string;
   /** The tab's id for this post: a retried POST with the same id is stored once. */
   clientMsgId?: string;

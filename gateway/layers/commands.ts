@@ -1,5 +1,6 @@
 import { commandNames } from '../../core/group-config.js';
 import { sessionKeyId, type SessionKey } from '../../core/types.js';
+import { principalOf } from '../../store/access.js';
 import { sessionsOf } from '../../store/sessions.js';
 import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
@@ -120,7 +121,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
   status: {
     help: '/status: instance status (admins only)',
     run(passage, _args, env) {
-      if (!env.config.admins.includes(passage.msg.sender)) {
+      // GATED_ADMINS by id or platform:id, and the web chat's token holder (store/access.ts isAdmin).
+      if (!env.access.source.isAdmin(principalOf(passage.msg))) {
         return env.answer(passage.msg, '/status is for admins (GATED_ADMINS)');
       }
       const groups = env.catalog.groups.size;

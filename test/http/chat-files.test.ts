@@ -14,7 +14,7 @@ import { CHAT_LINE_MAX, type ChatLine } from '../../channels/web/index.js';
 import { insertOutboundFiles } from '../../store/outbound-files.js';
 import { until } from '../helpers/process.js';
 import { tempDir } from '../helpers/db.js';
-import { getJson, startWebServer, type WebServer } from './harness.js';
+import { getJson, startWebServer, visit, type WebServer } from './harness.js';
 import { SseClient } from './sse-client.js';
 
 const PNG = Buffer.from(
@@ -80,11 +80,13 @@ const mimeFor = (p: string) =>
 describe('web chat uploads', () => {
   it('stores the message with its files staged, and the inbox saves them into the group folder', async () => {
     const s = await startWebServer();
+    const me = await visit(s.url);
     const r = await upload(
       s,
-      form({ group: 'demo', content: 'look', client: 'c1', clientMsgId: 'm1' }, [
+      form({ group: 'demo', content: 'look', clientMsgId: 'm1' }, [
         { name: 'cat.png', data: PNG, type: 'image/png' },
       ]),
+      me.headers,
     );
     expect(r.status).toBe(201);
     const id = r.body.id as number;
@@ -97,9 +99,10 @@ describe('web chat uploads', () => {
     // The same post again (a retried request) is stored once, and its second copy is not kept.
     const again = await upload(
       s,
-      form({ group: 'demo', content: 'look', client: 'c1', clientMsgId: 'm1' }, [
+      form({ group: 'demo', content: 'look', clientMsgId: 'm1' }, [
         { name: 'cat.png', data: PNG, type: 'image/png' },
       ]),
+      me.headers,
     );
     expect(again).toEqual({ status: 200, body: { id: null, duplicate: true } });
 

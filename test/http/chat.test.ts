@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WEB_LIMIT } from '../../channels/web/index.js';
 import { splitText } from '../../core/text.js';
-import { getJson, postJson, reply, startWebServer } from './harness.js';
+import { getJson, postJson, reply, startWebServer, visit } from './harness.js';
 import { SseClient } from './sse-client.js';
 
 interface Line {
@@ -16,34 +16,34 @@ const lines = (evs: { data: string }[]) => evs.map((e) => JSON.parse(e.data) as 
 describe('web chat: posting', () => {
   it('stores a post as an inbound web:<folder> row with its topic, through the sink', async () => {
     const s = await startWebServer();
-    const r = await postJson(`${s.url}/api/chat/send`, {
-      group: 'demo',
-      topic: 'support',
-      content: 'hello there',
-      client: 'tab1',
-      clientMsgId: 'm1',
-      name: 'Ann',
-    });
+    const me = await visit(s.url);
+    expect(me.sender).toMatch(/^v[0-9a-f]{20}$/);
+    const r = await postJson(
+      `${s.url}/api/chat/send`,
+      { group: 'demo', topic: 'support', content: 'hello there', clientMsgId: 'm1', name: 'Ann' },
+      me.headers,
+    );
     expect(r.status).toBe(201);
     const row = s.db.prepare('SELECT * FROM messages WHERE id = ?').get(r.body.id) as Record<string, unknown>;
     expect(row).toMatchObject({
       chat_jid: 'web:demo',
       topic: 'support',
       content: 'hello there',
-      sender: 'web-tab1',
+      sender: me.sender,
       sender_name: 'Ann',
       verb: 'message',
       is_from_me: 0,
-      platform_msg_id: 'tab1-m1',
+      platform_msg_id: `${me.sender}-m1`,
     });
     expect(s.woken).toEqual([r.body.id]);
   });
 
   it('stores a retried post (same clientMsgId) once', async () => {
     const s = await startWebServer();
-    const body = { group: 'demo', content: 'once', client: 'tab1', clientMsgId: 'same' };
-    const a = await postJson(`${s.url}/api/chat/send`, body);
-    const b = await postJson(`${s.url}/api/chat/send`, body);
+    const body = { group: 'demo', content: 'once', clientMsgId: 'same' };
+    const me = await visit(s.url);
+    const a = await postJson(`${s.url}/api/chat/send`, body, me.headers);
+    const b = await postJson(`${s.url}/api/chat/send`, body, me.headers);
     expect(a.status).toBe(201);
     expect(b).toEqual({ status: 200, body: { id: null, duplicate: true } });
     expect(s.db.prepare("SELECT count(*) AS n FROM messages WHERE chat_jid = 'web:demo'").get()).toEqual({

@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from '../../core/metrics.js';
 import type { Db } from '../../store/db.js';
 import { History } from '../../store/history.js';
 import type { AdminActions } from '../../http/admin.js';
+import { ClientBounds, DEFAULT_CLIENT_CAPS, type ClientCaps } from '../../http/bounds.js';
 import { insertInbound } from '../../store/messages.js';
 import { freshDb, tempDir } from '../helpers/db.js';
 
@@ -40,6 +41,8 @@ export interface WebServerOptions {
   hooks?: (platform: string) => WebhookHandler | undefined;
   /** The started channels the dashboard's channels panel lists. */
   channels?: () => readonly Channel[];
+  /** The bounds on SSE streams and uploads (default: gated's defaults). */
+  clientCaps?: ClientCaps;
 }
 
 /** A real hono app on 127.0.0.1:0 over a fresh SQLite file, closed after the test. */
@@ -51,6 +54,8 @@ export interface WebServer {
   groupsDir: string;
   metrics: Metrics;
   history: History | undefined;
+  /** The counts behind the client bounds. */
+  bounds: ClientBounds;
   /** Ids the sink stored, in order (the gateway would wake its poll loop for each). */
   woken: number[];
   status: StatusSnapshot;
@@ -86,6 +91,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
   };
   const status = opts.status ?? emptyStatus();
   const history = opts.history ? new History(db, { retainDays: 14 }) : undefined;
+  const bounds = new ClientBounds(opts.clientCaps ?? DEFAULT_CLIENT_CAPS, opts.now);
   const app = createHttpApp({
     history,
     ...(opts.admin ? { admin: opts.admin } : {}),
@@ -95,6 +101,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
       groupsDir,
       ...(opts.maxAttachmentBytes !== undefined ? { maxAttachmentBytes: opts.maxAttachmentBytes } : {}),
     },
+    bounds,
     log,
     metrics,
     web,
@@ -121,6 +128,7 @@ export async function startWebServer(opts: WebServerOptions = {}): Promise<WebSe
     groupsDir,
     metrics,
     history,
+    bounds,
     woken,
     status,
     logText: () => chunks.join(''),
@@ -155,6 +163,23 @@ export async function reply(
   });
   s.db.prepare(`UPDATE messages SET delivery = 'sent' WHERE id = ?`).run(id);
   return id;
+}
+
+/** A browser's identity as gated issued it: the cookie to send back and the sender it stands for. */
+export interface Visit {
+  cookie: string;
+  /** The visitor id (messages.sender of its posts). */
+  sender: string;
+  headers: Record<string, string>;
+}
+
+/** Asks gated for a visitor id, as a browser's first request does, and keeps the cookie it sets. */
+export async function visit(url: string, headers: Record<string, string> = {}): Promise<Visit> {
+  const res = await fetch(`${url}/api/chat/me`, { headers });
+  const body = (await res.json()) as { sender: string };
+  const set = res.headers.getSetCookie().map((c) => c.split(';')[0]!);
+  const cookie = set.join('; ');
+  return { cookie, sender: body.sender.replace(/^web:/, ''), headers: { ...headers, cookie } };
 }
 
 /** POSTs JSON and returns status and parsed body. */

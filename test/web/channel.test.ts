@@ -1,8 +1,9 @@
 /**
  * The web channel through the shared channel conformance suite. Its platform is the browser tab: the
- * harness posts the way the chat's POST handler does (WebChannel.post, with the tab's client and message
- * ids) and follows the chat the way an SSE stream does (WebChannel.subscribe). The HTTP and SSE transport
- * around it is tested in test/http/chat.test.ts, and the real page in page.test.ts and browser.test.ts.
+ * harness posts the way the chat's POST handler does (WebChannel.post, with the visitor id gated issued and
+ * the tab's message ids) and follows the chat the way an SSE stream does (WebChannel.subscribe). The HTTP
+ * and SSE transport around it is tested in test/http/chat.test.ts, and the real page in page.test.ts and
+ * browser.test.ts.
  */
 import { WebChannel, type ChatLine, type WebPost } from '../../channels/web/index.js';
 import type { Db } from '../../store/db.js';
@@ -30,12 +31,12 @@ channelConformance(
       },
       async inject(text) {
         n += 1;
-        last = { folder: 'demo', topic: '', content: text, client: 'tab', clientMsgId: `m${n}` };
+        last = { folder: 'demo', topic: '', content: text, visitor: 'tab', clientMsgId: `m${n}` };
         channel!.post(last);
-        return { sender: 'web-tab', verb: 'message', platform_msg_id: `tab-m${n}`, content: text };
+        return { sender: 'tab', verb: 'message', platform_msg_id: `tab-m${n}`, content: text };
       },
       async redeliverLast() {
-        // A POST retried after a lost answer: same client and message id.
+        // A POST retried after a lost answer: same visitor and message id.
         channel!.post(last!);
       },
       received: () => received.map((l) => ({ text: l.content, replyTo: l.reply_to })),
