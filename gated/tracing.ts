@@ -7,6 +7,9 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import { setTracing } from '../core/trace.js';
 
+/** Longest wait for the collector to take one batch of spans. */
+const EXPORT_TIMEOUT_MS = 5000;
+
 /** The exporter gated started; `shutdown` sends the spans still buffered and turns tracing off. */
 export interface Tracing {
   shutdown(): Promise<void>;
@@ -22,8 +25,12 @@ export function startTracing(config: Pick<Config, 'traces'>, log: Logger): Traci
   if (!t) return undefined;
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: t.serviceName }),
+    // A collector that does not answer costs at most EXPORT_TIMEOUT_MS per batch, and at the stop.
     spanProcessors: [
-      new BatchSpanProcessor(new OTLPTraceExporter({ url: t.url }), { scheduledDelayMillis: 1000 }),
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: t.url, timeoutMillis: EXPORT_TIMEOUT_MS }), {
+        scheduledDelayMillis: 1000,
+        exportTimeoutMillis: EXPORT_TIMEOUT_MS,
+      }),
     ],
   });
   trace.setGlobalTracerProvider(provider);

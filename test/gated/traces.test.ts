@@ -1,3 +1,4 @@
+import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
@@ -128,6 +129,28 @@ describe('traces', () => {
     expect(exported).not.toContain('7f3a');
     expect(exported).not.toContain('9c1e');
   });
+
+  it('a collector that never answers holds back no message, and the stop waits for it 5 s at most', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((s) => void sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const g = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
+      const id = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'anyone there?' })!;
+      await delivered(g, id);
+      // Wait for the first export to be under way (the exporter connected), then stop.
+      await until(() => sockets.size > 0, 10_000, 'an export to the silent collector');
+      const t0 = Date.now();
+      await g.close(1000);
+      gated = undefined;
+      const took = Date.now() - t0;
+      expect(took).toBeLessThan(8000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  }, 30_000);
 
   it('is off without an endpoint; the endpoint settings give the traces URL or are refused by name', async () => {
     const g = await start({});
