@@ -199,6 +199,17 @@ describe('web identities', () => {
     const ok = await file(member);
     expect([ok.status, await ok.text()]).toEqual([200, 'members only']);
 
+    // Which other chats share the members' session is theirs to know too.
+    s.db
+      .prepare(
+        `INSERT INTO session_log (group_folder, topic, chat_jid) VALUES ('club', '', 'telegram:-100500')`,
+      )
+      .run();
+    const shared = (v: { headers: Record<string, string> }) =>
+      getJson(`${s.url}/api/chat/shared?group=club`, v.headers);
+    expect((await shared(member)).body).toEqual({ chats: ['telegram:-100500'] });
+    expect((await shared(stranger)).body).toEqual({ chats: [] });
+
     // Once an owner lets the stranger in, it reads the whole chat.
     s.db
       .prepare(`INSERT INTO members (group_folder, sender, role) VALUES ('club', ?, 'member')`)
