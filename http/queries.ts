@@ -27,6 +27,10 @@ export interface RunRow {
   error: string | null;
   messages: number;
   replies: number;
+  /** What the agent reported it used (null: it reported nothing). */
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cost_usd: number | null;
 }
 
 /** An outbound row not (yet) delivered: pending or failed. Content is cut to a preview. */
@@ -113,7 +117,8 @@ export class Queries {
            FROM routes r LEFT JOIN route_hits h ON h.route_id = r.id ORDER BY r.seq, r.id`,
       ),
       runs: db.prepare<[number], RunRow>(
-        `SELECT id, group_folder, topic, chat_jid, started_at, ended_at, result, error, messages, replies
+        `SELECT id, group_folder, topic, chat_jid, started_at, ended_at, result, error, messages, replies,
+                input_tokens, output_tokens, cost_usd
            FROM session_log ORDER BY id DESC LIMIT ?`,
       ),
       outbox: db.prepare<[number], OutboxView>(

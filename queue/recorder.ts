@@ -8,7 +8,7 @@ import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
 import type { BatchRow, QueueStore } from '../store/queue.js';
-import type { QueueOptions } from './types.js';
+import type { QueueOptions, RunResult } from './types.js';
 
 /** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
 export interface RecorderEvents {
@@ -67,19 +67,21 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       });
       const settled = store.settle(st);
       run.trace.end(st.result, st.error, t);
-      log.info(
-        {
-          runId: run.runId,
-          key: run.keyId,
-          result: st.result,
-          error: st.error,
-          turns: run.turns.written,
-          answered: run.turns.answered,
-          parked: settled.parked,
-          traceId: run.trace.traceId,
-        },
-        'run ended',
-      );
+      const fields = {
+        runId: run.runId,
+        key: run.keyId,
+        result: st.result,
+        error: st.error,
+        turns: run.turns.written,
+        answered: run.turns.answered,
+        parked: settled.parked,
+        traceId: run.trace.traceId,
+      };
+      if (failedRun(st.result, end)) {
+        // The reason: gated's verdict, and the agent's own last words on stderr when it left any.
+        const said = lastLine(st.stderrTail);
+        log.warn({ ...fields, ...(said ? { stderr: said } : {}) }, `run failed: ${st.error}`);
+      } else log.info(fields, 'run ended');
       opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
       if (settled.replyId !== null) notify(settled.replyId);
     } catch (err) {
@@ -145,7 +147,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       signals.draftsEnd.fire({ runId: run.runId, chatJid: run.chatJid, from, to });
     },
     onSessionId(run, sessionId) {
-      store.saveSession(run.key, sessionId, now());
+      store.saveSession(run.key, sessionId, now(), run.runId);
     },
     ...(opts.asks ? { onAsk: (run, ask) => opts.asks!.ask(run, ask) } : {}),
     onIdle(run) {
@@ -163,6 +165,24 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       events.wake();
     },
   };
+}
+
+/**
+ * A run that failed: not ok, not stopped by /stop, not put back at shutdown, and not one of the runs of an
+ * engine outage (engineState warns once for all of them).
+ */
+function failedRun(result: RunResult, end: RunEnd): boolean {
+  return result !== 'ok' && result !== 'stopped' && end.killed !== 'shutdown' && end.unreachable === null;
+}
+
+/** The last non-empty line of an agent's stderr tail, at most 300 characters (null when there is none). */
+function lastLine(tail: string | null): string | null {
+  const line = (tail ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .at(-1);
+  return line === undefined ? null : line.slice(0, 300);
 }
 
 /** Who sent a row, as the agent is told, when no access rules are wired in: everyone is a member. */

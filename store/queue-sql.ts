@@ -68,6 +68,10 @@ function prepare(db: Db, maxChars: number) {
       `INSERT INTO sessions (group_folder, topic, session_id, updated_at) VALUES (@group, @topic, @id, @at)
        ON CONFLICT (group_folder, topic) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at`,
     ),
+    // The run's own row names the session it served: empty at its start on a key's first run (or a fork).
+    runSession: db.prepare(
+      `UPDATE session_log SET session_id = @id WHERE id = @runId AND session_id IS NOT @id`,
+    ),
     deleteSession: db.prepare(`DELETE FROM sessions WHERE group_folder = ? AND topic = ?`),
     notes: db.prepare(
       `SELECT id, content FROM system_messages WHERE group_folder = ? AND topic = ? AND consumed_at IS NULL ORDER BY id`,

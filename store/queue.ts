@@ -217,9 +217,15 @@ export class QueueStore {
     this.s.leaveTurn.run({ runId, turn });
   }
 
-  /** Stores the agent's session id for the key (a block's newSessionId). */
-  saveSession(key: SessionKey, sessionId: string, now: number): void {
-    this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
+  /**
+   * Stores the agent's session id (a block's newSessionId) for the key and on run `runId`'s session_log
+   * row, which has none yet when the run started the session.
+   */
+  saveSession(key: SessionKey, sessionId: string, now: number, runId: number): void {
+    this.db.transaction(() => {
+      this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
+      this.s.runSession.run({ id: sessionId, runId });
+    })();
   }
 
   /** The registered group's container settings, if the folder is registered. */

@@ -107,3 +107,16 @@ export const RUN_STATES = {
 export function runState(state) {
   return el('span', `tag run ${state}`, state, { title: RUN_STATES[state] || '' });
 }
+
+/** A run's reported tokens as "in / out" (empty when the agent reported none). */
+export function tokens(r) {
+  if (r.input_tokens === null && r.output_tokens === null) return '';
+  const n = (v) => (v ?? 0).toLocaleString('en-US');
+  return `${n(r.input_tokens)} / ${n(r.output_tokens)}`;
+}
+
+/** A cost in US dollars: cents from a cent up, two significant digits below (runs often cost less). */
+export function usd(v) {
+  if (v === 0) return '$0';
+  return v >= 0.01 ? `$${v.toFixed(2)}` : `$${Number(v.toPrecision(2))}`;
+}

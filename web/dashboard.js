@@ -3,7 +3,7 @@
 // run (`#run=<id>`). The overview polls the read-only JSON endpoints every few seconds. The admin token,
 // when typed, lives in this page's memory only (dash-core.js) and is sent as a Bearer header; without it
 // the page is read-only.
-import { age, el, getJson, localTime, runState, table } from './common.js';
+import { age, el, getJson, localTime, runState, table, tokens, usd } from './common.js';
 import { mountCharts } from './charts.js';
 import { mountChatView, openChat, refreshChats } from './chat-view.js';
 import {
@@ -131,6 +131,8 @@ async function refresh() {
       ['state', (r) => runState(stateOf(r))],
       ['msgs', (r) => r.messages],
       ['replies', (r) => r.replies],
+      ['tokens in/out', (r) => tokens(r)],
+      ['cost', (r) => (r.cost_usd === null ? '' : usd(r.cost_usd))],
       ['error', (r) => r.error || ''],
     ];
     table(

@@ -196,7 +196,8 @@ describe('dashboard JSON', () => {
     s.status.held.push({ chat_jid: 'bluesky:did:plc:abc', count: 3, weight: 30, oldest_ms: now - 10_000 });
     s.db
       .prepare(
-        "INSERT INTO session_log (group_folder, topic, chat_jid, result, ended_at) VALUES ('demo', '', 'web:demo', 'ok', 'x')",
+        `INSERT INTO session_log (group_folder, topic, chat_jid, result, ended_at, input_tokens, output_tokens, cost_usd)
+         VALUES ('demo', '', 'web:demo', 'ok', 'x', 1200, 345, 0.0042)`,
       )
       .run();
     s.db
@@ -232,9 +233,11 @@ describe('dashboard JSON', () => {
       { chat_jid: 'bluesky:did:plc:abc', count: 3, weight: 30, oldest_ms: now - 10_000, age_ms: 10_000 },
     ]);
     const runs = await getJson(`${s.url}/api/dashboard/runs`);
-    expect((runs.body.runs as Obj[]).map((r) => [r.topic, r.result])).toEqual([
-      ['t', null],
-      ['', 'ok'],
+    expect(
+      (runs.body.runs as Obj[]).map((r) => [r.topic, r.result, r.input_tokens, r.output_tokens, r.cost_usd]),
+    ).toEqual([
+      ['t', null, null, null, null],
+      ['', 'ok', 1200, 345, 0.0042],
     ]);
     const outbox = await getJson(`${s.url}/api/dashboard/outbox`);
     expect((outbox.body.pending as Obj[]).map((o) => o.id)).toEqual([Number(pending)]);

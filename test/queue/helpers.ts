@@ -147,11 +147,13 @@ export function handQueue(
     onOutbound?: (id: number) => void;
     secrets?: Record<string, string>;
     metrics?: QueueOptions['metrics'];
+    /** The queue's logger (default: silent). */
+    log?: QueueOptions['log'];
   } = {},
 ): { queue: WorkQueue; runtime: HandRuntime; outbound: number[] } {
   const runtime = new HandRuntime();
   const { signals, outbound } = recordingSignals();
-  const { onOutbound, secrets, metrics, ...config } = over;
+  const { onOutbound, secrets, metrics, log, ...config } = over;
   if (onOutbound) signals.outbound.on((id) => onOutbound(id!));
   const queue = createQueue({
     db,
@@ -164,7 +166,7 @@ export function handQueue(
       maxOutputBytes: 1 << 20,
       ...config,
     },
-    log: silentLogger(),
+    log: log ?? silentLogger(),
     random: () => 0.5,
     signals,
     ...(secrets ? { secrets } : {}),

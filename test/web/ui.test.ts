@@ -144,6 +144,21 @@ describe('every page in chromium at 1280 and 390 px', () => {
     expect(states.length).toBeGreaterThan(0);
     for (const s of states) expect(['running', 'idle', 'ok', 'error', 'timeout', 'stopped']).toContain(s);
 
+    // The tokens and cost an agent reported are in the run list (the example agent reports none).
+    gated.db
+      .prepare(
+        'UPDATE session_log SET input_tokens = 12500, output_tokens = 340, cost_usd = 0.00016 WHERE id = ?',
+      )
+      .run(runId);
+    await page.reload();
+    const runHeads = await page.locator('#runs thead th').allTextContents();
+    const cells = await page
+      .locator('#runs tbody tr', { has: page.locator(`a[href="#run=${runId}"]`) })
+      .locator('td')
+      .allTextContents();
+    expect(cells[runHeads.indexOf('tokens in/out')]).toBe('12,500 / 340');
+    expect(cells[runHeads.indexOf('cost')]).toBe('$0.00016');
+
     // Once every run has ended, no panel counts an agent any more (the lanes gauge follows at once).
     await until(
       () => gated.db.prepare('SELECT count(*) FROM session_log WHERE result IS NULL').pluck().get() === 0,
