@@ -16,6 +16,7 @@ import { AskBroker } from '../queue/asks.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createApprovalNotifier } from '../delivery/approvals.js';
 import { AccessSource } from '../store/access.js';
+import { withActor } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { addGroup, listGroups } from '../store/groups.js';
 import { History } from '../store/history.js';
@@ -57,7 +58,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // Before any stage: the first message polled already has its trace (off unless configured).
   const tracing = startTracing(config, log);
   if (opts.demo && listGroups(db).length === 0) {
-    addGroup(db, config.groupsDir, 'demo', 'Demo');
+    withActor(db, 'gated', () => addGroup(db, config.groupsDir, 'demo', 'Demo'));
     log.info('registered the demo group (web chats of web:demo reach it)');
   }
   const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];

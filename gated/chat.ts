@@ -5,6 +5,7 @@ import { createLogger } from '../core/log.js';
 import { isValidFolder } from '../core/types.js';
 import { LocalChannel } from '../channels/local/index.js';
 import { createDelivery } from '../delivery/delivery.js';
+import { withActor } from '../store/audit.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { addGroup, getGroup, listGroups } from '../store/groups.js';
 import { insertInbound } from '../store/messages.js';
@@ -53,7 +54,8 @@ export async function runChat(
   const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, false);
   const db = openDatabase(config.db);
   if (!getGroup(db, folder)) {
-    if (folder === 'demo' && listGroups(db).length === 0) addGroup(db, config.groupsDir, 'demo', 'Demo');
+    if (folder === 'demo' && listGroups(db).length === 0)
+      withActor(db, 'gated', () => addGroup(db, config.groupsDir, 'demo', 'Demo'));
     else {
       db.close();
       throw new UsageError(`no group '${folder}': add it with 'gated groups add ${folder}'`);

@@ -27,8 +27,8 @@ export function cliActor(): string {
 }
 
 /** Runs a change with the CLI user named in the audit trail. */
-export function audited<T>(ctx: CliContext, fn: (db: Db) => T): T {
-  const db = ctx.db();
+export function audited<T>(ctx: CliContext, fn: (db: Db) => T, opts?: { create?: boolean }): T {
+  const db = ctx.db(opts);
   return withActor(db, cliActor(), () => fn(db));
 }
 

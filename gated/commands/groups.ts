@@ -3,6 +3,7 @@ import { UsageError } from '../../core/errors.js';
 import { isValidFolder } from '../../core/types.js';
 import { AgentStore } from '../../store/agents.js';
 import { addGroup, listGroups, removeGroup, setThreadMode } from '../../store/groups.js';
+import { audited } from './access.js';
 import { action } from '../context.js';
 import { groupConfigReport } from '../group-config-report.js';
 
@@ -29,7 +30,7 @@ export function groupsCommand(program: Command): void {
     .option('--name <name>', 'a display name')
     .action(
       action((ctx, folder: string, opts: { name?: string }) => {
-        addGroup(ctx.db({ create: true }), ctx.config.groupsDir, folder, opts.name);
+        audited(ctx, (db) => addGroup(db, ctx.config.groupsDir, folder, opts.name), { create: true });
         ctx.out(`group ${folder} registered`);
       }),
     );
@@ -40,7 +41,7 @@ export function groupsCommand(program: Command): void {
     .argument('<folder>')
     .action(
       action((ctx, folder: string) => {
-        if (!removeGroup(ctx.db(), folder)) throw new UsageError(`no group '${folder}'`);
+        if (!audited(ctx, (db) => removeGroup(db, folder))) throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder} removed`);
       }),
     );
@@ -73,7 +74,8 @@ export function groupsCommand(program: Command): void {
           agent: agent === 'default' ? null : agent,
           model: model === undefined || model === 'default' ? null : model,
         };
-        if (!new AgentStore(ctx.db()).setChoice(folder, choice)) throw new UsageError(`no group '${folder}'`);
+        if (!audited(ctx, (db) => new AgentStore(db).setChoice(folder, choice)))
+          throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder}: agent ${choice.agent ?? 'claude'}, model ${choice.model ?? 'default'}`);
       }),
     );
@@ -91,7 +93,8 @@ export function groupsCommand(program: Command): void {
         if (mode !== 'topics' && mode !== 'replies') {
           throw new UsageError(`bad thread mode '${mode}': 'topics' or 'replies'`);
         }
-        if (!setThreadMode(ctx.db(), folder, mode)) throw new UsageError(`no group '${folder}'`);
+        if (!audited(ctx, (db) => setThreadMode(db, folder, mode)))
+          throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder}: threads as ${mode}`);
       }),
     );

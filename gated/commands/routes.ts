@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { compileRoutes, explainFields, formatExplain } from '../../router/index.js';
 import { addCheckedRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
+import { audited } from './access.js';
 import { action, intArg } from '../context.js';
 import { formatTable, terminalStyle } from '../table.js';
 
@@ -61,7 +62,7 @@ export function routesCommand(program: Command): void {
           target,
           impulse_config: opts.impulse ?? null,
         };
-        ctx.out(String(addCheckedRoute(ctx.db({ create: true }), row)));
+        ctx.out(String(audited(ctx, (db) => addCheckedRoute(db, row), { create: true })));
       }),
     );
 
@@ -72,7 +73,7 @@ export function routesCommand(program: Command): void {
     .action(
       action((ctx, id: string) => {
         const n = intArg('id', id);
-        if (!removeRoute(ctx.db(), n)) throw new UsageError(`no route with id ${n}`);
+        if (!audited(ctx, (db) => removeRoute(db, n))) throw new UsageError(`no route with id ${n}`);
       }),
     );
 

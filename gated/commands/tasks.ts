@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import type { TaskKind } from '../../core/schedule.js';
 import { addTask, getTask, listTasks, pauseTask, removeTask, resumeTask } from '../../store/tasks.js';
+import { audited } from './access.js';
 import { action, intArg } from '../context.js';
 
 /** Options of `gated tasks add`. */
@@ -76,19 +77,24 @@ export function tasksCommand(program: Command): void {
       action((ctx, words: string[], opts: TaskAddOptions) => {
         const { kind, spec } = scheduleOption(opts);
         const db = ctx.db({ create: true });
-        const id = addTask(
-          db,
-          {
-            group: opts.group,
-            ...(opts.topic !== undefined ? { topic: opts.topic.replace(/^#/, '') } : {}),
-            chat_jid: opts.chat,
-            kind,
-            spec,
-            text: words.join(' '),
-            created_by: 'cli',
-          },
-          Date.now(),
-          ctx.config.tz,
+        const id = audited(
+          ctx,
+          (adb) =>
+            addTask(
+              adb,
+              {
+                group: opts.group,
+                ...(opts.topic !== undefined ? { topic: opts.topic.replace(/^#/, '') } : {}),
+                chat_jid: opts.chat,
+                kind,
+                spec,
+                text: words.join(' '),
+                created_by: 'cli',
+              },
+              Date.now(),
+              ctx.config.tz,
+            ),
+          { create: true },
         );
         ctx.out(`task ${id} added, next run ${getTask(db, id)?.next_run_at ?? '?'}`);
       }),
@@ -101,7 +107,7 @@ export function tasksCommand(program: Command): void {
     .action(
       action((ctx, id: string) => {
         const n = taskId(ctx.db(), id);
-        if (!pauseTask(ctx.db(), n)) throw new UsageError(`task ${n} is not active`);
+        if (!audited(ctx, (db) => pauseTask(db, n))) throw new UsageError(`task ${n} is not active`);
         ctx.out(`task ${n} paused`);
       }),
     );
@@ -114,7 +120,8 @@ export function tasksCommand(program: Command): void {
       action((ctx, id: string) => {
         const db = ctx.db();
         const n = taskId(db, id);
-        if (!resumeTask(db, n, Date.now(), ctx.config.tz)) throw new UsageError(`task ${n} is not paused`);
+        if (!audited(ctx, (adb) => resumeTask(adb, n, Date.now(), ctx.config.tz)))
+          throw new UsageError(`task ${n} is not paused`);
         ctx.out(`task ${n} resumed, next run ${getTask(db, n)?.next_run_at ?? 'none (done)'}`);
       }),
     );
@@ -126,7 +133,7 @@ export function tasksCommand(program: Command): void {
     .action(
       action((ctx, id: string) => {
         const n = intArg('id', id);
-        if (!removeTask(ctx.db(), n)) throw new UsageError(`no task with id ${n}`);
+        if (!audited(ctx, (db) => removeTask(db, n))) throw new UsageError(`no task with id ${n}`);
         ctx.out(`task ${n} removed`);
       }),
     );

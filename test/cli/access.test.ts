@@ -78,6 +78,41 @@ describe('gated access and gated audit', () => {
     expect((await gated(path, 'audit', '--since', '2999-01-01')).out.trim().split('\n')).toHaveLength(1);
   });
 
+  it('routes, groups and tasks changed from the CLI are audited under the CLI user, not as sql', async () => {
+    const { db, path } = setup();
+    const me = `cli:${userInfo().username}`;
+    const ok = async (...args: string[]) => expect((await gated(path, ...args)).code).toBe(0);
+    const from = db.prepare(`SELECT coalesce(max(id), 0) FROM audit`).pluck().get() as number;
+    await ok('routes', 'add', 'club', '--seq', '5', '--match', 'platform=discord');
+    await ok('groups', 'add', 'lab');
+    await ok('groups', 'agent', 'lab', 'codex', 'gpt-test');
+    await ok('groups', 'threads', 'lab', 'replies');
+    await ok('tasks', 'add', '--group', 'lab', '--chat', 'web:lab', '--every', '1h', 'hello');
+    const task = db.prepare(`SELECT id FROM tasks`).pluck().get() as number;
+    await ok('tasks', 'pause', String(task));
+    await ok('tasks', 'resume', String(task));
+    await ok('tasks', 'rm', String(task));
+    const route = db.prepare(`SELECT id FROM routes WHERE seq = 5`).pluck().get() as number;
+    await ok('routes', 'rm', String(route));
+    await ok('groups', 'rm', 'lab');
+    const rows = db
+      .prepare(`SELECT actor, subject || '.' || action AS what FROM audit WHERE id > ? ORDER BY id`)
+      .all(from) as { actor: string; what: string }[];
+    const whats = rows.map((r) => r.what);
+    for (const w of [
+      'routes.insert',
+      'routes.delete',
+      'registered_groups.insert',
+      'registered_groups.update',
+      'registered_groups.delete',
+      'tasks.insert',
+      'tasks.update',
+      'tasks.delete',
+    ])
+      expect(whats).toContain(w);
+    expect(rows.filter((r) => r.actor !== me)).toEqual([]);
+  });
+
   it('bad input gets one line naming the problem and exit 2', async () => {
     const { path } = setup();
     for (const [args, why] of [

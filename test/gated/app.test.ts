@@ -30,6 +30,10 @@ async function start(env: Record<string, string> = {}) {
 describe('startGated', () => {
   it('answers a web chat message with the example agent, end to end', async () => {
     const g = await start();
+    // The demo group gated registered itself is audited as gated's, not as an anonymous 'sql' edit.
+    expect(
+      g.db.prepare(`SELECT actor FROM audit WHERE subject = 'registered_groups' AND row_key = 'demo'`).all(),
+    ).toEqual([{ actor: 'gated' }]);
     const id = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'hello agent' })!;
     const reply = await until(
       () =>
@@ -53,16 +57,12 @@ describe('startGated', () => {
       10_000,
       'the run to finish',
     );
-    // The first run started without a session; the one the agent announced is kept for the next run.
-    expect(run).toMatchObject({
-      group_folder: 'demo',
-      topic: '',
-      result: 'ok',
-      error: null,
-      session_id: null,
-    });
-    expect(g.db.prepare(`SELECT session_id FROM sessions WHERE group_folder = 'demo'`).pluck().get()).toMatch(
-      /^example-/,
+    // The first run started without a session; the one the agent announced names the run and is kept for
+    // the next run.
+    expect(run).toMatchObject({ group_folder: 'demo', topic: '', result: 'ok', error: null });
+    expect(run.session_id).toMatch(/^example-/);
+    expect(g.db.prepare(`SELECT session_id FROM sessions WHERE group_folder = 'demo'`).pluck().get()).toBe(
+      run.session_id,
     );
   });
 
