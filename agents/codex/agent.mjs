@@ -11,11 +11,19 @@
 // secret; default OpenAI's), key from OPENAI_API_KEY, without websockets; threads are kept in the group's
 // folder (.codex-agent/), so a later run resumes them. Secrets go only to the CLI's own environment. The
 // group's configuration (input `config`) becomes developer instructions and MCP servers of the thread.
+//
+// Tools: the group's MCP servers and gated's actions (the input's `capabilities`) reach the CLI only through
+// the tool bridge (bridge.mjs): each call is first asked about (an `ask` block, answered by a `permission`
+// line), and an allowed action is recorded for the turn's final block (`actions`), as the Claude agent does.
+// The CLI's own shell commands are asked about by its PreToolUse hook (hook.mjs), through the same bridge.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Codex } from '@openai/codex-sdk';
-import { configOf, transient } from './config.mjs';
+import { offered } from './actions.mjs';
+import { Asks, ToolBridge } from './bridge.mjs';
+import { locateCli, projectSettings, WRAPPER, wrapperUsable } from './cli.mjs';
+import { configOf, groupServersOf, transient } from './config.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
@@ -37,9 +45,12 @@ function say(line) {
   process.stderr.write(`codex agent: ${line}\n`);
 }
 
-function childEnv(secrets) {
+function childEnv(secrets, cli) {
+  const path = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
   const env = {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    // The CLI's helper programs first, as the SDK does when it starts the CLI itself.
+    PATH: cli?.pathDir ? `${cli.pathDir}:${path}` : path,
+    ...(cli ? { GATED_CODEX_BIN: cli.binary } : {}),
     HOME: process.env.HOME ?? '/tmp',
     LANG: process.env.LANG ?? 'C.UTF-8',
     CODEX_HOME: home,
@@ -87,30 +98,97 @@ async function runTurn(thread, prompt, turn, numbered, signal) {
   }
 }
 
+/** Reads the first stdin line (null: input ended first; throws on a line that is not JSON). */
+async function firstLine(lines) {
+  for (;;) {
+    const next = await lines.next();
+    if (next.done) return null;
+    if (next.value.trim() === '') continue;
+    return JSON.parse(next.value);
+  }
+}
+
 async function main() {
   const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
   const lines = rl[Symbol.asyncIterator]();
   let first;
+  try {
+    first = await firstLine(lines);
+  } catch {
+    say('the first stdin line was not JSON');
+    return 2;
+  }
+  if (first === null) return 0;
+  mkdirSync(home, { recursive: true });
+  const secrets = first.secrets ?? {};
+  // Actions the model records during a turn (allowed by gated); the turn's final block carries them.
+  let recorded = [];
+  const asks = new Asks(emit);
+  const bridge = new ToolBridge({
+    servers: groupServersOf(first.config, secrets),
+    actions: offered(first.capabilities),
+    asks,
+    record: (a) => recorded.push(a),
+    log: say,
+    cwd,
+  });
+  await bridge.start();
+  // The CLI behind a wrapper that lets its PreToolUse hook run (cli.mjs): then its shell is asked about too.
+  const cli = wrapperUsable() ? locateCli() : null;
+  if (cli) bridge.hooks = true;
+  else say('the Codex CLI cannot be started through its wrapper here: its own tools are not asked about');
+  const takeRecorded = () => {
+    const out = recorded;
+    recorded = [];
+    return out;
+  };
+  try {
+    return await serve(first, lines, { secrets, asks, bridge, takeRecorded, cli });
+  } finally {
+    await bridge.close();
+  }
+}
+
+/**
+ * Reads stdin after the first line: turns go to `queue(line)`, permission lines to `asks`, interrupts to
+ * `interrupt(turn)`; resolves when the input ends (EOF or {"type":"end"}).
+ */
+async function readLines(lines, { queue, asks, interrupt }) {
   for (;;) {
     const next = await lines.next();
-    if (next.done) return 0;
+    if (next.done) return;
     if (next.value.trim() === '') continue;
+    let line;
     try {
-      first = JSON.parse(next.value);
-      break;
+      line = JSON.parse(next.value);
     } catch {
-      say('the first stdin line was not JSON');
-      return 2;
+      say('a stdin line was not JSON: ignored');
+      continue;
     }
+    if (line.type === 'end') return;
+    // Not a turn: the answer to a tool question.
+    if (line.type === 'permission') asks.permission(line);
+    // Interrupts (§19) stop the turn in progress when it is the one named or an earlier one; steered lines
+    // are plain follow-ups here (the CLI cannot take a message inside a running turn).
+    else if (line.type === 'interrupt') {
+      if (Number.isInteger(line.turn)) interrupt(line.turn);
+    } else if (typeof line.prompt === 'string') queue(line);
   }
-  mkdirSync(home, { recursive: true });
+}
+
+/** Runs the thread: the first line, then every line read, turn by turn; returns the exit status. */
+async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli }) {
   const numbered = Number.isInteger(first.turn);
-  const secrets = first.secrets ?? {};
-  const codex = new Codex({ env: childEnv(secrets), config: configOf(first, secrets) });
+  const codex = new Codex({
+    env: childEnv(secrets, cli),
+    config: configOf(first, secrets, bridge),
+    ...(cli ? { codexPathOverride: WRAPPER } : {}),
+  });
   const options = {
     workingDirectory: cwd,
     skipGitRepoCheck: true,
-    // Writes only inside the folder (the configuration folders stay read-only); never ask: nobody answers.
+    // Writes only inside the folder (the configuration folders stay read-only). The CLI never asks
+    // (nobody could answer it in exec mode); MCP tools are asked about through the bridge instead.
     sandboxMode: 'workspace-write',
     approvalPolicy: 'never',
     networkAccessEnabled: false,
@@ -125,33 +203,19 @@ async function main() {
   let wake = null;
   // The turn in progress: its number and the controller an interrupt aborts.
   let current = null;
-  const reading = (async () => {
-    for (;;) {
-      const next = await lines.next();
-      if (next.done) break;
-      if (next.value.trim() === '') continue;
-      let line;
-      try {
-        line = JSON.parse(next.value);
-      } catch {
-        say('a stdin line was not JSON: ignored');
-        continue;
-      }
-      if (line.type === 'end') break;
-      // Interrupts (§19) stop the turn in progress when it is the one named or an earlier one; steered lines
-      // are plain follow-ups here (the CLI cannot take a message inside a running turn).
-      if (line.type === 'interrupt') {
-        if (current && Number.isInteger(line.turn) && current.turn !== null && current.turn <= line.turn)
-          current.abort.abort();
-        continue;
-      }
-      if (typeof line.prompt !== 'string') continue;
+  const reading = readLines(lines, {
+    asks,
+    queue: (line) => {
       waiting.push(line);
       wake?.();
-    }
+    },
+    interrupt: (turn) => {
+      if (current && current.turn !== null && current.turn <= turn) current.abort.abort();
+    },
+  }).then(() => {
     inputEnded = true;
     wake?.();
-  })();
+  });
 
   for (;;) {
     if (waiting.length === 0) {
@@ -165,27 +229,19 @@ async function main() {
     const turn = turns.length > 0 ? Math.max(...turns) : null;
     current = { turn, abort: new AbortController() };
     try {
+      const foreign = bridge.hooks ? projectSettings(cwd) : [];
+      if (foreign.length > 0)
+        throw new Error(
+          `Codex settings in the group's folder (${foreign.join(', ')}) are not loaded by this agent: remove them`,
+        );
       const prompt = batch.map((l) => l.prompt).join('\n');
-      const { text, usage, interrupted } = await runTurn(
-        thread,
-        prompt,
-        turn,
-        numbered,
-        current.abort.signal,
-      );
-      emit({
-        status: 'ok',
-        result: text,
-        newSessionId: thread.id,
-        ...(turn !== null ? { turn } : {}),
-        ...(interrupted ? { interrupted: true } : {}),
-        usage: {
-          input_tokens: usage?.input_tokens ?? 0,
-          output_tokens: usage?.output_tokens ?? 0,
-        },
-      });
+      const done = await runTurn(thread, prompt, turn, numbered, current.abort.signal);
+      emit(answerOf(done, thread.id, turn, takeRecorded()));
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);
+      // The turn did not complete: what it recorded is not asked for (a retried turn asks again).
+      const dropped = takeRecorded();
+      if (dropped.length > 0) say(`${dropped.length} recorded action(s) dropped with the failed turn`);
       if (transient(msg)) {
         say(`the API could not serve the turn: ${msg.slice(0, 300)}`);
         return EXIT_TEMPFAIL;
@@ -203,6 +259,23 @@ async function main() {
   }
   await reading;
   return 0;
+}
+
+/** The block that ends a turn: its text, thread, usage and the actions it recorded. */
+function answerOf({ text, usage, interrupted }, threadId, turn, actions) {
+  return {
+    status: 'ok',
+    result: text,
+    newSessionId: threadId,
+    ...(turn !== null ? { turn } : {}),
+    ...(interrupted ? { interrupted: true } : {}),
+    // An interrupted turn's actions are not asked for: the user changed their mind.
+    ...(actions.length > 0 && !interrupted ? { actions } : {}),
+    usage: {
+      input_tokens: usage?.input_tokens ?? 0,
+      output_tokens: usage?.output_tokens ?? 0,
+    },
+  };
 }
 
 main().then(

@@ -1,6 +1,31 @@
 // The Codex CLI's settings for one run (`--config` overrides through the SDK): the model provider gated
 // defines (the Responses API at OPENAI_BASE_URL, no websockets, no calls elsewhere), and the group's
-// configuration (docs/AGENTS.md) as developer instructions and MCP servers.
+// configuration (docs/AGENTS.md) as developer instructions and MCP servers: the CLI gets only proxies to
+// the agent's tool bridge, which asks gated before each call (bridge.mjs).
+import { fileURLToPath } from 'node:url';
+
+/** The proxy the CLI starts for each MCP server. */
+const PROXY = fileURLToPath(new URL('./mcp-proxy.mjs', import.meta.url));
+/** The hook the CLI runs before each of its own tools. */
+const HOOK = fileURLToPath(new URL('./hook.mjs', import.meta.url));
+
+function quote(s) {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The CLI's hooks: before each tool call, hook.mjs asks gated (through the bridge) and blocks the call
+ * unless allowed. Only in effect when the CLI runs with hook trust bypassed (cli.mjs); `hooks: false`
+ * leaves them out.
+ */
+function hooksOf(bridge) {
+  if (!bridge?.socket || !bridge.hooks) return {};
+  const command = [process.execPath, HOOK, bridge.socket].map(quote).join(' ');
+  return {
+    features: { hooks: true },
+    hooks: { PreToolUse: [{ matcher: '.*', hooks: [{ type: 'command', command, timeout: 86_400 }] }] },
+  };
+}
 
 /** `${NAME}` in an MCP server's settings becomes the secret NAME. */
 function fill(value, secrets) {
@@ -14,10 +39,13 @@ function fillAll(map, secrets) {
 }
 
 /** The developer instructions: the operator's instructions, then the skills and where they are. */
-function instructionsOf(config) {
+function instructionsOf(config, withActions) {
   const parts = [
     'You are answering a chat through a gateway. Each user turn holds <message> elements from the chat ' +
-      '(with the chat and platform each came from). Answer in Markdown; keep it short unless asked otherwise.',
+      '(with the chat and platform each came from). Answer in Markdown; keep it short unless asked otherwise.' +
+      (withActions
+        ? ' The gated tools (send, schedule, …) record actions that take effect once your answer is stored.'
+        : ''),
   ];
   if (typeof config?.instructions === 'string' && config.instructions.trim() !== '')
     parts.push(`Standing instructions of the operator for this chat:\n${config.instructions.trim()}`);
@@ -30,24 +58,49 @@ function instructionsOf(config) {
   return parts.join('\n\n');
 }
 
-function mcpServersOf(config, secrets) {
+/** The group's MCP servers (none: {}) in gated's form, secrets filled in: what the bridge starts. */
+export function groupServersOf(config, secrets) {
   const out = {};
   for (const [name, s] of Object.entries(config?.mcpServers ?? {})) {
     out[name] =
       s.type === 'stdio'
         ? {
+            type: 'stdio',
             command: fill(s.command, secrets),
             args: (s.args ?? []).map((a) => fill(a, secrets)),
             env: fillAll(s.env, secrets),
           }
-        : { url: fill(s.url, secrets), http_headers: fillAll(s.headers, secrets) };
+        : { type: s.type, url: fill(s.url, secrets), headers: fillAll(s.headers, secrets) };
   }
   return out;
 }
 
+/**
+ * The CLI's MCP servers: every one a proxy to the bridge (bridge.mjs), under the name the model sees. The
+ * CLI's own approval of MCP calls is turned off for them (`approve`: in exec mode it could only refuse);
+ * the bridge asks gated instead. A call may wait minutes for a person's decision, so the CLI's tool
+ * timeout is long; the run's hard timeout stands still meanwhile (gated's side).
+ */
+function proxiesOf(bridge) {
+  const out = {};
+  for (const name of bridge?.names ?? [])
+    out[name] = {
+      command: process.execPath,
+      args: [PROXY, name],
+      env: { GATED_CODEX_BRIDGE: bridge.socket },
+      startup_timeout_sec: 60,
+      // The first request to the model waits for the tool list, not only the connection (without this a
+      // turn sometimes went out before the proxy's tools were in).
+      startup_readiness: 'catalog',
+      tool_timeout_sec: 86_400,
+      default_tools_approval_mode: 'approve',
+    };
+  return out;
+}
+
 /** The SDK's `config` (flattened into `--config key=value` by the SDK). */
-export function configOf(first, secrets) {
-  const servers = mcpServersOf(first.config, secrets);
+export function configOf(first, secrets, bridge) {
+  const servers = proxiesOf(bridge);
   return {
     model_provider: 'gated',
     model_providers: {
@@ -62,10 +115,11 @@ export function configOf(first, secrets) {
         stream_max_retries: Number(secrets.CODEX_STREAM_MAX_RETRIES ?? 1),
       },
     },
-    developer_instructions: instructionsOf(first.config),
+    developer_instructions: instructionsOf(first.config, bridge?.offersActions ?? false),
     check_for_update_on_startup: false,
     analytics: { enabled: false },
     ...(Object.keys(servers).length > 0 ? { mcp_servers: servers } : {}),
+    ...hooksOf(bridge),
   };
 }
 

@@ -5,8 +5,10 @@
  * upgrades are refused (the Codex agent turns them off; a request for one is counted, so a test can say so).
  * It plays a scripted model, steered by the newest user text:
  *
- * - `TOOL <name> <json>`: a `function_call` of the offered tool whose name is `<name>` or ends with it
- *   (MCP tools arrive as `mcp__<server>__<tool>` or similar); once its output comes back, a text quoting it;
+ * - `TOOL <name> <json>`: a `function_call` of the offered tool whose name is `<name>` or ends with it; a
+ *   tool inside a `namespace` entry (how the CLI offers MCP tools: namespace `mcp__<server>`, tool `<tool>`)
+ *   is named `<namespace>__<tool>` here and called with its `namespace`; once its output comes back, a text
+ *   `Tool <name> said: <output>` quoting it (several output parts joined);
  * - `SLOW <seconds>`: text streamed in small deltas for that long;
  * - anything else: `codex echo: <words>`.
  *
@@ -22,7 +24,15 @@ interface InputItem {
   content?: string | Array<{ type: string; text?: string }>;
   call_id?: string;
   name?: string;
+  namespace?: string;
   output?: unknown;
+}
+
+/** An offered tool: a function, or a namespace of functions. */
+interface ToolEntry {
+  type: string;
+  name?: string;
+  tools?: ToolEntry[];
 }
 
 /** A recorded request. */
@@ -31,19 +41,45 @@ export interface ResponsesRequest {
     model?: string;
     instructions?: string;
     input: InputItem[];
-    tools?: Array<{ type: string; name?: string }>;
+    tools?: ToolEntry[];
     stream?: boolean;
   };
   headers: IncomingMessage['headers'];
 }
 
-type Plan = { kind: 'text'; text: string; deltaMs: number } | { kind: 'call'; name: string; args: string };
+type Plan =
+  | { kind: 'text'; text: string; deltaMs: number }
+  | { kind: 'call'; name: string; namespace?: string; args: string };
 
 const DELTA_MS = 50;
 
 function textOf(item: InputItem): string {
   if (typeof item.content === 'string') return item.content;
   return (item.content ?? []).map((c) => c.text ?? '').join('\n');
+}
+
+/** What a tool's output said, as text: a string, or the text of its parts. */
+function outputText(output: unknown): string {
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output))
+    return output
+      .map((p: { text?: string }) => (typeof p?.text === 'string' ? p.text : JSON.stringify(p)))
+      .join('\n');
+  return JSON.stringify(output);
+}
+
+/** The full names of the offered tools (`<namespace>__<tool>` inside a namespace) and how to call each. */
+export function offeredTools(
+  tools: ToolEntry[] | undefined,
+): Array<{ full: string; name: string; namespace?: string }> {
+  const out: Array<{ full: string; name: string; namespace?: string }> = [];
+  for (const t of tools ?? []) {
+    if (t.type === 'namespace' && t.name)
+      for (const sub of t.tools ?? [])
+        if (sub.name) out.push({ full: `${t.name}__${sub.name}`, name: sub.name, namespace: t.name });
+    if (t.type !== 'namespace' && t.name) out.push({ full: t.name, name: t.name });
+  }
+  return out;
 }
 
 /** The words of gated's `<message>` elements in a user text (or the text itself). */
@@ -124,16 +160,16 @@ export class ResponsesApiServer {
     const last = body.input.at(-1);
     if (last?.type === 'function_call_output') {
       const call = body.input.find((i) => i.type === 'function_call' && i.call_id === last.call_id);
-      const out = typeof last.output === 'string' ? last.output : JSON.stringify(last.output);
-      return { kind: 'text', text: `Tool ${call?.name ?? '?'} said: ${out}`, deltaMs: 0 };
+      const name = call?.namespace ? `${call.namespace}__${call.name}` : (call?.name ?? '?');
+      return { kind: 'text', text: `Tool ${name} said: ${outputText(last.output)}`, deltaMs: 0 };
     }
     const users = body.input.filter((i) => i.role === 'user');
     const words = userWordsOf(users.length > 0 ? textOf(users.at(-1)!) : '');
     const tool = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
     if (tool) {
-      const offered = (body.tools ?? []).find((t) => t.name === tool[1] || t.name?.endsWith(tool[1]!));
-      if (!offered?.name) return { kind: 'text', text: `no tool ${tool[1]}`, deltaMs: 0 };
-      return { kind: 'call', name: offered.name, args: tool[2]! };
+      const offered = offeredTools(body.tools).find((t) => t.full === tool[1] || t.full.endsWith(tool[1]!));
+      if (!offered) return { kind: 'text', text: `no tool ${tool[1]}`, deltaMs: 0 };
+      return { kind: 'call', name: offered.name, namespace: offered.namespace, args: tool[2]! };
     }
     const slow = /\bSLOW (\d+)/.exec(words);
     if (slow) {
@@ -159,6 +195,7 @@ export class ResponsesApiServer {
         id: `fc_${id}`,
         call_id: `call_${id}`,
         name: plan.name,
+        ...(plan.namespace ? { namespace: plan.namespace } : {}),
         arguments: plan.args,
         status: 'completed',
       };

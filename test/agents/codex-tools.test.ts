@@ -1,0 +1,236 @@
+/**
+ * The Codex agent's tools through the whole gateway (process runtime), against the local Responses API: the
+ * scripted model calls a tool with `TOOL <name> <json>` (test/infra/responses-api.ts) and reads its output.
+ * gated's actions are MCP tools of the agent's bridge (agents/codex/bridge.mjs), and every call, the
+ * group's own MCP tools included, is asked about first: a `send` lands in another chat, and the group's MCP
+ * tool under an `ask` rule runs once after `/approve` in the chat, and not at all after `/reject` with a
+ * note, which the model reads.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { silentLogger } from '../../core/log.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import { upsertMember } from '../../store/access.js';
+import { openDatabase } from '../../store/db.js';
+import { addGroup } from '../../store/groups.js';
+import { tempDir } from '../helpers/db.js';
+import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
+import { until } from '../helpers/process.js';
+import { offeredTools, ResponsesApiServer } from '../infra/responses-api.js';
+
+let openai: ResponsesApiServer;
+let gated: Gated | undefined;
+
+beforeEach(async () => {
+  openai = await ResponsesApiServer.start();
+});
+
+afterEach(async () => {
+  await gated?.close(5000);
+  gated = undefined;
+  await openai.close();
+});
+
+const GROUP = 'cx';
+const CHAT = `web:${GROUP}`;
+
+/** A gated whose group `cx` runs the Codex agent with `actions` and `send_allow`, and its config folder. */
+async function startCodex(opts: { actions?: string; sendAllow?: string; config?: boolean } = {}) {
+  const dir = tempDir('gated-codex-test-');
+  const configDir = join(dir, 'config');
+  if (opts.config) writeGroupConfig(configDir, GROUP);
+  const config = loadConfig({
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_CONFIG_DIR: configDir,
+    GATED_POLL_MS: '50',
+    GATED_RUNTIME: 'process',
+    GATED_IDLE_TIMEOUT_MS: '2500',
+    GATED_RUN_TIMEOUT_MS: '120000',
+    GATED_AGENT_SECRETS: 'OPENAI_API_KEY,OPENAI_BASE_URL,cx:DEMO_TOKEN=CX_DEMO_TOKEN',
+    OPENAI_API_KEY: 'sk-openai-test-only',
+    OPENAI_BASE_URL: openai.url,
+    CX_DEMO_TOKEN: DEMO_TOKEN,
+    // A model the CLI does not know: it offers MCP tools as plain functions (namespaces), not code mode.
+    GATED_CODEX_MODEL: 'gpt-codex-test-1',
+  });
+  const db = openDatabase(config.db);
+  addGroup(db, config.groupsDir, GROUP, 'Codex');
+  db.prepare(`UPDATE registered_groups SET agent = 'codex' WHERE folder = ?`).run(GROUP);
+  if (opts.actions !== undefined)
+    db.prepare(`UPDATE registered_groups SET actions = ? WHERE folder = ?`).run(opts.actions, GROUP);
+  if (opts.sendAllow !== undefined)
+    db.prepare(`UPDATE registered_groups SET send_allow = ? WHERE folder = ?`).run(opts.sendAllow, GROUP);
+  db.close();
+  const g = (gated = await startGated({ config, log: silentLogger(), channels: [], http: false }));
+  const groupDir = join(config.groupsDir, GROUP);
+  return {
+    g,
+    groupDir,
+    send: (text: string) =>
+      g.gateway.sink({ chat_jid: CHAT, sender: 'ada', sender_name: 'Ada', content: text })!,
+    reply: (id: number) =>
+      until(
+        () =>
+          g.db
+            .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ? ORDER BY id`)
+            .pluck()
+            .get(id) as string | undefined,
+        90_000,
+        `the reply to message ${id}`,
+      ),
+  };
+}
+
+/** The MCP tools the model was offered with the request carrying `words`, as full names. */
+function mcpTools(words: string): string[] {
+  const req = openai.requestFor(words);
+  expect(req, `a request carrying '${words}'`).toBeDefined();
+  return offeredTools(req!.body.tools)
+    .map((t) => t.full)
+    .filter((n) => n.startsWith('mcp__'))
+    .sort();
+}
+
+test('a Codex group sends a message to another chat with its send tool', { timeout: 150_000 }, async () => {
+  const c = await startCodex({ actions: 'send,react', sendAllow: 'web:elsewhere' });
+  const sent = c.send('TOOL send {"chat_jid":"web:elsewhere","text":"hello over there"}');
+  const said = await c.reply(sent);
+  expect(said).toContain('Tool mcp__gated__send said: ');
+  expect(said).toContain('Recorded: a message to web:elsewhere');
+  const out = await until(
+    () =>
+      c.g.db
+        .prepare(`SELECT content FROM messages WHERE chat_jid = 'web:elsewhere' AND is_from_me = 1`)
+        .pluck()
+        .all() as string[],
+    30_000,
+    'the message in the other chat',
+  );
+  expect(out).toEqual(['hello over there']);
+  expect(c.g.db.prepare(`SELECT type, status FROM actions`).all()).toEqual([
+    { type: 'send', status: 'applied' },
+  ]);
+  // Only the group's capabilities are offered; the call was asked about and allowed by the default rule.
+  expect(mcpTools('TOOL send')).toEqual(['mcp__gated__react', 'mcp__gated__send']);
+  expect(c.g.db.prepare(`SELECT COUNT(*) FROM tool_approvals`).pluck().get()).toBe(0);
+  // The bridge's socket is not in the group's folder.
+  expect(readdirSync(c.groupDir).filter((f) => f.endsWith('.sock'))).toEqual([]);
+
+  // A send gated refuses: recorded by the agent, refused by gated, the model reads why next turn.
+  const refused = c.send('TOOL send {"chat_jid":"web:nowhere","text":"psst"}');
+  expect(await c.reply(refused)).toContain('Recorded: a message to web:nowhere');
+  const after = c.send('did it go out');
+  expect(await c.reply(after)).toBe('codex echo: did it go out');
+  const note = JSON.stringify(openai.requestFor('did it go out')!.body.input.at(-1));
+  expect(note).toMatch(/Your send action was not applied: chat 'web:nowhere' does not reach/);
+  expect(c.g.db.prepare(`SELECT COUNT(*) FROM messages WHERE chat_jid = 'web:nowhere'`).pluck().get()).toBe(
+    0,
+  );
+});
+
+test(
+  "a Codex group's MCP tool under an ask rule runs once when approved in the chat, never when rejected",
+  { timeout: 180_000 },
+  async () => {
+    const c = await startCodex({ actions: '', config: true });
+    upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
+    c.g.db
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'mcp__demo__*', '*', 'ask')`,
+      )
+      .run(GROUP);
+    const log = join(c.groupDir, 'demo-lookups.log');
+    const question = (n: number) =>
+      until(
+        () =>
+          (
+            c.g.db
+              .prepare(
+                `SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %' ORDER BY id`,
+              )
+              .pluck()
+              .all() as string[]
+          )[n],
+        60_000,
+        `approval question ${n + 1} in the chat`,
+      );
+    const codeOf = (text: string) => /\/approve ([A-Z0-9]{5})/.exec(text)![1]!;
+
+    const looked = c.send('TOOL lookup {"query":"anchor"}');
+    const first = await question(0);
+    expect(first).toContain('mcp__demo__lookup');
+    // Nothing ran and nothing was answered while the question waits.
+    expect(existsSync(log)).toBe(false);
+    expect(c.g.db.prepare(`SELECT COUNT(*) FROM messages WHERE reply_to_id = ?`).pluck().get(looked)).toBe(0);
+    c.send(`/approve ${codeOf(first)}`);
+    const answer = await c.reply(looked);
+    expect(answer).toContain('Tool mcp__demo__lookup said: ');
+    expect(answer).toContain('definition of anchor (token ok)');
+    expect(readFileSync(log, 'utf8')).toBe('anchor\n');
+    // Only the group's server: no actions offered (the group has none).
+    expect(mcpTools('TOOL lookup')).toEqual(['mcp__demo__lookup']);
+
+    const rejected = c.send('TOOL lookup {"query":"kraken"}');
+    const second = await question(1);
+    c.send(`/reject ${codeOf(second)} not on a Friday`);
+    const refusal = await c.reply(rejected);
+    expect(refusal).toContain('Tool mcp__demo__lookup said: ');
+    expect(refusal).toContain('Refused: not on a Friday');
+    // The model read the note as the tool's output; the tool never ran.
+    const outputs = openai.requests
+      .map((r) => r.body.input.at(-1))
+      .filter((i) => i?.type === 'function_call_output')
+      .map((i) => JSON.stringify(i?.output));
+    expect(outputs.filter((o) => o.includes('Refused: not on a Friday'))).toHaveLength(1);
+    expect(readFileSync(log, 'utf8')).toBe('anchor\n');
+    expect(c.g.db.prepare(`SELECT state, decided_by FROM tool_approvals ORDER BY id`).all()).toEqual([
+      { state: 'approved', decided_by: 'web:ada' },
+      { state: 'rejected', decided_by: 'web:ada' },
+    ]);
+    // The secret reached the tool's environment only, never the API.
+    expect(JSON.stringify(openai.requests.map((r) => r.body))).not.toContain(DEMO_TOKEN);
+  },
+);
+
+test(
+  "a Codex shell command is asked about through the CLI's hook: rejected it never runs, allowed it does",
+  { timeout: 180_000 },
+  async () => {
+    const c = await startCodex({ actions: '' });
+    upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
+    c.g.db
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'Bash', '*secret.txt', 'ask')`,
+      )
+      .run(GROUP);
+    const asked = c.send('TOOL exec_command {"cmd":"echo leak > secret.txt"}');
+    const question = await until(
+      () =>
+        c.g.db
+          .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %'`)
+          .pluck()
+          .get() as string | undefined,
+      60_000,
+      'the approval question in the chat',
+    );
+    expect(question).toContain('Bash');
+    expect(existsSync(join(c.groupDir, 'secret.txt'))).toBe(false);
+    c.send(`/reject ${/\/approve ([A-Z0-9]{5})/.exec(question)![1]!} no leaks`);
+    const answer = await c.reply(asked);
+    expect(answer).toContain('Tool exec_command said: ');
+    expect(answer).toContain('Refused: no leaks');
+    expect(existsSync(join(c.groupDir, 'secret.txt'))).toBe(false);
+    expect(c.g.db.prepare(`SELECT tool, input_line, state FROM tool_approvals`).all()).toEqual([
+      { tool: 'Bash', input_line: 'echo leak > secret.txt', state: 'rejected' },
+    ]);
+
+    // A command no rule asks about runs at once (the default rule allows it): asked, answered, run.
+    const plain = c.send('TOOL exec_command {"cmd":"echo fine > plain.txt"}');
+    expect(await c.reply(plain)).toContain('Process exited with code 0');
+    expect(readFileSync(join(c.groupDir, 'plain.txt'), 'utf8')).toBe('fine\n');
+    expect(c.g.db.prepare(`SELECT COUNT(*) FROM tool_approvals`).pluck().get()).toBe(1);
+  },
+);
