@@ -21,7 +21,8 @@ export class Lane {
   }
 
   /**
-   * Writes the ready rows of the run's chat as the next turn, when the agent may take one. The rows join
+   * Writes the ready rows of the run's chat (those older than row `before`, when given: another chat waits
+   * from that row on) as the next turn, when the agent may take one. The rows join
    * the turn in the database first, so a crash between the two finds them in a dead run and gives them
    * back; a write that fails gives them back at once. True when a turn was written.
    *
@@ -29,10 +30,11 @@ export class Lane {
    * `interrupt` (or an /interrupt's text) first asks the agent to stop the turn in progress, `steer` marks
    * the line so the agent shows it to the model inside that turn, `queue` just writes it.
    */
-  feed(store: QueueStore, now: number): boolean {
+  feed(store: QueueStore, now: number, before?: number): boolean {
     const run = this.run;
     if (!run.acceptsFollowUps) return false;
-    const rows = store.followUps(this.key, run.chatJid, now);
+    const ready = store.followUps(this.key, run.chatJid, now);
+    const rows = before === undefined ? ready : ready.filter((r) => r.id < before);
     if (rows.length === 0) return false;
     const busy = run.turns.open > 0;
     const interrupts = busy && (run.busy === 'interrupt' || rows.some((r) => r.interrupts === 1));

@@ -64,7 +64,7 @@ export class Scheduler {
     const t = this.now();
     try {
       store.rejoinParked(this.d.maxFailures);
-      for (const lane of lanes.all()) if (lane.feed(store, t)) this.working(lane.run.chatJid, true);
+      for (const lane of lanes.all()) this.feedOrClose(lane, t);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
       // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
@@ -80,6 +80,22 @@ export class Scheduler {
     } catch (err) {
       this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
     }
+  }
+
+  /**
+   * Writes a live run's next turn from its chat. A run serves one chat; another chat routed to the same
+   * session key waits for it to end, never for the idle timeout (CONTRACT §20): while one waits, the run
+   * takes only rows of its own chat older than the waiting one, and once it has answered them (at once when
+   * it is idle) its stdin is closed. The next run, resuming the same session, serves the oldest waiting
+   * chat, so no chat can starve another.
+   */
+  private feedOrClose(lane: Lane, t: number): void {
+    const run = lane.run;
+    const waiting = this.d.store.otherChatWaiting(lane.key, run.chatJid, t);
+    if (lane.feed(this.d.store, t, waiting ?? undefined)) this.working(run.chatJid, true);
+    if (waiting === null || !run.idle) return;
+    this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent closed: another chat waits');
+    run.closeStdin('idle');
   }
 
   /** Takes a ready lane's batch into a new run and starts its agent. */

@@ -50,6 +50,10 @@ function prepare(db: Db, maxChars: number) {
     oldestChat: db
       .prepare(`SELECT chat_jid FROM messages WHERE ${ELIGIBLE} AND ${KEY} ORDER BY id LIMIT 1`)
       .pluck(),
+    // The oldest row of a chat of the key other than @chat (§20: it must not wait for another chat's run).
+    otherChat: db
+      .prepare(`SELECT min(id) FROM messages WHERE ${ELIGIBLE} AND ${KEY} AND chat_jid <> @chat`)
+      .pluck(),
     batch: db.prepare(
       `SELECT ${ROW_COLS} FROM messages WHERE ${ELIGIBLE} AND ${KEY} AND chat_jid = @chat ORDER BY id`,
     ),

@@ -191,6 +191,15 @@ export class QueueStore {
     })();
   }
 
+  /**
+   * The oldest eligible row of a chat of `key` other than `chat` (it waits for the key's run to end), or
+   * null when none waits.
+   */
+  otherChatWaiting(key: SessionKey, chat: string, now: number): number | null {
+    const id = this.s.otherChat.get({ group: key.group, topic: key.topic, now, chat }) as number | null;
+    return id ?? null;
+  }
+
   /** Eligible rows of `key` from `chat`: follow-up candidates for a run serving that chat. */
   followUps(key: SessionKey, chat: string, now: number): BatchRow[] {
     return this.db.transaction(
