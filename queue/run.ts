@@ -47,6 +47,8 @@ export interface RunEnd {
   answered: number;
   /** Turns written and never answered: their rows are still 'running'. */
   open: number;
+  /** Why the agent said it could not serve its turns now (a `retry` block), if it did. */
+  retryReason: string | null;
 }
 
 /** What a run needs from the queue. */
@@ -111,6 +113,7 @@ export class Run {
   private killed: KillReason | null = null;
   private blocks = 0;
   private replies = 0;
+  private retryReason: string | null = null;
   private idleTimer: NodeJS.Timeout | undefined;
   private hardTimer: NodeJS.Timeout | undefined;
   /** Epoch ms the hard timeout fires at; moved later by the time spent waiting for a human (hold). */
@@ -307,6 +310,15 @@ export class Run {
       else this.writeControl({ type: 'permission', id: block.ask.id, decision: 'allow' });
       return;
     }
+    if (block.retry) {
+      // Answers nothing: the run ends without answering and its turns are retried (the reason is kept).
+      this.retryReason = (block.error ?? '').slice(0, 300) || 'the agent could not serve the turn now';
+      this.hooks.log.warn(
+        { runId: this.runId, key: this.keyId, reason: this.retryReason },
+        'agent asks to retry later',
+      );
+      return;
+    }
     const text = block.result === null ? '' : cleanResult(block.result);
     if (block.partial) {
       if (block.actions !== undefined) this.hooks.onIgnoredActions(this, block.actions);
@@ -367,6 +379,7 @@ export class Run {
       replies: this.replies,
       answered: this.turns.answered,
       open: this.turns.open,
+      retryReason: this.retryReason,
     });
   }
 }

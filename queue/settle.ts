@@ -89,13 +89,19 @@ function describe(
       : code === null
         ? 'no exit status (the engine lost the agent)'
         : `exit code ${code}`;
-  return failure('error', error);
+  return failure('error', end.retryReason !== null ? `${error}: ${end.retryReason}` : error);
 }
 
 /** The settlement of a run that ended at `t`. */
 export function settlementOf(run: Run, end: RunEnd, t: number, cfg: SettleConfig): Settlement {
   const { result, error, failed, rows } = describe(end, cfg);
-  const silent = end.blocks === 0;
+  // No answer block at all; an agent that said why (a `retry` block) still keeps its session for the retry.
+  const noAnswer = end.blocks === 0;
+  const silent = noAnswer && end.retryReason === null;
+  const why =
+    end.retryReason !== null
+      ? `the last one failed: ${end.retryReason}`
+      : `the last one ${result === 'timeout' ? 'timed out' : 'failed'}`;
   return {
     runId: run.runId,
     key: run.key,
@@ -114,14 +120,14 @@ export function settlementOf(run: Run, end: RunEnd, t: number, cfg: SettleConfig
             maxFailures: cfg.maxFailures,
             parkReply: {
               content:
-                `The agent could not answer (${cfg.maxFailures} attempts, the last one ` +
-                `${result === 'timeout' ? 'timed out' : 'failed'}). Send a new message to try again.`,
+                `The agent could not answer (${cfg.maxFailures} attempts, ${why}). ` +
+                'Send a new message to try again.',
               replyTo: run.turns.lastRowOf(run.turns.current),
             },
           },
         }
       : {}),
     evictSession: failed && silent,
-    restoreNotes: silent && result !== 'ok' ? run.noteIds : [],
+    restoreNotes: noAnswer && result !== 'ok' ? run.noteIds : [],
   };
 }

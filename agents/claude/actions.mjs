@@ -93,11 +93,28 @@ export function offered(capabilities) {
 }
 
 /**
- * The tool server for `types` (from offered()), each call handed to `record(action)`; null when there is
- * nothing to offer. Also returns the full tool names, for allowedTools.
+ * The `attach` tool: the model names a file it wrote in its working directory, `attach(path)` checks and
+ * records it (null) or says why not, and the turn's final block carries the recorded paths as `files`.
  */
-export function actionServer(types, record) {
-  if (types.length === 0) return null;
+function attachTool(attach) {
+  return tool(
+    'attach',
+    'Attach a file from your working directory to your answer: the chat receives it with your reply ' +
+      '(images are shown). Write the file first, then attach it by its path.',
+    { path: z.string().min(1).max(4096).describe('the file, relative to the working directory') },
+    async ({ path }) => {
+      const why = attach(path);
+      if (why) return refused(why);
+      return { content: [{ type: 'text', text: `Attached: ${path}. It is sent with this answer.` }] };
+    },
+  );
+}
+
+/**
+ * The tool server: `attach` (always) and one tool per action type of `types` (from offered()), each call
+ * handed to `record(action)`. Also returns the full tool names.
+ */
+export function actionServer(types, record, attach) {
   const tools = types.map((type) => {
     const a = ACTIONS[type];
     return tool(type, a.description, a.shape, async (args) => {
@@ -107,10 +124,12 @@ export function actionServer(types, record) {
       return done(a.summary(args));
     });
   });
+  tools.push(attachTool(attach));
   return {
     // Always in the prompt (a few small tools), never deferred behind tool search: the model must see them
     // from the first turn on, and the session waits for the server before that turn.
     server: createSdkMcpServer({ name: SERVER, version: '1.0.0', tools, alwaysLoad: true }),
-    names: types.map((t) => `mcp__${SERVER}__${t}`),
+    names: [...types, 'attach'].map((t) => `mcp__${SERVER}__${t}`),
+    actions: types.length > 0,
   };
 }

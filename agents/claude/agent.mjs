@@ -16,18 +16,23 @@
 //
 // The actions the input's `capabilities` allow are tools of an in-process MCP server (actions.mjs); what the
 // model asks for during a turn rides on that turn's final block as `actions`, for gated to apply.
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import { actionServer, offered, SERVER } from './actions.mjs';
-import { insideAny, mcpServersOf, modelOf, promptOf, readOnlyDirs } from './config.mjs';
+import { mcpServersOf, modelOf, promptOf, readOnlyDirs } from './config.mjs';
+import { apiTrouble, transient } from './api-errors.mjs';
+import { FILE_TOOLS, insideFolder, localPermission, SHELL_TOOLS } from './local-rules.mjs';
+import { Progress } from './progress.mjs';
 import { TurnBook } from './turns.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
 /** Drafts: at most one every this many ms. */
 const PARTIAL_MS = Number(process.env.GATED_CLAUDE_PARTIAL_MS ?? 400);
+/** Most files one answer may attach (gated takes at most 10 a block). */
+const MAX_FILES = 10;
 /** Exit status of a turn the API could not serve (overloaded, rate limited, unreachable): gated retries. */
 const EXIT_TEMPFAIL = 75;
 /** Secrets passed on to the CLI: the API's and the CLI's own settings, nothing else. */
@@ -74,26 +79,6 @@ class Inbox {
   }
 }
 
-/** True when `p` (absolute or relative to the folder) stays inside the folder, links resolved. */
-function insideFolder(p) {
-  if (typeof p !== 'string' || p === '') return true;
-  let abs = isAbsolute(p) ? p : resolve(cwd, p);
-  // The file may not exist yet: resolve the nearest existing ancestor.
-  let probe = abs;
-  while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
-  try {
-    abs = join(realpathSync(probe), relative(probe, abs));
-  } catch {
-    return false;
-  }
-  const rel = relative(realpathSync(cwd), abs);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-}
-
-const FILE_TOOLS = new Set(['Read', 'Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'Glob', 'Grep', 'LS']);
-const READ_TOOLS = new Set(['Read', 'Glob', 'Grep', 'LS']);
-const SHELL_TOOLS = new Set(['Bash', 'BashOutput', 'KillShell']);
-
 // The group's configuration (set from the first line): folders readable and never writable, and the names
 // of its MCP servers, whose tools the model may call.
 const configured = { dirs: [], servers: new Set() };
@@ -134,31 +119,9 @@ function permission(line) {
  * that passes, gated's tool rules: it may allow, refuse, or ask a person in the chat (docs/APPROVALS.md).
  */
 async function canUseTool(name, input) {
-  const local = localPermission(name, input);
+  const local = localPermission(name, input, { cwd, configured, allowShell });
   if (local.behavior !== 'allow') return local;
   return askGated(name, input);
-}
-
-/**
- * What this agent allows by itself: file tools inside the folder, reading (never writing) the group's
- * configuration folders; the group's MCP servers' tools; shells only where the operator allowed them.
- */
-function localPermission(name, input) {
-  if (FILE_TOOLS.has(name)) {
-    const paths = [input.file_path, input.notebook_path, input.path].filter((p) => p !== undefined);
-    if (paths.some((p) => insideAny(p, configured.dirs, cwd)) && !READ_TOOLS.has(name))
-      return { behavior: 'deny', message: 'The configuration folder is read-only.' };
-    const readable = (p) => insideFolder(p) || (READ_TOOLS.has(name) && insideAny(p, configured.dirs, cwd));
-    if (paths.every(readable)) return { behavior: 'allow', updatedInput: input };
-    return { behavior: 'deny', message: 'Only files inside the working directory may be used.' };
-  }
-  if (SHELL_TOOLS.has(name) && allowShell) return { behavior: 'allow', updatedInput: input };
-  if (name === 'TodoWrite' || name.startsWith(`mcp__${SERVER}__`))
-    return { behavior: 'allow', updatedInput: input };
-  const server = /^mcp__(.+?)__/.exec(name)?.[1];
-  if (server !== undefined && configured.servers.has(server))
-    return { behavior: 'allow', updatedInput: input };
-  return { behavior: 'deny', message: `The tool ${name} is not available here.` };
 }
 
 /** A stored session transcript exists for `id` (resuming a missing one fails the whole run). */
@@ -188,6 +151,9 @@ function childEnv(secrets) {
     // No telemetry, update checks or other calls besides the API itself.
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_AUTOUPDATER: '1',
+    // The CLI would retry an overloaded API about ten times per turn, minutes with typing shown: it fails
+    // at once instead, and gated's own backoff retries the run (an operator's secret may set another count).
+    CLAUDE_CODE_MAX_RETRIES: '0',
   };
   // The CLI refuses to skip permission prompts as root unless told it is sandboxed; this agent does not skip
   // them (canUseTool decides), but a root process runtime must still be able to start it.
@@ -198,11 +164,12 @@ function childEnv(secrets) {
   return env;
 }
 
-/** An API failure that a later try may not meet (the run is retried rather than answered). */
-function transient(text) {
-  return /overloaded|\b529\b|\b5\d\d\b|rate.?limit|\b429\b|ECONNREFUSED|ETIMEDOUT|ECONNRESET|fetch failed|connection error/i.test(
-    text ?? '',
-  );
+/**
+ * Tells gated why this run ends without answering (a block that answers no turn, docs/PROTOCOL.md
+ * "Retry later"), before exiting with EXIT_TEMPFAIL.
+ */
+function retryLater(text) {
+  emit({ status: 'error', result: null, retry: true, error: apiTrouble(text) });
 }
 
 async function main() {
@@ -238,7 +205,19 @@ async function main() {
 
   // Actions the model records during a turn; the turn's final block carries them.
   let recorded = [];
-  const actions = actionServer(offered(first.capabilities), (a) => recorded.push(a));
+  // Files the model attaches during a turn (the `attach` tool); the turn's final block carries them.
+  let attached = [];
+  const attach = (path) => {
+    const abs = isAbsolute(path) ? path : resolve(cwd, path);
+    if (!insideFolder(abs, cwd)) return 'only files inside the working directory can be attached';
+    if (!existsSync(abs) || !statSync(abs).isFile()) return `there is no file ${path}`;
+    const rel = relative(cwd, abs);
+    if (!attached.includes(rel) && attached.length >= MAX_FILES)
+      return `at most ${MAX_FILES} files an answer`;
+    if (!attached.includes(rel)) attached.push(rel);
+    return null;
+  };
+  const actions = actionServer(offered(first.capabilities), (a) => recorded.push(a), attach);
   const groupServers = mcpServersOf(first.config, first.secrets);
   configured.dirs = readOnlyDirs(first.config);
   configured.servers = new Set(Object.keys(groupServers));
@@ -261,7 +240,7 @@ async function main() {
       settingSources: [],
       // Only gated's own tool server and the group's configured ones: none from settings or plugins.
       strictMcpConfig: true,
-      mcpServers: { ...groupServers, ...(actions ? { [SERVER]: actions.server } : {}) },
+      mcpServers: { ...groupServers, [SERVER]: actions.server },
       // No allowedTools: every call, gated's own actions included, goes through canUseTool and so through
       // gated's tool rules.
       stderr: (data) => process.stderr.write(data),
@@ -273,7 +252,8 @@ async function main() {
           'You are answering a chat through a gateway. Each user turn holds <message> elements from the chat. ' +
           'Answer in Markdown; keep it short unless asked otherwise. Your working directory is the only ' +
           'place you can read or write files.' +
-          (actions
+          ' To send the chat a file you wrote, attach it with the attach tool.' +
+          (actions.actions
             ? ' The gated tools (send, schedule, …) record actions that take effect once your answer is stored.'
             : '') +
           (fromConfig ? `\n\n${fromConfig}` : ''),
@@ -290,6 +270,8 @@ async function main() {
   const answer = (msg, block) => {
     const turnActions = recorded;
     recorded = [];
+    const turnFiles = attached;
+    attached = [];
     const { failed, text, ...rest } = block;
     if (msg === null) return emit({ ...rest, newSessionId: sessionId });
     const total = Number(msg.total_cost_usd ?? 0);
@@ -309,6 +291,7 @@ async function main() {
       if (transient(text)) {
         // Unanswered on purpose: gated puts the turn back and tries again later.
         failure = `the API could not serve the turn: ${text.slice(0, 300)}`;
+        retryLater(text);
         return;
       }
       return emit({
@@ -323,6 +306,7 @@ async function main() {
       newSessionId: sessionId,
       // An interrupted turn's actions are not asked for: the user changed their mind.
       ...(turnActions.length > 0 && !rest.interrupted ? { actions: turnActions } : {}),
+      ...(turnFiles.length > 0 && !rest.interrupted ? { files: turnFiles } : {}),
       usage,
     });
   };
@@ -360,8 +344,16 @@ async function main() {
     book.inputEnded();
   })();
 
-  let draft = '';
+  const progress = new Progress(cwd);
   let lastPartial = 0;
+  // A draft at most every PARTIAL_MS; a tool call's status line at once (the turn works on it a while).
+  const showDraft = (atOnce) => {
+    const draft = progress.draft();
+    if (!numbered || book.turn === null || draft === '') return;
+    if (!atOnce && Date.now() - lastPartial < PARTIAL_MS) return;
+    lastPartial = Date.now();
+    emit({ status: 'ok', partial: true, turn: book.turn, result: draft });
+  };
   for await (const msg of q) {
     if (msg.type !== 'result') book.activity();
     if (msg.type === 'system' && msg.subtype === 'init') {
@@ -372,25 +364,25 @@ async function main() {
       book.compacted();
       continue;
     }
+    if (msg.type === 'assistant' && !msg.parent_tool_use_id) {
+      if (progress.assistant(msg.message)) showDraft(true);
+      continue;
+    }
     if (msg.type === 'stream_event') {
       const ev = msg.event;
-      if (ev.type === 'message_start') draft = '';
-      if (ev.type === 'content_block_delta' && ev.delta?.type === 'text_delta') {
-        draft += ev.delta.text;
-        book.stream(draft);
-        const now = Date.now();
-        if (numbered && now - lastPartial >= PARTIAL_MS && draft.trim() !== '' && book.turn !== null) {
-          lastPartial = now;
-          emit({ status: 'ok', partial: true, turn: book.turn, result: draft });
-        }
+      if (progress.event(ev)) {
+        book.stream(progress.text());
+        showDraft(ev.type === 'content_block_start' && ev.content_block?.type === 'tool_use');
       }
       continue;
     }
     if (msg.type !== 'result') continue;
     sessionId = msg.session_id ?? sessionId;
     const failed = msg.is_error || msg.subtype !== 'success';
-    const text = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
-    draft = '';
+    // Every text of the turn, also those written before its tool calls (the SDK's result has the last).
+    const said = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
+    const text = failed ? said : progress.answer(said);
+    progress.reset();
     book.result(msg, text, failed);
     if (failure) break;
   }
@@ -409,7 +401,10 @@ async function main() {
 main().then(
   (code) => process.exit(code),
   (err) => {
-    say(`failed: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(transient(String(err)) ? EXIT_TEMPFAIL : 1);
+    const text = err instanceof Error ? err.message : String(err);
+    say(`failed: ${text}`);
+    if (!transient(text)) process.exit(1);
+    retryLater(text);
+    process.exit(EXIT_TEMPFAIL);
   },
 );

@@ -38,6 +38,11 @@ export interface OutputBlock {
   interrupted?: boolean;
   /** The agent compacted its session (its context was full) before answering; kept in session_log. */
   compacted?: boolean;
+  /**
+   * With `status: "error"`: the agent cannot serve its turns now (an overloaded API) and exits without
+   * answering; `error` says why, in words for the chat. Answers no turn (docs/PROTOCOL.md, "Retry later").
+   */
+  retry?: boolean;
 }
 
 /** The `ask` of a block: the agent's id for the question (unique within the run), the tool and its input. */
@@ -150,6 +155,7 @@ function toBlock(value: unknown): OutputBlock | string {
   // Flags that only describe the block: anything but `true` is read as absent.
   if (v.interrupted === true) block.interrupted = true;
   if (v.compacted === true) block.compacted = true;
+  if (v.retry === true && v.status === 'error') block.retry = true;
   // Checked action by action when applied: one bad action must not cost the block its answer.
   if (v.actions !== undefined && v.actions !== null) block.actions = v.actions;
   if (v.ask !== undefined && v.ask !== null) {

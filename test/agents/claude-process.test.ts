@@ -36,7 +36,8 @@ test('a turn streamed for 30 s reaches the chat intact', { timeout: 120_000 }, a
 });
 
 test('an overloaded API: retried runs, then one clear message', { timeout: 120_000 }, async () => {
-  chat = await startClaudeChat(api);
+  // No CLAUDE_CODE_MAX_RETRIES secret: the agent's own default (the CLI does not retry) is what runs.
+  chat = await startClaudeChat(api, { env: { GATED_AGENT_SECRETS: 'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL' } });
   await overloadScenario(chat, api);
   expect(api.turns.length).toBeGreaterThanOrEqual(3);
 });

@@ -176,15 +176,27 @@ export async function longTurnScenario(c: ClaudeChat, seconds: number): Promise<
   expect(text.trim()).toBe(slowText(seconds));
 }
 
-/** The API answers 529: the run is retried, then the chat gets one clear message. */
+/**
+ * The API answers 529: each run fails at once (no CLI retries), gated retries with its own backoff, then the
+ * chat gets one message saying why, within seconds, and the working indicator is off.
+ */
 export async function overloadScenario(c: ClaudeChat, api: MessagesApiServer): Promise<void> {
+  const sentAt = Date.now();
   const id = c.send('OVERLOAD please');
   const text = await c.reply(id, 90_000);
-  expect(text).toMatch(/could not answer \(3 attempts/);
+  const ms = Date.now() - sentAt;
+  expect(text).toMatch(
+    /could not answer \(3 attempts, the last one failed: the Claude API is overloaded \(HTTP 529\)\)/,
+  );
+  // Three runs, two backoffs of about 1 s and 2 s: seconds, never the minutes of the CLI's own retries.
+  expect(ms).toBeLessThan(30_000);
   const failed = c.runs().filter((r) => r.result === 'error');
   expect(failed.length).toBe(3);
-  expect(failed.every((r) => /exit code 75/.test(r.error ?? ''))).toBe(true);
-  expect(api.requests.filter((r) => r.status === 529).length).toBeGreaterThanOrEqual(3);
+  expect(failed.every((r) => /^exit code 75: the Claude API is overloaded/.test(r.error ?? ''))).toBe(true);
+  const overloaded = api.requests.filter((r) => r.status === 529).length;
+  expect(overloaded).toBeGreaterThanOrEqual(3);
+  expect(overloaded).toBeLessThanOrEqual(6);
+  expect(c.gated.web.isWorking(c.chat)).toBe(false);
   const replies = c.gated.db
     .prepare(`SELECT COUNT(*) FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
     .pluck()

@@ -9,8 +9,13 @@
  * - `TOOL <name> <json>`: a `tool_use` of the offered tool called `<name>` (or `mcp__<server>__<name>`) with
  *   that JSON as input; once the result comes back, a text quoting it (`Tool <name> said: …`). A tool the
  *   request does not offer gets the text `no tool <name>`;
+ * - `ATTACH <path> <word>`: a text, then the Write tool creating that file; once written, a text, then the
+ *   offered `attach` tool (gated's own, `mcp__gated__attach`) naming the path; once attached, a text. Three
+ *   texts, two of them before a tool call, for the agent to keep in its answer;
  * - `SLOW <seconds>`: text streamed in small deltas for that long (numbered lines, so a test can check that
  *   nothing was lost);
+ * - `MARKDOWN`: MARKDOWN_SAMPLE (a heading, bold, a table, a code fence) streamed 4 characters a delta, so
+ *   drafts cut it anywhere: inside `**`, inside the fence, in the middle of the table;
  * - `OVERLOAD`: HTTP 529 `overloaded_error`;
  * - `TOOLONG <word>`: the first request whose newest user words carry `TOOLONG <word>` is refused with HTTP
  *   400 "prompt is too long" (as the API refuses a context over the model's window); later ones answer
@@ -62,11 +67,30 @@ export interface RecordedRequest {
 type Plan =
   | { kind: 'text'; text: string }
   | { kind: 'slow'; seconds: number }
-  | { kind: 'tool'; name: string; input: Record<string, unknown> }
+  | { kind: 'chunks'; text: string; size: number }
+  | { kind: 'tool'; name: string; input: Record<string, unknown>; preface?: string }
   | { kind: 'overload' }
   | { kind: 'too-long' };
 
 const DELTA_MS = 50;
+
+/** What `MARKDOWN` streams: every construct a draft may cut in half. */
+export const MARKDOWN_SAMPLE = [
+  '## Answer #1',
+  '',
+  'Some **bold words** and `inline code`, then a table:',
+  '',
+  '| name | value |',
+  '|------|------:|',
+  '| alpha | 1 |',
+  '| beta | 22 |',
+  '',
+  '```js',
+  'const x = 1 < 2 && 3 > 2;',
+  '```',
+  '',
+  'That is **all**.',
+].join('\n');
 
 /** The numbered lines `SLOW n` streams, for the test to compare with what reached the chat. */
 export function slowText(seconds: number): string {
@@ -190,6 +214,15 @@ export class MessagesApiServer {
     await this.stream(res, body.model ?? 'claude-test', plan);
   }
 
+  /** The words of the newest user message that is not a tool result: what the turn was asked. */
+  private promptWords(body: RecordedRequest['body']): string {
+    const asked = body.messages
+      .filter((m) => m.role === 'user')
+      .filter((m) => !Array.isArray(m.content) || !m.content.some((b) => b.type === 'tool_result'))
+      .at(-1);
+    return asked ? userWords(asked.content) : '';
+  }
+
   private plan(body: RecordedRequest['body']): Plan {
     const conversation = (body.tools?.length ?? 0) > 0;
     const last = body.messages.filter((m) => m.role === 'user').at(-1);
@@ -200,6 +233,12 @@ export class MessagesApiServer {
       const use = body.messages
         .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
         .find((b) => b.type === 'tool_use' && b.id === r.tool_use_id);
+      const attach = /\bATTACH (\S+) (\S+)/.exec(this.promptWords(body));
+      if (attach && use?.name === 'Write') {
+        const name = (body.tools ?? []).find((t) => t.name.endsWith('__attach'))?.name ?? 'attach';
+        return { kind: 'tool', name, input: { path: attach[1]! }, preface: 'Written; now attaching it.' };
+      }
+      if (attach && use?.name?.endsWith('attach')) return { kind: 'text', text: `Here is ${attach[1]}.` };
       if (use?.name === 'Write') return { kind: 'text', text: `The file is written (${said.slice(0, 80)}).` };
       return { kind: 'text', text: `Tool ${use?.name ?? '?'} said: ${said}` };
     }
@@ -209,6 +248,12 @@ export class MessagesApiServer {
       const path = write[1]!.startsWith('/') ? write[1]! : `${workingDir(body)}/${write[1]}`;
       const input = { file_path: path, content: write[2]! };
       return { kind: 'tool', name: 'Write', input };
+    }
+    const attach = /\bATTACH (\S+) (\S+)/.exec(words);
+    if (attach) {
+      const path = `${workingDir(body)}/${attach[1]}`;
+      const input = { file_path: path, content: attach[2]! };
+      return { kind: 'tool', name: 'Write', input, preface: `I will write ${attach[1]} first.` };
     }
     const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
     if (call) {
@@ -221,6 +266,7 @@ export class MessagesApiServer {
         return { kind: 'text', text: `bad JSON for ${wanted}` };
       }
     }
+    if (/\bMARKDOWN\b/.test(words)) return { kind: 'chunks', text: MARKDOWN_SAMPLE, size: 4 };
     const slow = /\bSLOW (\d+)/.exec(words);
     if (slow) return { kind: 'slow', seconds: Number(slow[1]) };
     if (/\bOVERLOAD\b/.test(words)) return { kind: 'overload' };
@@ -263,17 +309,32 @@ export class MessagesApiServer {
     let stopReason = 'end_turn';
     if (plan.kind === 'tool') {
       stopReason = 'tool_use';
+      let index = 0;
+      if (plan.preface) {
+        send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+        send('content_block_delta', { index, delta: { type: 'text_delta', text: plan.preface } });
+        send('content_block_stop', { index });
+        index += 1;
+      }
       send('content_block_start', {
-        index: 0,
+        index,
         content_block: { type: 'tool_use', id: `toolu_test_${this.nextId}`, name: plan.name, input: {} },
       });
       const input = JSON.stringify(plan.input);
-      send('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: input } });
-      send('content_block_stop', { index: 0 });
+      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: input } });
+      send('content_block_stop', { index });
       outputTokens = 30;
     } else {
       send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-      if (plan.kind === 'slow') {
+      if (plan.kind === 'chunks') {
+        for (let i = 0; i < plan.text.length; i += plan.size) {
+          if (res.destroyed) return;
+          const text = plan.text.slice(i, i + plan.size);
+          send('content_block_delta', { index: 0, delta: { type: 'text_delta', text } });
+          outputTokens += 1;
+          await new Promise((r) => setTimeout(r, DELTA_MS));
+        }
+      } else if (plan.kind === 'slow') {
         for (const line of slowText(plan.seconds).split('\n')) {
           if (res.destroyed) return;
           send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: line + '\n' } });

@@ -122,6 +122,33 @@ describe('queue: failure rule', () => {
     expect(row(db, first)).toMatchObject({ state: 'parked' });
   });
 
+  it('an agent that says why it cannot answer now: retried, the reason kept and told, the session kept', async () => {
+    const { db, queue, runtime, outbound } = setup();
+    db.prepare(`INSERT INTO sessions (group_folder, topic, session_id) VALUES ('g1', '', 's-1')`).run();
+    const id = ready(db, { chat: 'tg:A' });
+    queue.wake();
+    await flush();
+    const why = 'the Claude API is overloaded (HTTP 529)';
+    for (let n = 0; n < 3; n++) {
+      // A retry block answers nothing: the turn stays open, and the exit makes it a failure like any other.
+      runtime.agents[n]!.reply(null, { status: 'error', retry: true, error: why, turn: 1 });
+      runtime.agents[n]!.finish({ code: 75 });
+      await flush();
+      expect(lastRun(db)).toMatchObject({ result: 'error', error: `exit code 75: ${why}`, replies: 0 });
+      // Unlike a run with no output at all, it keeps its session: the retry resumes the conversation.
+      expect(db.prepare('SELECT session_id FROM sessions').pluck().get()).toBe('s-1');
+      await vi.advanceTimersByTimeAsync(60_000);
+      await flush();
+    }
+    expect(runtime.agents).toHaveLength(3);
+    expect(runtime.agents[2]!.inputs()[0]).toMatchObject({ sessionId: 's-1' });
+    expect(row(db, id).state).toBe('parked');
+    expect(outbound).toHaveLength(1);
+    expect(db.prepare('SELECT content FROM messages WHERE id = ?').pluck().get(outbound[0])).toBe(
+      `The agent could not answer (3 attempts, the last one failed: ${why}). Send a new message to try again.`,
+    );
+  });
+
   it('treats an agent that cannot be started as a failure before output', async () => {
     const { db, queue, runtime } = setup();
     runtime.startFails = 1;
