@@ -69,15 +69,16 @@ export interface FetchedFile {
  */
 export interface DraftOps {
   /**
-   * Posts a draft; returns its platform id. `thread` is the topic of the messages the turn answers (a web
+   * Posts a draft; returns its platform id. Every draft text (`open`, `edit`) is formatted like `send`
+   * formats part 0 of an answer (the channel's `textFormat`), so a draft shows rendered, not raw Markdown. `thread` is the topic of the messages the turn answers (a web
    * chat tab, a forum thread), '' for none; platforms that keep drafts per chat may ignore it. `replyTo` is
    * the platform id of the newest message the turn answers: where a draft can be a reply (Discord), it is
    * one, so the answer it becomes is a reply like an answer sent without a draft.
    */
   open(chatJid: Jid, text: string, thread?: string, replyTo?: string | null): Promise<string>;
   /**
-   * Replaces a draft's text; `final`: `text` is part 0 of the answer, formatted like `send` formats it. An
-   * edit that changes nothing succeeds.
+   * Replaces a draft's text; `final`: `text` is part 0 of the answer (not a draft any more). An edit that
+   * changes nothing succeeds.
    */
   edit(chatJid: Jid, id: string, text: string, final: boolean): Promise<void>;
   /** Deletes a draft (an answer too long for one message replaces it). */

@@ -154,10 +154,24 @@ function list(l: Tokens.List, d: Dialect, depth: number): string {
     .join('\n');
 }
 
+/**
+ * A table as a monospace block, its columns padded to one width and the header ruled off, so it reads as a
+ * table wherever code blocks are monospace (Telegram, Slack) and stays legible as plain text.
+ */
 function table(t: Tokens.Table, d: Dialect): string {
-  const row = (cells: Tokens.TableCell[]) => cells.map((c) => inline(c.tokens, plain)).join(' | ');
-  const lines = [row(t.header), ...t.rows.map(row)];
-  return d.pre(lines.join('\n'), '');
+  const texts = [t.header, ...t.rows].map((cells) => cells.map((c) => inline(c.tokens, plain)));
+  const widths = t.header.map((_, i) => Math.max(...texts.map((r) => [...(r[i] ?? '')].length)));
+  const pad = (s: string, i: number) => {
+    const fill = ' '.repeat(widths[i]! - [...s].length);
+    return t.align[i] === 'right' ? fill + s : s + fill;
+  };
+  const line = (r: string[]) =>
+    widths
+      .map((_, i) => pad(r[i] ?? '', i))
+      .join(' | ')
+      .trimEnd();
+  const rule = widths.map((w) => '-'.repeat(w)).join('-+-');
+  return d.pre([line(texts[0]!), rule, ...texts.slice(1).map(line)].join('\n'), '');
 }
 
 function block(t: Token, d: Dialect, depth = 0): string {

@@ -4,12 +4,15 @@ import { parseJid } from '../core/types.js';
 import type { Channel } from '../channels/channel.js';
 import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
+import { draftMarkdown } from '../core/draft-markdown.js';
+import { partsFor } from './format.js';
 
 /**
  * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat
  * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats),
  * posted at the first draft and edited in place after that, at most once per `minIntervalMs` (the newest
- * text wins: drafts that arrive in between are never shown). When the turn's answer is delivered, the
+ * text wins: drafts that arrive in between are never shown), each formatted as the answer's first part is
+ * (Telegram HTML, mrkdwn…), so a draft is rendered like the answer and valid wherever the text was cut. When the turn's answer is delivered, the
  * draft becomes the answer: edited to the final text when it fits one part (and has no files, and the
  * channel's drafts can take an answer: not `finalReplaces`), otherwise removed before the answer is sent as
  * usual. So the final text appears once, never twice.
@@ -169,7 +172,9 @@ export function createDrafts(opts: DraftsOptions): Drafts {
       const channel = channelOf(chatJid);
       if (!d || !channel || stopped) return;
       const ops = channel.drafts!;
-      const text = d.text.slice(0, channel.limit);
+      // Formatted as the answer will be (its first part): valid at any cut, never raw Markdown.
+      const text = partsFor(draftMarkdown(d.text), channel)[0] ?? '';
+      if (text.trim() === '') return;
       const found = s.get.get(chatJid, thread);
       // A draft already edited into an answer is that answer now: the next turn gets a new draft.
       const row = found?.final ? undefined : found;

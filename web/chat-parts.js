@@ -2,6 +2,7 @@
 // draft of an answer in progress. Files come from /api/chat/file, which serves only this chat's files; the
 // page never builds a path, only the row id and the file's position.
 import { el } from './common.js';
+import { markdownNode } from './markdown.js';
 
 // The types a browser shows as pictures (the server sends every other type as a download).
 const INLINE = /^image\/(jpeg|png|gif|webp)$/;
@@ -58,14 +59,13 @@ export class DraftBubble {
       // Above any number a row id reaches, so lines arriving later are inserted before it.
       this.li = el('li', 'line agent draft', null, { 'data-id': String(Number.MAX_SAFE_INTEGER) });
       this.li.dataset.draft = d.id;
-      this.text = el('span', 'text');
-      const texts = el('span', 'texts');
-      texts.append(this.text);
-      this.li.append(el('span', 'who', 'agent · typing…'), texts);
+      this.texts = el('span', 'texts');
+      this.li.append(el('span', 'who', 'agent · typing…'), this.texts);
       this.lines.append(this.li);
     }
-    // Drafts are plain text: half-written Markdown is shown as written, and rendered once final.
-    this.text.textContent = d.text;
+    // Rendered as the answer will be: marked reads half-written Markdown (an open fence, a lone `**`) as
+    // far as it goes, so the draft never shows raw markup and never breaks.
+    this.texts.replaceChildren(markdownNode(d.text));
     this.lines.scrollTop = this.lines.scrollHeight;
   }
 

@@ -57,7 +57,10 @@ function block(t) {
     case 'paragraph':
       return node('p', inline(t.tokens));
     case 'heading':
-      return node('strong', inline(t.tokens));
+      // # → h3 … ### and deeper → h5: headings inside a chat line, smaller than the page's own.
+      return node(`h${Math.min(5, t.depth + 2)}`, inline(t.tokens));
+    case 'table':
+      return table(t);
     case 'code': {
       const code = node('code', [t.text]);
       return node('pre', [code]);
@@ -77,9 +80,33 @@ function block(t) {
     case 'hr':
       return node('hr', []);
     default:
-      // html blocks and tables: the text as the agent wrote it
+      // html blocks: the text as the agent wrote it
       return node('p', [t.raw ?? '']);
   }
+}
+
+/** A Markdown table as a <table> (in a box that scrolls sideways when it is wider than the line). */
+function table(t) {
+  const cell = (tag, c, align) => {
+    const n = node(tag, inline(c.tokens));
+    if (align) n.style.textAlign = align;
+    return n;
+  };
+  const head = node('thead', [
+    node(
+      'tr',
+      t.header.map((c, i) => cell('th', c, t.align[i])),
+    ),
+  ]);
+  const rows = t.rows.map((r) =>
+    node(
+      'tr',
+      r.map((c, i) => cell('td', c, t.align[i])),
+    ),
+  );
+  const box = node('div', [node('table', [head, node('tbody', rows)])]);
+  box.className = 'md-table';
+  return box;
 }
 
 function blocks(tokens) {

@@ -33,7 +33,7 @@ function threadOf(p: Pick<SendPart, 'topic' | 'replyTo'>): string | undefined {
 
 /**
  * Slack drafts: one chat.postMessage (in the thread the answer goes to), chat.update for every new text,
- * chat.delete when a long answer replaces it by its parts. Draft texts are plain; the final edit is mrkdwn.
+ * chat.delete when a long answer replaces it by its parts. Drafts come formatted like answers (mrkdwn).
  */
 export function slackDrafts(web: WebClient): DraftOps {
   return {
@@ -43,7 +43,6 @@ export function slackDrafts(web: WebClient): DraftOps {
         const res = await web.chat.postMessage({
           channel: roomOf(chatJid),
           text,
-          mrkdwn: false,
           ...(ts ? { thread_ts: ts } : {}),
         });
         if (!res.ts) throw new DeliveryError('transient', 'chat.postMessage returned no ts');
@@ -52,14 +51,9 @@ export function slackDrafts(web: WebClient): DraftOps {
         throw toDeliveryError(err);
       }
     },
-    async edit(chatJid, id, text, final) {
+    async edit(chatJid, id, text) {
       try {
-        await web.chat.update({
-          channel: roomOf(chatJid),
-          ts: id,
-          text,
-          ...(final ? {} : { mrkdwn: false }),
-        });
+        await web.chat.update({ channel: roomOf(chatJid), ts: id, text });
       } catch (err) {
         throw toDeliveryError(err);
       }

@@ -7,36 +7,47 @@ const NOT_MODIFIED = /message is not modified/i;
 const CANT_PARSE = /can't parse entities/i;
 
 /**
- * Telegram drafts: a plain sendMessage, then editMessageText in place; the final edit carries the answer's
- * HTML (plain again if Telegram cannot parse it). "Not modified" means the message already shows the text
- * (a retried edit after a crash): success.
+ * Telegram drafts: a sendMessage, then editMessageText in place, every text as HTML (drafts are formatted
+ * like answers, delivery/drafts.ts), so the chat and its notification preview never show raw Markdown.
+ * A text Telegram cannot parse goes again as plain text. "Not modified" means the message already shows
+ * the text (a retried edit after a crash): success.
  */
 export function telegramDrafts(telegram: Telegram): DraftOps {
-  const edit = (chatId: string, id: number, text: string, html: boolean) =>
-    telegram.callApi('editMessageText', {
-      chat_id: chatId,
-      message_id: id,
-      text,
-      ...(html ? { parse_mode: 'HTML' as const } : {}),
-    });
+  const unparsable = (err: unknown) => err instanceof TelegramError && CANT_PARSE.test(err.description);
+  const edit = async (chatId: string, id: number, text: string) => {
+    const call = (t: string, html: boolean) =>
+      telegram.callApi('editMessageText', {
+        chat_id: chatId,
+        message_id: id,
+        text: t,
+        ...(html ? { parse_mode: 'HTML' as const } : {}),
+      });
+    try {
+      await call(text, true);
+    } catch (err) {
+      if (!unparsable(err)) throw err;
+      await call(telegramHtmlToPlain(text), false);
+    }
+  };
   return {
     async open(chatJid, text) {
+      const chat_id = roomOf(chatJid);
       try {
-        const sent = await telegram.callApi('sendMessage', { chat_id: roomOf(chatJid), text });
-        return String(sent.message_id);
+        try {
+          const sent = await telegram.callApi('sendMessage', { chat_id, text, parse_mode: 'HTML' });
+          return String(sent.message_id);
+        } catch (err) {
+          if (!unparsable(err)) throw err;
+          const sent = await telegram.callApi('sendMessage', { chat_id, text: telegramHtmlToPlain(text) });
+          return String(sent.message_id);
+        }
       } catch (err) {
         throw toDeliveryError(err);
       }
     },
-    async edit(chatJid, id, text, final) {
-      const chatId = roomOf(chatJid);
+    async edit(chatJid, id, text) {
       try {
-        try {
-          await edit(chatId, Number(id), text, final);
-        } catch (err) {
-          if (!(final && err instanceof TelegramError && CANT_PARSE.test(err.description))) throw err;
-          await edit(chatId, Number(id), telegramHtmlToPlain(text), false);
-        }
+        await edit(roomOf(chatJid), Number(id), text);
       } catch (err) {
         if (err instanceof TelegramError && NOT_MODIFIED.test(err.description)) return;
         throw toDeliveryError(err);

@@ -86,7 +86,7 @@ export class TelegramApiServer {
   readonly acceptedAt: number[] = [];
   readonly sentFiles: SentFile[] = [];
   /** editMessageText calls that changed a message, in order. */
-  readonly edits: Array<{ chat_id: number; message_id: number; text: string }> = [];
+  readonly edits: Array<{ chat_id: number; message_id: number; text: string; parse_mode?: string }> = [];
   /** Messages the bot deleted. */
   readonly deleted: Array<{ chat_id: number; message_id: number }> = [];
   /** Times a file was downloaded through /file/bot<token>/<path>. */
@@ -465,6 +465,13 @@ export class TelegramApiServer {
     if (!msg) return bad('message to edit not found');
     if (text.trim() === '') return bad('message text is empty');
     if (text.length > 4096) return bad('MESSAGE_TOO_LONG');
+    const parseMode = typeof p.parse_mode === 'string' ? p.parse_mode : undefined;
+    if (parseMode !== undefined && parseMode !== 'HTML') return bad(`unsupported parse_mode ${parseMode}`);
+    const refused = parseMode === 'HTML' ? checkTelegramHtml(text) : null;
+    if (refused) {
+      this.refusedHtml.push(text);
+      return bad(refused);
+    }
     if (msg.text === text)
       return bad(
         'message is not modified: specified new message content and reply markup are exactly the same',
@@ -476,7 +483,12 @@ export class TelegramApiServer {
       // An edit without reply_markup removes the keyboard, as Telegram does.
       sent.buttons = keyboardOf(p).buttons;
     }
-    this.edits.push({ chat_id: chatId, message_id: id, text });
+    this.edits.push({
+      chat_id: chatId,
+      message_id: id,
+      text,
+      ...(parseMode ? { parse_mode: parseMode } : {}),
+    });
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
   }
