@@ -63,7 +63,7 @@ test(
       toolNames('TOOL schedule')
         .filter((n) => n.startsWith('mcp__'))
         .sort(),
-    ).toEqual(['mcp__gated__react', 'mcp__gated__schedule', 'mcp__gated__send']);
+    ).toEqual(['mcp__gated__attach', 'mcp__gated__react', 'mcp__gated__schedule', 'mcp__gated__send']);
 
     const sent = c.send('TOOL send {"chat_jid":"web:elsewhere","text":"hello over there"}');
     expect(await c.reply(sent)).toContain('Recorded: a message to web:elsewhere');
@@ -101,7 +101,12 @@ test('a capability the group does not have is not offered as a tool', { timeout:
   const c = (chat = await startClaudeChat(api, { actions: 'react' }));
   const asked = c.send('TOOL schedule {"every":"1h","text":"check the backups"}');
   expect(await c.reply(asked)).toBe('no tool schedule');
-  expect(toolNames('TOOL schedule').filter((n) => n.startsWith('mcp__'))).toEqual(['mcp__gated__react']);
+  // The attach tool is always there (files are not an action gated applies).
+  expect(
+    toolNames('TOOL schedule')
+      .filter((n) => n.startsWith('mcp__'))
+      .sort(),
+  ).toEqual(['mcp__gated__attach', 'mcp__gated__react']);
   expect(c.gated.db.prepare(`SELECT COUNT(*) FROM tasks`).pluck().get()).toBe(0);
 });
 
