@@ -1,9 +1,26 @@
-import { Client, Events, GatewayIntentBits, Partials, REST, Routes } from 'discord.js';
+import {
+  Client,
+  Events,
+  GatewayIntentBits,
+  Partials,
+  REST,
+  Routes,
+  type ButtonInteraction,
+} from 'discord.js';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
-import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import type {
+  ApprovalOps,
+  Channel,
+  DraftOps,
+  FetchedFile,
+  InboundSink,
+  SendFile,
+  SendPart,
+} from '../channel.js';
+import { buttonToInbound, discordApprovals } from './buttons.js';
 import { discordDrafts } from './drafts.js';
 import { fetchDiscordFile, sendDiscordFile } from './files.js';
 import { messageToInbound } from './map.js';
@@ -49,6 +66,7 @@ export class DiscordChannel implements Channel {
   private client: Client | undefined;
   private readonly rest: REST;
   readonly drafts: DraftOps;
+  readonly approvals: ApprovalOps;
   private readonly sleep: Sleep;
   private abort = new AbortController();
   private retrying: Promise<void> | undefined;
@@ -62,6 +80,7 @@ export class DiscordChannel implements Channel {
       timeout: opts.sendTimeoutMs ?? 15_000,
     }).setToken(opts.token);
     this.drafts = discordDrafts(this.rest);
+    this.approvals = discordApprovals(this.rest);
     this.sleep = opts.sleep ?? abortableSleep;
   }
 
@@ -99,6 +118,9 @@ export class DiscordChannel implements Channel {
         this.opts.log.error({ message: m.id, err: coerceError(err).message }, 'discord message not stored');
       }
     });
+    client.on(Events.InteractionCreate, (i) => {
+      if (i.isButton()) this.pressed(i, sink);
+    });
     client.on(Events.Error, (err) => this.opts.log.warn({ err: err.message }, 'discord client error'));
     // A gateway that closes for good (bad token, intents not enabled) never sends READY, and login's error
     // does not say why: the close code does.
@@ -120,6 +142,28 @@ export class DiscordChannel implements Channel {
     }
     this.opts.log.info({ bot: client.user?.username, guilds: client.guilds.cache.size }, 'discord connected');
     return client;
+  }
+
+  /**
+   * A button press: stored as a `button` row, then acknowledged with a deferred update (Discord wants an
+   * answer within 3 s; the row, not the answer, is what counts). Components that are not ours are left alone.
+   */
+  private pressed(i: ButtonInteraction, sink: InboundSink): void {
+    let msg;
+    try {
+      msg = buttonToInbound(i);
+      if (msg) sink(msg);
+    } catch (err) {
+      this.opts.log.error({ interaction: i.id, err: coerceError(err).message }, 'discord press not stored');
+      return;
+    }
+    if (!msg) return;
+    i.deferUpdate().catch((err: unknown) =>
+      this.opts.log.debug(
+        { interaction: i.id, err: coerceError(err).message },
+        'discord press not acknowledged',
+      ),
+    );
   }
 
   private async reconnect(sink: InboundSink): Promise<void> {

@@ -24,29 +24,59 @@ const FAULTS: Record<ConformanceFault, DiscordFault> = {
 const channelFor = (api: DiscordApiServer) =>
   new DiscordChannel({ token: api.token, apiRoot: api.apiRoot, log: silentLogger() });
 
-channelConformance('discord', async () => {
-  const api = await DiscordApiServer.start();
-  let last: Record<string, unknown> | undefined;
-  return {
-    jid: `discord:${api.textChannelId}`,
-    makeChannel: () => channelFor(api),
-    async inject(text) {
-      last = api.push({ channelId: api.textChannelId, author: ada, content: text });
-      return { sender: ada.id, verb: 'message', platform_msg_id: last.id as string, content: text };
-    },
-    async redeliverLast() {
-      api.replay(last!);
-    },
-    received: () =>
-      api.posted
-        .filter((p) => p.channel_id === api.textChannelId)
-        .map((p) => ({ text: p.content, replyTo: p.message_reference?.message_id ?? null })),
-    shown: () => api.shown(api.textChannelId).map((m) => m.content),
-    failNext: (fault, n) => api.failNext(FAULTS[fault], n),
-    retryAfterMs: 2000,
-    close: () => api.close(),
-  };
-});
+channelConformance(
+  'discord',
+  async () => {
+    const api = await DiscordApiServer.start();
+    // The last event the gateway sent (a message or a press), for a resume that replays it.
+    let replayLast: (() => void) | undefined;
+    const users = new Map<string, DiscordUser>();
+    const userOf = (name: string) => {
+      let u = users.get(name);
+      if (!u)
+        users.set(
+          name,
+          (u = { id: `7100000000000000${10 + users.size}`, username: name, global_name: null }),
+        );
+      return u;
+    };
+    return {
+      jid: `discord:${api.textChannelId}`,
+      makeChannel: () => channelFor(api),
+      async inject(text) {
+        const last = api.push({ channelId: api.textChannelId, author: ada, content: text });
+        replayLast = () => api.replay(last);
+        return { sender: ada.id, verb: 'message', platform_msg_id: last.id as string, content: text };
+      },
+      async redeliverLast() {
+        replayLast!();
+      },
+      received: () =>
+        api.posted
+          .filter((p) => p.channel_id === api.textChannelId)
+          .map((p) => ({ text: p.content, replyTo: p.message_reference?.message_id ?? null })),
+      shown: () => api.shown(api.textChannelId).map((m) => m.content),
+      failNext: (fault, n) => api.failNext(FAULTS[fault], n),
+      retryAfterMs: 2000,
+      close: () => api.close(),
+      async press(id, index, name) {
+        const user = userOf(name);
+        const label = api.buttonsOn(id)[index]!.label;
+        const p = api.press(api.textChannelId, id, user, label);
+        replayLast = () => api.replayPress(p);
+        return { sender: user.id };
+      },
+      buttonsOf: (id) => api.buttonsOn(id).map((b) => b.custom_id),
+      textOf: (id) => api.shown(api.textChannelId).find((m) => m.id === id)?.content ?? '',
+    };
+  },
+  {
+    redelivery: true,
+    faults: ['rate_limited', 'server_error', 'forbidden'],
+    drafts: true,
+    buttons: true,
+  },
+);
 
 describe('discord channel', () => {
   const defer = cleanupAfterEach();

@@ -7,11 +7,21 @@
  * port, as Discord's CDN serves them. The next message sends can be made to answer 429 (Retry-After), 5xx
  * or 403 the way Discord does, and the next downloads 502. Message creates enforce `nonce` as Discord does with `enforce_nonce: true`:
  * the same nonce in the same channel within a few minutes returns the message the first create made, and
- * creates nothing.
+ * creates nothing. Messages may carry button components; `press` sends the INTERACTION_CREATE a user's press
+ * makes and records the bot's callback (test/infra/discord-interactions.ts).
  */
 import { listenLoopback, type Loopback } from './loopback.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
+import {
+  buttonsOf,
+  interactionCallback,
+  pressPayload,
+  type Press,
+  type StoredButton,
+} from './discord-interactions.js';
+
+export type { Press, StoredButton } from './discord-interactions.js';
 
 /** A user as the gateway and REST return it. */
 export interface DiscordUser {
@@ -41,6 +51,8 @@ export interface PostedMessage {
   allowed_mentions: unknown;
   nonce: string | undefined;
   attachments: UploadedFile[];
+  /** The buttons the message was created with. */
+  buttons: StoredButton[];
 }
 
 /** One edit of a bot message (PATCH). */
@@ -49,6 +61,8 @@ export interface MessageEdit {
   messageId: string;
   content: string;
   allowed_mentions: unknown;
+  /** The buttons the edit left, when it set `components` (undefined: not touched). */
+  buttons: StoredButton[] | undefined;
 }
 
 /** A bot message as a user sees it now: its current text and files. */
@@ -99,6 +113,9 @@ export class DiscordApiServer {
   readonly edits: MessageEdit[] = [];
   /** Ids of bot messages deleted (DELETE), in order. */
   readonly deleted: string[] = [];
+  /** Button presses sent to the bot, in order, with the bot's answers. */
+  readonly presses: Press[] = [];
+  private readonly pressPayloads = new Map<string, Json>();
   /** Every REST request, as `METHOD /path`. */
   readonly requests: string[] = [];
   /** Attachment downloads from the CDN path (every request, failed ones included). */
@@ -213,6 +230,51 @@ export class DiscordApiServer {
   /** Pushes the same MESSAGE_CREATE again (a gateway resume replays events). */
   replay(msg: Json): void {
     this.dispatch('MESSAGE_CREATE', msg);
+  }
+
+  /** The buttons a message shows now ([] once an edit removed them). */
+  buttonsOn(messageId: string): StoredButton[] {
+    return buttonsOf(this.messages.get(messageId)?.components);
+  }
+
+  /** `user` presses the button labelled `label` on the bot's message: an INTERACTION_CREATE to the bot. */
+  press(channelId: string, messageId: string, user: DiscordUser, label: string): Press {
+    const message = this.messages.get(messageId);
+    if (message?.channel_id !== channelId) throw new Error(`no message ${messageId} in ${channelId}`);
+    const button = this.buttonsOn(messageId).find((b) => b.label === label);
+    if (!button) throw new Error(`message ${messageId} has no button '${label}'`);
+    const inGuild = channelId !== this.dmChannelId;
+    const channel: Json = inGuild
+      ? { id: channelId, type: channelId === this.threadId ? 11 : 0, guild_id: GUILD_ID, name: 'general' }
+      : { id: channelId, type: 1 };
+    const id = nextId();
+    const { payload, token } = pressPayload({
+      id,
+      appId: this.bot.id,
+      guildId: inGuild ? GUILD_ID : undefined,
+      channel,
+      message,
+      customId: button.custom_id,
+      user,
+    });
+    const press: Press = {
+      id,
+      token,
+      messageId,
+      customId: button.custom_id,
+      user,
+      answeredWith: undefined,
+      callbacks: 0,
+    };
+    this.presses.push(press);
+    this.pressPayloads.set(id, payload);
+    this.dispatch('INTERACTION_CREATE', payload);
+    return press;
+  }
+
+  /** Sends a press's INTERACTION_CREATE again (a gateway resume replays events). */
+  replayPress(press: Press): void {
+    this.dispatch('INTERACTION_CREATE', this.pressPayloads.get(press.id)!);
   }
 
   /** The next `n` message sends fail with `fault`. */
@@ -373,6 +435,16 @@ export class DiscordApiServer {
       res.writeHead(200, { 'content-type': file.contentType, 'content-length': file.data.length });
       return void res.end(file.data);
     }
+    if (method === 'POST' && path.startsWith('/api/v10/interactions/')) {
+      // Interaction callbacks carry no bot token: the interaction's own token is in the path.
+      const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json) : {};
+      const answer = interactionCallback(this.presses, path, body);
+      if (answer) {
+        this.changed();
+        if (answer.status === 204) return void res.writeHead(204).end();
+        return send(res, answer.status, answer.body);
+      }
+    }
     if (req.headers.authorization !== `Bot ${this.token}`)
       return send(res, 401, { message: '401: Unauthorized', code: 0 });
     if (method === 'GET' && path === '/api/v10/gateway/bot') {
@@ -440,9 +512,16 @@ export class DiscordApiServer {
     const content = typeof body.content === 'string' ? body.content : '';
     if (content.trim() === '' || content.length > 2000)
       return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    let buttons: StoredButton[] | undefined;
+    try {
+      buttons = 'components' in body ? buttonsOf(body.components) : undefined;
+    } catch {
+      return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    }
     msg.content = content;
+    if ('components' in body) msg.components = body.components;
     msg.edited_timestamp = new Date().toISOString();
-    this.edits.push({ channelId, messageId, content, allowed_mentions: body.allowed_mentions });
+    this.edits.push({ channelId, messageId, content, allowed_mentions: body.allowed_mentions, buttons });
     this.changed();
     send(res, 200, msg);
   }
@@ -466,6 +545,12 @@ export class DiscordApiServer {
       this.nonceHits += 1;
       return send(res, 200, prior.msg);
     }
+    let buttons: StoredButton[];
+    try {
+      buttons = buttonsOf(body.components);
+    } catch {
+      return send(res, 400, { message: 'Invalid Form Body', code: 50035 });
+    }
     const ref = body.message_reference as { message_id: string } | undefined;
     const msg = {
       id: nextId(),
@@ -473,6 +558,13 @@ export class DiscordApiServer {
       author: this.bot,
       content,
       timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      embeds: [],
+      pinned: false,
       type: ref ? 19 : 0,
       attachments: files.map((f, i) => ({
         id: String(i),
@@ -481,6 +573,7 @@ export class DiscordApiServer {
         content_type: f.contentType,
       })),
       ...(nonce !== undefined ? { nonce } : {}),
+      ...(buttons.length > 0 ? { components: body.components } : {}),
     };
     this.messages.set(msg.id, msg);
     if (nonce !== undefined) this.nonces.set(nonceKey, { at: Date.now(), msg });
@@ -492,6 +585,7 @@ export class DiscordApiServer {
       allowed_mentions: body.allowed_mentions,
       nonce,
       attachments: files,
+      buttons,
     });
     for (const w of this.postWaiters.splice(0)) w();
     this.changed();
