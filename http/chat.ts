@@ -51,13 +51,15 @@ function chatParams(c: Context, q: Queries): { folder: string; topic: string } |
   return { folder, topic };
 }
 
-/** Stored rows as the chat shows them, each with its files. */
-function linesOf(q: Queries, rows: readonly ChatRow[]): ChatLine[] {
+/** Stored rows of a chat as the chat shows them, each with its files and the approval it asks or tells. */
+function linesOf(q: Queries, web: WebChannel, jid: string, rows: readonly ChatRow[]): ChatLine[] {
   const files = q.chatFiles(rows.map((r) => r.id));
+  const approvals = web.approvalLines.of(jid, rows);
   return rows.map((r) => {
     const line = toChatLine(r);
     const f = files.get(r.id);
-    return f ? { ...line, files: f } : line;
+    const a = approvals.get(r.id);
+    return { ...line, ...(f ? { files: f } : {}), ...(a ? { approval: a } : {}) };
   });
 }
 
@@ -108,7 +110,8 @@ export function chatRoutes(deps: ChatDeps): Hono {
     const limit = Math.min(nonNegInt(c.req.query('limit')) ?? 200, HISTORY_MAX);
     const viewer = c.get('viewer');
     const only = readers.only(p.folder, viewer);
-    const lines = linesOf(q, q.chatTail(webJid(p.folder), p.topic, before, limit, only));
+    const jid = webJid(p.folder);
+    const lines = linesOf(q, web, jid, q.chatTail(jid, p.topic, before, limit, only));
     const restricted = readers.restriction(p.folder, viewer);
     return c.json({ group: p.folder, topic: p.topic, lines, ...(restricted ? { restricted } : {}) });
   });
@@ -191,7 +194,7 @@ export function chatRoutes(deps: ChatDeps): Hono {
       // reconnect with Last-Event-ID does the same).
       if (cursor !== undefined && !done) {
         const rows = q.chatAfter(jid, topic, cursor, REPLAY_PAGE, only());
-        for (const line of linesOf(q, rows)) {
+        for (const line of linesOf(q, web, jid, rows)) {
           sent.add(line.id);
           await stream.writeSSE({ event: 'message', id: String(line.id), data: JSON.stringify(line) });
         }

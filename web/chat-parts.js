@@ -75,3 +75,62 @@ export class DraftBubble {
     this.id = null;
   }
 }
+
+/** What a decided approval's line says instead of its buttons. */
+function decidedLabel(a) {
+  if (a.state === 'expired') return 'not decided in time: denied';
+  return `${a.state} by ${a.decided_by || 'someone'}`;
+}
+
+/**
+ * The tool approvals of a pane (docs/WEB.md, "Tool approvals"): a question line gets Approve and Reject
+ * while it is pending; a press posts to /api/chat/press, and gated decides whether this visitor may. When
+ * the follow-up that says who decided arrives (or the question arrives already decided), the buttons give
+ * way to that.
+ */
+export class ApprovalBoxes {
+  /** `press(code, approve)` posts the press; it rejects with the reason when the post fails. */
+  constructor(press) {
+    this.press = press;
+    this.boxes = new Map();
+  }
+
+  /** The controls to append to a line that carries `approval`, or null for a follow-up line. */
+  node(a) {
+    const box = el('div', 'approval');
+    this.fill(box, a);
+    if (!a.asks) {
+      this.update(a);
+      return null;
+    }
+    this.boxes.set(a.code, box);
+    return box;
+  }
+
+  /** A newer state of approval `a.code` (a follow-up line): its question's box shows it. */
+  update(a) {
+    const box = this.boxes.get(a.code);
+    if (box && box.dataset.state === 'pending' && a.state !== 'pending') this.fill(box, a);
+  }
+
+  fill(box, a) {
+    box.dataset.code = a.code;
+    box.dataset.state = a.state;
+    if (a.state !== 'pending') {
+      box.replaceChildren(el('span', 'decided', decidedLabel(a)));
+      return;
+    }
+    const button = (label, approve) => {
+      const b = el('button', approve ? 'approve' : 'reject', label, { type: 'button' });
+      b.addEventListener('click', () => {
+        for (const x of box.querySelectorAll('button')) x.disabled = true;
+        // Enabled again once posted: a refusal (not an approver) arrives as a line of the chat.
+        this.press(a.code, approve).finally(() => {
+          for (const x of box.querySelectorAll('button')) x.disabled = false;
+        });
+      });
+      return b;
+    };
+    box.replaceChildren(button('Approve', true), button('Reject', false));
+  }
+}

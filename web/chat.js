@@ -3,7 +3,7 @@
 // shown. EventSource reconnects by itself and sends Last-Event-ID; the server replays what was missed and
 // the pane drops lines whose id it already shows. Who this browser is comes from gated: a visitor id in an
 // HttpOnly cookie (the page never sees or sends it), or the admin after signing in with the admin token.
-import { DraftBubble, fileNode } from './chat-parts.js';
+import { ApprovalBoxes, DraftBubble, fileNode } from './chat-parts.js';
 import { el, getJson, randomId } from './common.js';
 import { markdownNode } from './markdown.js';
 
@@ -69,6 +69,7 @@ class Pane {
     this.restricted.hidden = true;
     this.lines = el('ol', 'lines');
     this.draft = new DraftBubble(this.lines);
+    this.approvals = new ApprovalBoxes((code, approve) => this.press(code, approve));
     this.typing = el('p', 'typing', 'agent is working…');
     this.typing.hidden = true;
     this.form = el('form', 'composer');
@@ -185,6 +186,7 @@ class Pane {
       if (part === null) {
         have.texts.replaceChildren(bodyOf(this.group, line));
         have.whole = true;
+        if (line.approval) this.approvals.update(line.approval);
       } else if (part === have.next) {
         have.texts.append(bodyOf(this.group, line));
         have.next += 1;
@@ -198,6 +200,8 @@ class Pane {
     const texts = el('span', 'texts');
     texts.append(bodyOf(this.group, line));
     li.append(el('span', 'who', who), texts);
+    const box = line.approval ? this.approvals.node(line.approval) : null;
+    if (box) li.append(box);
     li.title = line.timestamp;
     this.shown.set(line.id, { texts, whole: part === null, next: (part ?? 0) + 1 });
     // Lines arrive in id order except when a live echo overtakes a replayed reply; keep the list sorted.
@@ -253,6 +257,32 @@ class Pane {
       }
     } catch (err) {
       this.input.value = content;
+      notice(`not sent: ${err.message}`);
+    }
+  }
+
+  /**
+   * Presses an approval button: the command is posted as this browser's message, so gated checks it like a
+   * typed `/approve CODE` from this sender (an approver's decides; anyone else is told why not).
+   */
+  async press(code, approve) {
+    const content = `/${approve ? 'approve' : 'reject'} ${code}`;
+    const body = { group: this.group, topic: this.topic, content, clientMsgId: randomId() };
+    try {
+      const r = await this.post(body, []);
+      if (r.id) {
+        const now = new Date().toISOString();
+        this.add({
+          id: r.id,
+          role: 'user',
+          content,
+          sender: state.me.sender.replace(/^web:/, ''),
+          sender_name: null,
+          topic: this.topic,
+          timestamp: now,
+        });
+      }
+    } catch (err) {
       notice(`not sent: ${err.message}`);
     }
   }

@@ -5,6 +5,7 @@ import { UsageError } from '../../core/errors.js';
 import { isoNow, isValidFolder, TOPIC_RE, type Jid } from '../../core/types.js';
 import type { Db } from '../../store/db.js';
 import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { WebApprovalLookup } from './approvals.js';
 import { UploadStage } from './uploads.js';
 import {
   CHAT_COLUMNS,
@@ -22,6 +23,7 @@ import {
 
 export * from './map.js';
 export { UploadStage, UPLOAD_KEEP_MS } from './uploads.js';
+export { WebApprovalLookup } from './approvals.js';
 
 /** What the web channel needs besides the database. */
 export interface WebChannelOptions {
@@ -51,6 +53,8 @@ export class WebChannel implements Channel {
   private readonly subs = new Map<string, Set<Subscriber>>();
   private readonly rowById;
   private readonly fileSeq;
+  /** The tool approvals that lines ask or announce (shown with their state). */
+  readonly approvalLines: WebApprovalLookup;
   /** The draft each chat topic shows now (memory only: after a restart a tab shows none, never a stale one). */
   private readonly shownDrafts = new Map<string, { id: string; text: string }>();
   /** The chats whose agent works now (memory only, as the drafts): a tab that connects starts from it. */
@@ -86,6 +90,7 @@ export class WebChannel implements Channel {
         `SELECT seq FROM outbound_files WHERE message_id = ? AND abs_path = ? AND state = 'ok' ORDER BY seq LIMIT 1`,
       )
       .pluck();
+    this.approvalLines = new WebApprovalLookup(db);
     this.uploads = new UploadStage(opts.uploadsDir ?? join(tmpdir(), 'gated-web-uploads'));
   }
 
@@ -217,6 +222,9 @@ export class WebChannel implements Channel {
     // A status marker opens the reply, so only part 0 carries it.
     const content = part.part === 0 ? replyRole(row?.kind ?? 'reply', part.text).content : part.text;
     const line: ChatLine = { ...whole, part: part.part, content, reply_to: part.replyTo };
+    const approval =
+      row && part.part === 0 ? this.approvalLines.of(part.chatJid, [row]).get(row.id) : undefined;
+    if (approval) line.approval = approval;
     // The cursor may pass this row only with its last part: a tab that drops out mid-reply then gets the
     // whole row replayed instead of missing the rest.
     const last = part.part >= part.parts - 1;

@@ -27,6 +27,21 @@ export interface ChatLine {
   files?: ChatFile[];
   /** The stored text's full length when `content` was cut for the chat (history lines are bounded). */
   full_length?: number;
+  /**
+   * On a line that asks about a tool call, or says who decided one: that approval as it stands now. The
+   * page shows Approve and Reject while it is pending (docs/WEB.md, "Tool approvals").
+   */
+  approval?: ChatApproval;
+}
+
+/** A tool approval as a chat line shows it. */
+export interface ChatApproval {
+  code: string;
+  tool: string;
+  state: 'pending' | 'approved' | 'rejected' | 'expired';
+  decided_by: string | null;
+  /** True on the line that asks (it gets the buttons), false on the follow-up that says who decided. */
+  asks: boolean;
 }
 
 /**
@@ -77,7 +92,7 @@ export interface WebPost {
 }
 
 /** The fields of a messages row that decide how it is shown. */
-export interface ChatRow extends Omit<ChatLine, 'role' | 'part' | 'files' | 'full_length'> {
+export interface ChatRow extends Omit<ChatLine, 'role' | 'part' | 'files' | 'full_length' | 'approval'> {
   is_from_me: number;
   kind: string | null;
   /** The stored content's length; larger than `content` when the read cut it. */
