@@ -70,7 +70,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   started = await startChannels(channels, gateway.sink, log);
   base.metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
   const stop = startOutbound(base, started, { queue, gateway, asks });
-  base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
+  base.http?.serve(webApp({ ...base, channels: started, gateway, queue, asks }));
   const history = startHistory(base, opts.historyFlushMs ?? 60_000);
 
   const steps = (graceMs: number): Array<[string, () => unknown]> => [

@@ -30,6 +30,8 @@ export interface WebParts {
   runtime: Runtime;
   history: History | undefined;
   signals: Signals;
+  /** The tool question broker: a decision on the dashboard wakes it. */
+  asks?: { wake(): void };
 }
 
 /**
@@ -70,6 +72,7 @@ export function webApp(p: WebParts): Hono {
       },
     },
     channels: () => p.channels,
+    ...(p.asks ? { toolDecided: () => p.asks!.wake() } : {}),
     hooks: (platform) => p.channels.find((c) => c.platform === platform)?.webhook,
     pingRuntime: () => p.runtime.ping(),
     health: () => liveness({ db, loop: gateway.loop, queue, pollMs: p.config.pollMs }),

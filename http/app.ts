@@ -17,6 +17,7 @@ import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
 import { staticApi } from './static.js';
 import { tasksAdminApi, tasksReadApi } from './tasks.js';
+import { toolApprovalsApi } from './tool-approvals.js';
 import { AccessSource } from '../store/access.js';
 import { RouteSource } from '../store/routes.js';
 import type { HttpAppOptions } from './types.js';
@@ -171,6 +172,16 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.on('POST', ['/api/tasks', '/api/tasks/*'], auth.admin);
   app.route('/api/tasks', tasksReadApi(db));
   app.route('/api/tasks', tasksAdminApi({ db, log: httpLog, tz: config.tz ?? 'UTC', now }));
+  app.route(
+    '/api/approvals',
+    toolApprovalsApi({
+      db,
+      auth,
+      log: httpLog,
+      now,
+      ...(opts.toolDecided ? { decided: opts.toolDecided } : {}),
+    }),
+  );
   app.route('/api/access', accessApi({ db, admins: config.admins ?? [], auth, log: httpLog, now }));
   app.route('/', staticApi());
 

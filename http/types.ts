@@ -67,6 +67,8 @@ export interface HttpAppOptions {
   now?: () => number;
   /** The started channels, for the dashboard's channels panel. */
   channels?: () => readonly Channel[];
+  /** A tool approval was decided on the dashboard (the ask broker's wake). */
+  toolDecided?: () => void;
   /** The webhook of a started platform channel (`/hooks/<platform>`), looked up per request. */
   hooks?: (platform: string) => WebhookHandler | undefined;
 }

@@ -17,6 +17,7 @@ export const PAGES = [
   },
   { href: '/dashboard/tasks', label: 'tasks', here: (p) => p === '/dashboard/tasks' },
   { href: '/dashboard/access', label: 'access', here: (p) => p === '/dashboard/access' },
+  { href: '/dashboard/approvals', label: 'approvals', here: (p) => p === '/dashboard/approvals' },
   { href: '/', label: 'web chat', here: (p) => p === '/' },
 ];
 

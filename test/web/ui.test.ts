@@ -41,6 +41,7 @@ function pages(runId: number): Array<{ name: string; path: string; ready: string
     { name: 'chats', path: '/dashboard#chats', ready: '#chat-list table' },
     { name: 'tasks', path: '/dashboard/tasks', ready: '#tasks > *' },
     { name: 'access', path: '/dashboard/access', ready: '#access-groups table' },
+    { name: 'approvals', path: '/dashboard/approvals', ready: '#pending > *' },
   ];
 }
 
@@ -129,7 +130,15 @@ describe('every page in chromium at 1280 and 390 px', () => {
         await page.screenshot({ path: screenshotPath(`page-${p.name}-${width}.png`) });
       }
     }
-    expect(nav!.map(([text]) => text)).toEqual(['dashboard', 'runs', 'chats', 'tasks', 'access', 'web chat']);
+    expect(nav!.map(([text]) => text)).toEqual([
+      'dashboard',
+      'runs',
+      'chats',
+      'tasks',
+      'access',
+      'approvals',
+      'web chat',
+    ]);
 
     await page.setViewportSize({ width: 1280, height: 860 });
     // Times are the reader's local clock with the stored ISO value on hover; run states use one vocabulary.

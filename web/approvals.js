@@ -1,0 +1,110 @@
+// The tool approvals page of the dashboard (docs/APPROVALS.md, "Dashboard"): the tool calls waiting for a
+// person, with approve and reject (a note goes with a rejection to the agent) for the holder of the admin
+// token, and the decided ones with who decided. The token lives in this page's memory only; every text
+// from the server is set with textContent (see common.js).
+import { age, el, getJson, table } from './common.js';
+
+const $ = (id) => document.getElementById(id);
+const REFRESH_MS = 2000;
+let token = '';
+
+function notice(text) {
+  $('notice').textContent = text || '';
+  $('notice').hidden = !text;
+}
+
+const auth = () => (token ? { Authorization: `Bearer ${token}` } : {});
+
+async function decide(code, approve, note) {
+  try {
+    const r = await getJson(`/api/approvals/${encodeURIComponent(code)}/${approve ? 'approve' : 'reject'}`, {
+      method: 'POST',
+      headers: { ...auth(), 'Content-Type': 'application/json' },
+      body: JSON.stringify(note ? { note } : {}),
+    });
+    notice(`${r.approval.tool} (${code}) ${r.approval.state}`);
+  } catch (err) {
+    notice(`not decided: ${err.message}`);
+  }
+  await refresh(false);
+}
+
+/** Approve, and reject with an optional note, for one pending row. */
+function actions(a) {
+  const span = el('span', 'actions');
+  const note = el('input', 'note', null, {
+    placeholder: 'note (reject)',
+    'aria-label': 'note',
+    maxlength: '2000',
+  });
+  const approve = el('button', 'approve', 'approve', { type: 'button' });
+  const reject = el('button', 'danger reject', 'reject', { type: 'button' });
+  approve.addEventListener('click', () => void decide(a.code, true));
+  reject.addEventListener('click', () => void decide(a.code, false, note.value.trim()));
+  span.append(approve, reject, note);
+  return span;
+}
+
+const what = (a) => (a.summary ? `${a.summary} · ${a.input_line}` : a.input_line);
+
+function render(r) {
+  const pendingCols = [
+    ['code', (a) => el('span', 'code', a.code)],
+    ['group', (a) => (a.topic ? `${a.group_folder} #${a.topic}` : a.group_folder)],
+    ['chat', (a) => a.chat_jid],
+    ['tool', (a) => a.tool],
+    ['input', (a) => el('span', 'json', what(a))],
+    ['approvers', (a) => a.approvers],
+    ['asked', (a) => `${age(r.now - a.created_at)} ago`],
+    ['expires in', (a) => age(Math.max(0, a.expires_at - r.now))],
+  ];
+  // The inputs of a row would be lost on each refresh while someone types a note: keep the table then.
+  const typing = document.activeElement?.classList?.contains('note');
+  if (token) pendingCols.push(['', actions]);
+  if (!typing)
+    table(
+      $('pending'),
+      pendingCols,
+      r.pending.map((a) => ({ ...a, __id: a.code, __class: 'tool-approval pending' })),
+      'nothing waits for a decision',
+    );
+  table(
+    $('decided'),
+    [
+      ['code', (a) => el('span', 'code', a.code)],
+      ['group', (a) => (a.topic ? `${a.group_folder} #${a.topic}` : a.group_folder)],
+      ['tool', (a) => a.tool],
+      ['input', (a) => el('span', 'json', what(a))],
+      ['decision', (a) => el('span', `state ${a.state}`, a.state)],
+      ['by', (a) => a.decided_by || ''],
+      ['note', (a) => a.note || ''],
+      ['decided', (a) => (a.decided_at ? `${age(r.now - a.decided_at)} ago` : '')],
+      ['used', (a) => (a.used_at ? 'yes' : 'not yet')],
+    ],
+    r.decided.map((a) => ({ ...a, __id: a.code, __class: `tool-approval ${a.state}` })),
+    'nothing decided yet',
+  );
+}
+
+async function refresh(clearNotice = true) {
+  try {
+    render(await getJson('/api/approvals', { headers: auth() }));
+    $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+    if (clearNotice) notice('');
+  } catch (err) {
+    notice(
+      err.status === 401 ? `${err.message}. Enter the admin token above.` : `refresh failed: ${err.message}`,
+    );
+  }
+}
+
+$('token-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  token = $('token').value.trim();
+  $('token').value = '';
+  $('token-state').textContent = token ? 'token set (this page only)' : '';
+  void refresh();
+});
+
+void refresh();
+setInterval(() => void refresh(false), REFRESH_MS);
