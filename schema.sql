@@ -445,7 +445,9 @@ CREATE INDEX IF NOT EXISTS idx_actions_run ON actions(run_id);
 
 -- A delegate or escalate action: work handed to another group. The inbound row for that group lives in
 -- the chat 'delegation:<id>'; each answer block of its runs comes back to (from_group, from_topic,
--- from_chat) as an inbound row with verb 'delegation'. depth counts the hops of the chain (1 = first).
+-- from_chat) as an inbound row with verb 'delegation'. depth is how far the chain has nested (1 = the
+-- first delegation; an answer's session delegating again stays at the depth it answered), origin the
+-- message whose turn started the chain (CONTRACT §17: depth and hops are bounded per originating message).
 CREATE TABLE IF NOT EXISTS delegations (
   id         INTEGER PRIMARY KEY AUTOINCREMENT,
   action_id  INTEGER NOT NULL,
@@ -458,8 +460,19 @@ CREATE TABLE IF NOT EXISTS delegations (
   depth      INTEGER NOT NULL,
   message_id INTEGER,
   answers    INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+  created_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  origin     INTEGER
 );
+
+-- Every inbound row gated placed for a delegation chain: the delegated row (answer = 0) and each answer
+-- that came back (answer = 1). A chain's hops are its rows: all rows of one origin.
+CREATE TABLE IF NOT EXISTS delegation_rows (
+  message_id    INTEGER PRIMARY KEY,
+  delegation_id INTEGER NOT NULL,
+  origin        INTEGER NOT NULL,
+  answer        INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_delegation_rows_origin ON delegation_rows(origin);
 
 -- Files that came with inbound messages (docs/PROTOCOL.md, "Files"). The channel stores the row and these
 -- rows together; the inbox downloader fills the files into the routed group's folder

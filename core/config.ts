@@ -89,8 +89,13 @@ export interface Config {
   tz: string;
   /** Runs in a row that end without answering a task before it is paused (GATED_TASK_MAX_FAILURES). */
   taskMaxFailures: number;
-  /** Longest delegate/escalate chain (GATED_MAX_DELEGATION_DEPTH); a deeper hop is refused. */
+  /** Deepest delegate/escalate chain (GATED_MAX_DELEGATION_DEPTH); a deeper delegation is refused. */
   maxDelegationDepth: number;
+  /**
+   * Most hops (delegations and answers) of one delegation chain per originating message
+   * (GATED_MAX_DELEGATION_HOPS); one more delegation is refused, one more answer kept `limited`.
+   */
+  maxDelegationHops: number;
   /** Shortest gap between due times of a task an agent schedules (GATED_TASK_MIN_INTERVAL_MS). */
   taskMinIntervalMs: number;
   /** Most active tasks a group's agent may have scheduled (GATED_TASKS_PER_GROUP). */
@@ -307,7 +312,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
-    maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 4, 0),
+    maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 3, 0),
+    maxDelegationHops: int(env, 'GATED_MAX_DELEGATION_HOPS', 20, 1),
     taskMinIntervalMs: int(env, 'GATED_TASK_MIN_INTERVAL_MS', 60_000, 1),
     tasksPerGroup: int(env, 'GATED_TASKS_PER_GROUP', 50, 1),
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),

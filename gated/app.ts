@@ -145,6 +145,7 @@ function makeStages(base: Base, channels: readonly Channel[], started: () => Cha
     actions: {
       tz: config.tz,
       maxDepth: config.maxDelegationDepth,
+      maxHops: config.maxDelegationHops,
       taskBounds: { minIntervalMs: config.taskMinIntervalMs, maxActive: config.tasksPerGroup },
       metrics,
     },

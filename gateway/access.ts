@@ -17,6 +17,7 @@ import {
 } from '../store/approvals.js';
 import { withActor } from '../store/audit.js';
 import type { Db } from '../store/db.js';
+import { DailyUsage } from '../store/limits.js';
 
 /**
  * The access decision (docs/ACCESS.md): after routing chose a group and before the impulse gate, may this
@@ -38,8 +39,7 @@ export class AccessGate {
   /** The rules for the poll batch in progress (see beginBatch); undefined outside one. */
   private snap: AccessSnapshot | undefined;
   private readonly senderCountStmt;
-  private readonly runCountStmt;
-  private readonly costStmt;
+  private readonly daily: DailyUsage;
   private readonly noticeStmt;
 
   constructor(
@@ -60,14 +60,7 @@ export class AccessGate {
            LIMIT @limit)`,
       )
       .pluck();
-    this.runCountStmt = db
-      .prepare('SELECT count(*) FROM session_log WHERE group_folder = ? AND started_at >= ?')
-      .pluck();
-    this.costStmt = db
-      .prepare(
-        'SELECT coalesce(sum(cost_usd), 0) FROM session_log WHERE group_folder = ? AND started_at >= ?',
-      )
-      .pluck();
+    this.daily = new DailyUsage(db);
     this.noticeStmt = db.prepare(
       `INSERT INTO limit_notices (group_folder, sender, kind, window_start) VALUES (?, ?, ?, ?)
        ON CONFLICT DO NOTHING`,
@@ -149,9 +142,7 @@ export class AccessGate {
   /** Limits: the first one exceeded makes the message `limited`; its sender is told once per window. */
   private limit(p: Principal, folder: string, limits: Limits, now: number): AccessVerdict {
     const hour = Math.floor(now / HOUR) * HOUR;
-    const day = Math.floor(now / DAY) * DAY;
-    const dayIso = new Date(day).toISOString();
-    let hit: { kind: string; window: number; text: string } | undefined;
+    let hit: { kind: string; window: number; text: string } | null = null;
     if (limits.senderPerHour !== null) {
       const since = new Date(hour).toISOString();
       const n = this.senderCountStmt.get({
@@ -167,16 +158,7 @@ export class AccessGate {
         hit = { kind: 'sender', window: hour, text: `${limits.senderPerHour} messages per sender per hour` };
       }
     }
-    if (!hit && limits.runsPerDay !== null) {
-      if ((this.runCountStmt.get(folder, dayIso) as number) >= limits.runsPerDay) {
-        hit = { kind: 'runs', window: day, text: `${limits.runsPerDay} agent runs per day` };
-      }
-    }
-    if (!hit && limits.costPerDayUsd !== null) {
-      if ((this.costStmt.get(folder, dayIso) as number) >= limits.costPerDayUsd) {
-        hit = { kind: 'cost', window: day, text: `$${limits.costPerDayUsd} of agent cost per day` };
-      }
-    }
+    hit ??= this.daily.reached(folder, limits, now);
     if (!hit) return SERVE;
     const reason = `limit: ${hit.text} in ${folder}`;
     const first = this.noticeStmt.run(folder, principalId(p), hit.kind, hit.window).changes > 0;

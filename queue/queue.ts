@@ -1,6 +1,7 @@
 import { createSignals } from '../core/signals.js';
 import type { SessionKey } from '../core/types.js';
 import { ActionApplier } from './actions/apply.js';
+import { DEFAULT_CHAIN_BOUNDS } from './actions/chain.js';
 import { Lanes } from './lane.js';
 import { runRecorder } from './recorder.js';
 import { Scheduler } from './scheduler.js';
@@ -38,7 +39,8 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     db: opts.db,
     log: log.child({ part: 'actions' }),
     tz: opts.actions?.tz ?? 'UTC',
-    maxDepth: opts.actions?.maxDepth ?? 4,
+    maxDepth: opts.actions?.maxDepth ?? DEFAULT_CHAIN_BOUNDS.maxDepth,
+    maxHops: opts.actions?.maxHops ?? DEFAULT_CHAIN_BOUNDS.maxHops,
     ...(opts.actions?.taskBounds ? { taskBounds: opts.actions.taskBounds } : {}),
     ...(opts.actions?.metrics ? { metrics: opts.actions.metrics } : {}),
   });

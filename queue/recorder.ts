@@ -107,13 +107,14 @@ export function runRecorder(d: RecorderDeps): RunHooks {
         log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
       return resolved;
     },
-    onBlock(run, commit, actions, answering) {
+    onBlock(run, commit, actions, answering, rows) {
       const ctx = {
         runId: run.runId,
         group: run.key.group,
         topic: run.key.topic,
         chatJid: run.chatJid,
         answering,
+        turnRows: rows.map((r) => r.id),
         now: now(),
       };
       // A delegated run answers no platform chat: its answer goes back to the delegating session.

@@ -69,7 +69,13 @@ export interface RunHooks {
    * An answer block: commit it (docs/QUEUE.md) with its actions, as written (`undefined`: none), acting on
    * `answering`, the newest row of the turn it speaks to. False when it could not be stored.
    */
-  onBlock(run: Run, commit: BlockCommit, actions: unknown, answering: BatchRow): boolean;
+  onBlock(
+    run: Run,
+    commit: BlockCommit,
+    actions: unknown,
+    answering: BatchRow,
+    rows: readonly BatchRow[],
+  ): boolean;
   /** A draft block carried actions: they are not applied (logged and counted). */
   onIgnoredActions(run: Run, actions: unknown): void;
   /** A draft of `turn` (`partial: true`): shown, never stored. */
@@ -346,7 +352,7 @@ export class Run {
     };
     if (commit.through === 0 && commit.reply === null && block.actions === undefined) return;
     // Only a committed block answers: if storing failed, its turns stay open and the run's end decides.
-    if (!this.hooks.onBlock(this, commit, block.actions, credit.replyTo)) return;
+    if (!this.hooks.onBlock(this, commit, block.actions, credit.replyTo, credit.rows)) return;
     const before = this.turns.answered;
     this.turns.answer(commit.through);
     this.trace.answered(this.turns.answered, this.hooks.now());

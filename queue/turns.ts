@@ -14,6 +14,8 @@ export interface Credit {
   through: number;
   /** The row a reply to this block answers: the newest row of the turn it speaks to. */
   replyTo: BatchRow;
+  /** Every row of the turns the block answers (of the turn it speaks to when it answers none). */
+  rows: readonly BatchRow[];
 }
 
 /** The written and answered turns of a run. */
@@ -76,10 +78,16 @@ export class Turns {
   credit(turn: number | undefined): Credit {
     const target = turn === undefined ? this.answeredThrough + 1 : Math.min(turn, this.rows.length);
     if (target > this.answeredThrough && target <= this.rows.length) {
-      return { through: target, replyTo: this.lastRowOf(target) };
+      const rows = this.rows.slice(this.answeredThrough, target).flat();
+      return { through: target, replyTo: this.lastRowOf(target), rows };
     }
     // Nothing open to answer (a second block for a turn, or more blocks than lines): still a reply.
-    return { through: 0, replyTo: this.lastRowOf(turn ?? this.rows.length) };
+    const n = turn ?? this.rows.length;
+    return {
+      through: 0,
+      replyTo: this.lastRowOf(n),
+      rows: this.rows[Math.max(1, Math.min(n, this.rows.length)) - 1]!,
+    };
   }
 
   /** The block that answers 1..through has committed. */

@@ -64,8 +64,10 @@ export interface QueueOptions {
   actions?: {
     /** GATED_TZ, for `schedule` cron tasks. Default UTC. */
     tz: string;
-    /** GATED_MAX_DELEGATION_DEPTH. Default 4. */
+    /** GATED_MAX_DELEGATION_DEPTH. Default 3. */
     maxDepth: number;
+    /** GATED_MAX_DELEGATION_HOPS: hops of a delegation chain per originating message. Default 20. */
+    maxHops?: number;
     /** GATED_TASK_MIN_INTERVAL_MS and GATED_TASKS_PER_GROUP for `schedule`. Default 1 minute and 50. */
     taskBounds?: TaskBounds;
     metrics?: ActionMetrics;

@@ -36,6 +36,14 @@ export interface DelegationRow {
   depth: number;
   message_id: number | null;
   answers: number;
+  /** The message whose turn started the chain (null only for delegations older than chains). */
+  origin: number | null;
+}
+
+/** Where a row stands in a delegation chain: the delegation it belongs to, and whether it is an answer. */
+export interface ChainRow {
+  delegation: DelegationRow;
+  answer: boolean;
 }
 
 /** What a group's row says about its actions. */
@@ -54,18 +62,25 @@ function prepare(db: Db) {
     linkTask: db.prepare('UPDATE actions SET task_id = ? WHERE id = ?'),
     delegation: db.prepare(
       `INSERT INTO delegations (action_id, kind, from_group, from_topic, from_chat, from_thread, to_group, depth,
-                                created_at)
-       VALUES (@action_id, @kind, @from_group, @from_topic, @from_chat, @from_thread, @to_group, @depth, @at)`,
+                                origin, created_at)
+       VALUES (@action_id, @kind, @from_group, @from_topic, @from_chat, @from_thread, @to_group, @depth,
+               @origin, @at)`,
     ),
+    chainRow: db.prepare(
+      'INSERT INTO delegation_rows (message_id, delegation_id, origin, answer) VALUES (?, ?, ?, ?)',
+    ),
+    rowOf: db.prepare('SELECT delegation_id, answer FROM delegation_rows WHERE message_id = ?'),
+    hops: db.prepare('SELECT count(*) FROM delegation_rows WHERE origin = ?').pluck(),
     linkDelegation: db.prepare('UPDATE delegations SET message_id = ? WHERE id = ?'),
     getDelegation: db.prepare('SELECT * FROM delegations WHERE id = ?'),
     countAnswer: db.prepare('UPDATE delegations SET answers = answers + 1 WHERE id = ?'),
-    // Placed straight into a session: state 'ready', so the poll loop and the layers never see it.
+    // Placed straight into a session: state 'ready', so the poll loop and the layers never see it; or
+    // 'limited' (an answer past a bound), kept for an operator's release (`gated access release`).
     placed: db.prepare(
       `INSERT INTO messages (chat_jid, sender, sender_name, content, verb, topic, timestamp, state, group_folder,
-                             session_topic, target, weight, ready_at)
-       VALUES (@chat, @sender, @sender_name, @content, @verb, @topic, @at, 'ready', @group, @session_topic,
-               @target, 0, @now)`,
+                             session_topic, target, weight, ready_at, error)
+       VALUES (@chat, @sender, @sender_name, @content, @verb, @topic, @at, @state, @group, @session_topic,
+               @target, 0, @now, @error)`,
     ),
     settings: db.prepare('SELECT send_allow, actions FROM registered_groups WHERE folder = ?'),
     groups: db.prepare('SELECT folder FROM registered_groups').pluck(),
@@ -124,12 +139,24 @@ export class ActionStore {
     return this.s.getDelegation.get(id) as DelegationRow | undefined;
   }
 
+  /** The chain an inbound row gated placed belongs to, or undefined for any other row. */
+  chainRow(messageId: number): ChainRow | undefined {
+    const r = this.s.rowOf.get(messageId) as { delegation_id: number; answer: number } | undefined;
+    const delegation = r && this.delegation(r.delegation_id);
+    return delegation && { delegation, answer: r.answer === 1 };
+  }
+
+  /** The hops a chain has made so far: the rows placed for it (delegations and answers). */
+  hops(origin: number): number {
+    return this.s.hops.get(origin) as number;
+  }
+
   /**
    * Hands work to another group: the delegations row, then the inbound row for `to_group` in the chat
    * `delegation:<id>` (verb `delegate` or `escalate`, sender `group:<from>`). Returns both ids.
    */
   delegate(
-    d: Omit<DelegationRow, 'id' | 'message_id' | 'answers'>,
+    d: Omit<DelegationRow, 'id' | 'message_id' | 'answers' | 'origin'> & { origin: number },
     text: string,
     now: number,
   ): { delegation: number; message: number } {
@@ -144,6 +171,8 @@ export class ActionStore {
         verb: d.kind,
         topic: '',
         at,
+        state: 'ready',
+        error: null,
         group: d.to_group,
         session_topic: '',
         target: d.to_group,
@@ -151,19 +180,24 @@ export class ActionStore {
       }).lastInsertRowid,
     );
     this.s.linkDelegation.run(message, delegation);
+    this.s.chainRow.run(message, delegation, d.origin, 0);
     return { delegation, message };
   }
 
   /**
    * One answer of a delegated run goes back to the delegating session: an inbound row with verb
-   * `delegation` in its chat, group and topic, ready for a follow-up or a new run. Returns its id, or null
-   * when the delegation is unknown.
+   * `delegation` in its chat, group and topic, ready for a follow-up or a new run, or `limited` with the
+   * reason when `withheld` names one (a bound of the chain or of the session's group was reached).
    */
-  returnAnswer(delegationId: number, fromGroup: string, text: string, now: number): number | null {
-    const d = this.delegation(delegationId);
-    if (!d) return null;
+  returnAnswer(
+    d: DelegationRow,
+    fromGroup: string,
+    text: string,
+    now: number,
+    withheld: string | null,
+  ): number {
     this.s.countAnswer.run(d.id);
-    return Number(
+    const id = Number(
       this.s.placed.run({
         chat: d.from_chat,
         sender: `group:${fromGroup}`,
@@ -172,12 +206,16 @@ export class ActionStore {
         verb: 'delegation',
         topic: d.from_thread,
         at: isoNow(now),
+        state: withheld === null ? 'ready' : 'limited',
+        error: withheld,
         group: d.from_group,
         session_topic: d.from_topic,
         target: d.from_group,
         now,
       }).lastInsertRowid,
     );
+    this.s.chainRow.run(id, d.id, d.origin ?? d.message_id ?? 0, 1);
+    return id;
   }
 
   /** A note for the session's next line (system_messages). */

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 11;
+export const SCHEMA_VERSION = 12;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -71,6 +71,13 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   },
   // 10 → 11: platform threads as topics or as replies, per group (CONTRACT §21, docs/ROUTING.md).
   10: (db) => addColumn(db, 'registered_groups', 'threads', "TEXT NOT NULL DEFAULT 'topics'"),
+  // 11 → 12: a delegation chain is one conversation bounded per originating message (CONTRACT §17): the
+  // message each delegation's chain started from (schema.sql creates delegation_rows, the chain's rows).
+  // Older delegations count as chains of their own delegated row.
+  11: (db) => {
+    addColumn(db, 'delegations', 'origin', 'INTEGER');
+    db.exec('UPDATE delegations SET origin = message_id WHERE origin IS NULL');
+  },
 };
 
 /**

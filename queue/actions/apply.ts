@@ -6,6 +6,7 @@ import type { Db } from '../../store/db.js';
 import { insertOutbound } from '../../store/messages.js';
 import { RouteSource } from '../../store/routes.js';
 import { addTask, type TaskBounds } from '../../store/tasks.js';
+import { DEFAULT_CHAIN_BOUNDS, DelegationChains } from './chain.js';
 import { parseActions, type Action, type ActionType } from './parse.js';
 import { capabilitiesOf, delegationTarget, parentOf, sendRefusal } from './policy.js';
 
@@ -21,6 +22,8 @@ export interface ActionContext {
   chatJid: string;
   /** The newest message the block's turn answers: what `react` reacts to. */
   answering: { id: number; chat_jid: string; platform_msg_id: string | null; topic: string } | null;
+  /** Every row of the turns the block answers (default: `answering` alone): a delegation chain in them goes on. */
+  turnRows?: readonly number[];
   now: number;
 }
 
@@ -45,8 +48,10 @@ export interface ActionApplierOptions {
   log: Logger;
   /** GATED_TZ: cron tasks of `schedule`. */
   tz: string;
-  /** Longest delegation chain; a hop beyond it is refused. */
+  /** Deepest delegation chain (GATED_MAX_DELEGATION_DEPTH); a deeper delegation is refused. */
   maxDepth: number;
+  /** Most hops of a delegation chain per originating message (GATED_MAX_DELEGATION_HOPS). Default 20. */
+  maxHops?: number;
   /** Bounds on agents' `schedule` (GATED_TASK_MIN_INTERVAL_MS, GATED_TASKS_PER_GROUP). */
   taskBounds?: TaskBounds;
   metrics?: ActionMetrics;
@@ -67,10 +72,15 @@ class Refusal extends Error {}
 export class ActionApplier {
   private readonly store: ActionStore;
   private readonly routes: RouteSource;
+  private readonly chains: DelegationChains;
 
   constructor(private readonly opts: ActionApplierOptions) {
     this.store = new ActionStore(opts.db);
     this.routes = new RouteSource(opts.db);
+    this.chains = new DelegationChains(opts.db, {
+      maxDepth: opts.maxDepth,
+      maxHops: opts.maxHops ?? DEFAULT_CHAIN_BOUNDS.maxHops,
+    });
   }
 
   /** The action types `group` may use, for the agent's input (`capabilities`). */
@@ -155,11 +165,31 @@ export class ActionApplier {
 
   /**
    * A block's answer in a delegated run (its chat is `delegation:<id>`) goes back to the delegating session
-   * instead of a platform. Returns the placed row's id, or null when the chat is not a delegation's.
+   * instead of a platform: ready for it, or kept `limited` when the chain made its hops or the session's
+   * group reached a daily limit (the answering session is told why). Returns the placed row's id, or null
+   * when the chat is not a delegation's or the answer is only whitespace.
    */
-  answerDelegation(ctx: Pick<ActionContext, 'group' | 'chatJid' | 'now'>, text: string): number | null {
+  answerDelegation(
+    ctx: Pick<ActionContext, 'group' | 'topic' | 'chatJid' | 'now'>,
+    text: string,
+  ): number | null {
     const id = delegationOf(ctx.chatJid);
-    return id === null ? null : this.store.returnAnswer(id, ctx.group, text, ctx.now);
+    const d = id === null ? undefined : this.store.delegation(id);
+    if (!d || text.trim() === '') return null;
+    const withheld = this.chains.answerWithheld(d, ctx.now);
+    if (withheld !== null) {
+      this.store.note(
+        ctx.group,
+        ctx.topic,
+        `Your answer to delegation ${d.id} was kept but not passed on to ${d.from_group}: ${withheld}.`,
+        ctx.now,
+      );
+      this.opts.log.warn(
+        { group: ctx.group, delegation: d.id, reason: withheld },
+        'delegation answer withheld',
+      );
+    }
+    return this.store.returnAnswer(d, ctx.group, text, ctx.now, withheld);
   }
 
   private effect(ctx: ActionContext, a: Action, actionId: number, out: ActionsOutcome): void {
@@ -193,10 +223,10 @@ export class ActionApplier {
           if (up === undefined) throw new Refusal(`no registered group above '${ctx.group}'`);
           to = up;
         }
-        const from = delegationOf(ctx.chatJid);
-        const depth = (from === null ? 0 : (this.store.delegation(from)?.depth ?? 0)) + 1;
-        if (depth > this.opts.maxDepth)
-          throw new Refusal(`the delegation chain would be ${depth} deep; at most ${this.opts.maxDepth}`);
+        const place = this.chains.place(ctx);
+        if ('refused' in place) throw new Refusal(place.refused);
+        const why = this.chains.refusal(place, to, ctx.now);
+        if (why !== null) throw new Refusal(why);
         const made = this.store.delegate(
           {
             action_id: actionId,
@@ -206,7 +236,8 @@ export class ActionApplier {
             from_chat: ctx.chatJid,
             from_thread: ctx.answering?.topic ?? '',
             to_group: to,
-            depth,
+            depth: place.depth,
+            origin: place.origin,
           },
           a.text,
           ctx.now,

@@ -10,6 +10,12 @@
 //   <target> is `fifo`, and writes swap.done: the file checked when the block arrived is not the one
 //   delivery finds;
 // - `send-fifo <name>`: makes out/<name> a FIFO and names it in `files`;
+// - `loop <group>`: delegates `ping` to <group>; a delegated `ping` is answered `pong`, and a `pong` that
+//   comes back is delegated again as `ping` to the group that answered: a parent and child that would
+//   answer each other forever (gated's hop bound stops them);
+// - `dive`: delegates `dive` to its child `sub`, and so does every run that gets it: a chain that would
+//   nest as deep as there are groups (gated's depth bound stops it);
+// - `schedule <every> <text>`: asks for a task every <every> (`1ms`: as often as anything could fire);
 // - anything else (the canary): `echo: <content>`.
 // Every input line is appended to inputs.jsonl in the working directory.
 import { execFileSync } from 'node:child_process';
@@ -43,12 +49,28 @@ async function answer(input) {
   const lines = [];
   const files = [];
   const after = [];
+  const actions = [];
   for (const m of input.messages ?? []) {
     const text = String(m.content ?? '');
     const [verb, ...args] = text.trim().split(/\s+/);
     for (const a of m.attachments ?? []) lines.push(`got ${a.name} at ${a.path}`);
     for (const note of m.attachment_notes ?? []) lines.push(`note: ${note}`);
-    if (verb === 'plant') {
+    const delegated = m.verb === 'delegate' || m.verb === 'escalate';
+    if (verb === 'loop') {
+      actions.push({ type: 'delegate', group: args[0], text: 'ping' });
+      lines.push('looping');
+    } else if (delegated && text === 'ping') {
+      lines.push('pong');
+    } else if (m.verb === 'delegation' && text === 'pong') {
+      actions.push({ type: 'delegate', group: String(m.sender).replace(/^group:/, ''), text: 'ping' });
+      lines.push('again');
+    } else if (verb === 'schedule') {
+      actions.push({ type: 'schedule', every: args[0], text: args.slice(1).join(' ') || 'tick' });
+      lines.push('scheduling');
+    } else if (text === 'dive') {
+      actions.push({ type: 'delegate', group: 'sub', text: 'dive' });
+      lines.push('diving');
+    } else if (verb === 'plant') {
       const [target, from, to] = args;
       for (const id of ids(from, to)) {
         const dir = `inbox/${id}`;
@@ -95,6 +117,12 @@ async function answer(input) {
       lines.push(`echo: ${text}`);
     }
   }
-  emit({ status: 'ok', result: lines.join('\n'), ...(files.length ? { files } : {}), ...turn });
+  emit({
+    status: 'ok',
+    result: lines.join('\n'),
+    ...(files.length ? { files } : {}),
+    ...(actions.length ? { actions } : {}),
+    ...turn,
+  });
   for (const f of after) await f();
 }

@@ -9,7 +9,7 @@ import { freshDb, tempDir } from '../helpers/db.js';
 
 const GROUPS = ['krons', 'krons/content', 'krons/content/deep', 'other'];
 
-function setup(maxDepth = 4) {
+function setup(maxDepth = 4, maxHops = 20) {
   const { db } = freshDb();
   const dir = tempDir();
   for (const g of GROUPS) addGroup(db, dir, g);
@@ -19,7 +19,7 @@ function setup(maxDepth = 4) {
   route.run(2, 'platform=discord sender=alice', 'krons');
   route.run(3, 'platform=discord', 'other');
   const metrics = createMetrics();
-  const applier = new ActionApplier({ db, log: silentLogger(), tz: 'UTC', maxDepth, metrics });
+  const applier = new ActionApplier({ db, log: silentLogger(), tz: 'UTC', maxDepth, maxHops, metrics });
   return { db, applier, metrics };
 }
 
@@ -189,7 +189,7 @@ describe('actions applied in the block transaction', () => {
     expect(notes(db)[0]).toMatchObject({ group_folder: 'krons', topic: 'ops' });
     // The child's answer goes back to the delegating session and chat as verb 'delegation'.
     const back = applier.answerDelegation(
-      { group: 'krons/content', chatJid: 'delegation:1', now: Date.now() },
+      { group: 'krons/content', topic: '', chatJid: 'delegation:1', now: Date.now() },
       'here is the draft',
     );
     expect(
@@ -207,7 +207,16 @@ describe('actions applied in the block transaction', () => {
       group_folder: 'krons',
       session_topic: 'ops',
     });
-    expect(applier.answerDelegation({ group: 'krons', chatJid: 'telegram:-300', now: 0 }, 'x')).toBeNull();
+    expect(
+      applier.answerDelegation({ group: 'krons', topic: '', chatJid: 'telegram:-300', now: 0 }, 'x'),
+    ).toBeNull();
+    // An answer of only whitespace goes nowhere.
+    expect(
+      applier.answerDelegation(
+        { group: 'krons/content', topic: '', chatJid: 'delegation:1', now: 0 },
+        ' \n\t',
+      ),
+    ).toBeNull();
   });
 
   it('escalate: to the nearest registered ancestor; none above a root group', () => {
@@ -242,6 +251,84 @@ describe('actions applied in the block transaction', () => {
       group_folder: 'krons/content/deep',
       topic: '',
       content: 'Your escalate action was not applied: the delegation chain would be 3 deep; at most 2.',
+    });
+  });
+
+  it('a chain is bounded per originating message: its hops count delegations and answers, its depth never resets', () => {
+    const { db, applier } = setup(3, 4);
+    const t = ctx().now;
+    const answering = (id: number) => ({ id, chat_jid: 'telegram:-300', platform_msg_id: null, topic: '' });
+    const answer = (delegation: number, text: string) =>
+      applier.answerDelegation(
+        { group: 'krons/content', topic: '', chatJid: `delegation:${delegation}`, now: t },
+        text,
+      )!;
+    const state = (id: number) => db.prepare(`SELECT state, error FROM messages WHERE id = ?`).get(id);
+    applier.apply(ctx(), [{ type: 'delegate', group: 'content', text: 'ping' }]); // hop 1
+    const pong = answer(1, 'pong'); // hop 2
+    // Delegating again from the answer's turn continues the chain of message 7 at the same depth (hop 3).
+    applier.apply(ctx({ answering: answering(pong) }), [
+      { type: 'delegate', group: 'content', text: 'ping' },
+    ]);
+    const pong2 = answer(2, 'pong'); // hop 4
+    expect(state(pong2)).toEqual({ state: 'ready', error: null });
+    expect(db.prepare(`SELECT depth, origin FROM delegations ORDER BY id`).all()).toEqual([
+      { depth: 1, origin: 7 },
+      { depth: 1, origin: 7 },
+    ]);
+    const reason = 'the delegation chain of message 7 would make 5 hops; at most 4';
+    // A stranger's message batched in the same turn after the answer does not start the chain afresh.
+    const out = applier.apply(ctx({ answering: answering(99), turnRows: [pong2, 99] }), [
+      { type: 'delegate', group: 'content', text: 'ping' },
+    ]);
+    expect(out).toMatchObject({ applied: 0, refused: 1 });
+    expect(notes(db).at(-1)).toEqual({
+      group_folder: 'krons',
+      topic: '',
+      content: `Your delegate action was not applied: ${reason}.`,
+    });
+    // An answer past the bound is kept, limited with the reason, and the answering session is told.
+    const late = answer(2, 'one more');
+    expect(state(late)).toEqual({ state: 'limited', error: reason });
+    expect(notes(db).at(-1)).toEqual({
+      group_folder: 'krons/content',
+      topic: '',
+      content: `Your answer to delegation 2 was kept but not passed on to krons: ${reason}.`,
+    });
+    // Another message starts a chain of its own.
+    applier.apply(ctx({ answering: answering(8) }), [{ type: 'delegate', group: 'content', text: 'new' }]);
+    expect(db.prepare(`SELECT depth, origin FROM delegations WHERE id = 3`).get()).toEqual({
+      depth: 1,
+      origin: 8,
+    });
+  });
+
+  it("every run of a chain counts against its group's daily limits: a delegation or answer past one waits", () => {
+    const { db, applier } = setup();
+    const t = ctx().now;
+    const run = db.prepare(
+      `INSERT INTO session_log (group_folder, started_at) VALUES (?, '2026-11-23T09:00:00.000Z')`,
+    );
+    db.prepare(`INSERT INTO limits (group_folder, runs_per_day) VALUES ('krons/content', 1)`).run();
+    applier.apply(ctx(), [{ type: 'delegate', group: 'content', text: 'first' }]);
+    run.run('krons/content');
+    const out = applier.apply(ctx(), [{ type: 'delegate', group: 'content', text: 'second' }]);
+    expect(out).toMatchObject({ applied: 0, refused: 1 });
+    expect(notes(db).at(-1)!.content).toBe(
+      "Your delegate action was not applied: 'krons/content' reached its limit of 1 agent runs per day.",
+    );
+    // The delegating group at its cost limit: the answer is kept limited for an operator's release.
+    db.prepare(`INSERT INTO limits (group_folder, cost_per_day_usd) VALUES ('krons', 0.5)`).run();
+    db.prepare(
+      `INSERT INTO session_log (group_folder, started_at, cost_usd) VALUES ('krons', '2026-11-23T09:30:00.000Z', 0.75)`,
+    ).run();
+    const back = applier.answerDelegation(
+      { group: 'krons/content', topic: '', chatJid: 'delegation:1', now: t },
+      'the answer',
+    )!;
+    expect(db.prepare(`SELECT state, error FROM messages WHERE id = ?`).get(back)).toEqual({
+      state: 'limited',
+      error: "'krons' reached its limit of $0.5 of agent cost per day",
     });
   });
 
