@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS messages (
   --   stopped  its run was stopped with /stop; never retried
   --   parked   its session failed repeatedly; waits for a new message of the chat
   --   command  a sticky or command message, answered by the gateway
-  --   dropped  routed to builtin:drop
+  --   dropped  routed to builtin:drop, or empty (only whitespace and no files; see error)
   --   unrouted no route matched
   --   daemon   waiting to be POSTed to a daemon; then done or failed
   --   failed   a daemon refused it permanently (see error)

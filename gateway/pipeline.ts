@@ -12,7 +12,7 @@ import { inboundRowError, insertOutbound } from '../store/messages.js';
 import { coerceError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
 import type { RouteSource } from '../store/routes.js';
-import { StickyStore } from '../store/state.js';
+import { botUsernameKey, getState, StickyStore } from '../store/state.js';
 import { threadModeReader } from '../store/groups.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 import { endMessage, startMessage, stepSpan } from '../core/trace.js';
@@ -91,7 +91,11 @@ export class Pipeline {
       chatGroup: (passage) => chatGroupOf(passage, catalog.table),
       sessionTopic: (passage, group) =>
         passage.topic ?? (this.threadMode(group) === 'replies' ? '' : passage.msg.topic),
-      botName: (jid) => this.opts.botName?.(jid.slice(0, Math.max(0, jid.indexOf(':')))),
+      botName: (jid) => {
+        const platform = jid.slice(0, Math.max(0, jid.indexOf(':')));
+        // Its own channel knows; else the name the platform's channel stored (it may run in another process).
+        return this.opts.botName?.(platform) ?? getState(db, botUsernameKey(platform));
+      },
       access: this.access,
     };
     this.access.beginBatch();
@@ -158,6 +162,11 @@ export class Pipeline {
       out,
       touched,
     };
+    // Nothing to say: whitespace and no files never reach an agent, whatever wrote the row.
+    if (msg.content.trim() === '' && this.writes.hasFiles.get(msg.id) === undefined) {
+      this.writes.end.run({ id: msg.id, state: 'dropped', target: null, route_id: null, error: EMPTY });
+      return { step: 'empty', group: null, held: false };
+    }
     for (const step of STEPS) {
       if (stepSpan(root, step.name, () => step.run(row)) !== 'handled') continue;
       return { step: step.name, group: row.decision?.folder ?? null, held: touched.size > 0 };
@@ -180,6 +189,9 @@ export class Pipeline {
     this.opts.metrics?.rowFailed?.('gateway');
   }
 }
+
+/** The error of a row dropped because it holds nothing for an agent. */
+export const EMPTY = 'empty: only whitespace and no files';
 
 /** A row whose columns cannot be processed. */
 export class RowError extends Error {

@@ -27,6 +27,8 @@ export class StepWrites {
   readonly daemon;
   /** One more hit of a route (the dashboard's counts). */
   readonly hit;
+  /** Whether a row came with files (a caption-less photo is not an empty message). */
+  readonly hasFiles;
 
   constructor(db: Db) {
     this.hold = db.prepare(
@@ -41,6 +43,7 @@ export class StepWrites {
     this.daemon = db.prepare(
       `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, agent_content = @content WHERE id = @id`,
     );
+    this.hasFiles = db.prepare('SELECT 1 FROM attachments WHERE message_id = ? LIMIT 1').pluck();
     this.hit = db.prepare(
       `INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 1, ?)
        ON CONFLICT (route_id) DO UPDATE SET hits = hits + 1, last_hit_at = excluded.last_hit_at`,

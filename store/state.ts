@@ -42,6 +42,14 @@ export function stateOf(db: Db): StateStore {
   return store;
 }
 
+/**
+ * router_state key of a platform bot's own username, written by its channel when it starts (Telegram's
+ * getMe): a gateway whose channel runs in another process still knows which `/cmd@bot` is its own.
+ */
+export function botUsernameKey(platform: string): string {
+  return `${platform}.username`;
+}
+
 /** Reads a router_state value. */
 export function getState(db: Db, key: string): string | undefined {
   return stateOf(db).get(key);

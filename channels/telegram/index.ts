@@ -5,7 +5,7 @@ import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
-import { getState, setState } from '../../store/state.js';
+import { botUsernameKey, getState, setState } from '../../store/state.js';
 import type {
   ApprovalOps,
   Channel,
@@ -103,6 +103,7 @@ export class TelegramChannel implements Channel {
     // getUpdates answers 409 while a webhook is set; pending updates are kept.
     await this.telegram.callApi('deleteWebhook', { drop_pending_updates: false });
     this.bot = { id: me.id, username: me.username };
+    setState(this.opts.db, botUsernameKey('telegram'), me.username);
     this.log.info({ bot: me.username }, 'telegram polling');
     return this.bot;
   }

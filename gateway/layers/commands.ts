@@ -173,31 +173,34 @@ export const COMMANDS: Record<string, CommandSpec> = {
 
 /**
  * Parses a command: the first token starts with `/` and names a gateway command, case-insensitively, with
- * an optional Telegram `@botname` suffix (`/new@my_bot`). A suffix naming another bot than `botName` (this
- * gateway's own username on the platform, when known) makes it text: in a group with several bots,
- * `/ping@otherbot` is for the other one. Returns undefined for anything else: unknown slash words are not
- * commands and travel on as text.
+ * an optional Telegram `@botname` suffix (`/new@my_bot`). A suffix is a command of this gateway only when
+ * it names `botName`, this gateway's own username on the platform (asked only when there is a suffix): in
+ * a group with several bots `/ping@otherbot` is for the other one, and while gated does not know its own
+ * name it cannot tell, so a suffixed command is text (CONTRACT §16). Returns undefined for anything else:
+ * unknown slash words are not commands and travel on as text.
  */
 export function parseCommand(
   content: string,
-  botName?: string,
+  botName?: string | (() => string | undefined),
 ): { name: string; args: string[] } | undefined {
   // Only the first words matter; a huge message is not split whole.
   const words = content.slice(0, 1024).trim().split(/\s+/);
   const m = /^\/([A-Za-z_]+)(?:@([A-Za-z0-9_]+))?$/.exec(words[0] ?? '');
   if (!m) return undefined;
-  if (m[2] !== undefined && botName !== undefined && m[2].toLowerCase() !== botName.toLowerCase()) {
-    return undefined;
-  }
   const name = m[1]!.toLowerCase();
-  return Object.hasOwn(COMMANDS, name) ? { name, args: words.slice(1) } : undefined;
+  if (!Object.hasOwn(COMMANDS, name)) return undefined;
+  if (m[2] !== undefined) {
+    const mine = typeof botName === 'function' ? botName() : botName;
+    if (mine === undefined || m[2].toLowerCase() !== mine.toLowerCase()) return undefined;
+  }
+  return { name, args: words.slice(1) };
 }
 
 /** Layer 2: gateway commands are answered here and never reach an agent. */
 export const commandLayer: Layer = (passage, env) => {
   // An edit is never a command (CONTRACT §17): changing an old message must not stop or reset a session.
   if (passage.msg.verb === 'edit') return 'next';
-  const cmd = parseCommand(passage.content, env.botName(passage.msg.chat_jid));
+  const cmd = parseCommand(passage.content, () => env.botName(passage.msg.chat_jid));
   if (!cmd) return 'next';
   if (COMMANDS[cmd.name]!.run(passage, cmd.args, env) === 'continue') return 'next';
   env.finish(passage.msg, 'command');

@@ -136,3 +136,74 @@ describe('layers do not widen what a chat can reach', () => {
     gateway.stop();
   });
 });
+
+describe('the low-severity holes of issue 22', () => {
+  it('/ping@otherbot is text while this gateway does not know its own name (Telegram in another process)', async () => {
+    const { db } = freshDb();
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'demo')`).run();
+    const { gateway } = testGateway(db, { groups: ['demo'] });
+    gateway.start();
+    const send = async (content: string) => {
+      const id = insertInbound(db, { chat_jid: 'telegram:-1', sender: 'u', content })!;
+      await vi.advanceTimersByTimeAsync(2000);
+      return row(db, id).state;
+    };
+    // No channel in this process and no stored name: no suffix can be told to be this gateway's.
+    expect(await send('/ping@otherbot')).toBe('ready');
+    // The Telegram channel (in whatever process runs it) stored its name: its own suffix is a command.
+    db.prepare(`INSERT INTO router_state (key, value) VALUES ('telegram.username', 'my_bot')`).run();
+    expect(await send('/ping@otherbot')).toBe('ready');
+    expect(await send('/ping@my_bot')).toBe('command');
+    expect(await send('/ping')).toBe('command');
+    gateway.stop();
+  });
+
+  it('GATED_ADMINS=telegram:500 may /status on Telegram, not as 500 elsewhere; a bare id on every platform but the web chat', async () => {
+    const { db } = freshDb();
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, '', 'demo')`).run();
+    const { gateway } = testGateway(db, { groups: ['demo'], admins: ['telegram:500', '77'] });
+    gateway.start();
+    const status = async (chat_jid: string, sender: string) => {
+      const id = insertInbound(db, { chat_jid, sender, content: '/status' })!;
+      await vi.advanceTimersByTimeAsync(2000);
+      return db
+        .prepare(`SELECT content FROM messages WHERE reply_to_id = ? AND is_from_me = 1`)
+        .pluck()
+        .get(id) as string;
+    };
+    expect(await status('telegram:-1', '500')).toMatch(/^groups: 1\nactive runs: 0/);
+    expect(await status('discord:9', '500')).toBe('/status is for admins (GATED_ADMINS)');
+    expect(await status('telegram:-1', '501')).toBe('/status is for admins (GATED_ADMINS)');
+    expect(await status('discord:9', '77')).toMatch(/^groups: 1/);
+    expect(await status('slack:C1', '77')).toMatch(/^groups: 1/);
+    // The web chat's senders are ids gated issues: GATED_ADMINS names none (docs/SECURITY.md, "Identities").
+    expect(await status('web:demo', '77')).toBe('/status is for admins (GATED_ADMINS)');
+    gateway.stop();
+  });
+
+  it('a row of only whitespace never reaches an agent; a caption-less file does', async () => {
+    const { db } = freshDb();
+    const { gateway } = testGateway(db, { groups: ['demo'] });
+    const blank = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: ' \n\t\u00a0 ' })!;
+    const empty = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: '' })!;
+    const photo = insertInbound(db, {
+      chat_jid: 'web:demo',
+      sender: 'u',
+      content: '  ',
+      attachments: [{ kind: 'photo', name: 'a.jpg', mime: 'image/jpeg', size: null, source: 'x' }],
+    })!;
+    const words = insertInbound(db, { chat_jid: 'web:demo', sender: 'u', content: ' hi ' })!;
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+    for (const id of [blank, empty]) {
+      expect(row(db, id)).toMatchObject({
+        state: 'dropped',
+        group_folder: null,
+        error: 'empty: only whitespace and no files',
+      });
+    }
+    expect(row(db, photo)).toMatchObject({ state: 'ready', group_folder: 'demo' });
+    expect(row(db, words)).toMatchObject({ state: 'ready', group_folder: 'demo' });
+    gateway.stop();
+  });
+});
