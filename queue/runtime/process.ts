@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { constants as osConstants } from 'node:os';
 import { mkdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
@@ -15,6 +16,8 @@ export interface ProcessRuntimeOptions {
    * live there. Secrets reach the agent on stdin only.
    */
   env?: Record<string, string>;
+  /** false: no PID namespace even where one could be had (the group and the sweep only). Default true. */
+  pidNamespace?: boolean;
 }
 
 type Child = ChildProcessByStdio<Writable, Readable, Readable>;
@@ -41,6 +44,63 @@ function signalGroup(child: Child, signal: NodeJS.Signals): void {
   } catch {
     // ESRCH: the group has no process left
   }
+}
+
+/**
+ * How a run gets a PID namespace of its own, tried in this order: directly (root, or CAP_SYS_ADMIN), then
+ * inside a user namespace that maps gated's user to itself (an unprivileged user where the kernel allows
+ * it). The agent's shell is the namespace's init: when it exits or is killed, the kernel kills every process
+ * left in the namespace, whatever session, group or environment it gave itself (`env -i setsid …`), and
+ * `--kill-child` ends it when `unshare` itself is killed.
+ */
+const NAMESPACE_PREFIXES: readonly (readonly string[])[] = [
+  ['unshare', '--pid', '--fork', '--kill-child'],
+  ['unshare', '--user', '--map-current-user', '--pid', '--fork', '--kill-child'],
+];
+
+/**
+ * The first process of a run's namespace: a shell that runs the agent's command as its child and exits
+ * with its status. The agent is then no namespace init (which the kernel spares signals it has no handler
+ * for), and its death by a signal reaches gated as the shell's `128 + n` (`unshare` itself reports a
+ * child killed by a signal as a plain failure). `; exit` keeps the shell from exec'ing the command.
+ */
+const NAMESPACE_INIT = 'sh -c "$1"; exit $?';
+
+const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
+
+/** The agent's end as the namespace's shell tells it: `128 + n` is death by signal n. */
+function fromInit(
+  code: number | null,
+  signal: string | null,
+): { code: number | null; signal: string | null } {
+  const name = code !== null && code > 128 ? SIGNAL_NAMES.get(code - 128) : undefined;
+  return name === undefined ? { code, signal } : { code: null, signal: name };
+}
+
+let namespacePrefix: Promise<readonly string[]> | undefined;
+
+/**
+ * The command prefix that starts a run in a PID namespace of its own, or none where this machine allows
+ * none (a container without the capability, a kernel without user namespaces): then the process group and
+ * the mark sweep are all there is. Probed once per process.
+ */
+export function pidNamespacePrefix(): Promise<readonly string[]> {
+  namespacePrefix ??= (async () => {
+    for (const prefix of NAMESPACE_PREFIXES) if (await runsTrue(prefix)) return prefix;
+    return [];
+  })();
+  return namespacePrefix;
+}
+
+function runsTrue(prefix: readonly string[]): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn(prefix[0]!, [...prefix.slice(1), 'true'], {
+      stdio: 'ignore',
+      env: agentEnv(undefined),
+    });
+    child.once('error', () => resolve(false));
+    child.once('exit', (code) => resolve(code === 0));
+  });
 }
 
 /** The environment variable that marks every process of one run, inherited by all it starts. */
@@ -112,7 +172,7 @@ async function sweepPass(marks: ReadonlySet<string>): Promise<void> {
   }
 }
 
-function handleOf(child: Child, mark: string): AgentHandle {
+function handleOf(child: Child, mark: string, namespaced: boolean): AgentHandle {
   const stderr = new TailBuffer();
   let stdinOpen = true;
   let exitInfo: { code: number | null; signal: string | null } | undefined;
@@ -131,7 +191,7 @@ function handleOf(child: Child, mark: string): AgentHandle {
     let drain: NodeJS.Timeout | undefined;
     child.once('exit', (code, signal) => {
       stdinOpen = false;
-      exitInfo = { code, signal };
+      exitInfo = namespaced ? fromInit(code, signal) : { code, signal };
       // The agent is over: children it left behind would hold its pipes open and outlive the run.
       signalGroup(child, 'SIGKILL');
       void sweepMarked(mark);
@@ -173,12 +233,13 @@ function handleOf(child: Child, mark: string): AgentHandle {
 }
 
 /**
- * The process runtime: each run is `sh -c "$GATED_AGENT_CMD"` in the group's folder, in its own process
- * group (detached) so that a kill reaches every child it started; at the run's end the group is killed and
- * every process still carrying the run's mark (an environment variable all its descendants inherit, even
- * after `setsid`) is swept. It is a runtime for trusted local agents: they run as gated's user with its
- * file access, and an agent that clears its environment and detaches on purpose can still escape the
- * sweep. Untrusted agents belong in the docker runtime (docs/QUEUE.md).
+ * The process runtime: each run is `sh -c "$GATED_AGENT_CMD"` in the group's folder, in a PID namespace of
+ * its own where the machine allows one (`pidNamespacePrefix`: nothing it starts outlives it, even a child
+ * that cleared its environment and called `setsid`), and in its own process group (detached) so that a kill
+ * reaches every child it started; at the run's end the group is killed and every process still carrying
+ * the run's mark (an environment variable all its descendants inherit, even after `setsid`) is swept, the
+ * only net where no namespace can be had. It is a runtime for trusted local agents: they run as gated's
+ * user with its file access. Untrusted agents belong in the docker runtime (docs/QUEUE.md).
  */
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
   return {
@@ -186,7 +247,11 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
     async start(spec: RunSpec): Promise<AgentHandle> {
       mkdirSync(spec.groupDir, { recursive: true });
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
-      const child = spawn('sh', ['-c', spec.command ?? opts.cmd], {
+      const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
+      const cmd = spec.command ?? opts.cmd;
+      const [bin, ...args] =
+        prefix.length === 0 ? ['sh', '-c', cmd] : [...prefix, 'sh', '-c', NAMESPACE_INIT, 'gated-run', cmd];
+      const child = spawn(bin!, args, {
         cwd: spec.groupDir,
         env: { ...agentEnv(opts.env), [RUN_MARK_VAR]: mark },
         detached: true,
@@ -196,7 +261,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
         child.once('spawn', resolve);
         child.once('error', reject);
       });
-      return handleOf(child, mark);
+      return handleOf(child, mark, prefix.length > 0);
     },
     async ping() {
       // sh is always there on a machine that runs gated; nothing to reach.

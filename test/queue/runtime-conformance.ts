@@ -4,7 +4,7 @@
  * (test/queue/agents/conformance-agent.mjs). Part of it drives the raw AgentHandle, part drives the real
  * queue on a real database, so idle and hard timeouts and /stop are proven end to end on each runtime.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../core/log.js';
@@ -22,10 +22,27 @@ export interface ConformanceEnv {
   runtime(groupsDir: string): Runtime;
   /** The agent's working directory as the agent itself sees it. */
   workdirSeenByAgent(groupDir: string): string;
-  /** Pids the agent reports are host pids (process runtime), so their death can be checked. */
+  /**
+   * The agent's processes are this machine's (process runtime), so the test can look for them in /proc
+   * (by a tag on their command line: in a PID namespace the pids the agent sees are not the host's).
+   */
   hostPids: boolean;
   /** Fails when anything of the suite is left behind (containers with our label, processes). */
   assertNothingLeft(): Promise<void>;
+}
+
+/** Pids of this machine's processes whose command line carries `tag` as an argument. */
+function processesTagged(tag: string): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(tag);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 const input = (contents: string[], extra: Record<string, unknown> = {}) =>
@@ -133,14 +150,15 @@ export function runtimeConformance(name: string, env: () => ConformanceEnv): voi
       const { handle } = await start(env().runtime(groups), groups);
       const out = reader(handle);
       handle.write(input(['child', 'hang']));
-      const child = Number(/child: (\d+)/.exec((await out.next()).result ?? '')?.[1]);
+      const tag = /child: \d+ (\S+)/.exec((await out.next()).result ?? '')?.[1] ?? 'no tag';
       expect((await out.next()).result).toBe('hanging');
       handle.closeStdin();
       handle.kill();
       const exit = await handle.exited;
       expect(exit.code === 137 || exit.signal === 'SIGKILL').toBe(true);
       if (env().hostPids) {
-        await vi.waitFor(() => expect(() => process.kill(child, 0)).toThrow(), { timeout: 5000 });
+        expect(tag).toMatch(/^conformance-child-/);
+        await vi.waitFor(() => expect(processesTagged(tag)).toEqual([]), { timeout: 5000 });
       }
     });
 

@@ -4,7 +4,8 @@
 //   stderr TEXT    write TEXT to stderr, then reply `stderr: ok`
 //   exit N         write `exiting N` to stderr and exit with status N at once, no reply
 //   hang           reply `hanging`, then ignore end of stdin and never exit (hard-timeout tests)
-//   child          start a long-lived node child in the agent's process group, reply `child: <pid>`
+//   child          start a long-lived node child in the agent's process group, reply `child: <pid> <tag>`,
+//                  <tag> an argument only that child's command line carries (its pid may be a namespace's)
 //   env            reply with the sorted names of the environment variables
 //   whoami         reply `uid=<uid> cwd=<cwd>` after writing a file in the working directory
 //   secrets        reply with the names of the secrets received on stdin
@@ -44,8 +45,11 @@ function handle(content) {
       setInterval(() => {}, 1 << 30);
       return reply('hanging');
     case 'child': {
-      const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
-      return reply(`child: ${child.pid}`);
+      const tag = `conformance-child-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+      const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', tag], {
+        stdio: 'ignore',
+      });
+      return reply(`child: ${child.pid} ${tag}`);
     }
     case 'env':
       return reply(Object.keys(process.env).sort().join(','));

@@ -13,8 +13,10 @@
 // Lines that are not turns (an `interrupt`, a `permission`) are logged and otherwise ignored: this agent
 // never stops a turn early, as an agent that does not support interrupts would.
 // It writes its pid to agent.pid and every event as a JSON line to agent-log.jsonl in its working
-// directory, so a test can kill it and check what it read when.
-import { appendFileSync, writeFileSync } from 'node:fs';
+// directory, so a test can kill it and check what it read when. The pid is the machine's: in the process
+// runtime's PID namespace `process.pid` is the namespace's, while /proc (the machine's, not remounted)
+// names this process by the machine's pid.
+import { appendFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const START = '---GATED_OUTPUT_START---';
@@ -23,7 +25,14 @@ const TURN_MS = Number(process.env.TURN_MS ?? 300);
 const NUMBERED = process.env.NUMBERED !== '0';
 const DRAFT = process.env.DRAFT === '1';
 
-writeFileSync('agent.pid', String(process.pid));
+const machinePid = () => {
+  try {
+    return readlinkSync('/proc/self');
+  } catch {
+    return String(process.pid);
+  }
+};
+writeFileSync('agent.pid', machinePid());
 const log = (event) => appendFileSync('agent-log.jsonl', JSON.stringify({ ...event, t: Date.now() }) + '\n');
 const emit = (block) => process.stdout.write(`noise before\n${START}\n${JSON.stringify(block)}\n${END}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
