@@ -47,8 +47,13 @@ export interface Metrics {
   heldFrom(count: () => number): void;
   /** One run finished; `seconds` is its wall time from start to exit. */
   runFinished(result: RunResult, seconds: number): void;
-  /** Lanes with a live agent, and lanes ready but waiting for a slot under the global cap. */
+  /** Lanes with a live agent, and lanes ready but waiting for a slot under the global cap, as fixed values. */
   lanes(active: number, waiting: number): void;
+  /**
+   * Where the lane gauges read their values at each scrape (the queue's lanes as they are then): a gauge
+   * set when something changed goes stale when the next change reports nothing.
+   */
+  lanesFrom(read: () => { active: number; waiting: number }): void;
   /** One outbound delivery attempt's outcome (per row: delivered once, or failed once, retried n times). */
   outbound(outcome: OutboundOutcome): void;
   /** One action of an agent's output block: applied, refused (malformed or not allowed), or ignored. */
@@ -136,15 +141,22 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     registers,
   });
-  const lanesActive = new Gauge({
+  let lanesNow: () => { active: number; waiting: number } = () => ({ active: 0, waiting: 0 });
+  new Gauge({
     name: 'gated_lanes_active',
     help: 'Session lanes with a live agent',
     registers,
+    collect() {
+      this.set(lanesNow().active);
+    },
   });
-  const lanesWaiting = new Gauge({
+  new Gauge({
     name: 'gated_lanes_waiting',
     help: 'Session lanes ready but waiting for a slot under the global cap',
     registers,
+    collect() {
+      this.set(lanesNow().waiting);
+    },
   });
   const outbound = new Counter({
     name: 'gated_outbound_total',
@@ -185,7 +197,6 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
   });
   // The cluster panel's figures, kept beside the counters (reading them back from prom-client is async).
   const nodes = new Map<string, ClusterFacts['nodes'][number] & { totalSeconds: number }>();
-  let lanesNow = { active: 0, waiting: 0 };
   // Pre-create the label sets a dashboard expects to see at zero rather than missing.
   for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
   for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
@@ -206,9 +217,10 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       runSeconds.observe({ result }, seconds);
     },
     lanes: (active, waiting) => {
-      lanesActive.set(active);
-      lanesWaiting.set(waiting);
-      lanesNow = { active, waiting };
+      lanesNow = () => ({ active, waiting });
+    },
+    lanesFrom: (read) => {
+      lanesNow = read;
     },
     outbound: (outcome) => outbound.inc({ outcome }),
     // Agents write the type: anything but the known names is counted together, so labels stay bounded.
@@ -236,13 +248,16 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       n.lastStartMs = Date.now();
       nodes.set(key, n);
     },
-    cluster: () => ({
-      nodes: [...nodes.values()]
-        .map(({ totalSeconds: _, ...n }) => n)
-        .sort((a, b) => a.runtime.localeCompare(b.runtime) || a.node.localeCompare(b.node)),
-      lanesActive: lanesNow.active,
-      lanesWaiting: lanesNow.waiting,
-    }),
+    cluster: () => {
+      const lanes = lanesNow();
+      return {
+        nodes: [...nodes.values()]
+          .map(({ totalSeconds: _, ...n }) => n)
+          .sort((a, b) => a.runtime.localeCompare(b.runtime) || a.node.localeCompare(b.node)),
+        lanesActive: lanes.active,
+        lanesWaiting: lanes.waiting,
+      };
+    },
     text: () => registry.metrics(),
     contentType: registry.contentType,
   };

@@ -150,9 +150,28 @@ export function routeFields(msg: Pick<Message, 'chat_jid' | 'sender' | 'verb'>):
 /** A group folder path: lowercase segments of `a-z0-9_-` joined by `/`. */
 export const FOLDER_RE = /^[a-z0-9_-]+(\/[a-z0-9_-]+)*$/;
 
-/** True when `folder` is a valid group folder path (no `..`, no leading `/`, no empty segment). */
+/**
+ * The longest group folder and the longest segment of one: a segment is a directory name (at most 255
+ * bytes on Linux) and the folder is part of every path gated builds in it, so both stay well below the
+ * system's limits.
+ */
+export const MAX_FOLDER_LENGTH = 200;
+export const MAX_FOLDER_SEGMENT = 64;
+
+/** Why `folder` is not a group folder path, or null when it is one. */
+export function folderError(folder: string): string | null {
+  if (folder.length > MAX_FOLDER_LENGTH)
+    return `${folder.length} characters; a group folder has at most ${MAX_FOLDER_LENGTH}`;
+  if (!FOLDER_RE.test(folder)) return "lowercase segments of a-z0-9_- joined by '/', no '..', no leading '/'";
+  const long = folder.split('/').find((s) => s.length > MAX_FOLDER_SEGMENT);
+  if (long !== undefined)
+    return `a segment of ${long.length} characters; each segment has at most ${MAX_FOLDER_SEGMENT}`;
+  return null;
+}
+
+/** True when `folder` is a valid group folder path (no `..`, no leading `/`, no empty segment, not too long). */
 export function isValidFolder(folder: string): boolean {
-  return FOLDER_RE.test(folder);
+  return folderError(folder) === null;
 }
 
 /** A topic name as stored (without `#`). */

@@ -9,7 +9,7 @@ import { startHttpServer, type HttpServer } from '../http/app.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { History } from '../store/history.js';
-import { checkReadable } from './health.js';
+import { badRowsLine, checkReadable } from './health.js';
 import { claimOwner } from './owner.js';
 import { makeRuntime } from './runtime.js';
 import type { Channel } from '../channels/channel.js';
@@ -56,7 +56,7 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   const { config } = opts;
   const log = opts.log ?? createLogger(config.logLevel);
   const db = openDatabase(config.db);
-  checkReadable(db, config.db);
+  for (const bad of checkReadable(db, config.db)) log.warn({ table: bad.table }, badRowsLine(config.db, bad));
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
   const metrics = createMetrics({ processMetrics: true });
   const signals = createSignals((signal, err) =>

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, loadDotEnv, type Config } from '../core/config.js';
 import { UsageError } from '../core/errors.js';
-import { openDatabase, type Db } from '../store/db.js';
+import { openDatabase, openForReading, type Db } from '../store/db.js';
 
 /** What every CLI command starts from: the resolved configuration and, opened lazily, the database. */
 export interface CliContext {
@@ -11,9 +11,10 @@ export interface CliContext {
   /**
    * The database, opened on first use. A database that does not exist is refused with a UsageError naming
    * the path (a mistyped `--db` must not create an empty database and report on it); only the commands that
-   * exist to create one (`init`, `run`, `chat`) pass `{ create: true }`.
+   * exist to create one (`init`, `run`, `chat`) pass `{ create: true }`. Commands that only read pass
+   * `{ readOnly: true }`: a database this user may only read is then opened read-only (`openForReading`).
    */
-  db(opts?: { create?: boolean }): Db;
+  db(opts?: { create?: boolean; readOnly?: boolean }): Db;
   out(line: string): void;
   close(): void;
 }
@@ -39,7 +40,7 @@ export function cliContext(
           `no database at ${config.db}: start gated or run 'gated init' to create it, or pass --db PATH`,
         );
       }
-      return (db ??= openDatabase(config.db));
+      return (db ??= opts?.readOnly ? openForReading(config.db) : openDatabase(config.db));
     },
     out,
     close: () => {

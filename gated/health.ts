@@ -1,5 +1,6 @@
 import type { PollLoop } from '../gateway/loop.js';
 import type { WorkQueue } from '../queue/queue.js';
+import { badRowsOf, isRowFinding, type BadRows } from '../store/constraints.js';
 import type { Db } from '../store/db.js';
 
 /** What /healthz checks beyond "the database answers a query", by name: 'ok' or the reason it is not. */
@@ -56,18 +57,30 @@ export function liveness(opts: {
 
 /**
  * Refuses to start on a database SQLite cannot read, naming the file: an unreadable header fails at the
- * first statement, a damaged page at the integrity check (which reads every page once).
+ * first statement, a damaged page at the integrity check (which reads every page once). Rows that only
+ * break their table's constraints are not a damaged file: they are returned, named, for the log, and gated
+ * starts (CONTRACT §16).
  */
-export function checkReadable(db: Db, file: string): void {
-  let result: unknown;
+export function checkReadable(db: Db, file: string): BadRows[] {
+  let findings: string[];
   try {
-    result = db.pragma('quick_check(1)', { simple: true });
+    findings = (db.pragma('quick_check(100)') as Array<{ quick_check: string }>).map((r) => r.quick_check);
   } catch (err) {
     db.close();
     throw new Error(`database ${file} is unreadable: ${(err as Error).message}`);
   }
-  if (result !== 'ok') {
+  if (findings.length === 1 && findings[0] === 'ok') return [];
+  const damage = findings.find((f) => !isRowFinding(f));
+  if (damage !== undefined) {
     db.close();
-    throw new Error(`database ${file} is corrupt: ${String(result).slice(0, 200)}`);
+    throw new Error(`database ${file} is corrupt: ${damage.slice(0, 200)}`);
   }
+  return badRowsOf(db, findings);
+}
+
+/** One line naming rows that break a constraint: the file, the table, the row ids and the constraint. */
+export function badRowsLine(file: string, bad: BadRows): string {
+  const one = bad.rowids.length === 1;
+  const rows = bad.rowids.length === 0 ? 'some rows' : `row${one ? '' : 's'} ${bad.rowids.join(', ')}`;
+  return `database ${file}: ${bad.table} ${rows} break${one ? 's' : ''} ${bad.constraint}; started anyway, each is handled as a bad row`;
 }

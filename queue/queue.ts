@@ -95,6 +95,19 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     return { active, waiting };
   };
 
+  // The lane gauges read the lanes as they are at each scrape; counting the waiting ones is a scan of the
+  // backlog, so it is done then, never per pump.
+  opts.metrics?.lanesFrom(() => {
+    try {
+      return {
+        active: lanes.size,
+        waiting: store.summaries(now()).filter((s) => !lanes.has(s.keyId)).length,
+      };
+    } catch {
+      return { active: lanes.size, waiting: 0 };
+    }
+  });
+
   let closing: Promise<void> | undefined;
   const close = (graceMs: number): Promise<void> =>
     (closing ??= (async () => {

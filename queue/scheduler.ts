@@ -35,9 +35,6 @@ export class Scheduler {
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryAt: number | null = null;
-  // The exact count of waiting lanes is a scan of the backlog: metrics get it at most once a second.
-  private lanesReportedAt = -Infinity;
-  private lanesReported = -1;
   private readonly now: () => number;
 
   constructor(private readonly d: SchedulerDeps) {
@@ -75,7 +72,6 @@ export class Scheduler {
           this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot');
         }
       }
-      this.reportLanes(t);
       this.armRetryTimer(t);
     } catch (err) {
       this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
@@ -183,16 +179,5 @@ export class Scheduler {
       this.wake();
     }, next - t);
     this.retryTimer.unref?.();
-  }
-
-  private reportLanes(t: number): void {
-    const { metrics } = this.d.opts;
-    // A run that started or ended is reported at once: a stale count would contradict the lanes table.
-    const changed = this.d.lanes.size !== this.lanesReported;
-    if (!metrics || (!changed && t - this.lanesReportedAt < 1000)) return;
-    this.lanesReportedAt = t;
-    this.lanesReported = this.d.lanes.size;
-    const waiting = this.d.store.summaries(t).filter((l) => !this.d.lanes.has(l.keyId)).length;
-    metrics.lanes(this.d.lanes.size, waiting);
   }
 }

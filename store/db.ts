@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { packageFile } from '../core/paths.js';
@@ -79,3 +79,56 @@ export function applySchema(db: Db): number {
 }
 
 export { SCHEMA_VERSION };
+
+/** SQLite's answers to a write on a file, or beside it, that this user may only read. */
+function isReadOnlyError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_CANTOPEN');
+}
+
+/**
+ * Opens the database for a command that only reads (`gated status`, `routes list`, `access audit`): as
+ * `openDatabase` does when the file may be written, else read-only, without applying the schema, so an
+ * operator who may only read gated's database (another user, a read-only mount) can still look. A
+ * read-only database must already be at this gated's schema version: an upgrade needs write access.
+ */
+export function openForReading(path: string, opts: Pick<OpenOptions, 'busyTimeoutMs'> = {}): Db {
+  try {
+    return openDatabase(path, opts);
+  } catch (err) {
+    if (!isReadOnlyError(err)) throw err;
+  }
+  const db = openReadOnly(path, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version !== SCHEMA_VERSION) {
+    db.close();
+    throw new Error(
+      `database ${path} is read-only and at schema version ${version}, this gated reads ${SCHEMA_VERSION}: ` +
+        `open it once with write access (gated init) to upgrade it, or use the gated that wrote it`,
+    );
+  }
+  return db;
+}
+
+/**
+ * A read-only connection. A WAL database needs its shared-memory file: while gated runs it exists and is
+ * read in place; when gated has stopped cleanly and this user may not create it beside the file, there is
+ * no WAL content to miss, so the file's bytes are read into memory (marked a rollback-journal database,
+ * which is all that differs) instead.
+ */
+function openReadOnly(path: string, timeout: number): Db {
+  let db: Db | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout });
+    db.pragma('user_version', { simple: true });
+    return db;
+  } catch (err) {
+    db?.close();
+    const wal = `${path}-wal`;
+    if (!isReadOnlyError(err) || (existsSync(wal) && statSync(wal).size > 0)) throw err;
+  }
+  const bytes = readFileSync(path);
+  // Bytes 18 and 19 of the header: the file format's write and read versions, 2 for WAL, 1 for a journal.
+  if (bytes.length >= 100 && bytes[18] === 2 && bytes[19] === 2) bytes[18] = bytes[19] = 1;
+  return new Database(bytes, { readonly: true });
+}

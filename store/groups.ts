@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../core/errors.js';
-import { isValidFolder, threadModeOf, type ThreadMode } from '../core/types.js';
+import { clipText } from '../core/text.js';
+import { folderError, threadModeOf, type ThreadMode } from '../core/types.js';
 import type { Db } from './db.js';
 
 /** A registered agent workspace. */
@@ -29,11 +30,8 @@ export function getGroup(db: Db, folder: string): Group | undefined {
  * before anything touches the disk; adding an existing group updates its name.
  */
 export function addGroup(db: Db, groupsDir: string, folder: string, name?: string): void {
-  if (!isValidFolder(folder)) {
-    throw new UsageError(
-      `bad group folder '${folder}': lowercase segments of a-z0-9_- joined by '/', no '..', no leading '/'`,
-    );
-  }
+  const bad = folderError(folder);
+  if (bad !== null) throw new UsageError(`bad group folder '${clipText(folder, 40)}': ${bad}`);
   mkdirSync(join(groupsDir, folder), { recursive: true });
   db.prepare(
     `INSERT INTO registered_groups (folder, name) VALUES (?, ?)

@@ -73,7 +73,13 @@ export function accessCommand(program: Command): void {
     .option('--group <folder>', 'only this group')
     .action(
       action((ctx, opts: { group?: string }) => {
-        for (const line of accessOverview(ctx.db(), ctx.config.admins, Date.now(), opts.group)) ctx.out(line);
+        for (const line of accessOverview(
+          ctx.db({ readOnly: true }),
+          ctx.config.admins,
+          Date.now(),
+          opts.group,
+        ))
+          ctx.out(line);
       }),
     );
 
@@ -201,7 +207,10 @@ export function auditCommand(program: Command): void {
         const limit = Number(opts.limit);
         if (!Number.isInteger(limit) || limit < 1)
           throw new UsageError(`--limit must be a whole number >= 1, got '${opts.limit}'`);
-        const rows = listAudit(ctx.db(), { ...(opts.since ? { since: sinceArg(opts.since) } : {}), limit });
+        const rows = listAudit(ctx.db({ readOnly: true }), {
+          ...(opts.since ? { since: sinceArg(opts.since) } : {}),
+          limit,
+        });
         ctx.out(['id', 'at', 'actor', 'what', 'key', 'before', 'after'].join('\t'));
         for (const r of rows) {
           ctx.out(

@@ -17,7 +17,7 @@ export function groupsCommand(program: Command): void {
     .action(
       action((ctx) => {
         ctx.out(['folder', 'name', 'image', 'network', 'added_at'].join('\t'));
-        for (const g of listGroups(ctx.db())) {
+        for (const g of listGroups(ctx.db({ readOnly: true }))) {
           ctx.out([g.folder, g.name ?? '', g.image ?? '', g.network ? 'yes' : 'no', g.added_at].join('\t'));
         }
       }),

@@ -15,7 +15,7 @@ export function routesCommand(program: Command): void {
     .description('rows in the order they are tried (seq, then id), with hits and validity')
     .action(
       action((ctx) => {
-        const db = ctx.db();
+        const db = ctx.db({ readOnly: true });
         const rows = listRoutes(db);
         const table = compileRoutes(rows);
         const problems = new Map(table.problems().map((p) => [p.id, p.reason]));
@@ -82,7 +82,7 @@ export function routesCommand(program: Command): void {
     .description('list invalid rows (id, then reason); exit 1 if any')
     .action(
       action((ctx) => {
-        const problems = compileRoutes(listRoutes(ctx.db())).problems();
+        const problems = compileRoutes(listRoutes(ctx.db({ readOnly: true }))).problems();
         for (const p of problems) ctx.out(`${p.id}\t${p.reason}`);
         if (problems.length === 0) ctx.out('all routes valid');
         return problems.length ? 1 : 0;
@@ -97,7 +97,10 @@ export function routesCommand(program: Command): void {
       action((ctx, words: string[]) => {
         const fields = explainFields(words);
         if ('error' in fields) throw new UsageError(fields.error);
-        for (const line of formatExplain(compileRoutes(listRoutes(ctx.db())).explain(fields))) ctx.out(line);
+        for (const line of formatExplain(
+          compileRoutes(listRoutes(ctx.db({ readOnly: true }))).explain(fields),
+        ))
+          ctx.out(line);
       }),
     );
 }

@@ -103,7 +103,7 @@ export function statusCommand(program: Command): void {
     .description('groups, runs, queues, undelivered replies, recent session_log rows')
     .action(
       action((ctx) => {
-        for (const line of statusLines(ctx.db(), terminalStyle())) ctx.out(line);
+        for (const line of statusLines(ctx.db({ readOnly: true }), terminalStyle())) ctx.out(line);
       }),
     );
 }

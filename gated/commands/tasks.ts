@@ -43,7 +43,7 @@ export function tasksCommand(program: Command): void {
       action((ctx) => {
         const cols = ['id', 'status', 'group', 'topic', 'chat', 'kind', 'spec', 'next_run_at', 'last_run_at'];
         ctx.out([...cols, 'failures', 'text'].join('\t'));
-        for (const t of listTasks(ctx.db())) {
+        for (const t of listTasks(ctx.db({ readOnly: true }))) {
           ctx.out(
             [
               t.id,

@@ -376,20 +376,21 @@ describe('queue: lanes', () => {
 });
 
 describe('queue: the lanes gauge', () => {
-  it('reports a run that started or ended at once, even within the same second', async () => {
-    const reports: Array<[number, number]> = [];
+  it('reads a run that started or ended at once, even within the same second', async () => {
+    let read: () => { active: number; waiting: number } = () => ({ active: -1, waiting: -1 });
     const { db, queue, runtime } = setup({
-      metrics: { runFinished: () => undefined, lanes: (a, w) => void reports.push([a, w]) },
+      metrics: { runFinished: () => undefined, lanesFrom: (r) => void (read = r) },
     });
+    expect(read()).toEqual({ active: 0, waiting: 0 });
     ready(db, { content: 'one' });
     queue.wake();
     await flush();
-    expect(reports.at(-1)).toEqual([1, 0]);
+    expect(read()).toEqual({ active: 1, waiting: 0 });
     const agent = runtime.agents[0]!;
     agent.reply('done');
     agent.finish();
     await flush(10);
     // The agent exited a few ms after it started: the gauge says so now, not a second later.
-    expect(reports.at(-1)).toEqual([0, 0]);
+    expect(read()).toEqual({ active: 0, waiting: 0 });
   });
 });
