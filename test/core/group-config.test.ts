@@ -3,7 +3,7 @@
  * broken files reported and never fatal, links and FIFOs refused, chat commands found and expanded.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -87,6 +87,27 @@ describe('group configuration', () => {
     const problems: unknown[] = [];
     expect(findCommand(root, 'g', 'pipe', (p) => problems.push(p))).toBeUndefined();
     expect(problems).toHaveLength(1);
+  });
+
+  it('reads through the safe-file module: a hard link to a file outside and a linked folder are refused', () => {
+    const root = tempDir('gated-cfg-');
+    const dir = join(root, 'g');
+    mkdirSync(dir, { recursive: true });
+    const outside = tempDir('gated-outside-');
+    writeFileSync(join(outside, 'secret.md'), 'the secret');
+    // A second name for a file outside the folder: lstat sees a regular file, the safe-file module does not
+    // take a file with more than one name.
+    linkSync(join(outside, 'secret.md'), join(dir, 'CLAUDE.md'));
+    mkdirSync(join(outside, 'commands'));
+    writeFileSync(join(outside, 'commands', 'steal.md'), 'stolen $ARGUMENTS');
+    symlinkSync(join(outside, 'commands'), join(dir, 'commands'));
+    const cfg = readGroupConfig(root, 'g');
+    expect(cfg.instructions).toBe('');
+    expect(cfg.commands).toEqual([]);
+    const byFile = Object.fromEntries(cfg.problems.map((p) => [p.file, p.reason]));
+    expect(byFile['g/CLAUDE.md']).toBe('g/CLAUDE.md is a hard link (a file with more than one name)');
+    expect(byFile['g/commands']).toBe('g/commands is a symbolic link');
+    expect(commandNames(root, 'g')).toEqual([]);
   });
 
   it('expands a command: $ARGUMENTS is the rest of the message', () => {
