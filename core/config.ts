@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { checkTimeZone } from './schedule.js';
+
+export { loadDotEnv } from './dotenv.js';
 
 /** Every setting of gated, resolved once from the environment (and .env). Documented in .env.example. */
 export interface Config {
@@ -175,27 +176,6 @@ function emailConfig(env: Env): EmailConfig | undefined {
     mailbox: str(env, 'EMAIL_MAILBOX') ?? 'INBOX',
     fromName: str(env, 'EMAIL_FROM_NAME'),
   };
-}
-
-/**
- * Reads KEY=VALUE lines of a .env file into `env` without overriding what is already set. Quotes around a
- * value are removed; `#` starts a comment line.
- */
-export function loadDotEnv(path: string, env: Env = process.env): void {
-  if (!existsSync(path)) return;
-  for (const raw of readFileSync(path, 'utf8').split(/\r?\n/)) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const eq = line.indexOf('=');
-    if (eq <= 0) continue;
-    const key = line
-      .slice(0, eq)
-      .trim()
-      .replace(/^export\s+/, '');
-    let value = line.slice(eq + 1).trim();
-    if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
-    if (env[key] === undefined) env[key] = value;
-  }
 }
 
 function int(env: Env, key: string, dflt: number, min = 0): number {
