@@ -89,8 +89,9 @@ function proxiesOf(bridge) {
       args: [PROXY, name],
       env: { GATED_CODEX_BRIDGE: bridge.socket },
       startup_timeout_sec: 60,
-      // The first request to the model waits for the tool list, not only the connection (without this a
-      // turn sometimes went out before the proxy's tools were in).
+      // The first request to the model should wait for the tool list, not only the connection. On a loaded
+      // machine the CLI still sometimes went ahead without the tools, so the proxy also answers at once
+      // (mcp-proxy.mjs imports nothing and asks for its list as it starts).
       startup_readiness: 'catalog',
       tool_timeout_sec: 86_400,
       default_tools_approval_mode: 'approve',

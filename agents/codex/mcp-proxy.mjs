@@ -3,10 +3,13 @@
 //
 // Usage (written by config.mjs into the CLI's mcp_servers): node mcp-proxy.mjs SERVER, with the socket's
 // path in GATED_CODEX_BRIDGE. It exits when the CLI closes its stdin or the agent closes the socket.
+//
+// It speaks the few JSON-RPC messages of MCP's stdio transport it needs (initialize, tools/list,
+// tools/call, ping) by hand and imports nothing: the CLI starts one per server for every turn, and it does
+// not always wait long for a server's tools before its first request to the model, so the proxy must be up
+// and answer at once (node alone starts in a fraction of the time the SDK's imports take on a busy machine).
 import { createConnection } from 'node:net';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createInterface } from 'node:readline';
 
 const name = process.argv[2];
 const path = process.env.GATED_CODEX_BRIDGE;
@@ -14,6 +17,8 @@ if (!name || !path) {
   process.stderr.write('usage: GATED_CODEX_BRIDGE=SOCKET node mcp-proxy.mjs SERVER\n');
   process.exit(2);
 }
+/** The protocol version answered when the client asks for none we know. */
+const PROTOCOL = '2025-06-18';
 
 const socket = createConnection(path);
 const pending = new Map();
@@ -53,15 +58,48 @@ function bridge(op, fields = {}) {
   });
 }
 
-// The tool list is fetched before the CLI's handshake is answered: the CLI does not always wait for a
-// server's list before its first request to the model, and a list ready at once is never missed.
-const tools = await bridge('list');
-const server = new Server({ name, version: '1.0.0' }, { capabilities: { tools: {} } });
-server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-server.setRequestHandler(CallToolRequestSchema, async (req) =>
-  bridge('call', { tool: req.params.name, args: req.params.arguments ?? {} }),
-);
-const transport = new StdioServerTransport();
-transport.onclose = () => process.exit(0);
-process.stdin.on('end', () => process.exit(0));
-await server.connect(transport);
+// Asked for at once, so that the CLI's tools/list finds it ready.
+const tools = bridge('list');
+tools.catch(() => {});
+
+function send(message) {
+  process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+}
+
+async function handle(msg) {
+  switch (msg.method) {
+    case 'initialize':
+      return {
+        protocolVersion: msg.params?.protocolVersion ?? PROTOCOL,
+        capabilities: { tools: {} },
+        serverInfo: { name, version: '1.0.0' },
+      };
+    case 'ping':
+      return {};
+    case 'tools/list':
+      return { tools: await tools };
+    case 'tools/call':
+      return bridge('call', { tool: msg.params?.name, args: msg.params?.arguments ?? {} });
+    default:
+      throw Object.assign(new Error(`method not found: ${msg.method}`), { code: -32601 });
+  }
+}
+
+const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+input.on('line', (line) => {
+  if (line.trim() === '') return;
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch {
+    send({ id: null, error: { code: -32700, message: 'parse error' } });
+    return;
+  }
+  // Notifications (no id: initialized, cancelled, …) need no answer.
+  if (msg.id === undefined || msg.id === null || typeof msg.method !== 'string') return;
+  handle(msg).then(
+    (result) => send({ id: msg.id, result }),
+    (err) => send({ id: msg.id, error: { code: err.code ?? -32603, message: err.message } }),
+  );
+});
+input.on('close', () => process.exit(0));

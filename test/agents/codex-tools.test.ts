@@ -6,7 +6,7 @@
  * tool under an `ask` rule runs once after `/approve` in the chat, and not at all after `/reject` with a
  * note, which the model reads.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { loadConfig } from '../../core/config.js';
@@ -232,5 +232,49 @@ test(
     expect(await c.reply(plain)).toContain('Process exited with code 0');
     expect(readFileSync(join(c.groupDir, 'plain.txt'), 'utf8')).toBe('fine\n');
     expect(c.g.db.prepare(`SELECT COUNT(*) FROM tool_approvals`).pluck().get()).toBe(1);
+  },
+);
+
+test(
+  'a tool call allowed only after its turn was interrupted never runs; Codex settings in the folder are refused',
+  { timeout: 180_000 },
+  async () => {
+    const c = await startCodex({ actions: '', config: true });
+    upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
+    c.g.db
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'mcp__demo__*', '*', 'ask')`,
+      )
+      .run(GROUP);
+    const asked = c.send('TOOL lookup {"query":"late"}');
+    const question = await until(
+      () =>
+        c.g.db
+          .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %'`)
+          .pluck()
+          .get() as string | undefined,
+      60_000,
+      'the approval question in the chat',
+    );
+    // The turn is interrupted while its call waits; the approval that comes afterwards runs nothing.
+    const next = c.send('/interrupt never mind');
+    expect(await c.reply(next)).toBe('codex echo: never mind');
+    expect(c.g.db.prepare(`SELECT state FROM messages WHERE id = ?`).pluck().get(asked)).toBe('done');
+    c.send(`/approve ${/\/approve ([A-Z0-9]{5})/.exec(question)![1]!}`);
+    await until(
+      () => c.g.db.prepare(`SELECT used_at FROM tool_approvals`).pluck().get() as number | null,
+      30_000,
+      'the decision handed to the agent',
+    );
+    const after = c.send('still there');
+    expect(await c.reply(after)).toBe('codex echo: still there');
+    expect(existsSync(join(c.groupDir, 'demo-lookups.log'))).toBe(false);
+
+    // A `.codex/` folder in the group's folder (project settings whose hooks the CLI would run): the agent
+    // answers with an error instead of starting the CLI.
+    mkdirSync(join(c.groupDir, '.codex'));
+    const refused = c.send('hello again');
+    expect(await c.reply(refused)).toMatch(/Codex settings in the group's folder .*\.codex.* remove them/);
+    expect(openai.requestFor('hello again')).toBeUndefined();
   },
 );
