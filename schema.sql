@@ -132,7 +132,7 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   folder     TEXT PRIMARY KEY,
   name       TEXT,
   image      TEXT,                       -- docker image for this group (default GATED_AGENT_IMAGE)
-  network    INTEGER NOT NULL DEFAULT 0, -- 1: the container may use the network
+  network    TEXT,                       -- the docker network its containers join ('bridge', a user-defined one); NULL: none
   mounts     TEXT,                       -- JSON list of extra host paths, checked against the allow-list
   send_allow TEXT,                       -- globs over JIDs (space/comma separated) `send` actions may reach
   actions    TEXT,                       -- action types the group's agent may use (space/comma separated); NULL: all

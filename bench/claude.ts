@@ -140,7 +140,8 @@ async function throughGated(api: MessagesApiServer, n: number, makeRuntime: (gro
   });
   const db0 = openDatabase(config.db);
   addGroup(db0, config.groupsDir, 'bench');
-  db0.prepare(`UPDATE registered_groups SET network = 1`).run();
+  // The test engine has no bridge: containers reach the loopback API on the host's network.
+  db0.prepare(`UPDATE registered_groups SET network = 'host'`).run();
   db0.close();
   // The first draft is timed where gated reads it: a tee on the agent's stdout.
   let draftAt = NaN;
@@ -235,7 +236,6 @@ export async function claudeBench(n: number, docker: boolean): Promise<ClaudeBen
             image,
             instanceId: 'bench-claude',
             groupsDir,
-            networkMode: 'host',
           });
         const ddir = tempDir('gated-bench-claude-docker-');
         const drt = make(ddir);
@@ -243,7 +243,7 @@ export async function claudeBench(n: number, docker: boolean): Promise<ClaudeBen
         for (let i = 0; i < n; i++) {
           dsamples.push(
             await alone(
-              { ...drt, start: (spec) => drt.start({ ...spec, network: true }) },
+              { ...drt, start: (spec) => drt.start({ ...spec, network: 'host' }) },
               api,
               join(ddir, 'bench'),
             ),

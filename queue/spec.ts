@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { isValidFolder, type SessionKey } from '../core/types.js';
+import { networkOf } from '../store/groups.js';
 import type { GroupRow } from '../store/queue.js';
 import type { AgentSetup } from './agent-setup.js';
 import { parseMountList } from './runtime/mounts.js';
@@ -8,7 +9,7 @@ import type { RunSpec } from './runtime/types.js';
 /**
  * What the runtime gets to start one run: the group's folder, its container settings (the group's own
  * image before its agent profile's), and from the run's setup the configuration folders to mount read-only
- * and the profile's command. Throws for an invalid folder or a malformed mounts column.
+ * and the profile's command. Throws for an invalid folder or a malformed mounts or network column.
  */
 export function runSpecOf(
   groupsDir: string,
@@ -24,7 +25,7 @@ export function runSpecOf(
     topic: key.topic,
     groupDir: join(groupsDir, key.group),
     image: g?.image ?? setup?.image ?? null,
-    network: g?.network === 1,
+    network: networkOf(g?.network, key.group),
     mounts: parseMountList(g?.mounts),
     ...(setup ? { config: setup.mounts, command: setup.command } : {}),
   };

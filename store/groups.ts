@@ -10,7 +10,8 @@ export interface Group {
   folder: string;
   name: string | null;
   image: string | null;
-  network: number;
+  /** The docker network its containers join (NULL: none). */
+  network: string | null;
   mounts: string | null;
   added_at: string;
 }
@@ -53,6 +54,42 @@ export function setThreadMode(db: Db, folder: string, mode: ThreadMode): boolean
 export function threadModeReader(db: Db): (folder: string) => ThreadMode {
   const stmt = db.prepare('SELECT threads FROM registered_groups WHERE folder = ?').pluck();
   return (folder) => threadModeOf(stmt.get(folder));
+}
+
+/** A Docker network name; refuses `container:<id>` (another container's namespace) and anything odd. */
+const NETWORK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * The network a group's containers join, from registered_groups.network as stored: null for none (NULL,
+ * '', `none`, and the old boolean's `0`), `bridge` for the old boolean's `1`, else the name itself. Throws
+ * an Error naming the group for a value that is no network name.
+ */
+export function networkOf(value: unknown, folder: string): string | null {
+  if (value === null || value === undefined || value === '' || value === 'none') return null;
+  if (value === 0 || value === '0') return null;
+  if (value === 1 || value === '1') return 'bridge';
+  if (typeof value === 'string' && NETWORK_NAME.test(value)) return value;
+  throw new Error(
+    `group '${folder}': registered_groups.network ${JSON.stringify(value)} is not a docker network name`,
+  );
+}
+
+/**
+ * Sets the network a group's containers join (`none` or null: no network). Refuses a malformed name
+ * (UsageError); false when the group is not registered.
+ */
+export function setNetwork(db: Db, folder: string, name: string | null): boolean {
+  let network: string | null;
+  try {
+    network = networkOf(name, folder);
+  } catch {
+    throw new UsageError(
+      `bad network name '${name}': a docker network such as 'bridge', 'host' or one made with 'docker network create' (letters, digits, '_', '.', '-'), or 'none'`,
+    );
+  }
+  return (
+    db.prepare('UPDATE registered_groups SET network = ? WHERE folder = ?').run(network, folder).changes > 0
+  );
 }
 
 /** Unregisters a group (its files stay on disk). False when it was not registered. */

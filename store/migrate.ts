@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 12;
+export const SCHEMA_VERSION = 13;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -78,7 +78,29 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
     addColumn(db, 'delegations', 'origin', 'INTEGER');
     db.exec('UPDATE delegations SET origin = message_id WHERE origin IS NULL');
   },
+  // 12 → 13: registered_groups.network names the docker network a group's containers join instead of
+  // switching one on (1 meant the runtime's fixed 'bridge', so it becomes 'bridge'; 0 becomes NULL: none).
+  12: (db) => networkAsName(db),
 };
+
+/** The 12 → 13 step: the integer column `network` replaced by a text one of the same name. */
+function networkAsName(db: Database.Database): void {
+  const cols = db.pragma('table_info(registered_groups)') as { name: string; type: string }[];
+  const col = cols.find((c) => c.name === 'network');
+  if (col === undefined || col.type.toUpperCase() === 'TEXT') return;
+  // The audit triggers name every column; they are made again from the new columns after the migrations.
+  const triggers = db
+    .prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'registered_groups'`)
+    .pluck()
+    .all() as string[];
+  for (const t of triggers.filter((n) => n.startsWith('audit_')))
+    db.exec(`DROP TRIGGER "${t.replace(/"/g, '""')}"`);
+  db.exec(`
+    ALTER TABLE registered_groups ADD COLUMN network_name TEXT;
+    UPDATE registered_groups SET network_name = CASE WHEN network <> 0 THEN 'bridge' END;
+    ALTER TABLE registered_groups DROP COLUMN network;
+    ALTER TABLE registered_groups RENAME COLUMN network_name TO network;`);
+}
 
 /**
  * Adds a column unless the table has it: schema.sql already creates the newest tables on a fresh database,

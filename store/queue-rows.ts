@@ -60,7 +60,8 @@ export interface FailedRow {
 /** registered_groups fields a runtime needs. */
 export interface GroupRow {
   image: string | null;
-  network: number;
+  /** The docker network its containers join (NULL: none). */
+  network: string | null;
   mounts: string | null;
   /** registered_groups.busy as stored (read it with busyModeOf). */
   busy: string | null;

@@ -2,12 +2,20 @@ import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { isValidFolder } from '../../core/types.js';
 import { AgentStore } from '../../store/agents.js';
-import { addGroup, listGroups, removeGroup, setThreadMode } from '../../store/groups.js';
+import {
+  addGroup,
+  listGroups,
+  networkOf,
+  removeGroup,
+  setNetwork,
+  setThreadMode,
+  type Group,
+} from '../../store/groups.js';
 import { audited } from './access.js';
 import { action } from '../context.js';
 import { groupConfigReport } from '../group-config-report.js';
 
-/** `gated groups list | add | rm | config | agent | threads`. */
+/** `gated groups list | add | rm | config | agent | threads | network`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
 
@@ -18,7 +26,7 @@ export function groupsCommand(program: Command): void {
       action((ctx) => {
         ctx.out(['folder', 'name', 'image', 'network', 'added_at'].join('\t'));
         for (const g of listGroups(ctx.db({ readOnly: true }))) {
-          ctx.out([g.folder, g.name ?? '', g.image ?? '', g.network ? 'yes' : 'no', g.added_at].join('\t'));
+          ctx.out([g.folder, g.name ?? '', g.image ?? '', networkShown(g), g.added_at].join('\t'));
         }
       }),
     );
@@ -98,4 +106,29 @@ export function groupsCommand(program: Command): void {
         ctx.out(`group ${folder}: threads as ${mode}`);
       }),
     );
+
+  groups
+    .command('network')
+    .description(
+      "the docker network the group's containers join (docker and swarm runtimes): 'bridge', 'host', a " +
+        "network made with 'docker network create' (an overlay on a swarm), or 'none' (the default)",
+    )
+    .argument('<folder>')
+    .argument('<network>', "a docker network name, or 'none'")
+    .action(
+      action((ctx, folder: string, network: string) => {
+        if (!audited(ctx, (db) => setNetwork(db, folder, network)))
+          throw new UsageError(`no group '${folder}'`);
+        ctx.out(`group ${folder}: network ${networkOf(network, folder) ?? 'none'}`);
+      }),
+    );
+}
+
+/** The network column as `groups list` shows it: the name, `none`, or the stored value marked bad. */
+function networkShown(g: Group): string {
+  try {
+    return networkOf(g.network, g.folder) ?? 'none';
+  } catch {
+    return `bad: ${String(g.network)}`;
+  }
 }

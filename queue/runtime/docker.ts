@@ -26,8 +26,6 @@ export interface DockerRuntimeOptions {
   pidsLimit?: number;
   /** Size of the tmpfs at /tmp (the root filesystem is read-only). */
   tmpfsSize?: string;
-  /** Network of groups with registered_groups.network = 1; all others get `none`. */
-  networkMode?: string;
   /** uid:gid of the agent; default the owner of the group's folder, or 1000:1000 when root owns it. */
   user?: string;
   /** How the engine is named in errors (`tcp://host:2376 (mutual TLS)`). */
@@ -151,7 +149,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
       MemorySwap: opts.memoryBytes ?? 1024 * 1024 * 1024,
       NanoCpus: opts.nanoCpus ?? 1_000_000_000,
       PidsLimit: opts.pidsLimit ?? 256,
-      NetworkMode: spec.network ? (opts.networkMode ?? 'bridge') : 'none',
+      // The group's own network (registered_groups.network); without one, none at all.
+      NetworkMode: spec.network ?? 'none',
       AutoRemove: false,
     },
   });

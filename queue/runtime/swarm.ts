@@ -159,7 +159,9 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
         },
         RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
         Placement: { Constraints: place.constraints ?? [] },
-        // No Networks: a task then has only loopback. Groups with network access are for the docker runtime.
+        // The group's own network (registered_groups.network: an overlay, or `host`); without one, no
+        // Networks: the task then has only loopback (a swarm refuses `none` by name).
+        ...(spec.network ? { Networks: [{ Target: spec.network }] } : {}),
       },
       Mode: { Replicated: { Replicas: 1 } },
     } as unknown as Docker.CreateServiceOptions;

@@ -26,8 +26,11 @@ export interface RunSpec {
   groupDir: string;
   /** The group's own image (registered_groups.image), else the runtime's default. Docker only. */
   image?: string | null;
-  /** The group may use the network (registered_groups.network = 1). Docker only. */
-  network?: boolean;
+  /**
+   * The network the group's containers join (registered_groups.network: `bridge`, a user-defined network,
+   * `host`); null or absent: none. Container runtimes only.
+   */
+  network?: string | null;
   /** Extra mounts asked for by the group, validated against the allow-list. Docker only. */
   mounts?: MountRequest[];
   /**

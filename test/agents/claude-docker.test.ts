@@ -60,14 +60,13 @@ afterEach(async () => {
 function start(more: Parameters<typeof startClaudeChat>[1] = {}): Promise<ClaudeChat> {
   return startClaudeChat(api, {
     ...more,
-    network: true,
+    network: 'host',
     runtime: (groupsDir) =>
       createDockerRuntime({
         docker: engine!.docker,
         image: IMAGE,
         instanceId: INSTANCE,
         groupsDir,
-        networkMode: 'host',
       }),
   });
 }

@@ -38,7 +38,8 @@ export async function startClaudeChat(
   opts: {
     runtime?: (groupsDir: string) => Runtime;
     env?: Record<string, string>;
-    network?: boolean;
+    /** registered_groups.network: the docker network the group's containers join. */
+    network?: string;
     /** Platform channels from the configuration (env) instead of the web chat only; routes to the group. */
     routes?: string[];
     /** registered_groups.actions (the capabilities) and send_allow of the group. */
@@ -78,7 +79,8 @@ export async function startClaudeChat(
     db0.prepare(`UPDATE registered_groups SET actions = ? WHERE folder = ?`).run(opts.actions, group);
   if (opts.sendAllow !== undefined)
     db0.prepare(`UPDATE registered_groups SET send_allow = ? WHERE folder = ?`).run(opts.sendAllow, group);
-  if (opts.network) db0.prepare(`UPDATE registered_groups SET network = 1 WHERE folder = ?`).run(group);
+  if (opts.network)
+    db0.prepare(`UPDATE registered_groups SET network = ? WHERE folder = ?`).run(opts.network, group);
   db0.close();
   const gated = await startGated({
     config,

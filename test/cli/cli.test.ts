@@ -118,6 +118,16 @@ describe('gated CLI', { timeout: 120_000 }, () => {
     expect(gated(db, 'groups', 'threads', 'krons/content', 'sometimes')).toMatchObject({ code: 2 });
     expect(gated(db, 'groups', 'threads', 'nope', 'topics')).toMatchObject({ code: 2 });
     expect(threadsOf()).toBe('replies');
+    // The docker network its containers join: none by default, a name when set, shown by `groups list`.
+    expect(gated(db, 'groups', 'list').out).toMatch(/^krons\/content\tContent\t\tnone\t/m);
+    expect(gated(db, 'groups', 'network', 'krons/content', 'agents-net').out).toMatch(/network agents-net/);
+    expect(gated(db, 'groups', 'list').out).toMatch(/^krons\/content\tContent\t\tagents-net\t/m);
+    const bad = gated(db, 'groups', 'network', 'krons/content', 'container:abc');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/bad network name 'container:abc'/);
+    expect(gated(db, 'groups', 'network', 'nope', 'bridge')).toMatchObject({ code: 2 });
+    expect(gated(db, 'groups', 'network', 'krons/content', 'none').out).toMatch(/network none/);
+    expect(sqlite(db, `SELECT coalesce(network, 'NULL') FROM registered_groups;`).trim()).toBe('NULL');
     const s = gated(db, 'send', 'telegram:-5075870332', 'hello there', '--sender', '42', '--verb', 'mention');
     expect(s.code).toBe(0);
     const row = sqlite(

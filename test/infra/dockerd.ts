@@ -21,6 +21,12 @@ export interface StartDockerdOptions {
   tls?: { port: number; ca: string; cert: string; key: string };
   /** Extra environment of dockerd (e.g. DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 for a swarm). */
   env?: Record<string, string>;
+  /**
+   * Run dockerd in a network namespace of its own (`unshare --net`): networks it makes (a user-defined
+   * bridge) then never reach the host's interfaces. Its socket is a file, so clients reach it all the same;
+   * not with `tls` (its port would be inside that namespace).
+   */
+  ownNetwork?: boolean;
 }
 
 /** A running test engine. */
@@ -168,9 +174,12 @@ export async function startDockerd(
   const logPath = join(dir, 'dockerd.log');
   const launch = (): ChildProcess => {
     const logFd = openSync(logPath, 'a');
+    // unshare execs dockerd in place: the child's pid is dockerd's.
+    const [cmd, pre] = extra.ownNetwork ? ['unshare', ['--net', '--', bin]] : [bin, []];
     const c = spawn(
-      bin,
+      cmd,
       [
+        ...pre,
         `--host=unix://${socketPath}`,
         `--data-root=${join(dir, 'data')}`,
         `--exec-root=${join(dir, 'exec')}`,

@@ -105,13 +105,13 @@ describe('docker runtime on a real engine', () => {
 
   it('gives the network only to groups that allow it', async () => {
     const groups = tempDir('gated-docker-groups-');
-    const rt = dockerRuntime(groups, { networkMode: 'host' });
+    const rt = dockerRuntime(groups);
     const handle = await rt.start({
       runId: 42,
       group: 'net',
       topic: '',
       groupDir: join(groups, 'net'),
-      network: true,
+      network: 'host',
     });
     try {
       const [info] = await engine!.docker.listContainers({ filters: { label: ['gated.run=42'] } });

@@ -135,6 +135,30 @@ describe('swarm runtime on a real swarm', () => {
     }
   });
 
+  it("puts a group's task on the network it names (registered_groups.network)", async () => {
+    const groups = tempDir('gated-swarm-net-');
+    const rt = swarm(groups);
+    // `host` is the network this loopback-only swarm has; an overlay is named the same way.
+    const handle = await rt.start({
+      runId: 78,
+      group: 'net',
+      topic: '',
+      groupDir: join(groups, 'net'),
+      network: 'host',
+    });
+    try {
+      const [svc] = await engine!.docker.listServices({ filters: { label: ['gated.run=78'] } });
+      // The swarm keeps the network by its swarm-wide id.
+      expect(svc!.Spec!.TaskTemplate?.Networks).toHaveLength(1);
+      const [info] = await engine!.docker.listContainers({ filters: { label: ['gated.run=78'] } });
+      const c = await engine!.docker.getContainer(info!.Id).inspect();
+      expect(c.HostConfig.NetworkMode).toBe('host');
+    } finally {
+      handle.kill();
+      await handle.exited;
+    }
+  });
+
   it("sweeps services of dead runs and leaves a live run's service alone", async () => {
     const groups = tempDir('gated-swarm-sweep-');
     const started: string[] = [];

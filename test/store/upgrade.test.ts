@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
+import { installAuditTriggers } from '../../store/audit-triggers.js';
 import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, stderrOf } from '../helpers/process.js';
@@ -47,6 +48,7 @@ describe('upgrading from the oldest schema', { timeout: 60_000 }, () => {
     old.pragma('user_version = 1');
     old.exec(`
       INSERT INTO registered_groups (folder, name) VALUES ('club', 'The club');
+      INSERT INTO registered_groups (folder, name, network) VALUES ('online', 'On the net', 1);
       INSERT INTO routes (seq, match, target) VALUES (10, 'platform=telegram', 'club');
       INSERT INTO sessions (group_folder, topic, session_id) VALUES ('club', '', 'sess-1');
       INSERT INTO session_log (group_folder, chat_jid, result, replies) VALUES ('club', 'telegram:1', 'ok', 1);
@@ -65,8 +67,12 @@ describe('upgrading from the oldest schema', { timeout: 60_000 }, () => {
     expect(shape(db)).toEqual(shape(fresh));
     fresh.close();
 
-    expect(db.prepare(`SELECT folder, name, access FROM registered_groups`).all()).toEqual([
-      { folder: 'club', name: 'The club', access: 'open' },
+    // The old network switch (13): on is the runtime's former fixed 'bridge', off is none.
+    expect(
+      db.prepare(`SELECT folder, name, access, network FROM registered_groups ORDER BY folder`).all(),
+    ).toEqual([
+      { folder: 'club', name: 'The club', access: 'open', network: null },
+      { folder: 'online', name: 'On the net', access: 'open', network: 'bridge' },
     ]);
     expect(db.prepare(`SELECT seq, match, target FROM routes`).all()).toEqual([
       { seq: 10, match: 'platform=telegram', target: 'club' },
@@ -81,6 +87,36 @@ describe('upgrading from the oldest schema', { timeout: 60_000 }, () => {
     // The old rows go through today's statements and triggers: the waiting one is handed to a run.
     db.prepare(`UPDATE messages SET state = 'running', run_id = 1 WHERE id = 2`).run();
     expect(db.prepare(`SELECT dispatched_at FROM messages WHERE id = 2`).pluck().get()).toBeGreaterThan(0);
+    db.close();
+  });
+
+  it('12 → 13: the network switch becomes a name under live audit triggers, and the change is audited', () => {
+    const dir = tempDir();
+    const path = join(dir, 'v12.db');
+    // A version-12 database: today's schema with the integer switch back, and the audit triggers of then.
+    const v12 = openDatabase(path);
+    v12.exec(`
+      DROP TRIGGER audit_registered_groups_replaced; DROP TRIGGER audit_registered_groups_insert;
+      DROP TRIGGER audit_registered_groups_update; DROP TRIGGER audit_registered_groups_delete;
+      ALTER TABLE registered_groups DROP COLUMN network;
+      ALTER TABLE registered_groups ADD COLUMN network INTEGER NOT NULL DEFAULT 0;`);
+    installAuditTriggers(v12);
+    v12.exec(`INSERT INTO registered_groups (folder, network) VALUES ('online', 1), ('offline', 0)`);
+    v12.pragma('user_version = 12');
+    v12.close();
+
+    const db = openDatabase(path);
+    expect(db.prepare(`SELECT folder, network FROM registered_groups ORDER BY folder`).all()).toEqual([
+      { folder: 'offline', network: null },
+      { folder: 'online', network: 'bridge' },
+    ]);
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+    // The triggers were made again from the new columns: a change names the network in the audit.
+    db.prepare(`UPDATE registered_groups SET network = 'agents' WHERE folder = 'online'`).run();
+    const after = db.prepare(`SELECT after FROM audit ORDER BY id DESC LIMIT 1`).pluck().get() as string;
+    expect(JSON.parse(after)).toMatchObject({ folder: 'online', network: 'agents' });
     db.close();
   });
 });
