@@ -64,6 +64,13 @@ export function createInbox(opts: InboxOptions): Inbox {
   const maxAttempts = opts.maxAttempts ?? 5;
   let stopped = false;
   let idle: Promise<void> = Promise.resolve();
+  const fetcher: Fetcher = {
+    opts,
+    byPlatform,
+    now,
+    maxAttempts,
+    attached: () => opts.signals?.attached.fire(),
+  };
 
   /** One pass: every due attachment until none is due; returns the next retry (the interval catches others). */
   const drain = async (): Promise<number | undefined> => {
@@ -71,58 +78,10 @@ export function createInbox(opts: InboxOptions): Inbox {
       if (stopped) return undefined;
       const due = dueAttachments(db, now());
       if (due.length === 0) break;
-      await Promise.all(due.map((a) => fetchOne(a)));
+      await Promise.all(due.map((a) => fetchOne(fetcher, a)));
     }
     return nextAttachmentDue(db);
   };
-
-  async function fetchOne(a: DueAttachment): Promise<void> {
-    const alog = log.child({ message: a.message_id, attachment: a.id });
-    const channel = byPlatform.get(parseJid(a.chat_jid).platform);
-    const finish = (outcome: Parameters<typeof finishAttachment>[2]) => {
-      if (finishAttachment(db, a, outcome)) opts.signals?.attached.fire();
-    };
-    if (!channel?.fetchAttachment) {
-      // Rows of a platform this process does not run wait for the process that does.
-      if (!channel) return void retryAttachment(db, a.id, now() + 60_000, 'channel not running');
-      return finish({ state: 'failed', error: `${channel.platform} cannot fetch attachments` });
-    }
-    if (a.size !== null && a.size > opts.maxBytes) {
-      alog.info({ size: a.size, max: opts.maxBytes }, 'attachment too large; not downloaded');
-      return finish({ state: 'too_large', error: new FileTooLarge(a.size, opts.maxBytes).message });
-    }
-    try {
-      const file = await channel.fetchAttachment(a.source, opts.maxBytes);
-      const rel = join('inbox', String(a.message_id), `${a.seq}-${a.name}`);
-      // The folder is the agent's: a link or FIFO it planted on the way is refused, never written through.
-      await writeInFolder(join(opts.groupsDir, a.group_folder), rel, file.data);
-      finish({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
-      alog.debug({ path: rel, bytes: file.data.length }, 'attachment saved');
-    } catch (err) {
-      if (err instanceof FileTooLarge) {
-        alog.info({ max: opts.maxBytes }, 'attachment too large; download cut off');
-        return finish({ state: 'too_large', error: err.message });
-      }
-      if (err instanceof FileRefused) {
-        alog.warn(
-          { reason: err.reason, path: err.path },
-          'attachment refused: unsafe path in the group folder',
-        );
-        return finish({ state: 'failed', error: `refused: ${err.reason} at ${err.path}` });
-      }
-      const reason = coerceError(err).message;
-      if (a.attempts + 1 >= maxAttempts) {
-        alog.warn({ attempts: a.attempts + 1, err: reason }, 'attachment download failed for good');
-        return finish({ state: 'failed', error: reason });
-      }
-      const wait = backoffDelay(a.attempts + 1, { baseMs: 500, maxMs: 30_000 });
-      alog.info(
-        { attempt: a.attempts + 1, waitMs: wait, err: reason },
-        'attachment download failed; retrying',
-      );
-      retryAttachment(db, a.id, now() + wait, reason);
-    }
-  }
 
   // A timer for the next retry; the poll interval catches rows routed by another process.
   const worker = createWorker({
@@ -154,4 +113,67 @@ export function createInbox(opts: InboxOptions): Inbox {
       await worker.stop();
     },
   };
+}
+
+/** What fetching one attachment needs. */
+interface Fetcher {
+  opts: InboxOptions;
+  byPlatform: Map<string, Channel>;
+  now: () => number;
+  maxAttempts: number;
+  /** A message's attachments are all finished: its row may go to the agent. */
+  attached: () => void;
+}
+
+type Outcome = Parameters<typeof finishAttachment>[2];
+
+/** Fetches one due attachment into its group's folder, or records why not (and when to try again). */
+async function fetchOne(f: Fetcher, a: DueAttachment): Promise<void> {
+  const { db, maxBytes } = f.opts;
+  const alog = f.opts.log.child({ message: a.message_id, attachment: a.id });
+  const channel = f.byPlatform.get(parseJid(a.chat_jid).platform);
+  const finish = (outcome: Outcome) => {
+    if (finishAttachment(db, a, outcome)) f.attached();
+  };
+  if (!channel?.fetchAttachment) {
+    // Rows of a platform this process does not run wait for the process that does.
+    if (!channel) return void retryAttachment(db, a.id, f.now() + 60_000, 'channel not running');
+    return finish({ state: 'failed', error: `${channel.platform} cannot fetch attachments` });
+  }
+  if (a.size !== null && a.size > maxBytes) {
+    alog.info({ size: a.size, max: maxBytes }, 'attachment too large; not downloaded');
+    return finish({ state: 'too_large', error: new FileTooLarge(a.size, maxBytes).message });
+  }
+  try {
+    const file = await channel.fetchAttachment(a.source, maxBytes);
+    const rel = join('inbox', String(a.message_id), `${a.seq}-${a.name}`);
+    // The folder is the agent's: a link or FIFO it planted on the way is refused, never written through.
+    await writeInFolder(join(f.opts.groupsDir, a.group_folder), rel, file.data);
+    finish({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
+    alog.debug({ path: rel, bytes: file.data.length }, 'attachment saved');
+  } catch (err) {
+    const outcome = fetchFailed(f, a, err, alog);
+    if (outcome) finish(outcome);
+  }
+}
+
+/** What a failed download means: an outcome for good, or (undefined) a retry after the backoff. */
+function fetchFailed(f: Fetcher, a: DueAttachment, err: unknown, alog: Logger): Outcome | undefined {
+  if (err instanceof FileTooLarge) {
+    alog.info({ max: f.opts.maxBytes }, 'attachment too large; download cut off');
+    return { state: 'too_large', error: err.message };
+  }
+  if (err instanceof FileRefused) {
+    alog.warn({ reason: err.reason, path: err.path }, 'attachment refused: unsafe path in the group folder');
+    return { state: 'failed', error: `refused: ${err.reason} at ${err.path}` };
+  }
+  const reason = coerceError(err).message;
+  if (a.attempts + 1 >= f.maxAttempts) {
+    alog.warn({ attempts: a.attempts + 1, err: reason }, 'attachment download failed for good');
+    return { state: 'failed', error: reason };
+  }
+  const wait = backoffDelay(a.attempts + 1, { baseMs: 500, maxMs: 30_000 });
+  alog.info({ attempt: a.attempts + 1, waitMs: wait, err: reason }, 'attachment download failed; retrying');
+  retryAttachment(f.opts.db, a.id, f.now() + wait, reason);
+  return undefined;
 }

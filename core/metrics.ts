@@ -97,10 +97,8 @@ function platformLabel(platform: string): string {
   return PLATFORM_RE.test(platform) ? platform : 'other';
 }
 
-/** Creates a fresh registry with gated's metrics (all prefixed `gated_`). */
-export function createMetrics(opts: MetricsOptions = {}): Metrics {
-  const registry = new Registry();
-  const registers = [registry];
+/** The counters of the inbound side: what the poll loop saw, where it went, what failed. */
+function inboundInstruments(registers: Registry[]) {
   const messagesIn = new Counter({
     name: 'gated_messages_in_total',
     help: 'Inbound messages seen by the poll loop, by platform and verb',
@@ -118,16 +116,34 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     help: 'Messages no route matched (stored, never dispatched)',
     registers,
   });
-  let heldCount: (() => number) | undefined;
+  const held: { count?: () => number } = {};
   new Gauge({
     name: 'gated_held_messages',
     help: 'Messages currently held by the impulse gate',
     registers,
     // Read at scrape time: the gate's state is the held rows, so there is nothing to keep in step.
     collect() {
-      if (heldCount) this.set(heldCount());
+      if (held.count) this.set(held.count());
     },
   });
+  const pollTick = new Histogram({
+    name: 'gated_poll_tick_seconds',
+    help: 'Wall time of one poll tick',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  });
+  const rowsFailed = new Counter({
+    name: 'gated_rows_failed_total',
+    help: 'Rows that ended failed because processing them threw (wrong column types, a layer error)',
+    labelNames: ['stage'] as const,
+    registers,
+  });
+  for (const stage of ['gateway', 'queue']) rowsFailed.inc({ stage }, 0);
+  return { messagesIn, routed, unrouted, held, pollTick, rowsFailed };
+}
+
+/** The counters of runs and what they produce: results, lanes, deliveries, actions. */
+function runInstruments(registers: Registry[]) {
   const runs = new Counter({
     name: 'gated_runs_total',
     help: 'Agent runs finished, by result',
@@ -141,13 +157,16 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     registers,
   });
-  let lanesNow: () => { active: number; waiting: number } = () => ({ active: 0, waiting: 0 });
+  // Read at scrape time from where the queue says (lanesFrom), or the values last reported (lanes).
+  const lanes: { now: () => { active: number; waiting: number } } = {
+    now: () => ({ active: 0, waiting: 0 }),
+  };
   new Gauge({
     name: 'gated_lanes_active',
     help: 'Session lanes with a live agent',
     registers,
     collect() {
-      this.set(lanesNow().active);
+      this.set(lanes.now().active);
     },
   });
   new Gauge({
@@ -155,7 +174,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     help: 'Session lanes ready but waiting for a slot under the global cap',
     registers,
     collect() {
-      this.set(lanesNow().waiting);
+      this.set(lanes.now().waiting);
     },
   });
   const outbound = new Counter({
@@ -170,93 +189,104 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     labelNames: ['type', 'outcome'] as const,
     registers,
   });
-  const pollTick = new Histogram({
-    name: 'gated_poll_tick_seconds',
-    help: 'Wall time of one poll tick',
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers,
-  });
-  const rowsFailed = new Counter({
-    name: 'gated_rows_failed_total',
-    help: 'Rows that ended failed because processing them threw (wrong column types, a layer error)',
-    labelNames: ['stage'] as const,
-    registers,
-  });
-  const agentStarts = new Histogram({
-    name: 'gated_agent_start_seconds',
-    help: 'Create to running of one agent container or swarm service, by runtime',
-    labelNames: ['runtime'] as const,
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers,
-  });
-  const runsPerNode = new Counter({
-    name: 'gated_agent_starts_total',
-    help: 'Agents started, by runtime and node (the swarm node that ran the task; "local" otherwise)',
-    labelNames: ['runtime', 'node'] as const,
-    registers,
-  });
-  // The cluster panel's figures, kept beside the counters (reading them back from prom-client is async).
-  const nodes = new Map<string, ClusterFacts['nodes'][number] & { totalSeconds: number }>();
   // Pre-create the label sets a dashboard expects to see at zero rather than missing.
   for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
   for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
-  for (const stage of ['gateway', 'queue']) rowsFailed.inc({ stage }, 0);
+  return { runs, runSeconds, lanes, outbound, actions };
+}
+
+/**
+ * Agent starts per runtime and node: the two instruments, and the cluster panel's figures kept beside them
+ * (reading them back from prom-client is async).
+ */
+class AgentStarts {
+  private readonly seconds;
+  private readonly perNode;
+  private readonly nodes = new Map<string, ClusterFacts['nodes'][number] & { totalSeconds: number }>();
+
+  constructor(registers: Registry[]) {
+    this.seconds = new Histogram({
+      name: 'gated_agent_start_seconds',
+      help: 'Create to running of one agent container or swarm service, by runtime',
+      labelNames: ['runtime'] as const,
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.perNode = new Counter({
+      name: 'gated_agent_starts_total',
+      help: 'Agents started, by runtime and node (the swarm node that ran the task; "local" otherwise)',
+      labelNames: ['runtime', 'node'] as const,
+      registers,
+    });
+  }
+
+  started(runtime: string, node: string, seconds: number): void {
+    this.seconds.observe({ runtime }, seconds);
+    // Node ids are few (the swarm's nodes) and set by the operator's cluster, not by chat input.
+    this.perNode.inc({ runtime, node });
+    const key = `${runtime}\u0000${node}`;
+    const n = this.nodes.get(key) ?? {
+      runtime,
+      node,
+      started: 0,
+      meanStartSeconds: 0,
+      maxStartSeconds: 0,
+      lastStartMs: 0,
+      totalSeconds: 0,
+    };
+    n.started += 1;
+    n.totalSeconds += seconds;
+    n.meanStartSeconds = n.totalSeconds / n.started;
+    n.maxStartSeconds = Math.max(n.maxStartSeconds, seconds);
+    n.lastStartMs = Date.now();
+    this.nodes.set(key, n);
+  }
+
+  /** The nodes, sorted by runtime and node. */
+  list(): ClusterFacts['nodes'] {
+    return [...this.nodes.values()]
+      .map(({ totalSeconds: _, ...n }) => n)
+      .sort((a, b) => a.runtime.localeCompare(b.runtime) || a.node.localeCompare(b.node));
+  }
+}
+
+/** Creates a fresh registry with gated's metrics (all prefixed `gated_`). */
+export function createMetrics(opts: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const inbound = inboundInstruments(registers);
+  const runs = runInstruments(registers);
+  const starts = new AgentStarts(registers);
   if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gated_' });
 
   return {
     registry,
     messagesIn: (platform, verb) =>
-      messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
-    routed: (target) => routed.inc({ target }),
-    unrouted: () => unrouted.inc(),
+      inbound.messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
+    routed: (target) => inbound.routed.inc({ target }),
+    unrouted: () => inbound.unrouted.inc(),
     heldFrom: (count) => {
-      heldCount = count;
+      inbound.held.count = count;
     },
     runFinished: (result, seconds) => {
-      runs.inc({ result });
-      runSeconds.observe({ result }, seconds);
+      runs.runs.inc({ result });
+      runs.runSeconds.observe({ result }, seconds);
     },
     lanes: (active, waiting) => {
-      lanesNow = () => ({ active, waiting });
+      runs.lanes.now = () => ({ active, waiting });
     },
     lanesFrom: (read) => {
-      lanesNow = read;
+      runs.lanes.now = read;
     },
-    outbound: (outcome) => outbound.inc({ outcome }),
+    outbound: (outcome) => runs.outbound.inc({ outcome }),
     // Agents write the type: anything but the known names is counted together, so labels stay bounded.
-    action: (type, outcome) => actions.inc({ type: ACTION_LABELS.has(type) ? type : 'other', outcome }),
-    pollTick: (seconds) => pollTick.observe(seconds),
-    rowFailed: (stage) => rowsFailed.inc({ stage: stage === 'queue' ? 'queue' : 'gateway' }),
-    agentStarted: (runtime, node, seconds) => {
-      agentStarts.observe({ runtime }, seconds);
-      // Node ids are few (the swarm's nodes) and set by the operator's cluster, not by chat input.
-      runsPerNode.inc({ runtime, node });
-      const key = `${runtime}\u0000${node}`;
-      const n = nodes.get(key) ?? {
-        runtime,
-        node,
-        started: 0,
-        meanStartSeconds: 0,
-        maxStartSeconds: 0,
-        lastStartMs: 0,
-        totalSeconds: 0,
-      };
-      n.started += 1;
-      n.totalSeconds += seconds;
-      n.meanStartSeconds = n.totalSeconds / n.started;
-      n.maxStartSeconds = Math.max(n.maxStartSeconds, seconds);
-      n.lastStartMs = Date.now();
-      nodes.set(key, n);
-    },
+    action: (type, outcome) => runs.actions.inc({ type: ACTION_LABELS.has(type) ? type : 'other', outcome }),
+    pollTick: (seconds) => inbound.pollTick.observe(seconds),
+    rowFailed: (stage) => inbound.rowsFailed.inc({ stage: stage === 'queue' ? 'queue' : 'gateway' }),
+    agentStarted: (runtime, node, seconds) => starts.started(runtime, node, seconds),
     cluster: () => {
-      const lanes = lanesNow();
-      return {
-        nodes: [...nodes.values()]
-          .map(({ totalSeconds: _, ...n }) => n)
-          .sort((a, b) => a.runtime.localeCompare(b.runtime) || a.node.localeCompare(b.node)),
-        lanesActive: lanes.active,
-        lanesWaiting: lanes.waiting,
-      };
+      const lanes = runs.lanes.now();
+      return { nodes: starts.list(), lanesActive: lanes.active, lanesWaiting: lanes.waiting };
     },
     text: () => registry.metrics(),
     contentType: registry.contentType,

@@ -1,9 +1,11 @@
 import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { parseJid } from '../core/types.js';
+import { createWorker, type Worker } from '../core/worker.js';
 import type { Channel } from '../channels/channel.js';
 import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
+import { DraftStore } from '../store/drafts.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
 import { partsFor } from './format.js';
 
@@ -12,7 +14,8 @@ import { partsFor } from './format.js';
  * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats),
  * posted at the first draft and edited in place after that, at most once per `minIntervalMs` (the newest
  * text wins: drafts that arrive in between are never shown), each formatted as the answer's first part is
- * (Telegram HTML, mrkdwn…), so a draft is rendered like the answer and valid wherever the text was cut. When the turn's answer is delivered, the
+ * (Telegram HTML, mrkdwn…), so a draft is rendered like the answer and valid wherever the text was cut. When
+ * the turn's answer is delivered, the
  * draft becomes the answer: edited to the final text when it fits one part (and has no files, and the
  * channel's drafts can take an answer: not `finalReplaces`), otherwise removed before the answer is sent as
  * usual. So the final text appears once, never twice.
@@ -74,250 +77,260 @@ export interface Drafts {
 interface ChatDraft {
   chatJid: string;
   thread: string;
+  /** The newest text not shown yet; the pacer shows it at the chat's next allowed edit. */
   pending: PartialText | undefined;
-  timer: NodeJS.Timeout | undefined;
+  /** When the pacer last gave this thread an edit: of a chat's threads, the one waiting longest goes first. */
+  shownAt: number;
+  /** Everything queued for the thread: a draft edit, an end and the takeover never interleave. */
   chain: Promise<void>;
-}
-
-interface DraftRow {
-  run_id: number | null;
-  turn: number | null;
-  platform_msg_id: string | null;
-  text: string | null;
-  /** 1 once the draft was edited into an answer's part 0 (until delivery has recorded that part). */
-  final: number;
 }
 
 /** Creates the drafts of a gated process. */
 export function createDrafts(opts: DraftsOptions): Drafts {
-  const { db, log } = opts;
-  const now = opts.now ?? Date.now;
-  const interval = opts.minIntervalMs ?? 1000;
-  const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
-  const chats = new Map<string, ChatDraft>();
+  const drafts = new ChatDrafts(opts);
+  const unlisten = opts.signals
+    ? [opts.signals.partial.on((d) => drafts.partial(d)), opts.signals.draftsEnd.on((e) => drafts.end(e))]
+    : [];
+  return {
+    partial: (d) => drafts.partial(d),
+    takeOver: (messageId, chatJid, parts, files) => drafts.takeOver(messageId, chatJid, parts, files),
+    answered: (chatJid, platformId) => drafts.store.answered(chatJid, platformId),
+    end: (e) => drafts.end(e),
+    async stop() {
+      for (const off of unlisten) off();
+      await drafts.stop();
+    },
+  };
+}
+
+/**
+ * The drafts of every chat. Edits are paced by one worker on the driver (core/worker.ts): a partial block
+ * sets its thread's pending text and wakes it; its step shows every pending text whose chat may be edited
+ * now and asks to run again when the next one may.
+ */
+class ChatDrafts {
+  readonly store: DraftStore;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private readonly interval: number;
+  private readonly byPlatform: Map<string, Channel>;
+  private readonly chats = new Map<string, ChatDraft>();
   // When each chat's drafts were last edited: the limit is per chat, whichever thread the edit was in.
-  const lastEdit = new Map<string, number>();
+  private readonly lastEdit = new Map<string, number>();
   // Per chat, the newest turns whose drafts ended: late drafts of them (already on their way) are dropped.
-  const ended = new Map<string, DraftsEnd>();
-  let stopped = false;
-  const s = {
-    get: db.prepare<[string, string], DraftRow>(
-      `SELECT run_id, turn, platform_msg_id, text, final FROM drafts WHERE chat_jid = ? AND thread = ?`,
-    ),
-    upsert: db.prepare(
-      `INSERT INTO drafts (chat_jid, thread, run_id, turn, platform_msg_id, text, updated_at)
-       VALUES (@chat, @thread, @run, @turn, @id, @text, @at)
-       ON CONFLICT (chat_jid, thread) DO UPDATE SET run_id = excluded.run_id, turn = excluded.turn,
-         platform_msg_id = excluded.platform_msg_id, text = excluded.text, updated_at = excluded.updated_at,
-         final = 0`,
-    ),
-    markFinal: db.prepare(`UPDATE drafts SET final = 1 WHERE chat_jid = ? AND thread = ?`),
-    answered: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND final = 1 AND platform_msg_id = ?`),
-    recorded: db.prepare(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`).pluck(),
-    remove: db.prepare(`DELETE FROM drafts WHERE chat_jid = ? AND thread = ?`),
-    threads: db
-      .prepare<[string, number], string>(`SELECT thread FROM drafts WHERE chat_jid = ? AND run_id = ?`)
-      .pluck(),
-    reply: db.prepare<[number], { kind: string | null; topic: string }>(
-      `SELECT kind, topic FROM messages WHERE id = ?`,
-    ),
-    // The thread (messages.topic) and newest message of the turn being drafted: its rows are the run's
-    // running ones.
-    turn: db.prepare<[number, string], { topic: string; platform_msg_id: string | null }>(
-      `SELECT topic, platform_msg_id FROM messages WHERE run_id = ? AND state = 'running' AND chat_jid = ?
-       ORDER BY id DESC LIMIT 1`,
-    ),
-  };
+  private readonly ended = new Map<string, DraftsEnd>();
+  private readonly pacer: Worker;
+  private stopped = false;
 
-  const channelOf = (chatJid: string): Channel | undefined => {
-    const ch = byPlatform.get(parseJid(chatJid).platform);
-    return ch?.drafts && opts.mode(ch.platform) === 'stream' ? ch : undefined;
-  };
+  constructor(private readonly opts: DraftsOptions) {
+    this.store = new DraftStore(opts.db);
+    this.log = opts.log;
+    this.now = opts.now ?? Date.now;
+    this.interval = opts.minIntervalMs ?? 1000;
+    this.byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
+    this.pacer = createWorker({
+      name: 'drafts',
+      log: opts.log,
+      step: () => this.showDue(),
+      keepAlive: false,
+      now: this.now,
+    });
+    this.pacer.start();
+  }
 
-  const stateOf = (chatJid: string, thread: string): ChatDraft => {
+  /** A partial block arrived: it becomes its thread's pending text. Never throws. */
+  partial(d: PartialText): void {
+    try {
+      if (this.stopped || !this.channelOf(d.chatJid)) return;
+      const e = this.ended.get(d.chatJid);
+      if (e && e.runId === d.runId && d.turn >= e.from && d.turn <= e.to) return;
+      // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
+      const c = this.stateOf(d.chatJid, this.store.turnOf(d.runId, d.chatJid)?.topic ?? '');
+      c.pending = d;
+      this.pacer.wake();
+    } catch (err) {
+      this.log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
+    }
+  }
+
+  /** The takeover of Drafts.takeOver, after anything queued for the answer's thread. */
+  takeOver(
+    messageId: number,
+    chatJid: string,
+    parts: readonly string[],
+    files: number,
+  ): Promise<string | null> {
+    const channel = this.byPlatform.get(parseJid(chatJid).platform);
+    if (!channel?.drafts) return Promise.resolve(null);
+    // The answer goes to the thread its turn came from, where that turn's draft is.
+    const reply = this.store.reply(messageId);
+    const c = this.stateOf(chatJid, reply?.topic ?? '');
+    return this.serial(c, () => this.becomeAnswer(c, channel.drafts!, reply?.kind ?? null, parts, files));
+  }
+
+  /** Ends the drafts of the turns `e` names (Drafts.end). Never throws. */
+  end(e: DraftsEnd): void {
+    try {
+      this.ended.set(e.chatJid, e);
+      const threads = new Set(this.store.threadsOfRun(e.chatJid, e.runId));
+      for (const c of this.chats.values()) if (c.chatJid === e.chatJid) threads.add(c.thread);
+      for (const thread of threads) {
+        const c = this.stateOf(e.chatJid, thread);
+        if (c.pending && inRange(e, c.pending.runId, c.pending.turn)) c.pending = undefined;
+        // After any edit in flight: the row it writes is the one to remove.
+        void this.serial(c, () => this.removeEnded(e, thread));
+      }
+    } catch (err) {
+      this.log.error({ chat: e.chatJid, err: coerceError(err).message }, 'ending a draft failed');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.pacer.stop();
+    await Promise.all([...this.chats.values()].map((c) => c.chain));
+  }
+
+  /** The pacer's step: shows each pending text whose chat may be edited now; returns when the next may. */
+  private showDue(): number | undefined {
+    let next = Infinity;
+    const waiting = [...this.chats.values()].filter((c) => c.pending).sort((x, y) => x.shownAt - y.shownAt);
+    for (const c of waiting) {
+      // Another thread of the chat may have edited just now: this one waits for the chat's next slot.
+      const due = (this.lastEdit.get(c.chatJid) ?? 0) + this.interval;
+      if (due > this.now()) {
+        next = Math.min(next, due);
+        continue;
+      }
+      this.lastEdit.set(c.chatJid, this.now());
+      c.shownAt = this.now();
+      // The text is taken when the edit's turn comes: an edit still in flight makes this one show the newest.
+      void this.serial(c, async () => {
+        const d = c.pending;
+        c.pending = undefined;
+        if (d) await this.show(c, d);
+      });
+    }
+    return next === Infinity ? undefined : next;
+  }
+
+  /** Posts the thread's draft, or edits the one it shows, to the text of `d`. */
+  private async show(c: ChatDraft, d: PartialText): Promise<void> {
+    const { chatJid, thread } = c;
+    const channel = this.channelOf(chatJid);
+    if (!channel || this.stopped) return;
+    const ops = channel.drafts!;
+    // Formatted as the answer will be (its first part): valid at any cut, never raw Markdown.
+    const text = partsFor(draftMarkdown(d.text), channel)[0] ?? '';
+    if (text.trim() === '') return;
+    const found = this.store.get(chatJid, thread);
+    // A draft already edited into an answer is that answer now: the next turn gets a new draft.
+    const row = found?.final ? undefined : found;
+    try {
+      let id = row?.platform_msg_id;
+      if (id) {
+        if (row!.text !== text) await ops.edit(chatJid, id, text, false);
+      } else {
+        const turn = this.store.turnOf(d.runId, chatJid);
+        id = await ops.open(chatJid, text, thread, turn?.platform_msg_id ?? null);
+      }
+      this.store.save({ chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: this.now() });
+    } catch (err) {
+      // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
+      this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');
+    }
+  }
+
+  /**
+   * Turns the thread's draft into the answer: edited to it when the answer is one part without files (and
+   * the channel's drafts can take an answer), else removed. Returns the platform id of part 0 when the
+   * draft now is part 0.
+   */
+  private async becomeAnswer(
+    c: ChatDraft,
+    ops: NonNullable<Channel['drafts']>,
+    kind: string | null,
+    parts: readonly string[],
+    files: number,
+  ): Promise<string | null> {
+    const { chatJid, thread } = c;
+    const row = this.store.get(chatJid, thread);
+    // The answer is here: a draft edit not made yet would show an older text after it, in a new message
+    // when the draft was already taken over (a stale draft under the answer).
+    if (kind === 'reply') c.pending = undefined;
+    if (!row) return null;
+    if (row.final && row.platform_msg_id && this.store.recorded(row.platform_msg_id)) {
+      // The answer it became was recorded before a crash could clear the row: nothing to take over.
+      this.store.remove(chatJid, thread);
+      return null;
+    }
+    // Gateway notices (/ping, errors) leave a turn's draft alone; the turn's own answer takes it over.
+    if (kind !== 'reply') return null;
+    const id = row.platform_msg_id;
+    if (id && parts.length === 1 && files === 0 && !ops.finalReplaces) {
+      try {
+        // Kept (final) until delivery records the part: a crash in between edits it again, harmlessly.
+        await ops.edit(chatJid, id, parts[0]!, true);
+        this.store.markFinal(chatJid, thread);
+        return id;
+      } catch (err) {
+        this.log.info({ chat: chatJid, err: coerceError(err).message }, 'draft not editable; replacing it');
+      }
+    }
+    if (id) {
+      await ops
+        .remove(chatJid, id)
+        .catch((err: unknown) =>
+          this.log.info({ chat: chatJid, err: coerceError(err).message }, 'stale draft not removed'),
+        );
+    }
+    this.store.remove(chatJid, thread);
+    return null;
+  }
+
+  /** Removes the draft of a thread when it shows one of the ended turns. */
+  private async removeEnded(e: DraftsEnd, thread: string): Promise<void> {
+    const row = this.store.get(e.chatJid, thread);
+    if (!row || row.final || !inRange(e, row.run_id, row.turn)) return;
+    const channel = this.byPlatform.get(parseJid(e.chatJid).platform);
+    if (row.platform_msg_id && channel?.drafts) {
+      await channel.drafts
+        .remove(e.chatJid, row.platform_msg_id)
+        .catch((err: unknown) =>
+          this.log.info({ chat: e.chatJid, err: coerceError(err).message }, 'ended draft not removed'),
+        );
+    }
+    this.store.remove(e.chatJid, thread);
+  }
+
+  /** The channel of a chat whose drafts are shown (it has drafts and streams), else undefined. */
+  private channelOf(chatJid: string): Channel | undefined {
+    const ch = this.byPlatform.get(parseJid(chatJid).platform);
+    return ch?.drafts && this.opts.mode(ch.platform) === 'stream' ? ch : undefined;
+  }
+
+  private stateOf(chatJid: string, thread: string): ChatDraft {
     const key = `${chatJid}\u0000${thread}`;
-    let c = chats.get(key);
+    let c = this.chats.get(key);
     if (!c) {
-      c = { chatJid, thread, pending: undefined, timer: undefined, chain: Promise.resolve() };
-      chats.set(key, c);
+      c = { chatJid, thread, pending: undefined, shownAt: 0, chain: Promise.resolve() };
+      this.chats.set(key, c);
     }
     return c;
-  };
+  }
 
-  const arm = (c: ChatDraft): void => {
-    const wait = Math.max(0, (lastEdit.get(c.chatJid) ?? 0) + interval - now());
-    c.timer = setTimeout(() => flush(c), wait);
-    c.timer.unref();
-  };
-
-  /** Runs `fn` after everything queued for the chat: a draft edit and the takeover never interleave. */
-  const serial = <T>(c: ChatDraft, fn: () => Promise<T>): Promise<T> => {
+  /** Runs `fn` after everything queued for the thread. */
+  private serial<T>(c: ChatDraft, fn: () => Promise<T>): Promise<T> {
     const next = c.chain.then(fn);
     c.chain = next.then(
       () => undefined,
       () => undefined,
     );
     return next;
-  };
+  }
+}
 
-  const flush = (c: ChatDraft): void => {
-    c.timer = undefined;
-    const { chatJid, thread } = c;
-    // Another thread of the chat edited since this edit was planned: wait for the chat's next slot.
-    if ((lastEdit.get(chatJid) ?? 0) + interval > now()) return arm(c);
-    lastEdit.set(chatJid, now());
-    void serial(c, async () => {
-      const d = c.pending;
-      c.pending = undefined;
-      const channel = channelOf(chatJid);
-      if (!d || !channel || stopped) return;
-      const ops = channel.drafts!;
-      // Formatted as the answer will be (its first part): valid at any cut, never raw Markdown.
-      const text = partsFor(draftMarkdown(d.text), channel)[0] ?? '';
-      if (text.trim() === '') return;
-      const found = s.get.get(chatJid, thread);
-      // A draft already edited into an answer is that answer now: the next turn gets a new draft.
-      const row = found?.final ? undefined : found;
-      try {
-        if (row?.platform_msg_id) {
-          if (row.text !== text) await ops.edit(chatJid, row.platform_msg_id, text, false);
-          s.upsert.run({
-            chat: chatJid,
-            thread,
-            run: d.runId,
-            turn: d.turn,
-            id: row.platform_msg_id,
-            text,
-            at: now(),
-          });
-        } else {
-          const turn = s.turn.get(d.runId, chatJid);
-          const id = await ops.open(chatJid, text, thread, turn?.platform_msg_id ?? null);
-          s.upsert.run({ chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: now() });
-        }
-      } catch (err) {
-        // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
-        log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');
-      }
-    });
-  };
-
-  const inRange = (e: DraftsEnd, runId: number | null | undefined, turn: number | null | undefined) =>
-    runId === e.runId && turn !== null && turn !== undefined && turn >= e.from && turn <= e.to;
-
-  const endDrafts = (e: DraftsEnd): void => {
-    ended.set(e.chatJid, e);
-    const threads = new Set(s.threads.all(e.chatJid, e.runId));
-    for (const c of chats.values()) if (c.chatJid === e.chatJid) threads.add(c.thread);
-    for (const thread of threads) {
-      const c = stateOf(e.chatJid, thread);
-      if (c.pending && inRange(e, c.pending.runId, c.pending.turn)) {
-        clearTimeout(c.timer);
-        c.timer = undefined;
-        c.pending = undefined;
-      }
-      // After any edit in flight: the row it writes is the one to remove.
-      void serial(c, async () => {
-        const row = s.get.get(e.chatJid, thread);
-        if (!row || row.final || !inRange(e, row.run_id, row.turn)) return;
-        const channel = byPlatform.get(parseJid(e.chatJid).platform);
-        if (row.platform_msg_id && channel?.drafts) {
-          await channel.drafts
-            .remove(e.chatJid, row.platform_msg_id)
-            .catch((err: unknown) =>
-              log.info({ chat: e.chatJid, err: coerceError(err).message }, 'ended draft not removed'),
-            );
-        }
-        s.remove.run(e.chatJid, thread);
-      });
-    }
-  };
-
-  const drafts: Drafts = {
-    partial(d) {
-      try {
-        if (stopped || !channelOf(d.chatJid)) return;
-        const e = ended.get(d.chatJid);
-        if (e && e.runId === d.runId && d.turn >= e.from && d.turn <= e.to) return;
-        // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
-        const c = stateOf(d.chatJid, s.turn.get(d.runId, d.chatJid)?.topic ?? '');
-        c.pending = d;
-        if (c.timer) return; // the scheduled edit will show the newest text
-        arm(c);
-      } catch (err) {
-        log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
-      }
-    },
-
-    async takeOver(messageId, chatJid, parts, files) {
-      const channel = byPlatform.get(parseJid(chatJid).platform);
-      if (!channel?.drafts) return null;
-      // The answer goes to the thread its turn came from, where that turn's draft is.
-      const reply = s.reply.get(messageId);
-      const thread = reply?.topic ?? '';
-      const c = stateOf(chatJid, thread);
-      return serial(c, async (): Promise<string | null> => {
-        const row = s.get.get(chatJid, thread);
-        if (reply?.kind === 'reply') {
-          // The answer is here: a draft edit not made yet would show an older text after it, in a new
-          // message when the draft was already taken over (a stale draft under the answer).
-          clearTimeout(c.timer);
-          c.timer = undefined;
-          c.pending = undefined;
-        }
-        if (!row) return null;
-        if (row.final && row.platform_msg_id && s.recorded.get(row.platform_msg_id) !== undefined) {
-          // The answer it became was recorded before a crash could clear the row: nothing to take over.
-          s.remove.run(chatJid, thread);
-          return null;
-        }
-        // Gateway notices (/ping, errors) leave a turn's draft alone; the turn's own answer takes it over.
-        if (reply?.kind !== 'reply') return null;
-        const ops = channel.drafts!;
-        const id = row.platform_msg_id;
-        if (id && parts.length === 1 && files === 0 && !ops.finalReplaces) {
-          try {
-            // Kept (final) until delivery records the part: a crash in between edits it again, harmlessly.
-            await ops.edit(chatJid, id, parts[0]!, true);
-            s.markFinal.run(chatJid, thread);
-            return id;
-          } catch (err) {
-            log.info({ chat: chatJid, err: coerceError(err).message }, 'draft not editable; replacing it');
-          }
-        }
-        if (id) {
-          await ops
-            .remove(chatJid, id)
-            .catch((err: unknown) =>
-              log.info({ chat: chatJid, err: coerceError(err).message }, 'stale draft not removed'),
-            );
-        }
-        s.remove.run(chatJid, thread);
-        return null;
-      });
-    },
-
-    answered(chatJid, platformId) {
-      s.answered.run(chatJid, platformId);
-    },
-
-    end(e) {
-      try {
-        endDrafts(e);
-      } catch (err) {
-        log.error({ chat: e.chatJid, err: coerceError(err).message }, 'ending a draft failed');
-      }
-    },
-
-    async stop() {
-      stopped = true;
-      for (const off of unlisten) off();
-      for (const c of chats.values()) clearTimeout(c.timer);
-      await Promise.all([...chats.values()].map((c) => c.chain));
-    },
-  };
-  const unlisten = opts.signals
-    ? [opts.signals.partial.on((d) => drafts.partial(d)), opts.signals.draftsEnd.on((e) => drafts.end(e))]
-    : [];
-  return drafts;
+/** Whether a draft of run `runId`, turn `turn`, is one of the turns `e` ended. */
+function inRange(e: DraftsEnd, runId: number | null | undefined, turn: number | null | undefined): boolean {
+  return runId === e.runId && turn !== null && turn !== undefined && turn >= e.from && turn <= e.to;
 }

@@ -57,42 +57,8 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   const auth = createAuth(config.adminToken);
   const httpLog = log.child({ mod: 'http' });
   if (!web.started) void web.start(sink);
-
-  const hookLimit = bodyLimit({
-    maxSize: MAX_HOOK_BYTES,
-    onError: (c) => c.json({ error: 'request body too large' }, 413),
-  });
   const app = new Hono();
-  // Set after every other header middleware (this one wraps them all): a file an agent wrote is never a
-  // page of this origin, whatever its type.
-  app.use('/api/chat/file', async (c, next) => {
-    await next();
-    c.res.headers.set('Content-Security-Policy', "default-src 'none'; sandbox");
-  });
-  app.use(
-    secureHeaders({
-      // The pages load only their own script and style files: no inline code, nothing from elsewhere.
-      contentSecurityPolicy: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'"],
-        imgSrc: ["'self'", 'data:'],
-        connectSrc: ["'self'"],
-        frameAncestors: ["'none'"],
-        formAction: ["'self'"],
-      },
-      referrerPolicy: 'no-referrer',
-    }),
-  );
-  // Platform webhooks come before the Host/Origin guard: Slack and GitHub post with the public name of a
-  // reverse proxy as Host, and each request proves itself with its HMAC signature, which a page in a
-  // browser (what the guard keeps out) cannot make. Only POST /hooks/<platform> skips it (docs/WEB.md).
-  app.post('/hooks/:platform', hookLimit, async (c) => {
-    const hook = opts.hooks?.(c.req.param('platform'));
-    if (!hook)
-      return c.json({ error: 'no webhook for this platform here (not configured, or not started yet)' }, 503);
-    return hook(c.req.raw);
-  });
+  useFront(app, opts);
   app.use(hostGuard({ bound: config.httpHost, extra: config.httpHosts }));
   app.use(auth.noTokenInUrl);
   // Every chat request knows its sender from the cookie gated issued (the page's first load sets it).
@@ -103,33 +69,8 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   const maxAttachment = config.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT;
   const bounds = opts.bounds ?? new ClientBounds({ ...DEFAULT_CLIENT_CAPS, ...config.clientCaps }, now);
   app.use('/api/chat/upload', admitUploads(bounds, maxAttachment + UPLOAD_OVERHEAD));
-  // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an
-  // endpoint accepts is larger, and the parsers buffer whole bodies.
-  const small = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) => c.json({ error: 'request body too large' }, 413),
-  });
-  // An upload may carry files up to GATED_MAX_ATTACHMENT_BYTES; the limit counts the bytes as they arrive,
-  // so a lying or absent Content-Length is cut off too.
-  const upload = bodyLimit({
-    maxSize: maxAttachment + UPLOAD_OVERHEAD,
-    onError: (c) => c.json({ error: `upload over the limit of ${maxAttachment} bytes` }, 413),
-  });
-  app.use('/api/*', (c, next) => (c.req.path === '/api/chat/upload' ? upload(c, next) : small(c, next)));
-  app.use(async (c, next) => {
-    const t0 = performance.now();
-    await next();
-    // The path only: query strings may carry user text, and headers may carry the token.
-    httpLog.debug(
-      {
-        method: c.req.method,
-        path: c.req.path,
-        status: c.res.status,
-        ms: Math.round(performance.now() - t0),
-      },
-      'request',
-    );
-  });
+  useBodyLimits(app, maxAttachment);
+  logRequests(app, httpLog);
 
   app.route('/healthz', healthApi(q, opts.pingRuntime, opts.health));
   app.use('/metrics', auth.read);
@@ -191,4 +132,80 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
     return c.json({ error: 'internal error' }, 500);
   });
   return app;
+}
+
+/**
+ * What every request meets first: security headers (and a sandbox for the files agents wrote), then the
+ * platform webhooks, which come before the Host/Origin guard.
+ */
+function useFront(app: Hono, opts: HttpAppOptions): void {
+  const hookLimit = bodyLimit({
+    maxSize: MAX_HOOK_BYTES,
+    onError: (c) => c.json({ error: 'request body too large' }, 413),
+  });
+  // Set after every other header middleware (this one wraps them all): a file an agent wrote is never a
+  // page of this origin, whatever its type.
+  app.use('/api/chat/file', async (c, next) => {
+    await next();
+    c.res.headers.set('Content-Security-Policy', "default-src 'none'; sandbox");
+  });
+  app.use(
+    secureHeaders({
+      // The pages load only their own script and style files: no inline code, nothing from elsewhere.
+      contentSecurityPolicy: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        frameAncestors: ["'none'"],
+        formAction: ["'self'"],
+      },
+      referrerPolicy: 'no-referrer',
+    }),
+  );
+  // Platform webhooks come before the Host/Origin guard: Slack and GitHub post with the public name of a
+  // reverse proxy as Host, and each request proves itself with its HMAC signature, which a page in a
+  // browser (what the guard keeps out) cannot make. Only POST /hooks/<platform> skips it (docs/WEB.md).
+  app.post('/hooks/:platform', hookLimit, async (c) => {
+    const hook = opts.hooks?.(c.req.param('platform'));
+    if (!hook)
+      return c.json({ error: 'no webhook for this platform here (not configured, or not started yet)' }, 503);
+    return hook(c.req.raw);
+  });
+}
+
+/** The body limits: a small one for every API request, the attachment limit for an upload. */
+function useBodyLimits(app: Hono, maxAttachment: number): void {
+  // A message is at most 65,536 characters (up to 4 bytes each in UTF-8) plus a little JSON; nothing an
+  // endpoint accepts is larger, and the parsers buffer whole bodies.
+  const small = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) => c.json({ error: 'request body too large' }, 413),
+  });
+  // An upload may carry files up to GATED_MAX_ATTACHMENT_BYTES; the limit counts the bytes as they arrive,
+  // so a lying or absent Content-Length is cut off too.
+  const upload = bodyLimit({
+    maxSize: maxAttachment + UPLOAD_OVERHEAD,
+    onError: (c) => c.json({ error: `upload over the limit of ${maxAttachment} bytes` }, 413),
+  });
+  app.use('/api/*', (c, next) => (c.req.path === '/api/chat/upload' ? upload(c, next) : small(c, next)));
+}
+
+/** One debug line per request: method, path (never the query), status, time. */
+function logRequests(app: Hono, httpLog: HttpAppOptions['log']): void {
+  app.use(async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    // The path only: query strings may carry user text, and headers may carry the token.
+    httpLog.debug(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - t0),
+      },
+      'request',
+    );
+  });
 }

@@ -15,6 +15,7 @@ import {
   type WebChannel,
 } from '../channels/web/index.js';
 import { lineSeen, type ChatReaders } from './chat-view.js';
+import { chatPostFields, nonNegInt } from './chat.js';
 import type { Queries } from './queries.js';
 
 /** What the chat's file endpoints need. */
@@ -40,10 +41,6 @@ function kindOf(mime: string): AttachmentKind {
   return 'document';
 }
 
-function intParam(raw: string | undefined): number | undefined {
-  return raw !== undefined && /^\d{1,15}$/.test(raw) ? Number(raw) : undefined;
-}
-
 /**
  * Files in the web chat (docs/WEB.md, "Files"). `POST /upload` (multipart: the fields of `/send` plus one
  * or more `file`s) stages the files and stores the message with them as attachments, which the inbox
@@ -52,122 +49,115 @@ function intParam(raw: string | undefined): number | undefined {
  * the file must be a regular file inside its group's folder, reached through no symlink.
  */
 export function chatFileRoutes(deps: ChatFilesDeps): Hono {
-  const { q, web, log } = deps;
   const app = new Hono();
-
   app.post('/upload', async (c) => {
     if (!/^multipart\/form-data\b/i.test(c.req.header('content-type') ?? '')) {
       return c.json({ error: 'send multipart/form-data' }, 415);
     }
-    if (!web.started) return c.json({ error: 'the web chat is not started' }, 503);
-    return upload(c);
+    if (!deps.web.started) return c.json({ error: 'the web chat is not started' }, 503);
+    return upload(deps, c);
   });
-
-  /** One upload admitted by the bounds (http/bounds.ts): parse, stage, store. */
-  async function upload(c: Context): Promise<Response> {
-    const form = await c.req.parseBody({ all: true }).catch(() => null);
-    if (!form) return c.json({ error: 'unreadable multipart body' }, 400);
-    const str = (k: string) => (typeof form[k] === 'string' ? (form[k] as string) : undefined);
-    const folder = str('group') ?? '';
-    if (!isValidFolder(folder)) return c.json({ error: `bad group folder '${folder}'` }, 400);
-    if (!q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
-    const files = [form.file ?? []].flat().filter((f): f is File => f instanceof File);
-    if (files.length === 0) return c.json({ error: 'no file in the field "file"' }, 400);
-    if (files.length > MAX_UPLOAD_FILES)
-      return c.json({ error: `at most ${MAX_UPLOAD_FILES} files per message` }, 400);
-    const total = files.reduce((n, f) => n + f.size, 0);
-    // What the upload carried, for the bytes of the hour when it announced no length.
-    c.set('uploadBytes', total);
-    if (total > deps.maxBytes) {
-      return c.json({ error: `files of ${total} bytes are over the limit of ${deps.maxBytes} bytes` }, 413);
-    }
-    const staged: NewAttachment[] = [];
-    const dropAll = () => Promise.all(staged.map((a) => web.uploads.drop(a.source).catch(() => undefined)));
-    try {
-      for (const f of files) {
-        const name = safeFileName(f.name);
-        const mime = MIME_RE.test(f.type) ? f.type.toLowerCase() : mimeOf(name);
-        const source = await web.uploads.put(new Uint8Array(await f.arrayBuffer()));
-        staged.push({ kind: kindOf(mime), name, mime, size: f.size, source });
-      }
-      const id = web.post({
-        folder,
-        topic: str('topic') ?? '',
-        content: str('content') ?? '',
-        visitor: c.get('viewer').sender,
-        senderName: str('name'),
-        clientMsgId: str('clientMsgId'),
-        attachments: staged,
-      });
-      if (id === null) {
-        await dropAll();
-        return c.json({ id: null, duplicate: true }, 200);
-      }
-      const shown: ChatFile[] = staged.map((a, seq) => ({
-        seq,
-        name: a.name,
-        mime: a.mime!,
-        size: a.size,
-        ready: false,
-      }));
-      return c.json({ id, files: shown }, 201);
-    } catch (err) {
-      await dropAll();
-      if (err instanceof UsageError) return c.json({ error: err.message }, 400);
-      throw err;
-    }
-  }
-
-  app.get('/file', async (c) => {
-    const folder = c.req.query('group') ?? '';
-    const id = intParam(c.req.query('id'));
-    const seq = intParam(c.req.query('seq'));
-    if (!isValidFolder(folder) || id === undefined || seq === undefined)
-      return c.json({ error: 'give group, id and seq' }, 400);
-    if (!deps.groupsDir) return c.json({ error: 'no group folders here' }, 404);
-    const row = q.chatFile(id, seq);
-    // Only rows of this group's web chat: an id of another chat is as unknown as a missing one.
-    if (!row?.path || row.chat_jid !== webJid(folder)) return c.json({ error: 'no such file' }, 404);
-    // A file of a line this viewer may not read is as unknown as a missing one.
-    const role = row.is_from_me ? 'agent' : 'user';
-    if (
-      !lineSeen(deps.readers.only(folder, c.get('viewer')), {
-        role,
-        sender: row.sender,
-        reply_to: row.reply_to,
-      })
-    )
-      return c.json({ error: 'no such file' }, 404);
-    const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
-    const root = await realpath(join(deps.groupsDir, group)).catch(() => undefined);
-    if (!root) return c.json({ error: 'no such file' }, 404);
-    // Opened now under core/safe-file.ts: its type is checked before it is opened (a FIFO never hangs the
-    // request) and a link the agent swapped in since the file was listed is refused, not followed.
-    let opened: OpenedFile;
-    try {
-      opened = await openInFolder(root, isAbsolute(row.path) ? relativeInside(root, row.path) : row.path);
-    } catch (err) {
-      if (!(err instanceof FileRefused)) throw err;
-      if (err.reason === 'missing') return c.json({ error: 'no such file' }, 404);
-      log.warn({ id, seq, group, reason: err.reason }, 'chat file refused');
-      return c.json({ error: `file refused: ${err.reason}` }, 403);
-    }
-    const { handle: fh, stat: st } = opened;
-    try {
-      const mime = row.mime ?? 'application/octet-stream';
-      const inline = INLINE_IMAGE_RE.test(mime);
-      const stream = Readable.toWeb(fh.createReadStream()) as unknown as ReadableStream;
-      return c.body(stream, 200, {
-        'Content-Type': inline ? mime : 'application/octet-stream',
-        'Content-Length': String(st.size),
-        'Content-Disposition': `${inline ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.name)}`,
-        'Cache-Control': 'private, max-age=3600',
-      });
-    } catch (err) {
-      await fh.close().catch(() => undefined);
-      throw err;
-    }
-  });
-
+  app.get('/file', (c) => serveFile(deps, c));
   return app;
+}
+
+/** One upload admitted by the bounds (http/bounds.ts): parse, stage, store. */
+async function upload(deps: ChatFilesDeps, c: Context): Promise<Response> {
+  const { q, web } = deps;
+  const form = await c.req.parseBody({ all: true }).catch(() => null);
+  if (!form) return c.json({ error: 'unreadable multipart body' }, 400);
+  const post = chatPostFields(form, c.get('viewer').sender);
+  const folder = post.folder;
+  if (!isValidFolder(folder)) return c.json({ error: `bad group folder '${folder}'` }, 400);
+  if (!q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
+  const files = [form.file ?? []].flat().filter((f): f is File => f instanceof File);
+  if (files.length === 0) return c.json({ error: 'no file in the field "file"' }, 400);
+  if (files.length > MAX_UPLOAD_FILES)
+    return c.json({ error: `at most ${MAX_UPLOAD_FILES} files per message` }, 400);
+  const total = files.reduce((n, f) => n + f.size, 0);
+  // What the upload carried, for the bytes of the hour when it announced no length.
+  c.set('uploadBytes', total);
+  if (total > deps.maxBytes) {
+    return c.json({ error: `files of ${total} bytes are over the limit of ${deps.maxBytes} bytes` }, 413);
+  }
+  const staged: NewAttachment[] = [];
+  const dropAll = () => Promise.all(staged.map((a) => web.uploads.drop(a.source).catch(() => undefined)));
+  try {
+    for (const f of files) {
+      const name = safeFileName(f.name);
+      const mime = MIME_RE.test(f.type) ? f.type.toLowerCase() : mimeOf(name);
+      const source = await web.uploads.put(new Uint8Array(await f.arrayBuffer()));
+      staged.push({ kind: kindOf(mime), name, mime, size: f.size, source });
+    }
+    const id = web.post({ ...post, attachments: staged });
+    if (id === null) {
+      await dropAll();
+      return c.json({ id: null, duplicate: true }, 200);
+    }
+    const shown: ChatFile[] = staged.map((a, seq) => ({
+      seq,
+      name: a.name,
+      mime: a.mime!,
+      size: a.size,
+      ready: false,
+    }));
+    return c.json({ id, files: shown }, 201);
+  } catch (err) {
+    await dropAll();
+    if (err instanceof UsageError) return c.json({ error: err.message }, 400);
+    throw err;
+  }
+}
+
+/** `GET /file`: one file of a line this viewer may read, opened safely inside the group's folder. */
+async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
+  const { q, log } = deps;
+  const folder = c.req.query('group') ?? '';
+  const id = nonNegInt(c.req.query('id'));
+  const seq = nonNegInt(c.req.query('seq'));
+  if (!isValidFolder(folder) || id === undefined || seq === undefined)
+    return c.json({ error: 'give group, id and seq' }, 400);
+  if (!deps.groupsDir) return c.json({ error: 'no group folders here' }, 404);
+  const row = q.chatFile(id, seq);
+  // Only rows of this group's web chat: an id of another chat is as unknown as a missing one.
+  if (!row?.path || row.chat_jid !== webJid(folder)) return c.json({ error: 'no such file' }, 404);
+  // A file of a line this viewer may not read is as unknown as a missing one.
+  const role = row.is_from_me ? 'agent' : 'user';
+  if (
+    !lineSeen(deps.readers.only(folder, c.get('viewer')), {
+      role,
+      sender: row.sender,
+      reply_to: row.reply_to,
+    })
+  )
+    return c.json({ error: 'no such file' }, 404);
+  const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
+  const root = await realpath(join(deps.groupsDir, group)).catch(() => undefined);
+  if (!root) return c.json({ error: 'no such file' }, 404);
+  // Opened now under core/safe-file.ts: its type is checked before it is opened (a FIFO never hangs the
+  // request) and a link the agent swapped in since the file was listed is refused, not followed.
+  let opened: OpenedFile;
+  try {
+    opened = await openInFolder(root, isAbsolute(row.path) ? relativeInside(root, row.path) : row.path);
+  } catch (err) {
+    if (!(err instanceof FileRefused)) throw err;
+    if (err.reason === 'missing') return c.json({ error: 'no such file' }, 404);
+    log.warn({ id, seq, group, reason: err.reason }, 'chat file refused');
+    return c.json({ error: `file refused: ${err.reason}` }, 403);
+  }
+  const { handle: fh, stat: st } = opened;
+  try {
+    const mime = row.mime ?? 'application/octet-stream';
+    const inline = INLINE_IMAGE_RE.test(mime);
+    const stream = Readable.toWeb(fh.createReadStream()) as unknown as ReadableStream;
+    return c.body(stream, 200, {
+      'Content-Type': inline ? mime : 'application/octet-stream',
+      'Content-Length': String(st.size),
+      'Content-Disposition': `${inline ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.name)}`,
+      'Cache-Control': 'private, max-age=3600',
+    });
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    throw err;
+  }
 }

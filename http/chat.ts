@@ -10,6 +10,7 @@ import {
   type ChatRow,
   type WebChannel,
   type WebEvent,
+  type WebPost,
 } from '../channels/web/index.js';
 import { clientAddress, type ClientBounds } from './bounds.js';
 import { lineSeen, type ChatReaders } from './chat-view.js';
@@ -63,9 +64,27 @@ function linesOf(q: Queries, web: WebChannel, jid: string, rows: readonly ChatRo
   });
 }
 
-function nonNegInt(raw: string | undefined): number | undefined {
+/** A query parameter or header that must be a whole number of at most 15 digits, else undefined. */
+export function nonNegInt(raw: string | undefined): number | undefined {
   if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
   return Number(raw.trim());
+}
+
+/**
+ * The fields of a chat post from a JSON body (`/send`) or a multipart form (`/upload`): text fields only,
+ * anything else counts as absent; the web channel checks them. The sender is the `visitor` gated issued
+ * to the browser (http/identity.ts), never a field of the request.
+ */
+export function chatPostFields(form: Record<string, unknown>, visitor: string): WebPost {
+  const str = (k: string) => (typeof form[k] === 'string' ? (form[k] as string) : undefined);
+  return {
+    folder: str('group') ?? '',
+    topic: str('topic') ?? '',
+    content: str('content') ?? '',
+    visitor,
+    senderName: str('name'),
+    clientMsgId: str('clientMsgId'),
+  };
 }
 
 /**
@@ -123,19 +142,12 @@ export function chatRoutes(deps: ChatDeps): Hono {
     }
     const body = (await c.req.json().catch(() => null)) as Record<string, unknown> | null;
     if (!body || typeof body !== 'object') return c.json({ error: 'body must be a JSON object' }, 400);
-    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
-    const folder = str('group') ?? '';
+    const post = chatPostFields(body, c.get('viewer').sender);
     if (!web.started) return c.json({ error: 'the web chat is not started' }, 503);
-    if (isValidFolder(folder) && !q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
+    if (isValidFolder(post.folder) && !q.hasGroup(post.folder))
+      return c.json({ error: `no group '${post.folder}'` }, 404);
     try {
-      const id = web.post({
-        folder,
-        topic: str('topic') ?? '',
-        content: str('content') ?? '',
-        visitor: c.get('viewer').sender,
-        senderName: str('name'),
-        clientMsgId: str('clientMsgId'),
-      });
+      const id = web.post(post);
       return id === null ? c.json({ id: null, duplicate: true }, 200) : c.json({ id }, 201);
     } catch (err) {
       if (err instanceof UsageError) return c.json({ error: err.message }, 400);
@@ -155,96 +167,112 @@ export function chatRoutes(deps: ChatDeps): Hono {
     const view = { folder: p.folder, viewer: c.get('viewer') };
     return streamSSE(
       c,
-      (stream) => follow(stream, { jid, topic: p.topic, cursor, ...view }).finally(release),
+      (stream) => follow(deps, stream, { jid, topic: p.topic, cursor, ...view }).finally(release),
       async (err) => {
         log.warn({ err, chat: jid, topic: p.topic }, 'web chat stream failed');
       },
     );
   });
 
-  async function follow(stream: SSEStreamingApi, f: Follow) {
-    const { jid, topic, cursor } = f;
-    // Decided per event: an approval or a block mid-stream applies to the next line.
-    const only = () => readers.only(f.folder, f.viewer);
-    const queue: WebEvent[] = [];
-    let wake: (() => void) | undefined;
-    let done = false;
-    const finish = () => {
-      done = true;
-      wake?.();
-    };
-    // Subscribe before reading the replay so nothing delivered in between is lost; duplicates are
-    // filtered by id below.
-    const unsubscribe = web.subscribe(jid, topic, (ev) => {
-      queue.push(ev);
-      wake?.();
-    });
-    stream.onAbort(finish);
-    const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n'), deps.keepAliveMs ?? 15_000);
-    const sent = new Set<number>();
-    try {
-      await stream.writeSSE({
-        event: 'ready',
-        data: JSON.stringify({ group: jid.slice(4), topic }),
-        retry: 1000,
-      });
-      // One page of replay per response: a chat of 100k rows must not keep the event loop busy for
-      // seconds (other requests, /healthz, the poll loop share it). When more rows remain, the stream ends
-      // with a `more` event and the client opens the next page from the last id it got (EventSource's own
-      // reconnect with Last-Event-ID does the same).
-      if (cursor !== undefined && !done) {
-        const rows = q.chatAfter(jid, topic, cursor, REPLAY_PAGE, only());
-        for (const line of linesOf(q, web, jid, rows)) {
-          sent.add(line.id);
-          await stream.writeSSE({ event: 'message', id: String(line.id), data: JSON.stringify(line) });
-        }
-        if (rows.length === REPLAY_PAGE) {
-          await stream.writeSSE({
-            event: 'more',
-            data: JSON.stringify({ after: rows[rows.length - 1]!.id }),
-            retry: 10,
-          });
-          return;
-        }
-      }
-      // A tab that connects mid-turn starts from the draft shown now (memory only: none after a restart).
-      const draft = web.currentDraft(jid, topic);
-      // A viewer limited to its own rows gets neither the draft nor the indicator: the members' business.
-      const member = only() === null;
-      if (draft && !done && member) await stream.writeSSE({ event: 'draft', data: JSON.stringify(draft) });
-      // Likewise the working indicator: shown only if the agent works now, never one that ended meanwhile.
-      if (web.isWorking(jid) && !done && member)
-        await stream.writeSSE({ event: 'typing', data: '{"on":true}' });
-      while (!done) {
-        const ev = queue.shift();
-        if (!ev) {
-          await new Promise<void>((r) => (wake = r));
-          wake = undefined;
-          continue;
-        }
-        if (ev.type === 'close') break;
-        // Typing and drafts are the agent's work for the members; a viewer limited to its own rows gets
-        // only its own lines and the answers to them.
-        if (ev.type !== 'message' ? only() !== null : !lineSeen(only(), ev.line)) continue;
-        if (ev.type === 'typing') {
-          await stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
-          continue;
-        }
-        if (ev.type === 'draft') {
-          await stream.writeSSE({ event: 'draft', data: JSON.stringify(ev.draft) });
-          continue;
-        }
-        // A row this stream already showed whole (replayed, or a post) needs none of its parts again.
-        if (sent.has(ev.line.id)) continue;
-        if (ev.line.part === null) sent.add(ev.line.id);
-        const id = ev.cursor ? { id: String(ev.line.id) } : {};
-        await stream.writeSSE({ event: 'message', data: JSON.stringify(ev.line), ...id });
-      }
-    } finally {
-      clearInterval(keepAlive);
-      unsubscribe();
-    }
-  }
-
   return app;
+}
+
+/**
+ * One tab's stream: the replay after its cursor, then live events until the tab goes away. Subscribed
+ * before the replay is read so nothing delivered in between is lost; duplicates are filtered by id.
+ */
+async function follow(deps: ChatDeps, stream: SSEStreamingApi, f: Follow): Promise<void> {
+  const { q, web } = deps;
+  const { jid, topic, cursor } = f;
+  // Decided per event: an approval or a block mid-stream applies to the next line.
+  const only = () => deps.readers.only(f.folder, f.viewer);
+  const queue: WebEvent[] = [];
+  let wake: (() => void) | undefined;
+  let done = false;
+  const unsubscribe = web.subscribe(jid, topic, (ev) => {
+    queue.push(ev);
+    wake?.();
+  });
+  stream.onAbort(() => {
+    done = true;
+    wake?.();
+  });
+  const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n'), deps.keepAliveMs ?? 15_000);
+  const sent = new Set<number>();
+  try {
+    await stream.writeSSE({
+      event: 'ready',
+      data: JSON.stringify({ group: jid.slice(4), topic }),
+      retry: 1000,
+    });
+    if (cursor !== undefined && !done && (await replayPage(q, web, stream, f, only(), sent)) === 'more')
+      return;
+    // A tab that connects mid-turn starts from the draft shown now (memory only: none after a restart).
+    const draft = web.currentDraft(jid, topic);
+    // A viewer limited to its own rows gets neither the draft nor the indicator: the members' business.
+    const member = only() === null;
+    if (draft && !done && member) await stream.writeSSE({ event: 'draft', data: JSON.stringify(draft) });
+    // Likewise the working indicator: shown only if the agent works now, never one that ended meanwhile.
+    if (web.isWorking(jid) && !done && member)
+      await stream.writeSSE({ event: 'typing', data: '{"on":true}' });
+    while (!done) {
+      const ev = queue.shift();
+      if (!ev) {
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        continue;
+      }
+      if (ev.type === 'close') break;
+      // Typing and drafts are the agent's work for the members; a viewer limited to its own rows gets
+      // only its own lines and the answers to them.
+      if (ev.type !== 'message' ? only() !== null : !lineSeen(only(), ev.line)) continue;
+      await writeEvent(stream, ev, sent);
+    }
+  } finally {
+    clearInterval(keepAlive);
+    unsubscribe();
+  }
+}
+
+/**
+ * One page of replay per response: a chat of 100k rows must not keep the event loop busy for seconds (other
+ * requests, /healthz, the poll loop share it). When more rows remain, the stream ends with a `more` event
+ * and the client opens the next page from the last id it got (EventSource's own reconnect with
+ * Last-Event-ID does the same).
+ */
+async function replayPage(
+  q: Queries,
+  web: WebChannel,
+  stream: SSEStreamingApi,
+  f: Follow,
+  only: string | null,
+  sent: Set<number>,
+): Promise<'all' | 'more'> {
+  const rows = q.chatAfter(f.jid, f.topic, f.cursor!, REPLAY_PAGE, only);
+  for (const line of linesOf(q, web, f.jid, rows)) {
+    sent.add(line.id);
+    await stream.writeSSE({ event: 'message', id: String(line.id), data: JSON.stringify(line) });
+  }
+  if (rows.length < REPLAY_PAGE) return 'all';
+  await stream.writeSSE({
+    event: 'more',
+    data: JSON.stringify({ after: rows[rows.length - 1]!.id }),
+    retry: 10,
+  });
+  return 'more';
+}
+
+/** One live event (not `close`) as SSE; a row the stream already showed whole is skipped. */
+async function writeEvent(
+  stream: SSEStreamingApi,
+  ev: Exclude<WebEvent, { type: 'close' }>,
+  sent: Set<number>,
+): Promise<void> {
+  if (ev.type === 'typing') return stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
+  if (ev.type === 'draft') return stream.writeSSE({ event: 'draft', data: JSON.stringify(ev.draft) });
+  // A row this stream already showed whole (replayed, or a post) needs none of its parts again.
+  if (sent.has(ev.line.id)) return;
+  if (ev.line.part === null) sent.add(ev.line.id);
+  const id = ev.cursor ? { id: String(ev.line.id) } : {};
+  await stream.writeSSE({ event: 'message', data: JSON.stringify(ev.line), ...id });
 }

@@ -64,64 +64,14 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   const wake = () => scheduler.wake();
   const unlisten = [signals.queued.on(wake), signals.attached.on(wake)];
 
-  const facts = (key: SessionKey): LaneFacts => {
-    const run = lanes.get(key)?.run;
-    const s = store.summaries(now()).find((l) => l.group === key.group && l.topic === key.topic);
-    return {
-      running: run !== undefined,
-      runId: run?.runId ?? null,
-      chatJid: run?.chatJid ?? null,
-      startedAt: run ? new Date(run.startedMs).toISOString() : null,
-      waiting: s?.ready ?? 0,
-      backoffUntil: s && s.eligible === 0 ? s.next_retry : null,
-    };
-  };
-
-  const snapshot = () => {
-    const active: LaneInfo[] = lanes.all().map((l) => l.info());
-    const waiting: LaneInfo[] = store
-      .summaries(now())
-      .filter((s) => !lanes.has(s.keyId))
-      .map((s) => ({
-        group: s.group,
-        topic: s.topic,
-        chat_jid: s.chat_jid,
-        state: s.eligible > 0 ? 'waiting' : 'backoff',
-        since_ms: s.ready_at,
-        agent_started_ms: null,
-        run_id: null,
-        not_before_ms: s.eligible > 0 ? null : s.next_retry,
-      }));
-    return { active, waiting };
-  };
-
-  // The lane gauges read the lanes as they are at each scrape; counting the waiting ones is a scan of the
-  // backlog, so it is done then, never per pump.
-  opts.metrics?.lanesFrom(() => {
-    try {
-      return {
-        active: lanes.size,
-        waiting: store.summaries(now()).filter((s) => !lanes.has(s.keyId)).length,
-      };
-    } catch {
-      return { active: lanes.size, waiting: 0 };
-    }
-  });
+  opts.metrics?.lanesFrom(() => laneCounts(store, lanes, now()));
 
   let closing: Promise<void> | undefined;
   const close = (graceMs: number): Promise<void> =>
     (closing ??= (async () => {
       for (const off of unlisten) off();
       scheduler.close();
-      const live = lanes.all().map((l) => l.run);
-      for (const run of live) run.closeStdin('shutdown');
-      const all = Promise.all(live.map((r) => r.done));
-      if ((await within(all, graceMs)) === 'late') {
-        for (const run of live) run.kill('shutdown');
-        if ((await within(all, 10_000)) === 'late') {
-          log.error({ runs: lanes.all().map((l) => l.keyId) }, 'runs did not end after kill');
-        }
-      }
+      await endRuns(lanes, graceMs, log);
     })());
 
   return {
@@ -143,8 +93,8 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       run.sessionReset = true;
       run.closeStdin('reset');
     },
-    facts,
-    snapshot,
+    facts: (key) => laneFacts(store, lanes, key, now()),
+    snapshot: () => laneSnapshot(store, lanes, now()),
     recover() {
       const live = new Set(lanes.all().map((l) => l.run.runId));
       const n = store.recover(now(), live);
@@ -153,6 +103,68 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     },
     close,
   };
+}
+
+/** What the operator asks about one session key: its run, and what waits in its lane. */
+function laneFacts(store: QueueStore, lanes: Lanes, key: SessionKey, now: number): LaneFacts {
+  const run = lanes.get(key)?.run;
+  const s = store.summaries(now).find((l) => l.group === key.group && l.topic === key.topic);
+  return {
+    running: run !== undefined,
+    runId: run?.runId ?? null,
+    chatJid: run?.chatJid ?? null,
+    startedAt: run ? new Date(run.startedMs).toISOString() : null,
+    waiting: s?.ready ?? 0,
+    backoffUntil: s && s.eligible === 0 ? s.next_retry : null,
+  };
+}
+
+/** Every lane: those with a live run, and those waiting for a slot or in a backoff. */
+function laneSnapshot(
+  store: QueueStore,
+  lanes: Lanes,
+  now: number,
+): { active: LaneInfo[]; waiting: LaneInfo[] } {
+  const active: LaneInfo[] = lanes.all().map((l) => l.info());
+  const waiting: LaneInfo[] = store
+    .summaries(now)
+    .filter((s) => !lanes.has(s.keyId))
+    .map((s) => ({
+      group: s.group,
+      topic: s.topic,
+      chat_jid: s.chat_jid,
+      state: s.eligible > 0 ? 'waiting' : 'backoff',
+      since_ms: s.ready_at,
+      agent_started_ms: null,
+      run_id: null,
+      not_before_ms: s.eligible > 0 ? null : s.next_retry,
+    }));
+  return { active, waiting };
+}
+
+/**
+ * The lane gauges' values, read at each scrape: counting the waiting lanes is a scan of the backlog, so it
+ * is done then, never per pump.
+ */
+function laneCounts(store: QueueStore, lanes: Lanes, now: number): { active: number; waiting: number } {
+  try {
+    return { active: lanes.size, waiting: store.summaries(now).filter((s) => !lanes.has(s.keyId)).length };
+  } catch {
+    return { active: lanes.size, waiting: 0 };
+  }
+}
+
+/** Shutdown of the live runs: stdin closed, `graceMs` to finish, then killed (and 10 s more to exit). */
+async function endRuns(lanes: Lanes, graceMs: number, log: QueueOptions['log']): Promise<void> {
+  const live = lanes.all().map((l) => l.run);
+  for (const run of live) run.closeStdin('shutdown');
+  const all = Promise.all(live.map((r) => r.done));
+  if ((await within(all, graceMs)) === 'late') {
+    for (const run of live) run.kill('shutdown');
+    if ((await within(all, 10_000)) === 'late') {
+      log.error({ runs: lanes.all().map((l) => l.keyId) }, 'runs did not end after kill');
+    }
+  }
 }
 
 /** 'done' when `p` settles within `ms`, else 'late'. */

@@ -7,7 +7,7 @@ import { resolveFiles } from './files.js';
 import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
-import type { BatchRow, QueueStore } from '../store/queue.js';
+import type { BatchRow, BlockCommit, QueueStore } from '../store/queue.js';
 import type { QueueOptions, RunResult } from './types.js';
 
 /** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
@@ -39,57 +39,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
   const senderRole = opts.senderRole ?? defaultSenderRole;
-  const notify = (id: number) => signals.outbound.fire(id);
-  // Since when runs have been ending because the container engine could not be reached (null: it answers).
-  let engineDownSince: number | null = null;
-
-  const engineState = (end: RunEnd, t: number): void => {
-    if (end.unreachable !== null) {
-      if (engineDownSince === null)
-        log.warn({ err: end.unreachable }, 'the engine is unreachable; runs wait for it');
-      engineDownSince ??= t;
-    } else if (end.exit !== null && engineDownSince !== null) {
-      log.info({ downMs: t - engineDownSince }, 'the engine answers again');
-      engineDownSince = null;
-    }
-  };
-
-  /** Settles the rows of an ended run in one transaction; a failure is logged (the rows stay running). */
-  const settle = (run: Run, end: RunEnd, t: number): void => {
-    try {
-      const st = settlementOf(run, end, t, {
-        ...config,
-        maxFailures: d.maxFailures,
-        random: opts.random,
-        ...(engineDownSince !== null
-          ? { engineRetryMs: engineRetryDelayMs(t - engineDownSince, opts.random) }
-          : {}),
-      });
-      const settled = store.settle(st);
-      run.trace.end(st.result, st.error, t);
-      const fields = {
-        runId: run.runId,
-        key: run.keyId,
-        result: st.result,
-        error: st.error,
-        turns: run.turns.written,
-        answered: run.turns.answered,
-        parked: settled.parked,
-        traceId: run.trace.traceId,
-      };
-      if (failedRun(st.result, end)) {
-        // The reason: gated's verdict, and the agent's own last words on stderr when it left any.
-        const said = lastLine(st.stderrTail);
-        log.warn({ ...fields, ...(said ? { stderr: said } : {}) }, `run failed: ${st.error}`);
-      } else log.info(fields, 'run ended');
-      opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
-      if (settled.replyId !== null) notify(settled.replyId);
-    } catch (err) {
-      const error = coerceError(err).message;
-      run.trace.end('error', error, t);
-      log.error({ runId: run.runId, err: error }, 'settling a run failed');
-    }
-  };
+  const engine = new EngineWatch(log);
 
   return {
     runtime: opts.runtime,
@@ -107,37 +57,8 @@ export function runRecorder(d: RecorderDeps): RunHooks {
         log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
       return resolved;
     },
-    onBlock(run, commit, actions, answering, rows) {
-      const ctx = {
-        runId: run.runId,
-        group: run.key.group,
-        topic: run.key.topic,
-        chatJid: run.chatJid,
-        answering,
-        turnRows: rows.map((r) => r.id),
-        now: now(),
-      };
-      // A delegated run answers no platform chat: its answer goes back to the delegating session.
-      const reply = commit.reply;
-      const delegated = reply !== null && applier.isDelegationChat(run.chatJid);
-      let done: ActionsOutcome | undefined;
-      let returned: number | null = null;
-      let id: number | null;
-      try {
-        id = store.commitBlock(delegated ? { ...commit, reply: null } : commit, () => {
-          if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
-          if (actions !== undefined) done = applier.apply(ctx, actions);
-        });
-      } catch (err) {
-        // Nothing was committed: the turns stay open and the run's end decides their rows' fate.
-        log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');
-        return false;
-      }
-      if (id !== null) notify(id);
-      for (const out of done?.outbound ?? []) notify(out);
-      if (returned !== null || (done?.placed ?? 0) > 0) events.wake();
-      return true;
-    },
+    onBlock: (run, commit, actions, answering, rows) =>
+      recordBlock(d, now(), run, commit, actions, answering, rows),
     onIgnoredActions(run, actions) {
       applier.ignorePartial({ runId: run.runId }, actions);
     },
@@ -157,8 +78,8 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     },
     onEnd(run, end) {
       const t = now();
-      engineState(end, t);
-      settle(run, end, t);
+      engine.saw(end, t);
+      settleRun(d, engine.retryMs(t, opts.random), run, end, t);
       opts.asks?.runEnded(run);
       events.ended(run);
       signals.working.fire({ chatJid: run.chatJid, on: false });
@@ -168,9 +89,119 @@ export function runRecorder(d: RecorderDeps): RunHooks {
   };
 }
 
+/** Since when runs have been ending because the container engine could not be reached (null: it answers). */
+class EngineWatch {
+  private downSince: number | null = null;
+
+  constructor(private readonly log: QueueOptions['log']) {}
+
+  /** A run ended: the engine was unreachable, or it answered (the run's agent exited). */
+  saw(end: RunEnd, t: number): void {
+    if (end.unreachable !== null) {
+      if (this.downSince === null)
+        this.log.warn({ err: end.unreachable }, 'the engine is unreachable; runs wait for it');
+      this.downSince ??= t;
+    } else if (end.exit !== null && this.downSince !== null) {
+      this.log.info({ downMs: t - this.downSince }, 'the engine answers again');
+      this.downSince = null;
+    }
+  }
+
+  /** How long rows wait before the next try while the engine is away (undefined: it answers). */
+  retryMs(t: number, random?: () => number): number | undefined {
+    return this.downSince === null ? undefined : engineRetryDelayMs(t - this.downSince, random);
+  }
+}
+
+/** Settles the rows of an ended run in one transaction; a failure is logged (the rows stay running). */
+function settleRun(
+  d: RecorderDeps,
+  engineRetryMs: number | undefined,
+  run: Run,
+  end: RunEnd,
+  t: number,
+): void {
+  const { opts, store } = d;
+  try {
+    const st = settlementOf(run, end, t, {
+      ...opts.config,
+      maxFailures: d.maxFailures,
+      random: opts.random,
+      ...(engineRetryMs !== undefined ? { engineRetryMs } : {}),
+    });
+    const settled = store.settle(st);
+    run.trace.end(st.result, st.error, t);
+    const fields = {
+      runId: run.runId,
+      key: run.keyId,
+      result: st.result,
+      error: st.error,
+      turns: run.turns.written,
+      answered: run.turns.answered,
+      parked: settled.parked,
+      traceId: run.trace.traceId,
+    };
+    if (failedRun(st.result, end)) {
+      // The reason: gated's verdict, and the agent's own last words on stderr when it left any.
+      const said = lastLine(st.stderrTail);
+      opts.log.warn({ ...fields, ...(said ? { stderr: said } : {}) }, `run failed: ${st.error}`);
+    } else opts.log.info(fields, 'run ended');
+    opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
+    if (settled.replyId !== null) d.signals.outbound.fire(settled.replyId);
+  } catch (err) {
+    const error = coerceError(err).message;
+    run.trace.end('error', error, t);
+    opts.log.error({ runId: run.runId, err: error }, 'settling a run failed');
+  }
+}
+
+/**
+ * Stores one block of a run with its actions in one transaction; false when nothing was committed (the
+ * turns stay open and the run's end decides their rows' fate).
+ */
+function recordBlock(
+  d: RecorderDeps,
+  now: number,
+  run: Run,
+  commit: BlockCommit,
+  actions: unknown,
+  answering: BatchRow,
+  rows: readonly BatchRow[],
+): boolean {
+  const { store, applier, signals } = d;
+  const ctx = {
+    runId: run.runId,
+    group: run.key.group,
+    topic: run.key.topic,
+    chatJid: run.chatJid,
+    answering,
+    turnRows: rows.map((r) => r.id),
+    now,
+  };
+  // A delegated run answers no platform chat: its answer goes back to the delegating session.
+  const reply = commit.reply;
+  const delegated = reply !== null && applier.isDelegationChat(run.chatJid);
+  let done: ActionsOutcome | undefined;
+  let returned: number | null = null;
+  let id: number | null;
+  try {
+    id = store.commitBlock(delegated ? { ...commit, reply: null } : commit, () => {
+      if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
+      if (actions !== undefined) done = applier.apply(ctx, actions);
+    });
+  } catch (err) {
+    d.opts.log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');
+    return false;
+  }
+  if (id !== null) signals.outbound.fire(id);
+  for (const out of done?.outbound ?? []) signals.outbound.fire(out);
+  if (returned !== null || (done?.placed ?? 0) > 0) d.events.wake();
+  return true;
+}
+
 /**
  * A run that failed: not ok, not stopped by /stop, not put back at shutdown, and not one of the runs of an
- * engine outage (engineState warns once for all of them).
+ * engine outage (EngineWatch warns once for all of them).
  */
 function failedRun(result: RunResult, end: RunEnd): boolean {
   return result !== 'ok' && result !== 'stopped' && end.killed !== 'shutdown' && end.unreachable === null;

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The layout check: imports only point down the layers, no cycle between files, no source folder over a
-// quarter of the source lines, no logic file over 400 lines. `npm run layout` prints the table and exits 1
-// on any breach. See docs/ARCHITECTURE.md for the layers.
+// quarter of the source lines, no logic file over 400 lines, no function over 120 lines. `npm run layout`
+// prints the table and exits 1 on any breach. See docs/ARCHITECTURE.md for the layers.
 import fs from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 /** Rank of each source folder: a file may import only from folders of lower rank (or its own folder). */
@@ -20,6 +21,8 @@ const RANK = {
 };
 const MAX_SHARE = 0.25;
 const MAX_LINES = 400;
+/** The hard limit of a function's length; the style guide aims at about 80 (docs/ARCHITECTURE.md). */
+const MAX_FUNCTION_LINES = 120;
 
 function walk(dir) {
   const out = [];
@@ -73,6 +76,37 @@ function visit(f) {
 }
 for (const f of files) if (!colour.has(f)) visit(f);
 
+/**
+ * Every function, method and arrow function of a file with its length in lines, from its first line to
+ * its closing brace. A nested function counts inside its outer one as well: a factory's closures are part
+ * of the factory.
+ */
+function functionSizes(file) {
+  const text = fs.readFileSync(file, 'utf8');
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const lineOf = (pos) => sf.getLineAndCharacterOfPosition(pos).line + 1;
+  const out = [];
+  const visitNode = (node) => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const first = lineOf(node.getStart(sf));
+      out.push({ name: functionName(node, sf), line: first, lines: lineOf(node.end) - first + 1 });
+    }
+    ts.forEachChild(node, visitNode);
+  };
+  visitNode(sf);
+  return out;
+}
+
+/** A readable name for a function: its own, or the variable, property or call it sits in. */
+function functionName(node, sf) {
+  if (node.name) return node.name.getText(sf);
+  const parent = node.parent;
+  if (parent && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) && parent.name)
+    return parent.name.getText(sf);
+  if (parent && ts.isCallExpression(parent)) return `(callback of ${parent.expression.getText(sf)})`;
+  return '(anonymous function)';
+}
+
 const total = [...lines.values()].reduce((a, b) => a + b, 0);
 const perFolder = {};
 for (const [f, n] of lines) perFolder[folderOf(f)] = (perFolder[folderOf(f)] ?? 0) + n;
@@ -88,10 +122,16 @@ for (const [d, n] of Object.entries(perFolder).sort((a, b) => b[1] - a[1])) {
 console.log(`total      ${String(total).padStart(5)}  (${files.length} files)`);
 for (const [f, n] of lines)
   if (n > MAX_LINES) problems.push(`${path.relative(root, f)} has ${n} lines (over ${MAX_LINES})`);
+for (const f of files)
+  for (const fn of functionSizes(f))
+    if (fn.lines > MAX_FUNCTION_LINES)
+      problems.push(
+        `${path.relative(root, f)}:${fn.line} ${fn.name} has ${fn.lines} lines (over ${MAX_FUNCTION_LINES})`,
+      );
 for (const p of problems) console.log(`layout: ${p}`);
 console.log(
   problems.length === 0
-    ? 'layout: ok (no upward import, no cycle, no folder over 25 %, no file over 400 lines)'
+    ? 'layout: ok (no upward import, no cycle, no folder over 25 %, no file over 400 lines, no function over 120)'
     : `layout: ${problems.length} problem(s)`,
 );
 process.exit(problems.length === 0 ? 0 : 1);

@@ -66,7 +66,13 @@ export function accessCommand(program: Command): void {
   const access = program
     .command('access')
     .description('who may reach each group: modes, members, pairing codes, limits (docs/ACCESS.md)');
+  memberCommands(access);
+  limitCommand(access);
+  decisionCommands(access);
+}
 
+/** `gated access list | add | rm | mode`: who is in a group, and how its door is set. */
+function memberCommands(access: Command): void {
   access
     .command('list')
     .description('groups with their mode, members, limits and usage, open codes, and decisions')
@@ -124,7 +130,10 @@ export function accessCommand(program: Command): void {
         ctx.out(`${group} is ${mode}`);
       }),
     );
+}
 
+/** `gated access limit`: a group's limits, the ones not named kept. */
+function limitCommand(access: Command): void {
   access
     .command('limit')
     .description("set a group's limits ('none' clears one; unnamed ones stay)")
@@ -156,7 +165,10 @@ export function accessCommand(program: Command): void {
         },
       ),
     );
+}
 
+/** `gated access approve | reject | release`: deciding pairing codes, releasing limited messages. */
+function decisionCommands(access: Command): void {
   for (const approve of [true, false]) {
     access
       .command(approve ? 'approve' : 'reject')

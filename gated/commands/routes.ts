@@ -3,45 +3,51 @@ import { UsageError } from '../../core/errors.js';
 import { compileRoutes, explainFields, formatExplain } from '../../router/index.js';
 import { addCheckedRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
 import { audited } from './access.js';
-import { action, intArg } from '../context.js';
+import { action, intArg, type CliContext } from '../context.js';
 import { formatTable, terminalStyle } from '../table.js';
 
 /** `gated routes list | add | rm | check | explain`. */
 export function routesCommand(program: Command): void {
   const routes = program.command('routes').description('show and edit the routing table');
-
   routes
     .command('list')
     .description('rows in the order they are tried (seq, then id), with hits and validity')
-    .action(
-      action((ctx) => {
-        const db = ctx.db({ readOnly: true });
-        const rows = listRoutes(db);
-        const table = compileRoutes(rows);
-        const problems = new Map(table.problems().map((p) => [p.id, p.reason]));
-        const hits = routeHits(db);
-        const lines = formatTable(
-          ['id', 'seq', 'hits', 'match', 'target', 'impulse', 'status'],
-          rows.map((r) => {
-            const reason = problems.get(r.id);
-            return [
-              r.id,
-              r.seq,
-              hits.get(r.id) ?? 0,
-              r.match || '(all)',
-              { text: r.target, tint: 'cyan' },
-              r.impulse_config ?? '',
-              reason === undefined
-                ? { text: 'ok', tint: 'green' }
-                : { text: `INVALID: ${reason}`, tint: 'red' },
-            ];
-          }),
-          terminalStyle(),
-        );
-        for (const line of lines) ctx.out(line);
-      }),
-    );
+    .action(action((ctx) => listRouteRows(ctx)));
+  routeEditCommands(routes);
+  routeCheckCommands(routes);
+}
 
+/** `gated routes list`: the rows as a table, each with its hits and validity. */
+function listRouteRows(ctx: CliContext): void {
+  const db = ctx.db({ readOnly: true });
+  const rows = listRoutes(db);
+  const problems = new Map(
+    compileRoutes(rows)
+      .problems()
+      .map((p) => [p.id, p.reason]),
+  );
+  const hits = routeHits(db);
+  const lines = formatTable(
+    ['id', 'seq', 'hits', 'match', 'target', 'impulse', 'status'],
+    rows.map((r) => {
+      const reason = problems.get(r.id);
+      return [
+        r.id,
+        r.seq,
+        hits.get(r.id) ?? 0,
+        r.match || '(all)',
+        { text: r.target, tint: 'cyan' },
+        r.impulse_config ?? '',
+        reason === undefined ? { text: 'ok', tint: 'green' } : { text: `INVALID: ${reason}`, tint: 'red' },
+      ];
+    }),
+    terminalStyle(),
+  );
+  for (const line of lines) ctx.out(line);
+}
+
+/** `gated routes add | rm`. */
+function routeEditCommands(routes: Command): void {
   routes
     .command('add')
     .description('add a route; an invalid row is refused')
@@ -76,7 +82,10 @@ export function routesCommand(program: Command): void {
         if (!audited(ctx, (db) => removeRoute(db, n))) throw new UsageError(`no route with id ${n}`);
       }),
     );
+}
 
+/** `gated routes check | explain`. */
+function routeCheckCommands(routes: Command): void {
   routes
     .command('check')
     .description('list invalid rows (id, then reason); exit 1 if any')

@@ -1,64 +1,68 @@
 import type { Command } from 'commander';
 import type { Db } from '../../store/db.js';
 import { action } from '../context.js';
-import { formatTable, paint, resultTint, terminalStyle, type TableStyle } from '../table.js';
+import { formatTable, paint, resultTint, terminalStyle, type Cell, type TableStyle } from '../table.js';
 
 /** The instance facts `gated status` prints, read from the database (works beside a running gated). */
 export function statusLines(db: Db, style: TableStyle = { aligned: false, color: false }): string[] {
-  const out: string[] = [];
-  const title = (t: string) => out.push(paint(t, 'bold', style));
-  const indent = (lines: string[]) => lines.map((l) => `  ${l}`);
   const groups = db.prepare('SELECT folder FROM registered_groups ORDER BY folder').pluck().all() as string[];
-  out.push(`groups (${groups.length}): ${groups.join(', ') || '-'}`);
+  return [
+    `groups (${groups.length}): ${groups.join(', ') || '-'}`,
+    ...runningRuns(db, style),
+    ...queuedSessions(db, style),
+    outboxLine(db, style),
+    ...recentRuns(db, style),
+  ];
+}
+
+/** A section: its bold title, then its table indented (none when it has no rows). */
+function section(title: string, table: string[], style: TableStyle): string[] {
+  return [paint(title, 'bold', style), ...table.map((l) => `  ${l}`)];
+}
+
+/** Runs without a result: agents working now (or interrupted by a crash, until the restart). */
+function runningRuns(db: Db, style: TableStyle): string[] {
   const running = db
     .prepare(
       `SELECT id, group_folder, topic, chat_jid, started_at FROM session_log WHERE result IS NULL ORDER BY id`,
     )
     .all() as { id: number; group_folder: string; topic: string; chat_jid: string; started_at: string }[];
-  title(`runs (${running.length}):`);
-  if (running.length)
-    out.push(
-      ...indent(
-        formatTable(
-          ['run', 'session', 'chat', 'since'],
-          running.map((r) => [`#${r.id}`, session(r.group_folder, r.topic), r.chat_jid, r.started_at]),
-          style,
-        ),
-      ),
-    );
+  const rows = running.map((r) => [`#${r.id}`, session(r.group_folder, r.topic), r.chat_jid, r.started_at]);
+  const table = running.length ? formatTable(['run', 'session', 'chat', 'since'], rows, style) : [];
+  return section(`runs (${running.length}):`, table, style);
+}
+
+/** Sessions with held, ready or parked rows, by state. */
+function queuedSessions(db: Db, style: TableStyle): string[] {
   const queued = db
     .prepare(
       `SELECT group_folder, session_topic, state, count(*) n FROM messages
        WHERE state IN ('held', 'ready', 'parked') GROUP BY group_folder, session_topic, state`,
     )
     .all() as { group_folder: string; session_topic: string; state: string; n: number }[];
-  title(`queued sessions (${queued.length}):`);
-  if (queued.length)
-    out.push(
-      ...indent(
-        formatTable(
-          ['session', 'state', 'rows'],
-          queued.map((q) => [
-            session(q.group_folder, q.session_topic),
-            { text: q.state, tint: resultTint(q.state) },
-            q.n,
-          ]),
-          style,
-        ),
-      ),
-    );
-  const outbox = db
-    .prepare(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery = 'pending'`)
-    .pluck()
-    .get() as number;
-  const failed = db
-    .prepare(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery = 'failed'`)
-    .pluck()
-    .get() as number;
+  const rows: Cell[][] = queued.map((q) => [
+    session(q.group_folder, q.session_topic),
+    { text: q.state, tint: resultTint(q.state) },
+    q.n,
+  ]);
+  const table = queued.length ? formatTable(['session', 'state', 'rows'], rows, style) : [];
+  return section(`queued sessions (${queued.length}):`, table, style);
+}
+
+/** Undelivered replies: pending and failed. */
+function outboxLine(db: Db, style: TableStyle): string {
+  const count = (delivery: string) =>
+    db
+      .prepare(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery = ?`)
+      .pluck()
+      .get(delivery) as number;
+  const failed = count('failed');
   const failedText = `${failed} failed`;
-  out.push(
-    `undelivered replies: ${outbox} pending, ${paint(failedText, failed > 0 ? 'red' : undefined, style)}`,
-  );
+  return `undelivered replies: ${count('pending')} pending, ${paint(failedText, failed > 0 ? 'red' : undefined, style)}`;
+}
+
+/** The last ten runs with their results. */
+function recentRuns(db: Db, style: TableStyle): string[] {
   const recent = db
     .prepare(
       `SELECT id, group_folder, topic, started_at, ended_at, result, error FROM session_log ORDER BY id DESC LIMIT 10`,
@@ -68,28 +72,20 @@ export function statusLines(db: Db, style: TableStyle = { aligned: false, color:
     group_folder: string;
     topic: string;
     started_at: string;
-    ended_at: string | null;
     result: string | null;
     error: string | null;
   }[];
-  title('recent runs:');
-  if (recent.length)
-    out.push(
-      ...indent(
-        formatTable(
-          ['run', 'session', 'started', 'result', 'error'],
-          recent.map((r) => [
-            `#${r.id}`,
-            session(r.group_folder, r.topic),
-            r.started_at,
-            { text: r.result ?? 'running', tint: resultTint(r.result) },
-            { text: r.error ?? '', tint: 'dim' },
-          ]),
-          style,
-        ),
-      ),
-    );
-  return out;
+  const rows: Cell[][] = recent.map((r) => [
+    `#${r.id}`,
+    session(r.group_folder, r.topic),
+    r.started_at,
+    { text: r.result ?? 'running', tint: resultTint(r.result) },
+    { text: r.error ?? '', tint: 'dim' },
+  ]);
+  const table = recent.length
+    ? formatTable(['run', 'session', 'started', 'result', 'error'], rows, style)
+    : [];
+  return section('recent runs:', table, style);
 }
 
 function session(group: string, topic: string | null): string {

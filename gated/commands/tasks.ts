@@ -3,7 +3,7 @@ import { UsageError } from '../../core/errors.js';
 import type { TaskKind } from '../../core/schedule.js';
 import { addTask, getTask, listTasks, pauseTask, removeTask, resumeTask } from '../../store/tasks.js';
 import { audited } from './access.js';
-import { action, intArg } from '../context.js';
+import { action, intArg, type CliContext } from '../context.js';
 
 /** Options of `gated tasks add`. */
 export interface TaskAddOptions {
@@ -35,34 +35,26 @@ export function scheduleOption(opts: Pick<TaskAddOptions, 'cron' | 'every' | 'at
 /** `gated tasks list | add | pause | resume | rm`. */
 export function tasksCommand(program: Command): void {
   const tasks = program.command('tasks').description('scheduled tasks: a message to a group on a schedule');
-
   tasks
     .command('list')
     .description('every task with its schedule, status, next and last run')
-    .action(
-      action((ctx) => {
-        const cols = ['id', 'status', 'group', 'topic', 'chat', 'kind', 'spec', 'next_run_at', 'last_run_at'];
-        ctx.out([...cols, 'failures', 'text'].join('\t'));
-        for (const t of listTasks(ctx.db({ readOnly: true }))) {
-          ctx.out(
-            [
-              t.id,
-              t.status,
-              t.group_folder,
-              t.topic,
-              t.chat_jid,
-              t.kind,
-              t.spec,
-              t.next_run_at ?? '',
-              t.last_run_at ?? '',
-              t.failures,
-              oneLine(t.text),
-            ].join('\t'),
-          );
-        }
-      }),
-    );
+    .action(action((ctx) => listTaskLines(ctx)));
+  addTaskCommand(tasks);
+  taskStateCommands(tasks);
+}
 
+/** `gated tasks list`: one tab-separated line per task, after a header. */
+function listTaskLines(ctx: CliContext): void {
+  const cols = ['id', 'status', 'group', 'topic', 'chat', 'kind', 'spec', 'next_run_at', 'last_run_at'];
+  ctx.out([...cols, 'failures', 'text'].join('\t'));
+  for (const t of listTasks(ctx.db({ readOnly: true }))) {
+    const cells = [t.id, t.status, t.group_folder, t.topic, t.chat_jid, t.kind, t.spec];
+    ctx.out([...cells, t.next_run_at ?? '', t.last_run_at ?? '', t.failures, oneLine(t.text)].join('\t'));
+  }
+}
+
+/** `gated tasks add`. */
+function addTaskCommand(tasks: Command): void {
   tasks
     .command('add')
     .description('add a task; when due, TEXT reaches the group as a message (verb task) answered in --chat')
@@ -99,7 +91,10 @@ export function tasksCommand(program: Command): void {
         ctx.out(`task ${id} added, next run ${getTask(db, id)?.next_run_at ?? '?'}`);
       }),
     );
+}
 
+/** `gated tasks pause | resume | rm`. */
+function taskStateCommands(tasks: Command): void {
   tasks
     .command('pause')
     .description('stop firing a task until it is resumed')

@@ -2,47 +2,51 @@ import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { checkToolRule, ToolRuleTable, type ToolExplainLine } from '../../router/tool-rules.js';
 import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../../store/tool-approvals.js';
-import { action, intArg } from '../context.js';
+import { action, intArg, type CliContext } from '../context.js';
 import { formatTable, terminalStyle } from '../table.js';
 import { audited, cliActor } from './access.js';
 
 /** `gated tools list | add | rm | check | explain` (docs/APPROVALS.md). */
 export function toolsCommand(program: Command): void {
   const tools = program.command('tools').description('show and edit the tool rules (allow, ask, deny)');
-
   tools
     .command('list')
     .description('rules in the order they are tried (group, seq, id), with validity')
-    .action(
-      action((ctx) => {
-        const store = toolApprovalsOf(ctx.db());
-        const table = new ToolRuleTable(store.rules(), ctx.config.toolDefault);
-        const bad = new Map(table.invalid.map((i) => [i.row.id, i.reason]));
-        const rows = store.rules();
-        const lines = formatTable(
-          ['id', 'group', 'seq', 'tool', 'input', 'decision', 'approvers', 'status'],
-          rows.map((r) => {
-            const reason = bad.get(r.id);
-            return [
-              r.id,
-              r.group_folder,
-              r.seq,
-              r.tool,
-              r.input ?? '*',
-              { text: String(r.decision), tint: 'cyan' },
-              r.approvers ?? 'owners',
-              reason === undefined
-                ? { text: 'ok', tint: 'green' }
-                : { text: `INVALID: ${reason}`, tint: 'red' },
-            ];
-          }),
-          terminalStyle(),
-        );
-        for (const line of lines) ctx.out(line);
-        ctx.out(`default (GATED_TOOL_DEFAULT): ${ctx.config.toolDefault}`);
-      }),
-    );
+    .action(action((ctx) => listToolRules(ctx)));
+  ruleEditCommands(tools);
+  ruleCheckCommands(tools);
+  approvalsCommand(program);
+}
 
+/** `gated tools list`: the rules as a table, each with its validity, then the default. */
+function listToolRules(ctx: CliContext): void {
+  const store = toolApprovalsOf(ctx.db());
+  const table = new ToolRuleTable(store.rules(), ctx.config.toolDefault);
+  const bad = new Map(table.invalid.map((i) => [i.row.id, i.reason]));
+  const rows = store.rules();
+  const lines = formatTable(
+    ['id', 'group', 'seq', 'tool', 'input', 'decision', 'approvers', 'status'],
+    rows.map((r) => {
+      const reason = bad.get(r.id);
+      return [
+        r.id,
+        r.group_folder,
+        r.seq,
+        r.tool,
+        r.input ?? '*',
+        { text: String(r.decision), tint: 'cyan' },
+        r.approvers ?? 'owners',
+        reason === undefined ? { text: 'ok', tint: 'green' } : { text: `INVALID: ${reason}`, tint: 'red' },
+      ];
+    }),
+    terminalStyle(),
+  );
+  for (const line of lines) ctx.out(line);
+  ctx.out(`default (GATED_TOOL_DEFAULT): ${ctx.config.toolDefault}`);
+}
+
+/** `gated tools add | rm`. */
+function ruleEditCommands(tools: Command): void {
   tools
     .command('add')
     .description('add a rule; an invalid row is refused')
@@ -86,7 +90,10 @@ export function toolsCommand(program: Command): void {
           throw new UsageError(`no tool rule with id ${n}`);
       }),
     );
+}
 
+/** `gated tools check | explain`. */
+function ruleCheckCommands(tools: Command): void {
   tools
     .command('check')
     .description('list invalid rules (id, then reason); exit 1 if any')
@@ -118,7 +125,6 @@ export function toolsCommand(program: Command): void {
         );
       }),
     );
-  approvalsCommand(program);
 }
 
 function explainLine(l: ToolExplainLine): string {

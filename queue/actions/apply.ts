@@ -7,7 +7,16 @@ import { insertOutbound } from '../../store/messages.js';
 import { RouteSource } from '../../store/routes.js';
 import { addTask, type TaskBounds } from '../../store/tasks.js';
 import { DEFAULT_CHAIN_BOUNDS, DelegationChains } from './chain.js';
-import { parseActions, type Action, type ActionType } from './parse.js';
+import {
+  parseActions,
+  type Action,
+  type ActionType,
+  type DelegateAction,
+  type EscalateAction,
+  type ReactAction,
+  type ScheduleAction,
+  type SendAction,
+} from './parse.js';
 import { capabilitiesOf, delegationTarget, parentOf, sendRefusal } from './policy.js';
 
 /** Platforms whose channels can put a reaction on a message. */
@@ -194,102 +203,118 @@ export class ActionApplier {
 
   private effect(ctx: ActionContext, a: Action, actionId: number, out: ActionsOutcome): void {
     switch (a.type) {
-      case 'send': {
-        if (parseJid(a.chat_jid).platform === DELEGATION_PLATFORM)
-          throw new Refusal(`'${a.chat_jid}' is not a chat (answer the delegation instead)`);
-        const why = sendRefusal(a.chat_jid, {
-          group: ctx.group,
-          runChat: ctx.chatJid,
-          routes: this.routes.current().table,
-          store: this.store,
-          sendAllow: this.store.settings(ctx.group)?.send_allow ?? null,
-        });
-        if (why) throw new Refusal(why);
-        const id = insertOutbound(this.opts.db, { chat_jid: a.chat_jid, content: a.text, kind: 'send' });
-        this.store.linkMessage(actionId, id);
-        out.outbound.push(id);
-        return;
-      }
+      case 'send':
+        return this.send(ctx, a, actionId, out);
       case 'delegate':
-      case 'escalate': {
-        const groups = this.store.groups();
-        let to: string;
-        if (a.type === 'delegate') {
-          const t = delegationTarget(a.group, ctx.group, groups);
-          if (typeof t !== 'string') throw new Refusal(t.refused);
-          to = t;
-        } else {
-          const up = parentOf(ctx.group, groups);
-          if (up === undefined) throw new Refusal(`no registered group above '${ctx.group}'`);
-          to = up;
-        }
-        const place = this.chains.place(ctx);
-        if ('refused' in place) throw new Refusal(place.refused);
-        const why = this.chains.refusal(place, to, ctx.now);
-        if (why !== null) throw new Refusal(why);
-        const made = this.store.delegate(
-          {
-            action_id: actionId,
-            kind: a.type,
-            from_group: ctx.group,
-            from_topic: ctx.topic,
-            from_chat: ctx.chatJid,
-            from_thread: ctx.answering?.topic ?? '',
-            to_group: to,
-            depth: place.depth,
-            origin: place.origin,
-          },
-          a.text,
-          ctx.now,
-        );
-        this.store.linkMessage(actionId, made.message);
-        out.placed += 1;
-        return;
-      }
-      case 'schedule': {
-        let task: number;
-        try {
-          task = addTask(
-            this.opts.db,
-            {
-              group: ctx.group,
-              topic: a.topic ?? ctx.topic,
-              chat_jid: ctx.chatJid,
-              kind: a.kind,
-              spec: a.spec,
-              text: a.text,
-              created_by: `agent:${ctx.group}`,
-              bounds: this.opts.taskBounds ?? DEFAULT_TASK_BOUNDS,
-            },
-            ctx.now,
-            this.opts.tz,
-          );
-        } catch (err) {
-          throw new Refusal(coerceError(err).message);
-        }
-        this.store.linkTask(actionId, task);
-        return;
-      }
-      case 'react': {
-        const to = ctx.answering;
-        if (!to) throw new Refusal('there is no message to react to');
-        const platform = parseJid(to.chat_jid).platform;
-        if (!REACTION_PLATFORMS.has(platform))
-          throw new Refusal(`${platform || 'this'} chats have no reactions`);
-        if (to.platform_msg_id === null) throw new Refusal('the message has no platform id to react to');
-        const id = insertOutbound(this.opts.db, {
-          chat_jid: to.chat_jid,
-          content: a.emoji,
-          kind: 'reaction',
-          reply_to: to.platform_msg_id,
-          reply_to_id: to.id,
-          topic: to.topic,
-        });
-        this.store.linkMessage(actionId, id);
-        out.outbound.push(id);
-        return;
-      }
+      case 'escalate':
+        return this.delegate(ctx, a, actionId, out);
+      case 'schedule':
+        return this.schedule(ctx, a, actionId);
+      case 'react':
+        return this.react(ctx, a, actionId, out);
     }
+  }
+
+  /** `send`: an outbound row to a chat the group may reach. */
+  private send(ctx: ActionContext, a: SendAction, actionId: number, out: ActionsOutcome): void {
+    if (parseJid(a.chat_jid).platform === DELEGATION_PLATFORM)
+      throw new Refusal(`'${a.chat_jid}' is not a chat (answer the delegation instead)`);
+    const why = sendRefusal(a.chat_jid, {
+      group: ctx.group,
+      runChat: ctx.chatJid,
+      routes: this.routes.current().table,
+      store: this.store,
+      sendAllow: this.store.settings(ctx.group)?.send_allow ?? null,
+    });
+    if (why) throw new Refusal(why);
+    const id = insertOutbound(this.opts.db, { chat_jid: a.chat_jid, content: a.text, kind: 'send' });
+    this.store.linkMessage(actionId, id);
+    out.outbound.push(id);
+  }
+
+  /** `delegate` (to a group below) or `escalate` (to the group above): a row in that group's session. */
+  private delegate(
+    ctx: ActionContext,
+    a: DelegateAction | EscalateAction,
+    actionId: number,
+    out: ActionsOutcome,
+  ): void {
+    const groups = this.store.groups();
+    let to: string;
+    if (a.type === 'delegate') {
+      const t = delegationTarget(a.group, ctx.group, groups);
+      if (typeof t !== 'string') throw new Refusal(t.refused);
+      to = t;
+    } else {
+      const up = parentOf(ctx.group, groups);
+      if (up === undefined) throw new Refusal(`no registered group above '${ctx.group}'`);
+      to = up;
+    }
+    const place = this.chains.place(ctx);
+    if ('refused' in place) throw new Refusal(place.refused);
+    const why = this.chains.refusal(place, to, ctx.now);
+    if (why !== null) throw new Refusal(why);
+    const made = this.store.delegate(
+      {
+        action_id: actionId,
+        kind: a.type,
+        from_group: ctx.group,
+        from_topic: ctx.topic,
+        from_chat: ctx.chatJid,
+        from_thread: ctx.answering?.topic ?? '',
+        to_group: to,
+        depth: place.depth,
+        origin: place.origin,
+      },
+      a.text,
+      ctx.now,
+    );
+    this.store.linkMessage(actionId, made.message);
+    out.placed += 1;
+  }
+
+  /** `schedule`: a task of the group, within the bounds an agent's tasks have. */
+  private schedule(ctx: ActionContext, a: ScheduleAction, actionId: number): void {
+    let task: number;
+    try {
+      task = addTask(
+        this.opts.db,
+        {
+          group: ctx.group,
+          topic: a.topic ?? ctx.topic,
+          chat_jid: ctx.chatJid,
+          kind: a.kind,
+          spec: a.spec,
+          text: a.text,
+          created_by: `agent:${ctx.group}`,
+          bounds: this.opts.taskBounds ?? DEFAULT_TASK_BOUNDS,
+        },
+        ctx.now,
+        this.opts.tz,
+      );
+    } catch (err) {
+      throw new Refusal(coerceError(err).message);
+    }
+    this.store.linkTask(actionId, task);
+  }
+
+  /** `react`: a reaction row on the message the block answers, on platforms that have reactions. */
+  private react(ctx: ActionContext, a: ReactAction, actionId: number, out: ActionsOutcome): void {
+    const to = ctx.answering;
+    if (!to) throw new Refusal('there is no message to react to');
+    const platform = parseJid(to.chat_jid).platform;
+    if (!REACTION_PLATFORMS.has(platform)) throw new Refusal(`${platform || 'this'} chats have no reactions`);
+    if (to.platform_msg_id === null) throw new Refusal('the message has no platform id to react to');
+    const id = insertOutbound(this.opts.db, {
+      chat_jid: to.chat_jid,
+      content: a.emoji,
+      kind: 'reaction',
+      reply_to: to.platform_msg_id,
+      reply_to_id: to.id,
+      topic: to.topic,
+    });
+    this.store.linkMessage(actionId, id);
+    out.outbound.push(id);
   }
 }
 

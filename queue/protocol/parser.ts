@@ -184,7 +184,28 @@ function toAsk(value: unknown): ToolAsk | string {
 
 /** Creates a parser for one agent's stdout. */
 export function createOutputParser(opts: ParserOptions): OutputParser {
-  const stats: ParserStats = {
+  return new StreamParser(opts);
+}
+
+/** A block's text as JSON and then as a block, or the problem that makes it unusable. */
+function decodeBlock(raw: string): OutputBlock | { kind: ProblemKind; detail: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    return { kind: 'invalid_json', detail: (err as Error).message };
+  }
+  const block = toBlock(parsed);
+  return typeof block === 'string' ? { kind: 'invalid_shape', detail: block } : block;
+}
+
+/**
+ * The parser's state: the open block's body (kept only while it fits `maxBlockBytes`) and the current,
+ * unfinished line. Outside a block (or in a dropped oversize block) that line is kept only while it could
+ * still be a marker; `lineIsNoise` then swallows the rest of it.
+ */
+class StreamParser implements OutputParser {
+  readonly stats: ParserStats = {
     blocks: 0,
     oversize: 0,
     invalidJson: 0,
@@ -193,160 +214,152 @@ export function createOutputParser(opts: ParserOptions): OutputParser {
     restarted: 0,
     noiseBytes: 0,
   };
-  const problem = (kind: ProblemKind, detail: string) => {
+  private inBlock = false;
+  private oversize = false;
+  private body: Buffer[] = [];
+  private bodyBytes = 0;
+  private line: Buffer[] = [];
+  private lineBytes = 0;
+  private lineIsNoise = false;
+
+  constructor(private readonly opts: ParserOptions) {}
+
+  buffered(): number {
+    return this.lineBytes + this.bodyBytes;
+  }
+
+  push(chunk: Buffer | string): void {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+    let from = 0;
+    for (;;) {
+      const nl = buf.indexOf(0x0a, from);
+      if (nl < 0) {
+        this.growLine(buf.subarray(from));
+        return;
+      }
+      this.finishLine(buf.subarray(from, nl));
+      from = nl + 1;
+    }
+  }
+
+  end(): void {
+    if (this.lineBytes > 0 || this.lineIsNoise) this.finishLine(Buffer.alloc(0));
+    if (this.inBlock) {
+      this.stats.unterminated++;
+      this.problem('unterminated', 'stream ended inside a block');
+      this.setBlock(false);
+    }
+  }
+
+  private problem(kind: ProblemKind, detail: string): void {
     try {
-      opts.onProblem?.(kind, detail);
+      this.opts.onProblem?.(kind, detail);
     } catch {
       // a reporting hook must never break the stream
     }
-  };
+  }
 
-  let inBlock = false;
-  let oversize = false;
-  let body: Buffer[] = [];
-  let bodyBytes = 0;
-  // The current, unfinished line. Outside a block (or in a dropped oversize block) it is kept only while it
-  // could still be a marker; `lineIsNoise` then swallows the rest of it.
-  let line: Buffer[] = [];
-  let lineBytes = 0;
-  let lineIsNoise = false;
+  private setBlock(open: boolean): void {
+    this.inBlock = open;
+    this.oversize = false;
+    this.body = [];
+    this.bodyBytes = 0;
+  }
 
-  const keepsContent = () => inBlock && !oversize;
-
-  const setBlock = (open: boolean) => {
-    inBlock = open;
-    oversize = false;
-    body = [];
-    bodyBytes = 0;
-  };
-
-  const openBlock = () => {
-    if (inBlock) {
-      stats.restarted++;
-      problem('restarted', 'START inside an open block: the unfinished block was discarded');
+  private openBlock(): void {
+    if (this.inBlock) {
+      this.stats.restarted++;
+      this.problem('restarted', 'START inside an open block: the unfinished block was discarded');
     }
-    setBlock(true);
-  };
+    this.setBlock(true);
+  }
 
-  const closeBlock = () => {
-    const wasOversize = oversize;
-    const raw = Buffer.concat(body).toString('utf8');
-    setBlock(false);
+  private closeBlock(): void {
+    const wasOversize = this.oversize;
+    const raw = Buffer.concat(this.body).toString('utf8');
+    this.setBlock(false);
     if (wasOversize) {
-      stats.oversize++;
-      problem('oversize', `block larger than ${opts.maxBlockBytes} bytes discarded`);
+      this.stats.oversize++;
+      this.problem('oversize', `block larger than ${this.opts.maxBlockBytes} bytes discarded`);
       return;
     }
-    let parsed: unknown;
+    const block = decodeBlock(raw);
+    if ('kind' in block) {
+      if (block.kind === 'invalid_json') this.stats.invalidJson++;
+      else this.stats.invalidShape++;
+      this.problem(block.kind, block.detail);
+      return;
+    }
+    this.stats.blocks++;
     try {
-      parsed = JSON.parse(raw);
+      this.opts.onBlock(block);
     } catch (err) {
-      stats.invalidJson++;
-      problem('invalid_json', (err as Error).message);
-      return;
+      this.problem('invalid_shape', `block handler failed: ${(err as Error).message}`);
     }
-    const block = toBlock(parsed);
-    if (typeof block === 'string') {
-      stats.invalidShape++;
-      problem('invalid_shape', block);
-      return;
-    }
-    stats.blocks++;
-    try {
-      opts.onBlock(block);
-    } catch (err) {
-      problem('invalid_shape', `block handler failed: ${(err as Error).message}`);
-    }
-  };
+  }
 
-  const dropToOversize = () => {
-    oversize = true;
-    body = [];
-    bodyBytes = 0;
-  };
+  private dropToOversize(): void {
+    this.oversize = true;
+    this.body = [];
+    this.bodyBytes = 0;
+  }
 
   /** A whole line (without its `\n`) has arrived. */
-  const finishLine = (tail: Buffer) => {
-    const parts = lineIsNoise ? [] : [...line, tail];
-    const wasNoise = lineIsNoise;
-    line = [];
-    lineBytes = 0;
-    lineIsNoise = false;
+  private finishLine(tail: Buffer): void {
+    const parts = this.lineIsNoise ? [] : [...this.line, tail];
+    const wasNoise = this.lineIsNoise;
+    this.line = [];
+    this.lineBytes = 0;
+    this.lineIsNoise = false;
     if (wasNoise) return;
     const full = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
     const marker = markerOf(full);
-    if (marker === 'start') return openBlock();
+    if (marker === 'start') return this.openBlock();
     if (marker === 'end') {
-      if (inBlock) closeBlock();
+      if (this.inBlock) this.closeBlock();
       return;
     }
-    if (!inBlock) {
-      stats.noiseBytes += full.length + 1;
+    if (!this.inBlock) {
+      this.stats.noiseBytes += full.length + 1;
       return;
     }
-    if (oversize) return;
-    if (bodyBytes + full.length + 1 > opts.maxBlockBytes) return dropToOversize();
+    if (this.oversize) return;
+    if (this.bodyBytes + full.length + 1 > this.opts.maxBlockBytes) return this.dropToOversize();
     // Copy: `full` may be a view into a large chunk that must not stay alive with the block.
-    body.push(Buffer.from(full), NEWLINE);
-    bodyBytes += full.length + 1;
-  };
+    this.body.push(Buffer.from(full), NEWLINE);
+    this.bodyBytes += full.length + 1;
+  }
 
   /** Part of a line (no `\n` in it) has arrived. */
-  const growLine = (piece: Buffer) => {
-    if (lineIsNoise || piece.length === 0) return;
-    line.push(Buffer.from(piece));
-    lineBytes += piece.length;
-    if (keepsContent()) {
-      if (bodyBytes + lineBytes > opts.maxBlockBytes) {
+  private growLine(piece: Buffer): void {
+    if (this.lineIsNoise || piece.length === 0) return;
+    this.line.push(Buffer.from(piece));
+    this.lineBytes += piece.length;
+    if (this.inBlock && !this.oversize) {
+      if (this.bodyBytes + this.lineBytes > this.opts.maxBlockBytes) {
         // Too big to keep; from here on this line only matters if it is a marker, which it can be only
         // after its whitespace is trimmed, so compact it like a noise line.
-        dropToOversize();
-        compactLine();
+        this.dropToOversize();
+        this.compactLine();
       }
       return;
     }
-    if (lineBytes > LINE_COMPACT_AT) compactLine();
-  };
+    if (this.lineBytes > LINE_COMPACT_AT) this.compactLine();
+  }
 
-  const compactLine = () => {
-    const trimmed = trimBytes(Buffer.concat(line));
+  private compactLine(): void {
+    const trimmed = trimBytes(Buffer.concat(this.line));
     if (trimmed.length > MARKER_MAX) {
-      if (!inBlock) stats.noiseBytes += lineBytes;
-      lineIsNoise = true;
-      line = [];
-      lineBytes = 0;
+      if (!this.inBlock) this.stats.noiseBytes += this.lineBytes;
+      this.lineIsNoise = true;
+      this.line = [];
+      this.lineBytes = 0;
       return;
     }
     // Markers are compared after trimming, so the trimmed text stands in for the whole line.
-    line = [Buffer.from(trimmed)];
-    lineBytes = trimmed.length;
-  };
-
-  return {
-    stats,
-    buffered: () => lineBytes + bodyBytes,
-    push(chunk) {
-      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
-      let from = 0;
-      for (;;) {
-        const nl = buf.indexOf(0x0a, from);
-        if (nl < 0) {
-          growLine(buf.subarray(from));
-          return;
-        }
-        finishLine(buf.subarray(from, nl));
-        from = nl + 1;
-      }
-    },
-    end() {
-      if (lineBytes > 0 || lineIsNoise) finishLine(Buffer.alloc(0));
-      if (inBlock) {
-        stats.unterminated++;
-        problem('unterminated', 'stream ended inside a block');
-        setBlock(false);
-      }
-    },
-  };
+    this.line = [Buffer.from(trimmed)];
+    this.lineBytes = trimmed.length;
+  }
 }
 
 const NEWLINE = Buffer.from('\n');

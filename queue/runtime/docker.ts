@@ -7,30 +7,13 @@ import { attachRaw } from './attach.js';
 import { checkEngine, unreachableError } from './engine.js';
 import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import { chownTree } from './owner.js';
+import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
-/** Options of the docker runtime. Limits default to a modest agent: 1 GiB, one CPU, 256 pids. */
-export interface DockerRuntimeOptions {
+/** Options of the docker runtime: the container options and the engine client. */
+export interface DockerRuntimeOptions extends ContainerOptions {
   /** The engine client; default `new Docker()`, which honours DOCKER_HOST (a remote engine serves too). */
   docker?: Docker;
-  /** Image of groups without their own (GATED_AGENT_IMAGE). */
-  image: string;
-  /** This gated's id: every container carries the label `gated.instance=<id>`. */
-  instanceId: string;
-  /** GATED_GROUPS_DIR: a group's folder must resolve inside it. */
-  groupsDir: string;
-  /** Host roots that groups may mount from (GATED_MOUNT_ALLOW). */
-  mountAllow?: readonly string[];
-  memoryBytes?: number;
-  nanoCpus?: number;
-  pidsLimit?: number;
-  /** Size of the tmpfs at /tmp (the root filesystem is read-only). */
-  tmpfsSize?: string;
-  /** uid:gid of the agent; default the owner of the group's folder, or 1000:1000 when root owns it. */
-  user?: string;
-  /** How the engine is named in errors (`tcp://host:2376 (mutual TLS)`). */
-  where?: string;
-  log?: Logger;
   /**
    * How often containers of dead runs are looked for while a removal is owed (the engine was gone when a
    * run ended). Default 60 s; 0: only at the next start (tests).
@@ -47,8 +30,7 @@ export interface DockerRuntime extends Runtime {
   sweep(): Promise<number>;
 }
 
-/** The label key that marks gated's containers. */
-export const INSTANCE_LABEL = 'gated.instance';
+export { INSTANCE_LABEL };
 
 // Time allowed for the attach stream to deliver its last bytes after the container has exited.
 const DRAIN_MS = 2000;
@@ -67,53 +49,59 @@ export function pickUser(dir: string, configured: string | undefined): string {
   return '1000:1000';
 }
 
-/** Creates the docker runtime. */
-export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
-  const docker = opts.docker ?? new Docker();
-  const log = opts.log;
-  const where = opts.where ?? 'the docker engine';
+/**
+ * This instance's containers and which of them belong to live runs. A run is live from before its container
+ * is created until its removal was tried: anything else with our instance label is a dead run's (one gated
+ * owns an instance id). A removal that failed (the engine was gone) is owed to the next sweep.
+ */
+class ContainerSweep {
+  readonly live = new Set<string>();
+  owed = false;
+  /** The first sweep of this runtime; a failed one (engine down) is tried again by the next start. */
+  readonly once: () => Promise<unknown>;
 
-  // Runs of this process from before their container is created until its removal was tried: anything
-  // else with our instance label is a dead run's (one gated owns an instance id).
-  const live = new Set<string>();
-  // A removal failed (the engine was gone): the next start and the periodic sweep owe a sweep.
-  let owed = false;
-  const sweep = async (): Promise<number> => {
-    const ours = await docker.listContainers({
+  constructor(
+    private readonly docker: Docker,
+    private readonly instanceId: string,
+    private readonly log: Logger | undefined,
+  ) {
+    this.once = onceUntilDone(() => this.sweep());
+  }
+
+  async sweep(): Promise<number> {
+    const ours = await this.docker.listContainers({
       all: true,
-      filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] },
+      filters: { label: [`${INSTANCE_LABEL}=${this.instanceId}`] },
     });
-    const dead = ours.filter((c) => !live.has(c.Labels?.['gated.run'] ?? ''));
+    const dead = ours.filter((c) => !this.live.has(c.Labels?.['gated.run'] ?? ''));
     let left = 0;
     for (const c of dead) {
-      await docker
+      await this.docker
         .getContainer(c.Id)
         .remove({ force: true, v: true })
         .catch((err: { statusCode?: number }) => {
           if (err.statusCode !== 404) left++;
         });
     }
-    owed = left > 0;
-    if (dead.length) log?.info({ removed: dead.length - left }, 'removed agent containers of dead runs');
+    this.owed = left > 0;
+    if (dead.length) this.log?.info({ removed: dead.length - left }, 'removed agent containers of dead runs');
     return dead.length - left;
-  };
-  // Once per runtime; a failed sweep (engine down) is tried again by the next start.
-  const sweptOnce = onceUntilDone(sweep);
-  const sweepIfOwed = async () => {
-    if (owed) await sweep();
-  };
-  const every = opts.sweepEveryMs ?? 60_000;
-  const timer =
-    every > 0
-      ? setInterval(() => {
-          sweepIfOwed().catch((err: unknown) =>
-            log?.debug({ err: (err as Error).message }, 'docker sweep failed; tried again later'),
-          );
-        }, every)
-      : undefined;
-  timer?.unref();
+  }
 
-  const containerConfig = (spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) => ({
+  async ifOwed(): Promise<void> {
+    if (this.owed) await this.sweep();
+  }
+}
+
+/** The create options of one run's container: the lockdown every agent gets, its workspace and mounts. */
+function containerConfig(
+  opts: DockerRuntimeOptions,
+  spec: RunSpec,
+  groupDir: string,
+  mounts: ResolvedMount[],
+) {
+  const limits = limitsOf(opts);
+  return {
     Image: spec.image ?? opts.image,
     User: pickUser(groupDir, opts.user),
     WorkingDir: WORKSPACE,
@@ -125,12 +113,7 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
     OpenStdin: true,
     StdinOnce: true,
     Tty: false,
-    Labels: {
-      [INSTANCE_LABEL]: opts.instanceId,
-      'gated.group': spec.group,
-      'gated.topic': spec.topic,
-      'gated.run': String(spec.runId),
-    },
+    Labels: runLabels(opts.instanceId, spec),
     HostConfig: {
       Mounts: [
         { Type: 'bind' as const, Source: groupDir, Target: WORKSPACE, ReadOnly: false },
@@ -144,36 +127,49 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${opts.tmpfsSize ?? '64m'}` },
-      Memory: opts.memoryBytes ?? 1024 * 1024 * 1024,
-      MemorySwap: opts.memoryBytes ?? 1024 * 1024 * 1024,
-      NanoCpus: opts.nanoCpus ?? 1_000_000_000,
-      PidsLimit: opts.pidsLimit ?? 256,
+      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpfsBytes}` },
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: limits.nanoCpus,
+      PidsLimit: limits.pidsLimit,
       // The group's own network (registered_groups.network); without one, none at all.
       NetworkMode: spec.network ?? 'none',
       AutoRemove: false,
     },
-  });
+  };
+}
+
+/** Creates the docker runtime. */
+export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
+  const docker = opts.docker ?? new Docker();
+  const log = opts.log;
+  const where = opts.where ?? 'the docker engine';
+  const sweeper = new ContainerSweep(docker, opts.instanceId, log);
+  const stopSweeping = sweepEvery(
+    opts.sweepEveryMs ?? 60_000,
+    () => sweeper.ifOwed(),
+    (err) => log?.debug({ err: err.message }, 'docker sweep failed; tried again later'),
+  );
 
   return {
     name: 'docker',
-    sweep,
+    sweep: () => sweeper.sweep(),
     async ping() {
       await checkEngine(docker, where, [opts.image]);
     },
     async close() {
-      if (timer) clearInterval(timer);
+      stopSweeping();
     },
     async start(spec: RunSpec): Promise<AgentHandle> {
       const run = String(spec.runId);
       try {
-        await sweptOnce();
-        await sweepIfOwed();
+        await sweeper.once();
+        await sweeper.ifOwed();
         const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
-        live.add(run);
+        sweeper.live.add(run);
         return await startContainer(spec, groupDir, mounts);
       } catch (err) {
-        live.delete(run);
+        sweeper.live.delete(run);
         // An engine that is not there is named as such: the queue retries without blaming the messages.
         throw unreachableError(err, where) ?? err;
       }
@@ -181,15 +177,15 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
   };
 
   async function startContainer(spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) {
-    const container = await docker.createContainer(containerConfig(spec, groupDir, mounts));
+    const container = await docker.createContainer(containerConfig(opts, spec, groupDir, mounts));
     const remove = async () => {
       try {
         await container.remove({ force: true, v: true });
       } catch (err) {
         // Gone already is done; anything else (the engine is away) is owed to the next sweep.
-        if ((err as { statusCode?: number }).statusCode !== 404) owed = true;
+        if ((err as { statusCode?: number }).statusCode !== 404) sweeper.owed = true;
       }
-      live.delete(String(spec.runId));
+      sweeper.live.delete(String(spec.runId));
     };
     let socket: Duplex;
     try {

@@ -1,9 +1,9 @@
 import type Docker from 'dockerode';
-import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
-import { handleOf, INSTANCE_LABEL, pickUser } from './docker.js';
+import { handleOf, pickUser } from './docker.js';
 import { checkEngine, EngineError, engineError, unreachableError } from './engine.js';
 import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
+import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
 import type { AgentHandle, Runtime, RunSpec } from './types.js';
 
 /**
@@ -23,32 +23,18 @@ export interface SwarmPlacement {
   reserveCpus?: number;
 }
 
-/** Options of the swarm runtime. */
-export interface SwarmRuntimeOptions {
+/** Options of the swarm runtime: the container options, the manager and where each group's runs go. */
+export interface SwarmRuntimeOptions extends ContainerOptions {
   /** A client of a swarm manager. */
   docker: Docker;
   /** The engine that runs a task, by node id; default: the manager itself (a single-node swarm). */
   nodeEngine?: (nodeId: string) => Docker | Promise<Docker>;
-  image: string;
-  instanceId: string;
-  groupsDir: string;
-  mountAllow?: readonly string[];
-  memoryBytes?: number;
-  nanoCpus?: number;
-  pidsLimit?: number;
-  tmpfsBytes?: number;
-  user?: string;
   /** The group's placement, looked up per run (registered_groups). */
   placement?: (group: string) => SwarmPlacement | undefined;
-  /** How the engine is named in errors (`tcp://manager:2376 (mutual TLS)`). */
-  where?: string;
-  log?: Logger;
   /** Longest wait for the task's container to exist. Default 60 s. */
   startTimeoutMs?: number;
   /** Told about each started task: its node and create → running time. */
   onStarted?: (node: string, ms: number) => void;
-  /** How often services of dead runs are looked for. Default 60 s; 0: never (tests). */
-  sweepEveryMs?: number;
 }
 
 /** The swarm runtime, plus the sweep of this instance's leftover services. */
@@ -70,6 +56,112 @@ interface TaskView {
   Status?: { State?: string; Err?: string; ContainerStatus?: { ContainerID?: string; ExitCode?: number } };
 }
 
+/** The service of one run: one replica, never restarted, the lockdown of every agent, placed as the group says. */
+function serviceSpec(
+  opts: SwarmRuntimeOptions,
+  spec: RunSpec,
+  groupDir: string,
+  mounts: ResolvedMount[],
+): Docker.CreateServiceOptions {
+  const place = opts.placement?.(spec.group) ?? {};
+  const labels = runLabels(opts.instanceId, spec);
+  const limits = limitsOf(opts);
+  return {
+    Name: `gated-${opts.instanceId.slice(0, 12)}-run-${spec.runId}`,
+    Labels: labels,
+    TaskTemplate: {
+      ContainerSpec: {
+        Image: spec.image ?? opts.image,
+        Labels: labels,
+        User: pickUser(groupDir, opts.user),
+        Dir: WORKSPACE,
+        // Nothing secret here: secrets travel on stdin only.
+        Env: ['HOME=/tmp', 'LANG=C.UTF-8'],
+        OpenStdin: true,
+        TTY: false,
+        ReadOnly: true,
+        CapabilityDrop: ['ALL'],
+        // Honoured by engines whose API has it (1.44+); older ones ignore it, and with every capability
+        // dropped from the bounding set a setuid binary gains nothing anyway.
+        Privileges: { NoNewPrivileges: true },
+        Mounts: [
+          { Type: 'bind', Source: groupDir, Target: WORKSPACE, ReadOnly: false },
+          ...mounts.map((m) => ({
+            Type: 'bind',
+            Source: m.source,
+            Target: m.target,
+            ReadOnly: m.readOnly,
+          })),
+          { Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: limits.tmpfsBytes } },
+        ],
+      },
+      Resources: {
+        Limits: { MemoryBytes: limits.memoryBytes, NanoCPUs: limits.nanoCpus, Pids: limits.pidsLimit },
+        Reservations: {
+          ...(place.reserveMemoryBytes ? { MemoryBytes: place.reserveMemoryBytes } : {}),
+          ...(place.reserveCpus ? { NanoCPUs: Math.round(place.reserveCpus * 1e9) } : {}),
+        },
+      },
+      RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
+      Placement: { Constraints: place.constraints ?? [] },
+      // The group's own network (registered_groups.network: an overlay, or `host`); without one, no
+      // Networks: the task then has only loopback (a swarm refuses `none` by name).
+      ...(spec.network ? { Networks: [{ Target: spec.network }] } : {}),
+    },
+    Mode: { Replicated: { Replicas: 1 } },
+  } as unknown as Docker.CreateServiceOptions;
+}
+
+/** Polls a service's task until its container exists (or the task ended without one). */
+async function taskOf(docker: Docker, serviceId: string, timeoutMs: number): Promise<TaskView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as TaskView[];
+    const task = tasks[0];
+    const state = task?.Status?.State ?? '';
+    if (task && (state === 'running' || TERMINAL.has(state))) return task;
+    if (Date.now() > deadline)
+      throw new Error(
+        `swarm task of service ${serviceId.slice(0, 12)} did not start (${state || 'no task'})`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Checks that the engine answers, has the image, and is a swarm manager. */
+async function pingManager(docker: Docker, image: string, where: string): Promise<void> {
+  await checkEngine(docker, where, [image]);
+  try {
+    await docker.swarmInspect();
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 503) {
+      throw new EngineError(
+        'not_swarm',
+        `the engine at ${where} is not a swarm manager: run 'docker swarm init' there`,
+      );
+    }
+    throw engineError(err, where);
+  }
+}
+
+/** Removes this instance's services that belong to no live run; returns how many. */
+async function sweepServices(
+  docker: Docker,
+  instanceId: string,
+  live: ReadonlySet<string>,
+  log: ContainerOptions['log'],
+): Promise<number> {
+  const services = await docker.listServices({ filters: { label: [`${INSTANCE_LABEL}=${instanceId}`] } });
+  const dead = services.filter((s) => !live.has(s.ID));
+  for (const s of dead)
+    await docker
+      .getService(s.ID)
+      .remove()
+      .catch(() => undefined);
+  if (dead.length) log?.info({ removed: dead.length }, 'removed agent services of dead runs');
+  return dead.length;
+}
+
 /** Creates the swarm runtime. */
 export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
   const { docker, log } = opts;
@@ -81,129 +173,21 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
   // Services of runs this process is serving; anything else with our instance label is a dead run's (one
   // gated owns an instance id, so nobody else can be serving it).
   const live = new Set<string>();
-  const sweep = async (): Promise<number> => {
-    const services = await docker.listServices({
-      filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] },
-    });
-    const dead = services.filter((s) => !live.has(s.ID));
-    for (const s of dead)
-      await docker
-        .getService(s.ID)
-        .remove()
-        .catch(() => undefined);
-    if (dead.length) log?.info({ removed: dead.length }, 'removed agent services of dead runs');
-    return dead.length;
-  };
+  const sweep = () => sweepServices(docker, opts.instanceId, live, log);
   // Once per runtime; a failed sweep (engine down) is tried again by the next start.
   const sweptOnce = onceUntilDone(sweep);
-  const every = opts.sweepEveryMs ?? 60_000;
-  const timer =
-    every > 0
-      ? setInterval(() => {
-          sweep().catch((err: unknown) => log?.warn({ err: (err as Error).message }, 'swarm sweep failed'));
-        }, every)
-      : undefined;
-  timer?.unref();
-
-  const serviceSpec = (spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) => {
-    const place = opts.placement?.(spec.group) ?? {};
-    const labels = {
-      [INSTANCE_LABEL]: opts.instanceId,
-      'gated.group': spec.group,
-      'gated.topic': spec.topic,
-      'gated.run': String(spec.runId),
-    };
-    return {
-      Name: `gated-${opts.instanceId.slice(0, 12)}-run-${spec.runId}`,
-      Labels: labels,
-      TaskTemplate: {
-        ContainerSpec: {
-          Image: spec.image ?? opts.image,
-          Labels: labels,
-          User: pickUser(groupDir, opts.user),
-          Dir: WORKSPACE,
-          // Nothing secret here: secrets travel on stdin only.
-          Env: ['HOME=/tmp', 'LANG=C.UTF-8'],
-          OpenStdin: true,
-          TTY: false,
-          ReadOnly: true,
-          CapabilityDrop: ['ALL'],
-          // Honoured by engines whose API has it (1.44+); older ones ignore it, and with every capability
-          // dropped from the bounding set a setuid binary gains nothing anyway.
-          Privileges: { NoNewPrivileges: true },
-          Mounts: [
-            { Type: 'bind', Source: groupDir, Target: WORKSPACE, ReadOnly: false },
-            ...mounts.map((m) => ({
-              Type: 'bind',
-              Source: m.source,
-              Target: m.target,
-              ReadOnly: m.readOnly,
-            })),
-            {
-              Type: 'tmpfs',
-              Target: '/tmp',
-              TmpfsOptions: { SizeBytes: opts.tmpfsBytes ?? 64 * 1024 * 1024 },
-            },
-          ],
-        },
-        Resources: {
-          Limits: {
-            MemoryBytes: opts.memoryBytes ?? 1024 * 1024 * 1024,
-            NanoCPUs: opts.nanoCpus ?? 1_000_000_000,
-            Pids: opts.pidsLimit ?? 256,
-          },
-          Reservations: {
-            ...(place.reserveMemoryBytes ? { MemoryBytes: place.reserveMemoryBytes } : {}),
-            ...(place.reserveCpus ? { NanoCPUs: Math.round(place.reserveCpus * 1e9) } : {}),
-          },
-        },
-        RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
-        Placement: { Constraints: place.constraints ?? [] },
-        // The group's own network (registered_groups.network: an overlay, or `host`); without one, no
-        // Networks: the task then has only loopback (a swarm refuses `none` by name).
-        ...(spec.network ? { Networks: [{ Target: spec.network }] } : {}),
-      },
-      Mode: { Replicated: { Replicas: 1 } },
-    } as unknown as Docker.CreateServiceOptions;
-  };
-
-  /** Polls the service's task until its container exists (or the task ended without one). */
-  const taskOf = async (serviceId: string): Promise<TaskView> => {
-    const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
-    for (;;) {
-      const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as TaskView[];
-      const task = tasks[0];
-      const state = task?.Status?.State ?? '';
-      if (task && (state === 'running' || TERMINAL.has(state))) return task;
-      if (Date.now() > deadline)
-        throw new Error(
-          `swarm task of service ${serviceId.slice(0, 12)} did not start (${state || 'no task'})`,
-        );
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
+  const stopSweeping = sweepEvery(opts.sweepEveryMs ?? 60_000, sweep, (err) =>
+    log?.warn({ err: err.message }, 'swarm sweep failed'),
+  );
 
   return {
     name: 'swarm',
     sweep,
     startLatencies,
     async close() {
-      if (timer) clearInterval(timer);
+      stopSweeping();
     },
-    async ping() {
-      await checkEngine(docker, where, [opts.image]);
-      try {
-        await docker.swarmInspect();
-      } catch (err) {
-        if ((err as { statusCode?: number }).statusCode === 503) {
-          throw new EngineError(
-            'not_swarm',
-            `the engine at ${where} is not a swarm manager: run 'docker swarm init' there`,
-          );
-        }
-        throw engineError(err, where);
-      }
-    },
+    ping: () => pingManager(docker, opts.image, where),
     async start(spec: RunSpec): Promise<AgentHandle> {
       // An engine that is not there is named as such: the queue retries without blaming the messages.
       return startTask(spec).catch((err: unknown) => {
@@ -216,7 +200,7 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
     await sweptOnce();
     const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
     const t0 = performance.now();
-    const created = (await docker.createService(serviceSpec(spec, groupDir, mounts))) as {
+    const created = (await docker.createService(serviceSpec(opts, spec, groupDir, mounts))) as {
       id?: string;
       ID?: string;
     };
@@ -228,7 +212,7 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
       live.delete(serviceId);
     };
     try {
-      const task = await taskOf(serviceId);
+      const task = await taskOf(docker, serviceId, opts.startTimeoutMs ?? 60_000);
       const containerId = task.Status?.ContainerStatus?.ContainerID;
       if (!containerId || task.Status?.State !== 'running') {
         throw new Error(
