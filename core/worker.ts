@@ -3,12 +3,13 @@ import { coerceError } from './errors.js';
 import type { Logger } from './log.js';
 
 /**
- * The one driver of a background worker (the poll loop, delivery's scan, the inbox, tasks, daemons). A
- * worker is a `step` run again and again, never two at once: at once after `wake()` (many wakes while a
- * step runs coalesce into one more step), at the latest after `intervalMs` (the timer fallback that finds
- * work no wake announced, such as rows another process wrote), or at the time the last step asked for. A
- * step that throws is retried after the one backoff of core/backoff.ts, and wakes wait for it: a failing
- * disk must not become a busy loop. `stop()` resolves once the step in flight has ended.
+ * The one driver of a background worker (the poll loop, delivery's scan, the drafts' pacer, the inbox, the
+ * tool approvals' checker, tasks, daemons). A worker is a `step` run again and again, never two at once: at
+ * once after `wake()` (many wakes while a step runs coalesce into one more step), at the latest after
+ * `intervalMs` (the timer fallback that finds work no wake announced, such as rows another process wrote),
+ * or at the time the last step asked for. A step that throws is retried after the one backoff of
+ * core/backoff.ts, and wakes wait for it: a failing disk must not become a busy loop. `stop()` resolves
+ * once the step in flight has ended.
  */
 
 /**

@@ -1,5 +1,6 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
+import { createWorker, type Worker } from '../core/worker.js';
 import { renderToolInput, ToolRuleTable, type ToolDecision } from '../router/tool-rules.js';
 import type { Db } from '../store/db.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
@@ -70,12 +71,20 @@ export class AskBroker {
   private readonly waiting = new Map<number, Waiting>();
   private table: ToolRuleTable | undefined;
   private tableVersion = '';
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  // Looks for decisions and expiries (core/worker.ts): every checkMs, and at once after a wake.
+  private readonly checker: Worker;
 
   constructor(private readonly opts: AskBrokerOptions) {
     this.store = toolApprovalsOf(opts.db);
     this.now = opts.now ?? Date.now;
+    this.checker = createWorker({
+      name: 'tool approvals',
+      log: opts.log,
+      step: () => this.check(),
+      intervalMs: opts.checkMs,
+      keepAlive: false,
+      now: this.now,
+    });
   }
 
   /** The compiled rules, rebuilt when any process changed tool_rules (hot by the next ask). */
@@ -93,23 +102,22 @@ export class AskBroker {
     return this.table;
   }
 
-  /** Starts the timer that looks for decisions and expiries; asks chats that were never asked (a crash). */
+  /** Starts looking for decisions and expiries (a first look at once); asks chats that were never asked (a crash). */
   start(): void {
-    this.stopped = false;
     this.guard('asking unasked approvals', () => {
       for (const row of this.store.unasked()) this.opts.notifier?.ask(row);
     });
-    this.check();
+    this.checker.start();
   }
 
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
+  /** Stops looking; resolves once a look in flight has ended. */
+  stop(): Promise<void> {
+    return this.checker.stop();
   }
 
   /** Something may have been decided (a command, the dashboard, another process's commit). */
   wake(): void {
-    if (!this.stopped) queueMicrotask(() => this.check());
+    this.checker.wake();
   }
 
   /** An `ask` block of a live run. */
@@ -173,10 +181,8 @@ export class AskBroker {
     for (const [id, w] of this.waiting) if (w.run === run) this.waiting.delete(id);
   }
 
-  /** Expires, announces and delivers what is due; re-arms the timer. Never throws. */
-  check(): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
+  /** The checker's step: expires, announces and delivers what is due. Never throws. */
+  private check(): void {
     const t = this.now();
     this.guard('checking approvals', () => {
       this.store.tx(() => this.store.expire(t));
@@ -189,8 +195,6 @@ export class AskBroker {
         this.store.announce(row.id);
       }
     });
-    this.timer = setTimeout(() => this.check(), this.opts.checkMs);
-    this.timer.unref?.();
   }
 
   private deliver(row: ToolApproval): void {
