@@ -3,31 +3,29 @@
  * and real discord.js against the local Discord REST + gateway server.
  */
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import type { Gated } from '../../gated/app.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './support.js';
 
 let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  // Before the local Discord server goes, so the client disconnects from a live gateway.
+  if (gated) await closeTestGated(gated);
   await api?.close();
 });
 
 test('a mention in a guild channel reaches the example agent and is answered as a reply', async () => {
   api = await DiscordApiServer.start();
-  const config = e2eConfig(
-    tempDir('gated-dc-e2e-'),
+  gated = await startE2eGated(
     { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot },
     {
       groups: [['dc/mentions', 'Discord mentions']],
       routes: [[10, 'platform=discord verb=mention', 'dc/mentions']],
     },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   expect(gated.channels.map((c) => c.platform)).toContain('discord');
 
   const user = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };

@@ -4,32 +4,30 @@
  * channel, a mention is answered in a thread under it, in mrkdwn.
  */
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import type { Gated } from '../../gated/app.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { SlackApiServer } from '../infra/slack-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './support.js';
 
 let api: SlackApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  // Before the local Slack server goes, so the socket closes on a live server.
+  if (gated) await closeTestGated(gated);
   await api?.close();
 });
 
 test('a mention in a Slack channel reaches the example agent and is answered in its thread', async () => {
   api = await SlackApiServer.start();
-  const config = e2eConfig(
-    tempDir('gated-slack-e2e-'),
+  gated = await startE2eGated(
     { SLACK_BOT_TOKEN: api.botToken, SLACK_APP_TOKEN: api.appToken, SLACK_API_URL: api.apiUrl },
     {
       groups: [['sl/mentions', 'Slack mentions']],
       routes: [[10, 'platform=slack verb=mention', 'sl/mentions']],
     },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   expect(gated.channels.map((c) => c.platform)).toContain('slack');
   await api.waitConnected();
 

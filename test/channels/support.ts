@@ -8,6 +8,8 @@ import type { Channel, InboundSink, SendPart } from '../../channels/channel.js';
 import { openDatabase, type Db } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
+import type { Gated } from '../../gated/app.js';
+import { startTestGated } from '../helpers/gated.js';
 
 /** A sink that stores with the real insertInbound and lets a test await its n-th call. */
 export interface RecordingSink {
@@ -98,30 +100,49 @@ export function sendFailure(channel: Channel, part: SendPart): Promise<DeliveryE
   );
 }
 
+/** The groups and routes an end-to-end test's database has before gated starts. */
+export interface E2eSeed {
+  groups: Array<[folder: string, name: string]>;
+  routes: Array<[seq: number, match: string, target: string]>;
+}
+
+/** The settings of an end-to-end gateway: fast poll, process runtime with the example agent, short idle. */
+const E2E_ENV = { GATED_POLL_MS: '50', GATED_RUNTIME: 'process', GATED_IDLE_TIMEOUT_MS: '300' };
+
+/** Stores the groups and routes of `seed`. */
+function seedGroups(db: Db, groupsDir: string, seed: E2eSeed): void {
+  for (const [folder, name] of seed.groups) addGroup(db, groupsDir, folder, name);
+  const route = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
+  for (const r of seed.routes) route.run(...r);
+}
+
 /**
- * A whole-gateway configuration for end-to-end tests in `dir` (fast poll, process runtime with the example
- * agent, short idle timeout) plus the platform settings in `env`, with groups and routes already stored.
+ * A whole-gateway configuration for end-to-end tests in `dir` (E2E_ENV) plus the platform settings in
+ * `env`, with groups and routes already stored (tests that restart gated on the same folder).
  */
-export function e2eConfig(
-  dir: string,
-  env: Record<string, string>,
-  seed: {
-    groups: Array<[folder: string, name: string]>;
-    routes: Array<[seq: number, match: string, target: string]>;
-  },
-): Config {
+export function e2eConfig(dir: string, env: Record<string, string>, seed: E2eSeed): Config {
   const config = loadConfig({
     GATED_DB: join(dir, 'gated.db'),
     GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_POLL_MS: '50',
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '300',
+    ...E2E_ENV,
     ...env,
   });
   const db = openDatabase(config.db);
-  for (const [folder, name] of seed.groups) addGroup(db, config.groupsDir, folder, name);
-  const route = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
-  for (const r of seed.routes) route.run(...r);
+  seedGroups(db, config.groupsDir, seed);
   db.close();
   return config;
+}
+
+/**
+ * The whole gateway for an end-to-end test (test/helpers/gated.ts, without HTTP): E2E_ENV plus the platform
+ * settings in `env`, the groups and routes of `seed` stored before it starts. Close it with closeTestGated
+ * before the platform's local server stops.
+ */
+export function startE2eGated(env: Record<string, string>, seed: E2eSeed): Promise<Gated> {
+  return startTestGated({
+    http: false,
+    graceMs: 2000,
+    env: { ...E2E_ENV, ...env },
+    seed: (db, config) => seedGroups(db, config.groupsDir, seed),
+  });
 }

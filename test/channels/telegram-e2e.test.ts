@@ -4,11 +4,10 @@
  */
 import type { Chat, User } from 'telegraf/types';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import type { Gated } from '../../gated/app.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './support.js';
 
 const group: Chat.SupergroupChat = { id: -1009876543210, type: 'supergroup', title: 'Team' };
 const forum = {
@@ -24,8 +23,7 @@ let gated: Gated;
 
 beforeEach(async () => {
   api = await TelegramApiServer.start();
-  const config = e2eConfig(
-    tempDir('gated-tg-e2e-'),
+  gated = await startE2eGated(
     { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url },
     {
       groups: [
@@ -38,12 +36,12 @@ beforeEach(async () => {
       ],
     },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   expect(gated.channels.map((c) => c.platform)).toContain('telegram');
 });
 
 afterEach(async () => {
-  await gated?.close(2000);
+  // Before the Bot API server goes: the channel's stop confirms its offset with one more getUpdates.
+  if (gated) await closeTestGated(gated);
   await api?.close();
 });
 

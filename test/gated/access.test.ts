@@ -1,30 +1,17 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import { describe, expect, it } from 'vitest';
 import { setLimits, upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
-
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(1000);
-  gated = undefined;
-});
 
 /** A whole gated (process runtime, the example agent that echoes each message) with group `club`. */
 async function start(access: string, env: Record<string, string> = {}) {
-  const dir = tempDir();
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_IDLE_TIMEOUT_MS: '300',
-    ...env,
+  const g = await startTestGated({
+    channels: [],
+    http: false,
+    env: { GATED_IDLE_TIMEOUT_MS: '300', ...env },
   });
-  const g = (gated = await startGated({ config, log: silentLogger(), channels: [], http: false }));
-  addGroup(g.db, config.groupsDir, 'club');
+  addGroup(g.db, g.config.groupsDir, 'club');
   g.db.prepare(`UPDATE registered_groups SET access = ? WHERE folder = 'club'`).run(access);
   g.db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'club')`).run();
   const replies = (chat: string) =>

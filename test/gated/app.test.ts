@@ -1,30 +1,13 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import { startGated } from '../../gated/app.js';
 import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(1000);
-  gated = undefined;
-});
-
 /** A whole gated on a temp folder: process runtime, the example agent, HTTP on an ephemeral port. */
-async function start(env: Record<string, string> = {}) {
-  const dir = tempDir();
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_HTTP_PORT: '0',
-    GATED_IDLE_TIMEOUT_MS: '500',
-    ...env,
-  });
-  gated = await startGated({ config, log: silentLogger(), channels: [], demo: true });
-  return gated;
+function start() {
+  return startTestGated({ channels: [], demo: true, env: { GATED_IDLE_TIMEOUT_MS: '500' } });
 }
 
 describe('startGated', () => {

@@ -1,12 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import { describe, expect, it } from 'vitest';
 import { upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 
 /**
@@ -16,22 +13,13 @@ import { until } from '../helpers/process.js';
  * question is a plain message and decisions are typed.
  */
 
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(1000);
-  gated = undefined;
-});
-
 async function start(env: Record<string, string> = {}) {
-  const dir = tempDir();
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_IDLE_TIMEOUT_MS: '300',
-    GATED_POLL_MS: '100',
-    ...env,
+  const g = await startTestGated({
+    channels: [],
+    http: false,
+    env: { GATED_IDLE_TIMEOUT_MS: '300', GATED_POLL_MS: '100', ...env },
   });
-  const g = (gated = await startGated({ config, log: silentLogger(), channels: [], http: false }));
+  const config = g.config;
   addGroup(g.db, config.groupsDir, 'ops');
   g.db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'ops')`).run();
   upsertMember(g.db, 'ops', 'telegram:owner', 'owner');

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/db.js';
-import { exited, spawnGated } from '../helpers/process.js';
+import { exited, spawnGated, until } from '../helpers/process.js';
 
 const cli = spawnGated;
 
@@ -46,20 +46,21 @@ describe('gated chat', () => {
     const env = envFor(dir);
     const daemon = cli(['run'], env);
     const db = () => new Database(env.GATED_DB!, { readonly: true, fileMustExist: true });
-    const end = Date.now() + 30_000;
-    for (;;) {
-      try {
-        const d = db();
-        const owner = d.prepare(`SELECT value FROM router_state WHERE key = 'owner'`).pluck().get();
-        const demo = d.prepare(`SELECT 1 FROM registered_groups WHERE folder = 'demo'`).pluck().get();
-        d.close();
-        if (owner && demo) break;
-      } catch {
-        // not created yet
-      }
-      if (Date.now() > end) throw new Error('gated run did not start');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(
+      () => {
+        try {
+          const d = db();
+          const owner = d.prepare(`SELECT value FROM router_state WHERE key = 'owner'`).pluck().get();
+          const demo = d.prepare(`SELECT 1 FROM registered_groups WHERE folder = 'demo'`).pluck().get();
+          d.close();
+          return Boolean(owner && demo);
+        } catch {
+          return false; // not created yet
+        }
+      },
+      30_000,
+      'gated run to start',
+    );
     const r = await chat(env, ['through the daemon']);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/through the running gated \(pid \d+\)/);

@@ -2,18 +2,13 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
 import { openDatabase } from '../../store/db.js';
 import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 
-let gated: Gated | undefined;
 let blocker: Server | undefined;
 afterEach(async () => {
-  await gated?.close(1000);
-  gated = undefined;
   await new Promise<void>((r) => (blocker ? blocker.close(() => r()) : r()));
   blocker = undefined;
 });
@@ -62,19 +57,12 @@ describe('gated run refuses to run half-alive', () => {
 
 describe('/healthz tells the truth', () => {
   async function start() {
-    const dir = tempDir();
-    const config = loadConfig({
-      GATED_DB: join(dir, 'gated.db'),
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_HTTP_PORT: '0',
-      GATED_POLL_MS: '50',
-    });
-    gated = await startGated({ config, log: silentLogger(), channels: [], demo: true });
+    const g = await startTestGated({ channels: [], demo: true, env: { GATED_POLL_MS: '50' } });
     const health = async () => {
-      const res = await fetch(`${gated!.url}/healthz`);
+      const res = await fetch(`${g.url}/healthz`);
       return { status: res.status, body: (await res.json()) as { reason?: string } };
     };
-    return { g: gated, health, file: config.db };
+    return { g, health, file: g.config.db };
   }
 
   it('503 when rows are running without a live run (a wedged queue), 200 again once they end', async () => {

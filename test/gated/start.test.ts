@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../core/paths.js';
 import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
 
 let child: ChildProcess | undefined;
 afterEach(async () => {
@@ -53,15 +54,16 @@ describe("the README's start command", () => {
       body: JSON.stringify({ group: 'demo', content: 'hi from the README test' }),
     });
     expect(sent.status).toBe(201);
-    const end = Date.now() + 20_000;
-    let lines: { role: string; content: string }[] = [];
-    while (Date.now() < end) {
-      const h = (await (await fetch(`${url}/api/chat/history?group=demo`)).json()) as { lines: typeof lines };
-      lines = h.lines;
-      if (lines.some((l) => l.role === 'agent')) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(lines.find((l) => l.role === 'agent')?.content).toContain('echo: hi from the README test');
+    type Line = { role: string; content: string };
+    const answer = await until(
+      async () => {
+        const h = (await (await fetch(`${url}/api/chat/history?group=demo`)).json()) as { lines: Line[] };
+        return h.lines.find((l) => l.role === 'agent');
+      },
+      20_000,
+      "the agent's answer in the history",
+    );
+    expect(answer.content).toContain('echo: hi from the README test');
 
     // Stop gated itself (its pid is in the owner row), as an operator's SIGTERM would; npm passes its exit on.
     const db = new Database(join(dir, 'gated.db'), { readonly: true });

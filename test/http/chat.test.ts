@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WEB_LIMIT } from '../../channels/web/index.js';
 import { splitText } from '../../core/text.js';
+import { until } from '../helpers/process.js';
 import { getJson, postJson, reply, startWebServer, visit } from './harness.js';
 import { SseClient } from './sse-client.js';
 
@@ -262,11 +263,14 @@ describe('web chat: SSE stream', () => {
     expect(s.web.subscriberCount()).toBe(1);
     sse.close();
     // The server notices the closed socket on its next write; a delivery is such a write.
-    const deadline = Date.now() + 5000;
-    while (s.web.subscriberCount() > 0 && Date.now() < deadline) {
-      await reply(s, 'demo', '', 'anyone?');
-      await new Promise((r) => setImmediate(r));
-    }
+    await until(
+      async () => {
+        await reply(s, 'demo', '', 'anyone?');
+        return s.web.subscriberCount() === 0;
+      },
+      5000,
+      'the closed stream unsubscribed',
+    );
     expect(s.web.subscriberCount()).toBe(0);
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../core/metrics.js';
+import { startTestGated } from '../helpers/gated.js';
+import { until } from '../helpers/process.js';
 import { postJson, startWebServer } from './harness.js';
 
 /** Parses Prometheus text exposition into `name{labels}` → value (labels as written, sorted by prom-client). */
@@ -86,5 +88,51 @@ describe('/metrics', () => {
     expect(parse(await b.text()).get('gated_unrouted_total')).toBe(0);
     const withProcess = createMetrics({ processMetrics: true });
     expect(parse(await withProcess.text()).has('gated_process_cpu_seconds_total')).toBe(true);
+  });
+});
+
+describe('/metrics of a whole gated', () => {
+  it('counts what one message did at each stage: in, routed, run, delivered; and an unrouted one', async () => {
+    const g = await startTestGated({ channels: [], demo: true, env: { GATED_IDLE_TIMEOUT_MS: '300' } });
+    const before = await scrape(g.url!);
+    const sent = await postJson(`${g.url}/api/chat/send`, { group: 'demo', content: 'count me' });
+    expect(sent.status).toBe(201);
+    const id = sent.body.id as number;
+    // No route takes a telegram chat here: stored, counted as unrouted, never run.
+    g.gateway.sink({ chat_jid: 'telegram:-1', sender: 'someone', content: 'lost' });
+    const reply = (col: string) =>
+      g.db.prepare(`SELECT ${col} FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`).pluck().get(id);
+    await until(() => reply('delivery') === 'sent', 15_000, 'the reply delivered');
+    await until(
+      () => g.db.prepare(`SELECT result FROM session_log WHERE result IS NOT NULL`).pluck().get(),
+      15_000,
+      'the run to end',
+    );
+    expect(reply('content')).toContain('count me');
+    const after = await until(
+      async () => {
+        const m = await scrape(g.url!);
+        // The run's end is counted once its rows are settled, just after session_log has its result.
+        return (
+          m.get('gated_runs_total{result="ok"}') === (before.get('gated_runs_total{result="ok"}') ?? 0) + 1 &&
+          m
+        );
+      },
+      5000,
+      'the run counted',
+    );
+    const delta = (k: string) => (after.get(k) ?? NaN) - (before.get(k) ?? 0);
+    expect(delta('gated_messages_in_total{platform="web",verb="message"}')).toBe(1);
+    expect(delta('gated_messages_in_total{platform="telegram",verb="message"}')).toBe(1);
+    expect(delta('gated_routed_total{target="demo"}')).toBe(1);
+    expect(delta('gated_unrouted_total')).toBe(1);
+    expect(delta('gated_run_duration_seconds_count{result="ok"}')).toBe(1);
+    expect(delta('gated_runs_total{result="error"}')).toBe(0);
+    expect(delta('gated_outbound_total{outcome="delivered"}')).toBe(1);
+    expect(delta('gated_outbound_total{outcome="failed"}')).toBe(0);
+    expect(delta('gated_rows_failed_total{stage="gateway"}')).toBe(0);
+    expect(delta('gated_poll_tick_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(after.get('gated_lanes_active')).toBe(0);
+    expect(after.get('gated_held_messages')).toBe(0);
   });
 });

@@ -15,6 +15,7 @@ import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { createSwarmRuntime } from '../../queue/runtime/swarm.js';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { runtimeConformance } from './runtime-conformance.js';
 
@@ -90,12 +91,15 @@ runtimeConformance('swarm', () => ({
   hostPids: false,
   assertNothingLeft: async () => {
     // A removed service's container goes about a second later.
-    const deadline = Date.now() + 15_000;
     let left = await ours();
-    while ((left.services.length || left.containers.length) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200));
-      left = await ours();
-    }
+    await until(
+      async () => {
+        left = await ours();
+        return left.services.length === 0 && left.containers.length === 0;
+      },
+      15_000,
+      'the services and containers of ended runs removed',
+    ).catch(() => undefined);
     expect(left).toEqual({ services: [], containers: [] });
   },
 }));

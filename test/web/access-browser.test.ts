@@ -1,38 +1,27 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import { describe, expect, it } from 'vitest';
+import type { Gated } from '../../gated/app.js';
 import { setLimits, upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
-
-const running: Gated[] = [];
-afterEach(async () => {
-  while (running.length) await running.pop()!.close(2000);
-});
 
 const TOKEN = 'access-panel-test-token';
 
 /** The whole gated (process runtime, example agent) with an approval group and a limited open group. */
 async function startWholeGated(): Promise<Gated> {
-  const dir = tempDir('gated-access-browser-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
-    GATED_IDLE_TIMEOUT_MS: '300',
-    GATED_ADMIN_TOKEN: TOKEN,
-    GATED_ADMINS: 'telegram:1',
-    GATED_LOG_LEVEL: 'silent',
+  const gated = await startTestGated({
+    channels: [],
+    graceMs: 2000,
+    env: {
+      GATED_RUNTIME: 'process',
+      GATED_POLL_MS: '50',
+      GATED_IDLE_TIMEOUT_MS: '300',
+      GATED_ADMIN_TOKEN: TOKEN,
+      GATED_ADMINS: 'telegram:1',
+    },
   });
-  const gated = await startGated({ config, log: silentLogger(), channels: [] });
-  running.push(gated);
-  const { db } = gated;
+  const { db, config } = gated;
   addGroup(db, config.groupsDir, 'club');
   addGroup(db, config.groupsDir, 'lounge');
   db.prepare(`UPDATE registered_groups SET access = 'approval' WHERE folder = 'club'`).run();

@@ -1,31 +1,12 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
+import type { Gated } from '../../gated/app.js';
+import { startDemoGated } from '../helpers/gated.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
-
-const running: Gated[] = [];
-afterEach(async () => {
-  while (running.length) await running.pop()!.close(2000);
-});
 
 /** The whole gated as `npm start` runs it (process runtime, example agent, demo group), on a free port. */
 async function startWholeGated(): Promise<Gated> {
-  const dir = tempDir('gated-browser-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
-    // Agents stay up 5 s after answering, so the dashboard can show their lanes.
-    GATED_IDLE_TIMEOUT_MS: '5000',
-    GATED_LOG_LEVEL: 'silent',
-  });
-  const gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] });
-  running.push(gated);
+  // Agents stay up 5 s after answering, so the dashboard can show their lanes.
+  const gated = await startDemoGated({ GATED_IDLE_TIMEOUT_MS: '5000' });
   if (!gated.url) throw new Error('gated started without its HTTP server');
   return gated;
 }

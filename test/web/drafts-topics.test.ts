@@ -2,36 +2,18 @@
  * Two topics (browser panes) of one web chat streaming at once: each pane gets its own draft, growing in
  * place, and its own answer once. The whole gated with the files agent; the panes are SSE clients.
  */
-import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import { FILES_AGENT_CMD, startDemoGated } from '../helpers/gated.js';
 import { postJson } from '../http/harness.js';
 import { SseClient } from '../http/sse-client.js';
 
-let gated: Gated | undefined;
 const clients: SseClient[] = [];
-afterEach(async () => {
+afterEach(() => {
   while (clients.length) clients.pop()!.close();
-  await gated?.close(2000);
-  gated = undefined;
 });
 
 it('two topics of one chat stream two drafts, each shown only in its pane and ending as its answer once', async () => {
-  const dir = tempDir('gated-drafts-topics-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_AGENT_CMD: 'node "$GATED_HOME/test/agents/files-agent.mjs"',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
-    GATED_IDLE_TIMEOUT_MS: '2000',
-    GATED_LOG_LEVEL: 'silent',
-  });
-  gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] });
+  const gated = await startDemoGated({ GATED_AGENT_CMD: FILES_AGENT_CMD, GATED_IDLE_TIMEOUT_MS: '2000' });
   const url = gated.url!;
   const panes = new Map<string, SseClient>();
   for (const topic of ['a', 'b']) {

@@ -8,36 +8,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import { describe, expect, it } from 'vitest';
+import type { Gated } from '../../gated/app.js';
+import { FILES_AGENT_CMD, startDemoGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
-const running: Gated[] = [];
-afterEach(async () => {
-  while (running.length) await running.pop()!.close(2000);
-});
-
 async function startWithFilesAgent(): Promise<{ gated: Gated; groupsDir: string }> {
-  const dir = tempDir('gated-files-browser-');
-  const groupsDir = join(dir, 'groups');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: groupsDir,
-    GATED_RUNTIME: 'process',
-    GATED_AGENT_CMD: 'node "$GATED_HOME/test/agents/files-agent.mjs"',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
-    GATED_IDLE_TIMEOUT_MS: '3000',
-    GATED_LOG_LEVEL: 'silent',
-  });
-  const gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] });
-  running.push(gated);
+  const gated = await startDemoGated({ GATED_AGENT_CMD: FILES_AGENT_CMD, GATED_IDLE_TIMEOUT_MS: '3000' });
   if (!gated.url) throw new Error('gated started without its HTTP server');
-  return { gated, groupsDir };
+  return { gated, groupsDir: gated.config.groupsDir };
 }
 
 /**

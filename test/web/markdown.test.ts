@@ -1,32 +1,12 @@
-import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import { expect, it } from 'vitest';
+import { startDemoGated } from '../helpers/gated.js';
 import { launchChromium, strictPage } from './chromium.js';
-
-const running: Gated[] = [];
-afterEach(async () => {
-  while (running.length) await running.pop()!.close(2000);
-});
 
 it(
   'renders an agent reply as Markdown in chromium, and no HTML from it runs',
   { timeout: 90_000 },
   async () => {
-    const dir = tempDir('gated-md-');
-    const config = loadConfig({
-      GATED_DB: join(dir, 'gated.db'),
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_RUNTIME: 'process',
-      GATED_HTTP_PORT: '0',
-      GATED_POLL_MS: '50',
-      GATED_IDLE_TIMEOUT_MS: '500',
-      GATED_LOG_LEVEL: 'silent',
-    });
-    const gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] });
-    running.push(gated);
+    const gated = await startDemoGated({ GATED_IDLE_TIMEOUT_MS: '500' });
     const browser = await launchChromium();
     try {
       const { page, errors } = await strictPage(browser);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../core/paths.js';
 import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
 import { SseClient } from '../http/sse-client.js';
 
 const started: ChildProcess[] = [];
@@ -21,8 +22,7 @@ afterEach(async () => {
     const pgid = child.pid!;
     // npm start runs a shell and node under it: signal the process group we created, by its id.
     if (groupAlive(pgid)) process.kill(-pgid, 'SIGTERM');
-    const deadline = Date.now() + 15_000;
-    while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await until(() => !groupAlive(pgid), 15_000, 'npm start to exit').catch(() => undefined);
     if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
   }
 });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { benchInstance, externalWriter } from '../../bench/pipeline.js';
+import { until } from '../helpers/process.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
 type Instance = Awaited<ReturnType<typeof benchInstance>>;
@@ -40,10 +41,11 @@ describe('dashboard views in chromium on a burst-filled database', () => {
         .pluck()
         .get(...args) as number;
     // Idle agents end their runs soon after the last reply: wait until none is open, so counts are final.
-    for (let i = 0; i < 200 && count(`SELECT count(*) FROM session_log WHERE result IS NULL`) > 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(count(`SELECT count(*) FROM session_log WHERE result IS NULL`)).toBe(0);
+    await until(
+      () => count(`SELECT count(*) FROM session_log WHERE result IS NULL`) === 0,
+      10_000,
+      'every run ended',
+    );
     const inbound = count(`SELECT count(*) FROM messages WHERE is_from_me = 0`);
     const delivered = count(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND delivery = 'sent'`);
     const runs = count(`SELECT count(*) FROM session_log WHERE ended_at IS NOT NULL`);

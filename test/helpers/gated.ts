@@ -1,0 +1,81 @@
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import { loadConfig, type Config } from '../../core/config.js';
+import { silentLogger } from '../../core/log.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import type { StartOptions } from '../../gated/base.js';
+import { openDatabase, type Db } from '../../store/db.js';
+import { tempDir } from './db.js';
+
+// Registered after db.ts's cleanup (imported above), so it runs first: each gated is closed before its
+// folder is removed.
+// Each running gated with the grace its runs get when it is closed.
+const running = new Map<Gated, number>();
+afterEach(async () => {
+  for (const [g, graceMs] of [...running]) await closeTestGated(g, graceMs);
+});
+
+/** How a test's gated starts: startGated's options, with the settings it needs over the defaults. */
+export interface TestGatedOptions extends Omit<StartOptions, 'config'> {
+  /**
+   * Settings (the variables of .env.example) over the defaults: a database and a groups folder in a fresh
+   * temporary folder, HTTP on an ephemeral port, the process runtime with the example agent.
+   */
+  env?: Record<string, string>;
+  /** How long runs still in flight get when the gated is closed after the test. Default 1000 ms. */
+  graceMs?: number;
+  /**
+   * Rows the database has before gated starts (groups, routes), written on a connection of their own as
+   * an operator's sqlite3 would, and closed before the start.
+   */
+  seed?: (db: Db, config: Config) => void;
+}
+
+/**
+ * Starts a whole gated for one test, with quiet logs, and closes it after the test (a test that closes it
+ * itself, to restart on the same database, uses closeTestGated). Channels come from the settings unless
+ * `channels` replaces them (`[]`: the web chat only).
+ */
+export async function startTestGated(opts: TestGatedOptions = {}): Promise<Gated> {
+  const { env = {}, graceMs = 1000, seed, ...start } = opts;
+  const dir = tempDir();
+  const config = loadConfig({
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_HTTP_PORT: '0',
+    ...env,
+  });
+  if (seed) {
+    const db = openDatabase(config.db);
+    try {
+      seed(db, config);
+    } finally {
+      db.close();
+    }
+  }
+  const g = await startGated({ log: silentLogger(), ...start, config });
+  running.set(g, graceMs);
+  return g;
+}
+
+/** Closes a gated started by startTestGated before the test ends; runs still in flight get `graceMs`. */
+export async function closeTestGated(g: Gated, graceMs = running.get(g) ?? 1000): Promise<void> {
+  if (!running.delete(g)) return;
+  await g.close(graceMs);
+}
+
+/**
+ * The whole gated as `npm start` runs it, for the web chat: the process runtime (the example agent unless
+ * `env` names another), the demo group, no platform channel, a fast poll; runs get 2 s when it closes.
+ */
+export function startDemoGated(env: Record<string, string> = {}): Promise<Gated> {
+  return startTestGated({
+    demo: true,
+    channels: [],
+    graceMs: 2000,
+    env: { GATED_RUNTIME: 'process', GATED_POLL_MS: '50', ...env },
+  });
+}
+
+/** GATED_AGENT_CMD of test/agents/files-agent.mjs: slow, streaming drafts, reading and writing files. */
+export const FILES_AGENT_CMD = 'node "$GATED_HOME/test/agents/files-agent.mjs"';
