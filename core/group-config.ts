@@ -1,4 +1,5 @@
 import { ConfigFileError, isConfigDir, listConfigDir, readConfigFile } from './config-files.js';
+import { folderChain } from './types.js';
 
 /**
  * A group's operator-owned configuration (docs/AGENTS.md): standing instructions, skills, MCP servers and
@@ -59,12 +60,6 @@ export interface GroupConfig {
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 /** An MCP server name; `gated` is the gateway's own tool server. */
 const SERVER = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-
-/** The folder and its ancestors, nearest first: `a/b/c` → `a/b/c`, `a/b`, `a`. */
-export function folderChain(folder: string): string[] {
-  const parts = folder.split('/');
-  return parts.map((_, i) => parts.slice(0, parts.length - i).join('/'));
-}
 
 /** The value of `key:` in a Markdown file's leading `---` front matter, if any. */
 export function frontMatter(text: string, key: string): string | undefined {

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** How a run ended (session_log.result). */
-import type { RunResult } from './types.js';
+import { PLATFORM_RE, type RunResult } from './types.js';
 
 /** What happened to one outbound delivery attempt. */
 export type OutboundOutcome = 'delivered' | 'retried' | 'failed';
@@ -87,7 +87,6 @@ const KNOWN_VERBS = new Set([
   'quote',
 ]);
 const ACTION_LABELS = new Set(['send', 'delegate', 'escalate', 'schedule', 'react', 'partial']);
-const PLATFORM_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 function verbLabel(verb: string): string {
   return KNOWN_VERBS.has(verb) ? verb : 'other';

@@ -126,6 +126,9 @@ export function sessionKeyId(key: SessionKey): string {
   return key.topic === '' ? key.group : `${key.group}#${key.topic}`;
 }
 
+/** A platform's name as a JID starts with it: lower case, a letter first, at most 32 characters. */
+export const PLATFORM_RE = /^[a-z][a-z0-9_-]{0,31}$/;
+
 /** Splits a JID at its first `:`. A JID without `:` has the empty platform. */
 export function parseJid(jid: Jid): { platform: string; room: string } {
   const i = jid.indexOf(':');
@@ -172,6 +175,23 @@ export function folderError(folder: string): string | null {
 /** True when `folder` is a valid group folder path (no `..`, no leading `/`, no empty segment, not too long). */
 export function isValidFolder(folder: string): boolean {
   return folderError(folder) === null;
+}
+
+/** The folder and its ancestors, nearest first: `a/b/c` → `a/b/c`, `a/b`, `a`. */
+export function folderChain(folder: string): string[] {
+  const parts = folder.split('/');
+  return parts.map((_, i) => parts.slice(0, parts.length - i).join('/'));
+}
+
+/** `a/b/c` → `a/b`; a top-level folder has no parent. */
+export function parentFolder(folder: string): string | undefined {
+  const i = folder.lastIndexOf('/');
+  return i < 0 ? undefined : folder.slice(0, i);
+}
+
+/** True when `group` is `root` or lies below it. */
+export function inTree(group: string, root: string): boolean {
+  return group === root || group.startsWith(root + '/');
 }
 
 /** A topic name as stored (without `#`). */

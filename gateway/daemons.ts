@@ -1,4 +1,5 @@
 import type { Logger } from '../core/log.js';
+import type { Message } from '../core/types.js';
 import { coerceError } from '../core/errors.js';
 import { backoffDelay } from '../core/backoff.js';
 import { createWorker, type Worker } from '../core/worker.js';
@@ -19,16 +20,8 @@ export interface DaemonOptions {
   fetch?: typeof fetch;
 }
 
-interface DaemonRow {
-  id: number;
-  chat_jid: string;
-  sender: string;
-  sender_name: string | null;
-  content: string;
-  verb: string;
-  topic: string;
-  platform_msg_id: string | null;
-  timestamp: string;
+/** A `messages` row routed to a daemon, with its target and the attempts made so far. */
+interface DaemonRow extends Omit<Message, 'reply_to' | 'is_from_me'> {
   target: string;
   attempts: number;
 }

@@ -1,6 +1,7 @@
 import { join, posix } from 'node:path';
 import type { Config } from '../core/config.js';
-import { folderChain, readGroupConfig, type ConfigProblem, type McpServer } from '../core/group-config.js';
+import { readGroupConfig, type ConfigProblem, type McpServer } from '../core/group-config.js';
+import { folderChain } from '../core/types.js';
 import { AgentStore, BUILT_IN_AGENTS } from '../store/agents.js';
 import type { Logger } from '../core/log.js';
 import type { Db } from '../store/db.js';

@@ -1,3 +1,4 @@
+import { folderChain } from '../core/types.js';
 import { tryCompileGlob, type GlobTest } from './glob.js';
 
 /**
@@ -78,13 +79,6 @@ function compileRow(row: ToolRuleRow): ToolRule | InvalidToolRule {
     return bad(`approvers '${String(approvers)}' is not one of ${APPROVERS.join(', ')}`);
   }
   return { row, tool, input, decision: row.decision as ToolDecision, approvers: approvers as Approvers };
-}
-
-/** `a/b/c` → `a/b/c`, `a/b`, `a`: a group first, then its ancestors. */
-export function folderChain(folder: string): string[] {
-  const out: string[] = [];
-  for (let f = folder; f !== ''; f = f.includes('/') ? f.slice(0, f.lastIndexOf('/')) : '') out.push(f);
-  return out;
 }
 
 /** All tool rules compiled once per table version, filed by group in (seq, id) order. */

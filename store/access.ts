@@ -1,5 +1,5 @@
 import { UsageError } from '../core/errors.js';
-import { isValidFolder, parseJid } from '../core/types.js';
+import { isValidFolder, parentFolder, parseJid } from '../core/types.js';
 import { compileGlob, globError, isLiteral, type GlobTest } from '../router/index.js';
 import { literalValue } from '../router/glob.js';
 import type { Db } from './db.js';
@@ -238,12 +238,6 @@ export class AccessSource {
     const role = this.role(folder, principalOf(msg));
     return role === 'owner' || role === 'member' ? role : 'guest';
   }
-}
-
-/** `a/b/c` → `a/b`; a top-level folder has no parent. */
-export function parentFolder(folder: string): string | undefined {
-  const i = folder.lastIndexOf('/');
-  return i < 0 ? undefined : folder.slice(0, i);
 }
 
 /** One `members` row as stored. */

@@ -1,20 +1,26 @@
+import type { Message } from '../core/types.js';
+
 /**
  * The rows the queue's store hands out (store/queue.ts): a batch's messages, the lanes that wait, what a
  * dispatch wrote and the group facts a run needs. Plain data, read with the statements of queue-sql.ts.
  */
 
-/** One message of a batch: what the agent receives, plus where a reply to it goes. */
-export interface BatchRow {
-  id: number;
-  sender: string;
-  sender_name: string | null;
-  content: string;
-  verb: string;
-  timestamp: string;
-  platform_msg_id: string | null;
-  chat_jid: string;
-  /** The inbound topic (platform thread), for the reply row. */
-  topic: string;
+/**
+ * One message of a batch: the fields of its `messages` row (core/types.ts) the agent receives, plus where a
+ * reply to it goes (its topic, the platform thread, for the reply row).
+ */
+export interface BatchRow extends Pick<
+  Message,
+  | 'id'
+  | 'sender'
+  | 'sender_name'
+  | 'content'
+  | 'verb'
+  | 'timestamp'
+  | 'platform_msg_id'
+  | 'chat_jid'
+  | 'topic'
+> {
   /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (CONTRACT §19). */
   interrupts: number;
 }

@@ -1,7 +1,7 @@
 import { UsageError } from '../core/errors.js';
 import { formatDuration } from '../core/duration.js';
 import { nextDue, planSchedule, shortestGap, type Schedule, type TaskKind } from '../core/schedule.js';
-import { isoNow, isValidFolder, parseJid, TOPIC_RE } from '../core/types.js';
+import { isoNow, isValidFolder, parseJid, PLATFORM_RE, TOPIC_RE } from '../core/types.js';
 import type { Db } from './db.js';
 import { insertOutbound } from './messages.js';
 
@@ -53,8 +53,6 @@ export interface TaskBounds {
 
 /** Longest task text accepted (it becomes a message's content). */
 export const MAX_TASK_TEXT = 16 * 1024;
-
-const JID_PLATFORM_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 
 function prepare(db: Db) {
   return {
@@ -141,7 +139,7 @@ export function addTask(db: Db, t: NewTask, now: number, tz: string): number {
   const topic = t.topic ?? '';
   if (topic !== '' && !TOPIC_RE.test(topic)) throw new UsageError(`bad topic '${topic}'`);
   const { platform, room } = parseJid(t.chat_jid);
-  if (!JID_PLATFORM_RE.test(platform) || room === '')
+  if (!PLATFORM_RE.test(platform) || room === '')
     throw new UsageError(`bad chat '${t.chat_jid}': write platform:room, e.g. telegram:-100123 or web:demo`);
   if (t.text.trim() === '') throw new UsageError('the task text is empty');
   if (t.text.length > MAX_TASK_TEXT) throw new UsageError(`the task text is longer than ${MAX_TASK_TEXT}`);

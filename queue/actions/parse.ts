@@ -1,3 +1,4 @@
+import { parseJid, PLATFORM_RE } from '../../core/types.js';
 import type { TaskKind } from '../../core/schedule.js';
 
 /**
@@ -51,7 +52,11 @@ export const MAX_ACTIONS_PER_BLOCK = 20;
 /** Longest text an action may carry (send, delegate, escalate, schedule). */
 export const MAX_ACTION_TEXT = 64 * 1024;
 
-const JID_RE = /^[a-z][a-z0-9_-]{0,31}:\S{1,256}$/;
+/** A chat an agent may name: a platform, then a room of 1 to 256 characters without white space. */
+function isChatJid(jid: string): boolean {
+  const { platform, room } = parseJid(jid);
+  return PLATFORM_RE.test(platform) && /^\S{1,256}$/.test(room);
+}
 
 function isActionType(t: string): t is ActionType {
   return (ACTION_TYPES as readonly string[]).includes(t);
@@ -77,7 +82,7 @@ export function parseAction(raw: unknown): Parsed {
     case 'send': {
       const t = text('text');
       if (typeof t !== 'string') return t;
-      if (typeof v.chat_jid !== 'string' || !JID_RE.test(v.chat_jid))
+      if (typeof v.chat_jid !== 'string' || !isChatJid(v.chat_jid))
         return bad('"chat_jid" must be a chat JID such as telegram:-100123');
       return { ok: true, action: { type, chat_jid: v.chat_jid, text: t } };
     }

@@ -1,4 +1,4 @@
-import { isValidFolder, parseJid } from '../../core/types.js';
+import { folderChain, inTree, isValidFolder, parseJid } from '../../core/types.js';
 import { tryCompileGlob, type RouteTable } from '../../router/index.js';
 import type { ActionStore } from '../../store/actions.js';
 import { ACTION_TYPES, type ActionType } from './parse.js';
@@ -7,11 +7,6 @@ import { ACTION_TYPES, type ActionType } from './parse.js';
  * Who may act where (docs/PROTOCOL.md). Pure decisions over a snapshot of the registered groups, the
  * routing table and a group's settings; nothing here writes.
  */
-
-/** True when `group` is `root` or lies below it. */
-export function inTree(group: string, root: string): boolean {
-  return group === root || group.startsWith(root + '/');
-}
 
 /** Splits a settings list written by an operator: space- or comma-separated words. */
 export function words(text: string | null | undefined): string[] {
@@ -39,12 +34,9 @@ export function delegationTarget(
 
 /** The nearest registered group above `from`, or undefined. */
 export function parentOf(from: string, groups: ReadonlySet<string>): string | undefined {
-  const parts = from.split('/');
-  for (let n = parts.length - 1; n > 0; n--) {
-    const up = parts.slice(0, n).join('/');
-    if (groups.has(up)) return up;
-  }
-  return undefined;
+  return folderChain(from)
+    .slice(1)
+    .find((up) => groups.has(up));
 }
 
 /**

@@ -1,35 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../gated/program.js';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
+import { gatedCli as gated } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
 import { testGateway } from '../helpers/gateway.js';
-
-afterEach(() => {
-  vi.restoreAllMocks();
-  process.exitCode = undefined;
-});
-
-/** Runs the `gated` program in this process against `db`; returns its exit code and output. */
-async function gated(db: string, ...args: string[]) {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((err += String(s)), true));
-  process.exitCode = undefined;
-  try {
-    await main(['node', 'gated', ...args, '--db', db]);
-  } finally {
-    vi.restoreAllMocks();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = undefined;
-  return { code, out, err };
-}
 
 /** A database with group `club` that every telegram chat routes to, and a gateway (ticked by hand). */
 function setup() {

@@ -1,36 +1,14 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { claimOwner } from '../../gated/owner.js';
-import { main } from '../../gated/program.js';
 import { checkDatabaseFile } from '../../store/backup.js';
 import { openDatabase } from '../../store/db.js';
+import { gatedCli as gated } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, until } from '../helpers/process.js';
-
-afterEach(() => {
-  vi.restoreAllMocks();
-  process.exitCode = undefined;
-});
-
-/** Runs the `gated` program in this process against `db`; returns its exit code and output. */
-async function gated(db: string, ...args: string[]) {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((err += String(s)), true));
-  process.exitCode = undefined;
-  try {
-    await main(['node', 'gated', ...args, '--db', db]);
-  } finally {
-    vi.restoreAllMocks();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = undefined;
-  return { code, out, err };
-}
 
 /**
  * Another process inserting inbound rows as fast as it can, each its own transaction, until killed: the

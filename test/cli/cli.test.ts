@@ -1,20 +1,14 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
+import { spawnGatedCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
-
-const CLI = packageFile('gated', 'cli.ts');
 
 /** Runs the real `gated` CLI in a child process against `db`. */
 function gated(db: string, ...args: string[]) {
-  // One process: node with tsx as a loader (the tsx binary would start a second node).
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args, '--db', db], {
-    encoding: 'utf8',
-    env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups') },
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
+  return spawnGatedCli(db, {}, ...args);
 }
 
 /** Runs sqlite3 (the operator's tool) on `db` with `sql` on stdin. */

@@ -1,42 +1,12 @@
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
-import { packageFile } from '../../core/paths.js';
+import { describe, expect, it } from 'vitest';
 import { scheduleOption } from '../../gated/commands/tasks.js';
-import { main } from '../../gated/program.js';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
+import { gatedCli, spawnGatedCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
 
-const CLI = packageFile('gated', 'cli.ts');
-
-/** Runs the real `gated` CLI in a child process against `db`. */
-function gated(db: string, env: Record<string, string>, ...args: string[]) {
-  // One process: node with tsx as a loader (the tsx binary would start a second node).
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args, '--db', db], {
-    encoding: 'utf8',
-    env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env },
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-/** Runs the CLI in this process (same code path as the binary, without a 3-second start per call). */
-async function inProcess(db: string, ...args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (out.push(String(s)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s) => (err.push(String(s)), true));
-  const saved = process.exitCode;
-  process.exitCode = 0;
-  try {
-    await main(['node', 'gated', ...args, '--db', db]);
-    return { code: process.exitCode, out: out.join(''), err: err.join('') };
-  } finally {
-    process.exitCode = saved;
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const gated = spawnGatedCli;
 
 describe('gated tasks', { timeout: 120_000 }, () => {
   it('picks exactly one schedule option', () => {
@@ -73,7 +43,7 @@ describe('gated tasks', { timeout: 120_000 }, () => {
     );
     expect(add).toMatchObject({ code: 0 });
     expect(add.out).toMatch(/^task 1 added, next run \d{4}-\d\d-\d\dT0[78]:00:00\.000Z\n$/);
-    const every = await inProcess(
+    const every = await gatedCli(
       db,
       'tasks',
       'add',
@@ -96,14 +66,14 @@ describe('gated tasks', { timeout: 120_000 }, () => {
     );
     expect(list[2]).toMatch(/^2\tactive\tops\t\tweb:ops\tevery\t1h30m\t/);
 
-    expect(await inProcess(db, 'tasks', 'pause', '1')).toMatchObject({ code: 0, out: 'task 1 paused\n' });
-    expect(await inProcess(db, 'tasks', 'pause', '1')).toMatchObject({
+    expect(await gatedCli(db, 'tasks', 'pause', '1')).toMatchObject({ code: 0, out: 'task 1 paused\n' });
+    expect(await gatedCli(db, 'tasks', 'pause', '1')).toMatchObject({
       code: 2,
       err: 'gated: task 1 is not active\n',
     });
-    expect((await inProcess(db, 'tasks', 'resume', '1')).out).toMatch(/^task 1 resumed, next run \S+Z\n$/);
-    expect(await inProcess(db, 'tasks', 'rm', '2')).toMatchObject({ code: 0, out: 'task 2 removed\n' });
-    expect((await inProcess(db, 'tasks', 'list')).out.trim().split('\n')).toHaveLength(2);
+    expect((await gatedCli(db, 'tasks', 'resume', '1')).out).toMatch(/^task 1 resumed, next run \S+Z\n$/);
+    expect(await gatedCli(db, 'tasks', 'rm', '2')).toMatchObject({ code: 0, out: 'task 2 removed\n' });
+    expect((await gatedCli(db, 'tasks', 'list')).out.trim().split('\n')).toHaveLength(2);
 
     const bad: Array<[string[], RegExp]> = [
       [['add', '--group', 'nope', '--chat', 'web:x', '--every', '1h', 't'], /^gated: no group 'nope'\n$/],
@@ -119,7 +89,7 @@ describe('gated tasks', { timeout: 120_000 }, () => {
       [['resume', 'abc'], /^gated: id must be an integer, got 'abc'\n$/],
     ];
     for (const [args, err] of bad) {
-      const r = await inProcess(db, 'tasks', ...args);
+      const r = await gatedCli(db, 'tasks', ...args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.err, args.join(' ')).toMatch(err);
       expect(r.err.trim().split('\n'), args.join(' ')).toHaveLength(1);

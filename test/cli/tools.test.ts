@@ -1,31 +1,9 @@
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../gated/program.js';
+import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../store/db.js';
 import { toolApprovalsOf } from '../../store/tool-approvals.js';
+import { gatedCli as gated } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
-
-afterEach(() => {
-  vi.restoreAllMocks();
-  process.exitCode = undefined;
-});
-
-/** Runs the `gated` program in this process; returns its exit code and output. */
-async function gated(db: string, ...args: string[]) {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((err += String(s)), true));
-  process.exitCode = undefined;
-  try {
-    await main(['node', 'gated', '--db', db, ...args]);
-  } finally {
-    vi.restoreAllMocks();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = undefined;
-  return { code, out, err };
-}
 
 describe('gated tools and gated approvals', () => {
   it('add refuses a bad row; check lists rows written with sqlite3 that never match; explain names the deciding rule', async () => {

@@ -1,0 +1,54 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, vi } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { main } from '../../gated/program.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  process.exitCode = undefined;
+});
+
+/** What one run of the CLI did: its exit code and what it wrote. */
+export interface CliResult {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/**
+ * Runs the `gated` program in this process against the database `db` (given first, so an argument list
+ * that takes anything, such as `tools explain`'s input line, cannot swallow it); returns its exit code and
+ * output.
+ */
+export async function gatedCli(db: string, ...args: string[]): Promise<CliResult> {
+  let out = '';
+  let err = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
+  vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((err += String(s)), true));
+  process.exitCode = undefined;
+  try {
+    await main(['node', 'gated', '--db', db, ...args]);
+  } finally {
+    vi.restoreAllMocks();
+  }
+  const code = Number(process.exitCode ?? 0);
+  process.exitCode = undefined;
+  return { code, out, err };
+}
+
+/** The CLI's entry point, for tests that run it as a child process. */
+export const CLI = packageFile('gated', 'cli.ts');
+
+/**
+ * Runs the real `gated` CLI in a child process against `db`, the groups folder beside it, with `env` over
+ * this process's environment.
+ */
+export function spawnGatedCli(db: string, env: Record<string, string>, ...args: string[]): CliResult {
+  // One process: node with tsx as a loader (the tsx binary would start a second node).
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args, '--db', db], {
+    encoding: 'utf8',
+    env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env },
+  });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
