@@ -19,9 +19,9 @@ import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { makeAccounts, postAs, type Accounts } from '../infra/atproto/harness.js';
 import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
+import { FILES_AGENT_CMD } from '../helpers/gated.js';
 
 const network = useAtprotoNetwork('bsky_files');
-const AGENT = `node "$GATED_HOME/test/agents/files-agent.mjs"`;
 const GROUP = 'bsky/files';
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==',
@@ -47,7 +47,7 @@ async function start(acc: Accounts): Promise<Gated> {
     GATED_POLL_MS: '50',
     GATED_RUNTIME: 'process',
     GATED_IDLE_TIMEOUT_MS: '300',
-    GATED_AGENT_CMD: AGENT,
+    GATED_AGENT_CMD: FILES_AGENT_CMD,
     // Bluesky asked to stream: it has no edits, so it stays batch.
     GATED_STREAM_CHANNELS: 'bluesky,telegram',
     BLUESKY_SERVICE: net.pdsUrl,

@@ -15,8 +15,8 @@ import { tempDir } from '../helpers/db.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { e2eConfig } from './support.js';
+import { FILES_AGENT_CMD } from '../helpers/gated.js';
 
-const AGENT = `node "$GATED_HOME/test/agents/files-agent.mjs"`;
 const ada = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
 
 let api: DiscordApiServer | undefined;
@@ -36,7 +36,7 @@ function config(dir: string, server: DiscordApiServer, env: Record<string, strin
     {
       DISCORD_BOT_TOKEN: server.token,
       DISCORD_API_ROOT: server.apiRoot,
-      GATED_AGENT_CMD: AGENT,
+      GATED_AGENT_CMD: FILES_AGENT_CMD,
       GATED_IDLE_TIMEOUT_MS: '2000',
       ...env,
     },
@@ -141,7 +141,7 @@ async function crashBetweenDraftAndAnswer(text: string): Promise<DiscordApiServe
     GATED_HTTP_PORT: '0',
     GATED_IDLE_TIMEOUT_MS: '2000',
     GATED_LOG_LEVEL: 'warn',
-    GATED_AGENT_CMD: AGENT,
+    GATED_AGENT_CMD: FILES_AGENT_CMD,
     DISCORD_BOT_TOKEN: server.token,
     DISCORD_API_ROOT: server.apiRoot,
   };

@@ -6,7 +6,7 @@ import { afterEach, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { closeTestGated } from '../helpers/gated.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
-import { startE2eGated } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;

@@ -15,8 +15,8 @@ import { tempDir } from '../helpers/db.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { e2eConfig } from './support.js';
+import { FILES_AGENT_CMD } from '../helpers/gated.js';
 
-const AGENT = `node "$GATED_HOME/test/agents/files-agent.mjs"`;
 const ada = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
 const GROUP = 'dc/files';
 
@@ -32,7 +32,12 @@ afterEach(async () => {
 function config(dir: string, server: DiscordApiServer, env: Record<string, string> = {}) {
   return e2eConfig(
     dir,
-    { DISCORD_BOT_TOKEN: server.token, DISCORD_API_ROOT: server.apiRoot, GATED_AGENT_CMD: AGENT, ...env },
+    {
+      DISCORD_BOT_TOKEN: server.token,
+      DISCORD_API_ROOT: server.apiRoot,
+      GATED_AGENT_CMD: FILES_AGENT_CMD,
+      ...env,
+    },
     { groups: [[GROUP, 'Files']], routes: [[0, 'platform=discord', GROUP]] },
   );
 }
@@ -186,7 +191,7 @@ test(
       GATED_POLL_MS: '50',
       GATED_HTTP_PORT: '0',
       GATED_LOG_LEVEL: 'warn',
-      GATED_AGENT_CMD: AGENT,
+      GATED_AGENT_CMD: FILES_AGENT_CMD,
       DISCORD_BOT_TOKEN: server.token,
       DISCORD_API_ROOT: server.apiRoot,
     };

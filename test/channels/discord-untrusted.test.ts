@@ -7,12 +7,12 @@
 import { existsSync, lstatSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 const AGENT = `node "$GATED_HOME/test/agents/hostile-agent.mjs"`;
 const ada = { id: '700000000000000043', username: 'ada', global_name: 'Ada' };
@@ -23,19 +23,17 @@ let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await api?.close();
   gated = api = undefined;
 });
 
 test('a planted inbox link is replaced by the upload; a file swapped for a link after its block is not uploaded', async () => {
   api = await DiscordApiServer.start();
-  const config = e2eConfig(
-    tempDir('gated-dc-hostile-'),
+  const g = (gated = await startE2eGated(
     { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot, GATED_AGENT_CMD: AGENT },
     { groups: [[GROUP, 'Hostile']], routes: [[0, 'platform=discord', GROUP]] },
-  );
-  const g = (gated = await startGated({ config, log: silentLogger(), http: false }));
+  ));
   const a = api;
   await a.waitForIdentify();
   const decoy = join(tempDir('gated-decoy-'), 'decoy.txt');

@@ -8,7 +8,7 @@ import type { Gated } from '../../gated/app.js';
 import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { SlackApiServer } from '../infra/slack-api.js';
-import { startE2eGated } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 let api: SlackApiServer | undefined;
 let gated: Gated | undefined;

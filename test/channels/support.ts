@@ -8,8 +8,6 @@ import type { Channel, InboundSink, SendPart } from '../../channels/channel.js';
 import { openDatabase, type Db } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
-import type { Gated } from '../../gated/app.js';
-import { startTestGated } from '../helpers/gated.js';
 
 /** A sink that stores with the real insertInbound and lets a test await its n-th call. */
 export interface RecordingSink {
@@ -107,10 +105,10 @@ export interface E2eSeed {
 }
 
 /** The settings of an end-to-end gateway: fast poll, process runtime with the example agent, short idle. */
-const E2E_ENV = { GATED_POLL_MS: '50', GATED_RUNTIME: 'process', GATED_IDLE_TIMEOUT_MS: '300' };
+export const E2E_ENV = { GATED_POLL_MS: '50', GATED_RUNTIME: 'process', GATED_IDLE_TIMEOUT_MS: '300' };
 
 /** Stores the groups and routes of `seed`. */
-function seedGroups(db: Db, groupsDir: string, seed: E2eSeed): void {
+export function seedGroups(db: Db, groupsDir: string, seed: E2eSeed): void {
   for (const [folder, name] of seed.groups) addGroup(db, groupsDir, folder, name);
   const route = db.prepare('INSERT INTO routes (seq, match, target) VALUES (?, ?, ?)');
   for (const r of seed.routes) route.run(...r);
@@ -131,18 +129,4 @@ export function e2eConfig(dir: string, env: Record<string, string>, seed: E2eSee
   seedGroups(db, config.groupsDir, seed);
   db.close();
   return config;
-}
-
-/**
- * The whole gateway for an end-to-end test (test/helpers/gated.ts, without HTTP): E2E_ENV plus the platform
- * settings in `env`, the groups and routes of `seed` stored before it starts. Close it with closeTestGated
- * before the platform's local server stops.
- */
-export function startE2eGated(env: Record<string, string>, seed: E2eSeed): Promise<Gated> {
-  return startTestGated({
-    http: false,
-    graceMs: 2000,
-    env: { ...E2E_ENV, ...env },
-    seed: (db, config) => seedGroups(db, config.groupsDir, seed),
-  });
 }

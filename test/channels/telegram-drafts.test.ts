@@ -13,10 +13,10 @@ import { tempDir } from '../helpers/db.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { e2eConfig } from './support.js';
+import { FILES_AGENT_CMD } from '../helpers/gated.js';
 
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
-const AGENT = `node "$GATED_HOME/test/agents/files-agent.mjs"`;
 
 let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
@@ -33,7 +33,7 @@ function config(dir: string, server: TelegramApiServer, env: Record<string, stri
     {
       TELEGRAM_BOT_TOKEN: server.token,
       TELEGRAM_API_ROOT: server.url,
-      GATED_AGENT_CMD: AGENT,
+      GATED_AGENT_CMD: FILES_AGENT_CMD,
       GATED_IDLE_TIMEOUT_MS: '2000',
       ...env,
     },
@@ -96,7 +96,7 @@ test(
       GATED_HTTP_PORT: '0',
       GATED_IDLE_TIMEOUT_MS: '2000',
       GATED_LOG_LEVEL: 'warn',
-      GATED_AGENT_CMD: AGENT,
+      GATED_AGENT_CMD: FILES_AGENT_CMD,
       TELEGRAM_BOT_TOKEN: api.token,
       TELEGRAM_API_ROOT: api.url,
     };

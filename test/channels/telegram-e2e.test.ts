@@ -7,7 +7,7 @@ import { afterEach, beforeEach, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { closeTestGated } from '../helpers/gated.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { startE2eGated } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 const group: Chat.SupergroupChat = { id: -1009876543210, type: 'supergroup', title: 'Team' };
 const forum = {

@@ -8,22 +8,20 @@ import { readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import type { Gated } from '../../gated/app.js';
+import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 const chat: Chat.PrivateChat = { id: 777, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
-export const FILES_AGENT = `node "$GATED_HOME/test/agents/files-agent.mjs"`;
 
 let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await api?.close();
   gated = api = undefined;
 });
@@ -31,12 +29,10 @@ afterEach(async () => {
 async function start(env: Record<string, string> = {}): Promise<{ api: TelegramApiServer; gated: Gated }> {
   api = await TelegramApiServer.start();
   api.addChat(chat);
-  const config = e2eConfig(
-    tempDir('gated-tg-files-'),
-    { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url, GATED_AGENT_CMD: FILES_AGENT, ...env },
+  gated = await startE2eGated(
+    { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url, GATED_AGENT_CMD: FILES_AGENT_CMD, ...env },
     { groups: [['tg/files', 'Files']], routes: [[0, 'platform=telegram', 'tg/files']] },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   await api.waitForPoll();
   return { api, gated };
 }

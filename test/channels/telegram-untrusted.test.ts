@@ -8,12 +8,12 @@ import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 43, is_bot: false, first_name: 'Ada' };
@@ -24,7 +24,7 @@ let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await api?.close();
   gated = api = undefined;
 }, 60_000);
@@ -32,12 +32,10 @@ afterEach(async () => {
 async function start(): Promise<{ api: TelegramApiServer; gated: Gated }> {
   api = await TelegramApiServer.start();
   api.addChat(chat);
-  const config = e2eConfig(
-    tempDir('gated-tg-hostile-'),
+  gated = await startE2eGated(
     { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url, GATED_AGENT_CMD: HOSTILE_AGENT },
     { groups: [[GROUP, 'Hostile']], routes: [[0, 'platform=telegram', GROUP]] },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   await api.waitForPoll();
   return { api, gated };
 }

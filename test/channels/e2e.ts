@@ -1,0 +1,17 @@
+import type { Gated } from '../../gated/app.js';
+import { startTestGated } from '../helpers/gated.js';
+import { E2E_ENV, seedGroups, type E2eSeed } from './support.js';
+
+/**
+ * The whole gateway for an end-to-end test (test/helpers/gated.ts, without HTTP): E2E_ENV plus the platform
+ * settings in `env`, the groups and routes of `seed` stored before it starts. Close it with closeTestGated
+ * before the platform's local server stops.
+ */
+export function startE2eGated(env: Record<string, string>, seed: E2eSeed): Promise<Gated> {
+  return startTestGated({
+    http: false,
+    graceMs: 2000,
+    env: { ...E2E_ENV, ...env },
+    seed: (db, config) => seedGroups(db, config.groupsDir, seed),
+  });
+}
