@@ -1,11 +1,15 @@
 /**
- * The conformance tests of what only some platforms have: files both ways and approval buttons (§18).
+ * The conformance tests of what only some platforms have: files both ways, approval buttons (§18) and the
+ * pacing of drafts.
  * Registered by channelConformance for the channels whose capabilities claim them; a channel that claims
  * one and lacks it (or whose harness cannot drive it) fails instead of skipping.
  */
 import { expect, it } from 'vitest';
-import type { Channel, InboundSink } from '../../channels/channel.js';
+import type { Channel, DraftOps, InboundSink } from '../../channels/channel.js';
+import { silentLogger } from '../../core/log.js';
+import { createDrafts } from '../../delivery/drafts.js';
 import type { Db } from '../../store/db.js';
+import { until } from '../helpers/process.js';
 import type { ExpectedInbound } from './conformance.js';
 import { inboundRows, type RecordingSink } from './support.js';
 
@@ -29,17 +33,56 @@ export interface ButtonsHarness {
 
 /** One test's world, as channelConformance's setup makes it. */
 export interface ExtrasCtx {
-  h: { jid: string; redeliverLast?: () => Promise<void> } & Partial<FilesHarness & ButtonsHarness>;
+  h: { jid: string; redeliverLast?: () => Promise<void>; shown?: () => string[] } & Partial<
+    FilesHarness & ButtonsHarness
+  >;
   db: Db;
   rec: RecordingSink & { sink: InboundSink };
   channel: Channel;
 }
 
-/** Registers the files and buttons tests for the capabilities claimed. */
+/** Registers the files, buttons and draft pacing tests for the capabilities claimed. */
 export function registerExtras(
-  caps: { files?: boolean; buttons?: boolean },
+  caps: { files?: boolean; buttons?: boolean; drafts?: boolean },
   setup: () => Promise<ExtrasCtx>,
 ) {
+  if (caps.drafts) {
+    it('paces the edits of a chat: drafts in between are never shown, the newest is', async () => {
+      const { h, db, channel } = await setup();
+      expect(channel.drafts && h.shown, 'the channel has drafts and the harness shows them').toBeTruthy();
+      const ops = channel.drafts!;
+      const edits: string[] = [];
+      const watched: DraftOps = {
+        open: (chat, text, thread, replyTo) => ops.open(chat, text, thread, replyTo),
+        edit: (chat, id, text, final) => (edits.push(text), ops.edit(chat, id, text, final)),
+        remove: (chat, id) => ops.remove(chat, id),
+        ...(ops.finalReplaces ? { finalReplaces: true } : {}),
+      };
+      const drafts = createDrafts({
+        db,
+        channels: [Object.create(channel, { drafts: { value: watched } }) as Channel],
+        log: silentLogger(),
+        mode: () => 'stream',
+        minIntervalMs: 400,
+      });
+      const partial = (text: string) =>
+        drafts.partial({ chatJid: h.jid, runId: 1, key: { group: 'g', topic: '' }, turn: 1, text });
+      try {
+        const t0 = Date.now();
+        partial('step 0');
+        await until(() => h.shown!().includes('step 0'), 10_000, 'the first draft');
+        for (let i = 1; i <= 10; i += 1) partial(`step ${i}`);
+        await until(() => h.shown!().includes('step 10'), 10_000, 'the newest draft');
+        // One edit, at the chat's next slot (posting 'step 0' took the first): straight to the newest text.
+        expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+        expect(edits).toEqual(['step 10']);
+        expect(h.shown!()).toEqual(['step 10']);
+      } finally {
+        await drafts.stop();
+      }
+    });
+  }
+
   if (caps.files) {
     it('takes a file both ways: a shared file fetched by its source, a reply file sent into the chat', async () => {
       const { h, rec, channel } = await setup();
