@@ -7,12 +7,15 @@ import type { StartOptions } from '../../gated/base.js';
 import { openDatabase, type Db } from '../../store/db.js';
 import { tempDir } from './db.js';
 
-// Registered after db.ts's cleanup (imported above), so it runs first: each gated is closed before its
-// folder is removed.
 // Each running gated with the grace its runs get when it is closed.
 const running = new Map<Gated, number>();
+// Registered after db.ts's cleanup (imported above), so it runs first: each gated is closed before its
+// folder is removed.
 afterEach(async () => {
-  for (const [g, graceMs] of [...running]) await closeTestGated(g, graceMs);
+  const closing = [...running].map(([g, graceMs]) => closeTestGated(g, graceMs));
+  // Every gated is closed even when one fails to; the first failure then fails the test.
+  const failed = (await Promise.allSettled(closing)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 });
 
 /** How a test's gated starts: startGated's options, with the settings it needs over the defaults. */
