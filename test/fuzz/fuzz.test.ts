@@ -1,12 +1,8 @@
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
+import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 
 /** Seeded PRNG: a failing run names its seed. */
 function rng(seed: number) {
@@ -30,12 +26,6 @@ const CANARY_BOUND_MS = 60_000;
 /** After the storm, every canary must be answered within this (on a machine shared by many jobs). */
 const DRAIN_MS = 25_000;
 
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
-
 describe('fuzz: hostile rows, requests and agent output never stall gated', () => {
   it('keeps answering a canary chat within the bound and neither exits nor grows without bound', async () => {
     const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
@@ -43,19 +33,19 @@ describe('fuzz: hostile rows, requests and agent output never stall gated', () =
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
     const junk = (n: number) =>
       Array.from({ length: n }, () => String.fromCodePoint(Math.floor(r() * 0x1f000))).join('');
-    const dir = tempDir();
-    const config = loadConfig({
-      GATED_DB: join(dir, 'gated.db'),
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_HTTP_PORT: '0',
-      GATED_POLL_MS: '100',
-      GATED_IDLE_TIMEOUT_MS: '1000',
-      GATED_RUN_TIMEOUT_MS: '5000',
-      GATED_MAX_CONCURRENT: '5',
-      GATED_AGENT_CMD: `node "${packageFile('test', 'fuzz', 'agent.mjs')}"`,
+    const g = await startTestGated({
+      channels: [],
+      demo: true,
+      graceMs: 2000,
+      env: {
+        GATED_POLL_MS: '100',
+        GATED_IDLE_TIMEOUT_MS: '1000',
+        GATED_RUN_TIMEOUT_MS: '5000',
+        GATED_MAX_CONCURRENT: '5',
+        GATED_AGENT_CMD: `node "${packageFile('test', 'fuzz', 'agent.mjs')}"`,
+      },
     });
-    gated = await startGated({ config, log: silentLogger(), channels: [], demo: true });
-    const g = gated;
+    const config = g.config;
     for (const f of ['canary', 'g1', 'g2']) addGroup(g.db, config.groupsDir, f);
 
     // Another connection, as any program with sqlite3 would write: an older database's rules (no CHECKs).

@@ -5,12 +5,11 @@
  */
 import type { Chat, User } from 'telegraf/types';
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { e2eConfig } from '../channels/support.js';
+import type { Gated } from '../../gated/app.js';
+import { startE2eGated } from '../channels/e2e.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 
 const team: Chat.SupergroupChat = { id: -1001111111111, type: 'supergroup', title: 'Team' };
@@ -22,7 +21,8 @@ let gated: Gated | undefined;
 let tg: TelegramApiServer | undefined;
 let dc: DiscordApiServer | undefined;
 afterEach(async () => {
-  await gated?.close(2000);
+  // Before the local platform servers go: the channels stop against live servers.
+  if (gated) await closeTestGated(gated);
   await tg?.close();
   await dc?.close();
   gated = tg = dc = undefined;
@@ -31,8 +31,7 @@ afterEach(async () => {
 async function start(env: Record<string, string> = {}) {
   tg = await TelegramApiServer.start();
   dc = await DiscordApiServer.start();
-  const config = e2eConfig(
-    tempDir('gated-actions-'),
+  gated = await startE2eGated(
     {
       TELEGRAM_BOT_TOKEN: tg.token,
       TELEGRAM_API_ROOT: tg.url,
@@ -56,7 +55,6 @@ async function start(env: Record<string, string> = {}) {
       ],
     },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   return gated;
 }
 

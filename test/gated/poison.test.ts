@@ -5,13 +5,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { openDatabase } from '../../store/db.js';
+import { describe, expect, it } from 'vitest';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
+import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 
 const AGENT = `
@@ -26,30 +23,21 @@ rl.on('line', (line) => {
 });
 `;
 
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(1000);
-  gated = undefined;
-});
-
 describe('a poison message', () => {
   it('is parked after the failure limit with one notice, and the chat goes on being served', async () => {
     const dir = tempDir();
     const agent = join(dir, 'poison-agent.mjs');
     writeFileSync(agent, AGENT);
-    const config = loadConfig({
-      GATED_DB: join(dir, 'gated.db'),
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_POLL_MS: '50',
-      GATED_RUNTIME: 'process',
-      GATED_AGENT_CMD: `exec node ${agent}`,
-      GATED_IDLE_TIMEOUT_MS: '200',
+    const g = await startTestGated({
+      http: false,
+      env: {
+        GATED_POLL_MS: '50',
+        GATED_RUNTIME: 'process',
+        GATED_AGENT_CMD: `exec node ${agent}`,
+        GATED_IDLE_TIMEOUT_MS: '200',
+      },
+      seed: (db, config) => addGroup(db, config.groupsDir, 'team', 'Team'),
     });
-    const setup = openDatabase(config.db);
-    addGroup(setup, config.groupsDir, 'team', 'Team');
-    setup.close();
-    gated = await startGated({ config, log: silentLogger(), http: false });
-    const g = gated;
     const db = g.db;
     const state = (id: number) =>
       db.prepare('SELECT state FROM messages WHERE id = ?').pluck().get(id) as string | undefined;
