@@ -18,7 +18,12 @@ import { groupConfigReport } from '../group-config-report.js';
 /** `gated groups list | add | rm | config | agent | threads | network`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
+  registryCommands(groups);
+  settingCommands(groups);
+}
 
+/** `gated groups list | add | rm`: which groups are registered. */
+function registryCommands(groups: Command): void {
   groups
     .command('list')
     .description('registered groups')
@@ -53,7 +58,10 @@ export function groupsCommand(program: Command): void {
         ctx.out(`group ${folder} removed`);
       }),
     );
+}
 
+/** `gated groups config | agent | threads`: what a group's agent gets, and how its chats map to sessions. */
+function settingCommands(groups: Command): void {
   groups
     .command('config')
     .description(
