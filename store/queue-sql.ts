@@ -19,7 +19,8 @@ const rowCols = (maxChars: number) =>
   `id, chat_jid, sender, sender_name, substr(coalesce(agent_content, content), 1, ${maxChars}) AS content,
    verb, timestamp, platform_msg_id, topic, coalesce(interrupts, 0) AS interrupts`;
 
-function prepare(db: Db, maxChars: number) {
+/** Which lanes are ready and in what order, a batch's rows, and the turns rows join and leave. */
+function laneStatements(db: Db, maxChars: number) {
   const ROW_COLS = rowCols(Math.max(1, Math.floor(maxChars)));
   return {
     // A row whose columns cannot be handed to an agent ends here, alone (see inboundRowError).
@@ -67,6 +68,12 @@ function prepare(db: Db, maxChars: number) {
     answerTurns: db.prepare(
       `UPDATE messages SET state = 'done' WHERE run_id = @runId AND state = 'running' AND turn <= @through`,
     ),
+  };
+}
+
+/** A key's agent session, and the system notes waiting for its next run. */
+function sessionStatements(db: Db) {
+  return {
     session: db.prepare(`SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?`).pluck(),
     upsertSession: db.prepare(
       `INSERT INTO sessions (group_folder, topic, session_id, updated_at) VALUES (@group, @topic, @id, @at)
@@ -82,6 +89,12 @@ function prepare(db: Db, maxChars: number) {
     ),
     consumeNote: db.prepare(`UPDATE system_messages SET consumed_at = ? WHERE id = ?`),
     restoreNote: db.prepare(`UPDATE system_messages SET consumed_at = NULL WHERE id = ?`),
+  };
+}
+
+/** A run's session_log row, what its end does to its rows, parking, and recovery after a restart. */
+function runStatements(db: Db) {
+  return {
     openRun: db.prepare(
       `INSERT INTO session_log (group_folder, topic, chat_jid, session_id, started_at, messages)
        VALUES (@group, @topic, @chat, @session, @at, @n)`,
@@ -141,6 +154,10 @@ function prepare(db: Db, maxChars: number) {
        AND (run_id IS NULL OR run_id IN (SELECT id FROM session_log WHERE result IS NOT NULL))`,
     ),
   };
+}
+
+function prepare(db: Db, maxChars: number) {
+  return { ...laneStatements(db, maxChars), ...sessionStatements(db), ...runStatements(db) };
 }
 
 /** The prepared statements, by operation. */
