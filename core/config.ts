@@ -11,6 +11,11 @@ export interface Config {
   pollMs: number;
   maxConcurrent: number;
   idleTimeoutMs: number;
+  /**
+   * The idle budget (GATED_IDLE_AGENTS_MAX): at most this many agents wait idle for a follow-up; beyond it
+   * the longest idle are closed. null: no budget (each waits out its idle timeout).
+   */
+  idleAgentsMax: number | null;
   runTimeoutMs: number;
   runtime: 'docker' | 'process' | 'swarm';
   agentImage: string;
@@ -235,6 +240,8 @@ export function loadConfig(env: Env = process.env): Config {
     pollMs: int(env, 'GATED_POLL_MS', 2000, 10),
     maxConcurrent: int(env, 'GATED_MAX_CONCURRENT', 5, 1),
     idleTimeoutMs: int(env, 'GATED_IDLE_TIMEOUT_MS', 30_000, 0),
+    idleAgentsMax:
+      str(env, 'GATED_IDLE_AGENTS_MAX') === undefined ? null : int(env, 'GATED_IDLE_AGENTS_MAX', 0, 0),
     runTimeoutMs: int(env, 'GATED_RUN_TIMEOUT_MS', 600_000, 1),
     runtime,
     agentImage: str(env, 'GATED_AGENT_IMAGE') ?? 'gated-agent:latest',

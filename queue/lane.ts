@@ -122,6 +122,20 @@ export class Lanes {
   }
 
   /**
+   * The idle budget (GATED_IDLE_AGENTS_MAX): beyond `max` idle agents, the longest idle (the oldest last
+   * answer) are closed first. Agents already closing hold no place in it. Returns the runs closed.
+   */
+  closeIdleOver(max: number): Run[] {
+    const idle = this.all()
+      .map((l) => l.run)
+      .filter((r) => r.idle && !r.closing)
+      .sort((a, b) => (a.lastOutputMs ?? 0) - (b.lastOutputMs ?? 0));
+    const over = idle.slice(0, Math.max(0, idle.length - max));
+    for (const run of over) run.closeStdin('idle');
+    return over;
+  }
+
+  /**
    * Fairness: while `waiting` lanes want a slot, idle agents give theirs up, longest idle first (closing
    * ones already count as given up).
    */

@@ -72,6 +72,7 @@ export class Scheduler {
           this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot');
         }
       }
+      this.keepIdleBudget();
       this.armRetryTimer(t);
     } catch (err) {
       this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
@@ -92,6 +93,22 @@ export class Scheduler {
     if (waiting === null || !run.idle) return;
     this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent closed: another chat waits');
     run.closeStdin('idle');
+  }
+
+  /**
+   * Each idle agent holds its memory until its idle timeout (a Claude agent ~280 MB): with an idle budget
+   * (GATED_IDLE_AGENTS_MAX) the agents beyond it are closed, longest idle first. Runs after every agent
+   * that becomes idle, since that wakes the pump.
+   */
+  private keepIdleBudget(): void {
+    const max = this.d.opts.config.idleAgentsMax;
+    if (max === undefined || max === null) return;
+    for (const run of this.d.lanes.closeIdleOver(max)) {
+      this.d.opts.log.debug(
+        { runId: run.runId, key: run.keyId, max },
+        'idle agent closed: over the idle budget',
+      );
+    }
   }
 
   /** Takes a ready lane's batch into a new run and starts its agent. */

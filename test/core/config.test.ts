@@ -9,6 +9,10 @@ describe('configuration', () => {
   it('has the documented defaults and starts no platform without credentials', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({ pollMs: 2000, maxConcurrent: 5, runtime: 'process', httpHost: '127.0.0.1' });
+    // No idle budget unless one is set; 0 is a budget (no agent waits idle).
+    expect(c.idleAgentsMax).toBeNull();
+    expect(loadConfig({ GATED_IDLE_AGENTS_MAX: '3' }).idleAgentsMax).toBe(3);
+    expect(loadConfig({ GATED_IDLE_AGENTS_MAX: '0' }).idleAgentsMax).toBe(0);
     expect(c.db).toMatch(/data\/gated\.db$/);
     expect([c.telegram, c.bluesky, c.discord]).toEqual([undefined, undefined, undefined]);
     expect(loadConfig({ TELEGRAM_BOT_TOKEN: '  ', DISCORD_BOT_TOKEN: '' }).telegram).toBeUndefined();
@@ -84,6 +88,9 @@ describe('configuration', () => {
       /GATED_MAX_CONCURRENT must be an integer >= 1/,
     );
     expect(() => loadConfig({ GATED_RUNTIME: 'vm' })).toThrow(/GATED_RUNTIME/);
+    expect(() => loadConfig({ GATED_IDLE_AGENTS_MAX: 'few' })).toThrow(
+      /GATED_IDLE_AGENTS_MAX must be an integer >= 0/,
+    );
   });
 
   it('collects agent secrets by name and refuses names that are not set', () => {
