@@ -51,11 +51,13 @@ function signalGroup(child: Child, signal: NodeJS.Signals): void {
  * inside a user namespace that maps gated's user to itself (an unprivileged user where the kernel allows
  * it). The agent's shell is the namespace's init: when it exits or is killed, the kernel kills every process
  * left in the namespace, whatever session, group or environment it gave itself (`env -i setsid …`), and
- * `--kill-child` ends it when `unshare` itself is killed.
+ * `--kill-child` ends it when `unshare` itself is killed. `--mount-proc` gives the namespace a /proc of its
+ * own (in a private mount namespace): tools that look their children up by pid (the Codex CLI waits on a
+ * command's /proc entry) must see the namespace's pids, not the machine's.
  */
 const NAMESPACE_PREFIXES: readonly (readonly string[])[] = [
-  ['unshare', '--pid', '--fork', '--kill-child'],
-  ['unshare', '--user', '--map-current-user', '--pid', '--fork', '--kill-child'],
+  ['unshare', '--pid', '--fork', '--kill-child', '--mount-proc'],
+  ['unshare', '--user', '--map-current-user', '--pid', '--fork', '--kill-child', '--mount-proc'],
 ];
 
 /**

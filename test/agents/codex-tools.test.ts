@@ -12,7 +12,6 @@ import { afterEach, beforeEach, expect, test } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
-import { createProcessRuntime } from '../../queue/runtime/process.js';
 import { upsertMember } from '../../store/access.js';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
@@ -38,9 +37,7 @@ const GROUP = 'cx';
 const CHAT = `web:${GROUP}`;
 
 /** A gated whose group `cx` runs the Codex agent with `actions` and `send_allow`, and its config folder. */
-async function startCodex(
-  opts: { actions?: string; sendAllow?: string; config?: boolean; pidNamespace?: false } = {},
-) {
+async function startCodex(opts: { actions?: string; sendAllow?: string; config?: boolean } = {}) {
   const dir = tempDir('gated-codex-test-');
   const configDir = join(dir, 'config');
   if (opts.config) writeGroupConfig(configDir, GROUP);
@@ -67,15 +64,7 @@ async function startCodex(
   if (opts.sendAllow !== undefined)
     db.prepare(`UPDATE registered_groups SET send_allow = ? WHERE folder = ?`).run(opts.sendAllow, GROUP);
   db.close();
-  const g = (gated = await startGated({
-    config,
-    log: silentLogger(),
-    channels: [],
-    http: false,
-    ...(opts.pidNamespace === false
-      ? { runtime: createProcessRuntime({ cmd: config.agentCmd, pidNamespace: false }) }
-      : {}),
-  }));
+  const g = (gated = await startGated({ config, log: silentLogger(), channels: [], http: false }));
   const groupDir = join(config.groupsDir, GROUP);
   return {
     g,
@@ -210,10 +199,7 @@ test(
   "a Codex shell command is asked about through the CLI's hook: rejected it never runs, allowed it does",
   { timeout: 180_000 },
   async () => {
-    // Without the process runtime's PID namespace: inside one (with the machine's /proc) the Codex CLI
-    // never sees its commands end and reports each as still running after 10 s (docs/AGENTS.md, "Known
-    // issues"); the asking under test does not depend on it.
-    const c = await startCodex({ actions: '', pidNamespace: false });
+    const c = await startCodex({ actions: '' });
     upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
     c.g.db
       .prepare(

@@ -3,7 +3,7 @@
  * file): what happens to the turns of a run when its agent or gated dies between them.
  */
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,6 +21,28 @@ import { freshDb, tempDir } from '../helpers/db.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { ready } from './helpers.js';
 import { recordingSignals } from '../helpers/signals.js';
+
+/**
+ * The machine's pid of the turn agent working in `dir`: it writes its pid as it sees it (inside the process
+ * runtime's PID namespace, the namespace's), which the last number of an NSpid line names.
+ */
+function agentPid(dir: string): number {
+  const inner = readFileSync(join(dir, 'agent.pid'), 'utf8').trim();
+  const folder = realpathSync(dir);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ns = /^NSpid:\s+(.*)$/m
+        .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
+        ?.trim()
+        .split(/\s+/);
+      if (ns?.at(-1) === inner && readlinkSync(`/proc/${entry}/cwd`) === folder) return Number(entry);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  throw new Error(`no process of pid ${inner} (as it sees it) works in ${dir}`);
+}
 
 const AGENT = packageFile('test', 'queue', 'agents', 'turn-agent.mjs');
 const agentCmd = (env: Record<string, string | number>) =>
@@ -121,7 +143,7 @@ describe('turns with a slow agent that numbers its blocks', () => {
     const firstRun = rowOf(db, m1).run_id;
     await until(() => agentLog(dir).some((e) => e.ev === 'freeze'), 10_000, 'the agent frozen');
 
-    process.kill(Number(readFileSync(join(dir, 'agent.pid'), 'utf8')), 'SIGKILL');
+    process.kill(agentPid(dir), 'SIGKILL');
     await until(() => rowOf(db, m2).state === 'done' && rowOf(db, m3).state === 'done', 15_000, 'turns 2–3');
 
     expect(Object.fromEntries(echoCounts(db))).toEqual({ 'one #hold=3 #freeze': 1, two: 1, three: 1 });
@@ -210,8 +232,8 @@ describe('turns across gated killed with -9', () => {
     const m1 = send('one #hold=3 #freeze');
     await until(() => agentLog(agentDir).some((e) => e.ev === 'line'), 20_000, 'turn 1 read');
     await until(() => existsSync(join(agentDir, 'agent.pid')), 5000, 'the pid file');
-    const agentPid = Number(readFileSync(join(agentDir, 'agent.pid'), 'utf8'));
-    pids.push(agentPid);
+    const frozen = agentPid(agentDir);
+    pids.push(frozen);
     const m2 = send('two');
     await until(() => row(m2)?.turn === 2, 10_000, 'turn 2 written');
     const m3 = send('three');
@@ -224,7 +246,7 @@ describe('turns across gated killed with -9', () => {
     // The agents die with gated (as its process group would with the machine). The frozen agent may
     // already have ended by itself: its stdin closed with gated, and a pending promise keeps no process up.
     try {
-      process.kill(agentPid, 'SIGKILL');
+      process.kill(frozen, 'SIGKILL');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
     }

@@ -16,7 +16,7 @@
 // directory, so a test can kill it and check what it read when. The pid is the machine's: in the process
 // runtime's PID namespace `process.pid` is the namespace's, while /proc (the machine's, not remounted)
 // names this process by the machine's pid.
-import { appendFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const START = '---GATED_OUTPUT_START---';
@@ -25,14 +25,9 @@ const TURN_MS = Number(process.env.TURN_MS ?? 300);
 const NUMBERED = process.env.NUMBERED !== '0';
 const DRAFT = process.env.DRAFT === '1';
 
-const machinePid = () => {
-  try {
-    return readlinkSync('/proc/self');
-  } catch {
-    return String(process.pid);
-  }
-};
-writeFileSync('agent.pid', machinePid());
+// Its pid as it sees it (inside the process runtime's PID namespace, that namespace's); the test finds the
+// machine's pid by the NSpid line of its status and its working folder.
+writeFileSync('agent.pid', String(process.pid));
 const log = (event) => appendFileSync('agent-log.jsonl', JSON.stringify({ ...event, t: Date.now() }) + '\n');
 const emit = (block) => process.stdout.write(`noise before\n${START}\n${JSON.stringify(block)}\n${END}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
