@@ -3,7 +3,8 @@
  * loopback, and runs the shared runtime conformance suite with every run a one-shot service. Services and
  * containers of the suite must all be gone afterwards.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import Docker from 'dockerode';
@@ -33,6 +34,13 @@ async function freePort(): Promise<number> {
   await new Promise((r) => server.close(r));
   return p;
 }
+
+/**
+ * The host interface `docker_gwbridge` a swarm init creates before the test can remove its network: the
+ * engine leaves the link behind when it stops, so the test deletes it unless it was there before.
+ */
+const GWBRIDGE = '/sys/class/net/docker_gwbridge';
+const gwbridgeBefore = existsSync(GWBRIDGE);
 
 beforeAll(async () => {
   // Without this, every task start asks a registry for the tag first; there is none here.
@@ -64,6 +72,8 @@ afterAll(async () => {
   await engine?.docker.swarmLeave({ force: true }).catch(() => undefined);
   await engine?.stop();
   rmSync(certDir, { recursive: true, force: true });
+  if (!gwbridgeBefore && existsSync(GWBRIDGE)) execFileSync('ip', ['link', 'delete', 'docker_gwbridge']);
+  expect(gwbridgeBefore || !existsSync(GWBRIDGE)).toBe(true);
 });
 
 const ours = async () => ({
