@@ -141,10 +141,10 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   placement  TEXT,                       -- swarm runtime: {"constraints":[…],"reserveMemoryBytes":n,"reserveCpus":n}
   agent      TEXT,                       -- the agent profile the group runs: NULL/'claude', 'codex', or an agent_profiles row
   model      TEXT,                       -- the model its agent uses (NULL: the profile's default)
-  -- What a new message does while the session's agent works on a turn (CONTRACT §19): queue (the next
+  -- What a new message does while the session's agent works on a turn (docs/PROTOCOL.md): queue (the next
   -- turn) | steer (written at once with "steer": true) | interrupt (the turn in progress is interrupted first).
   busy       TEXT NOT NULL DEFAULT 'queue',
-  -- What a platform thread (a Slack thread, a forum topic, a mail thread) is to the group (CONTRACT §21):
+  -- What a platform thread (a Slack thread, a forum topic, a mail thread) is to the group (docs/CHANNELS.md):
   -- topics (each thread a session of its own) | replies (the chat one session; answers go into the thread).
   threads    TEXT NOT NULL DEFAULT 'topics'
 );
@@ -447,7 +447,7 @@ CREATE INDEX IF NOT EXISTS idx_actions_run ON actions(run_id);
 -- the chat 'delegation:<id>'; each answer block of its runs comes back to (from_group, from_topic,
 -- from_chat) as an inbound row with verb 'delegation'. depth is how far the chain has nested (1 = the
 -- first delegation; an answer's session delegating again stays at the depth it answered), origin the
--- message whose turn started the chain (CONTRACT §17: depth and hops are bounded per originating message).
+-- message whose turn started the chain (docs/SECURITY.md: depth and hops are bounded per originating message).
 CREATE TABLE IF NOT EXISTS delegations (
   id         INTEGER PRIMARY KEY AUTOINCREMENT,
   action_id  INTEGER NOT NULL,

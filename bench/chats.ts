@@ -3,8 +3,8 @@
  * runtime) against the local Messages API, the group routed from ten Telegram chats (telegraf against the
  * local Bot API). The chats take turns: chat 1 writes, and once it has its answer chat 2 writes, and so on,
  * twice round. Printed per message: the time from the message reaching the Bot API to the chat's first
- * draft, and to its answer. Before CONTRACT §20's last bullet, a chat waited for the previous chat's idle run
- * to time out (GATED_IDLE_TIMEOUT_MS, 10 s here; 30 s by default).
+ * draft, and to its answer. Before a run made way for another chat of its session (docs/QUEUE.md), a chat
+ * waited for the previous chat's idle run to time out (GATED_IDLE_TIMEOUT_MS, 10 s here; 30 s by default).
  *
  *   npx tsx bench/chats.ts [idle timeout ms]
  */

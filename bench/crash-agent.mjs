@@ -5,7 +5,7 @@
 //   - now and then prints a partial draft first, and sometimes a second block for the same turn;
 //   - in 2 % of turns exits 1 in the middle of the turn, in 1 % hangs until gated's hard timeout kills it.
 // One group in five gets an agent that predates turns (no `turn` in its blocks, never a draft).
-// Steering (CONTRACT §19): an `interrupt` line for turn k cuts the thinking of every turn up to k, which
+// Steering (docs/PROTOCOL.md): an `interrupt` line for turn k cuts the thinking of every turn up to k, which
 // is answered at once with `"interrupted": true` and its tokens; a `"steer": true` line that arrives while
 // a turn is in progress joins that turn, and one block (numbered with the steered turn) answers both. Each
 // of these is appended as a word to $CRASH_EVENTS, so the campaign can count them.

@@ -38,7 +38,7 @@ export interface CrashOptions {
   /** Run the compiled gated (dist/, `npm run build` first) instead of the sources through tsx. */
   compiled?: boolean;
   /**
-   * Steering mixed in (CONTRACT §19): the groups' busy modes alternate steer and interrupt (queue for the
+   * Steering mixed in (docs/PROTOCOL.md): the groups' busy modes alternate steer and interrupt (queue for the
    * agents that predate turns), a third of the channel's messages are `/interrupt <text>`, and a bare
    * `/interrupt` now and then.
    */

@@ -2,8 +2,7 @@ import { FileRefused, listInFolderSync, readInFolderSync, statInFolderSync } fro
 
 /**
  * Reading the operator's per-group configuration (docs/AGENTS.md, "Each group its own agent") through the
- * one safe-file module (core/safe-file.ts), under the rules of every file of a group's folder (CONTRACT
- * §17): no link is followed at any component, only a regular file with one name is read, and a FIFO,
+ * one safe-file module (core/safe-file.ts), under the rules of every file of a group's folder (docs/SECURITY.md): no link is followed at any component, only a regular file with one name is read, and a FIFO,
  * socket or device is never opened. This is the one place that reads those files.
  */
 

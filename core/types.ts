@@ -98,7 +98,7 @@ export interface SessionKey {
 }
 
 /**
- * What a new message does while its session's agent works on a turn (registered_groups.busy, CONTRACT §19):
+ * What a new message does while its session's agent works on a turn (registered_groups.busy, docs/PROTOCOL.md):
  * `queue` waits for the next turn, `steer` is shown to the model inside the turn in progress, `interrupt`
  * stops the turn in progress first.
  */
@@ -110,7 +110,7 @@ export function busyModeOf(value: unknown): BusyMode {
 }
 
 /**
- * What a platform thread is to a group (registered_groups.threads, CONTRACT §21): `topics` makes each thread
+ * What a platform thread is to a group (registered_groups.threads, docs/CHANNELS.md): `topics` makes each thread
  * (a Slack thread, a Telegram forum topic, a mail thread) a session of its own; `replies` keeps the chat one
  * session, and answers still go into the thread of the message they answer.
  */

@@ -59,7 +59,7 @@ export function liveness(opts: {
  * Refuses to start on a database SQLite cannot read, naming the file: an unreadable header fails at the
  * first statement, a damaged page at the integrity check (which reads every page once). Rows that only
  * break their table's constraints are not a damaged file: they are returned, named, for the log, and gated
- * starts (CONTRACT §16).
+ * starts (docs/SECURITY.md).
  */
 export function checkReadable(db: Db, file: string): BadRows[] {
   let findings: string[];

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 
 /**
- * Bounds on what one web client may cause (CONTRACT §17, docs/SECURITY.md "Bounds on clients"): open SSE
+ * Bounds on what one web client may cause (docs/SECURITY.md "Bounds on clients"): open SSE
  * streams in all and per client address, uploads in flight, and upload bytes per client address per hour.
  * A request past a bound is answered 429 with the reason and a Retry-After; nothing is read or stored for
  * it. Counts live in memory: a restart ends every stream and upload anyway.

@@ -3,7 +3,7 @@ import type { ChatLine } from '../channels/web/index.js';
 import type { Viewer } from './identity.js';
 
 /**
- * What of a group's web chat a viewer may read (CONTRACT §17 "Identities", §12): a sender who may reach the
+ * What of a group's web chat a viewer may read (docs/SECURITY.md "Identities", docs/ACCESS.md): a sender who may reach the
  * group (an owner or member, or anyone not blocked when it is open) reads every line; anyone else reads
  * only its own posts and the answers to them, so a stranger of an `approval` group still sees its pairing
  * code, and nothing the members wrote. Decided again for every page and every live event: an approval or

@@ -7,7 +7,7 @@ import { getState } from '../store/state.js';
 import { WEB_ADMIN } from '../store/access.js';
 
 /**
- * Who is writing in the web chat (CONTRACT §17 "Identities", docs/SECURITY.md). gated issues every browser
+ * Who is writing in the web chat (docs/SECURITY.md "Identities", docs/SECURITY.md). gated issues every browser
  * a visitor id in a signed HttpOnly cookie; the sender of its posts is `web:<visitor id>`, and nothing in a
  * request body or query names a sender. Whoever presents GATED_ADMIN_TOKEN (the `Authorization: Bearer`
  * header, or the admin cookie that `POST /api/chat/login` sets after checking the token) writes as

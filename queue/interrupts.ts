@@ -1,10 +1,10 @@
 import type { Logger } from '../core/log.js';
 
-/** How long an agent has to answer an interrupt before its turn is treated as queued (CONTRACT §19). */
+/** How long an agent has to answer an interrupt before its turn is treated as queued (docs/PROTOCOL.md). */
 export const INTERRUPT_GRACE_MS = 10_000;
 
 /**
- * The interrupts of one run (CONTRACT §19): at most one written and not answered yet; one that the agent
+ * The interrupts of one run (docs/PROTOCOL.md): at most one written and not answered yet; one that the agent
  * leaves unanswered past the grace makes its turn wait as in `queue` mode, and no further interrupt is
  * written until the agent has answered that turn (then interrupts resume).
  */

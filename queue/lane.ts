@@ -26,7 +26,7 @@ export class Lane {
    * the turn in the database first, so a crash between the two finds them in a dead run and gives them
    * back; a write that fails gives them back at once. True when a turn was written.
    *
-   * While the agent works on a turn, the group's busy mode (CONTRACT §19) says what the new turn does:
+   * While the agent works on a turn, the group's busy mode (docs/PROTOCOL.md) says what the new turn does:
    * `interrupt` (or an /interrupt's text) first asks the agent to stop the turn in progress, `steer` marks
    * the line so the agent shows it to the model inside that turn, `queue` just writes it.
    */

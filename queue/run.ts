@@ -110,7 +110,7 @@ export class Run {
   lastOutputMs: number | null = null;
   /** registered_groups.busy of the group when the run started: what a follow-up does to a busy agent. */
   busy: BusyMode = 'queue';
-  /** The interrupts written to this run's agent (CONTRACT §19). */
+  /** The interrupts written to this run's agent (docs/PROTOCOL.md). */
   private readonly interrupts: Interrupts;
   private handle: AgentHandle | null = null;
   private phase: 'starting' | 'running' | 'closing' | 'ended' = 'starting';
@@ -257,7 +257,7 @@ export class Run {
   }
 
   /**
-   * Asks the agent to stop the turn in progress (CONTRACT §19): writes the interrupt line for the newest
+   * Asks the agent to stop the turn in progress (docs/PROTOCOL.md): writes the interrupt line for the newest
    * written turn, a line that is not a turn (writeControl), which the agent answers early with
    * `"interrupted": true`. Only an agent that numbers its blocks is asked (an older one would take the line
    * for a turn), only while a turn is open and stdin too, and one interrupt at a time. True when written.

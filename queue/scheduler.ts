@@ -81,7 +81,7 @@ export class Scheduler {
 
   /**
    * Writes a live run's next turn from its chat. A run serves one chat; another chat routed to the same
-   * session key waits for it to end, never for the idle timeout (CONTRACT §20): while one waits, the run
+   * session key waits for it to end, never for the idle timeout (docs/QUEUE.md): while one waits, the run
    * takes only rows of its own chat older than the waiting one, and once it has answered them (at once when
    * it is idle) its stdin is closed. The next run, resuming the same session, serves the oldest waiting
    * chat, so no chat can starve another.

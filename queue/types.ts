@@ -124,7 +124,7 @@ export interface WorkQueue {
   stop(key: SessionKey, chatJid?: string): Promise<boolean>;
   /**
    * /interrupt without text: asks the lane's agent (if it serves `chatJid` and works on a turn) to stop the
-   * turn in progress (CONTRACT §19). True when the interrupt line was written.
+   * turn in progress (docs/PROTOCOL.md). True when the interrupt line was written.
    */
   interrupt(key: SessionKey, chatJid: string): boolean;
   /**

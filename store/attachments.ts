@@ -38,7 +38,7 @@ export interface DueAttachment extends AttachmentRow {
 }
 
 /**
- * A message access has served (CONTRACT §17): the files of a sender who is `denied`, `pending` or `limited`
+ * A message access has served (docs/SECURITY.md): the files of a sender who is `denied`, `pending` or `limited`
  * stay where the platform keeps them (a web upload in its staging folder) until the message is served, so
  * nothing a stranger sends lands in the group's folder before an owner lets it in.
  */

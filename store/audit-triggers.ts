@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 type Db = Database.Database;
 
 /**
- * The audit triggers (docs/ACCESS.md, "Audit"; CONTRACT §17), generated from one list when the schema is
+ * The audit triggers (docs/ACCESS.md, "Audit"; docs/SECURITY.md), generated from one list when the schema is
  * applied rather than written out by hand in schema.sql: each trigger records the whole row, every column
  * the table has at that moment, so a column another migration adds is audited from the next start with no
  * step of its own, and a new table is audited by adding one line here.

@@ -1,7 +1,7 @@
 import type { Db } from './db.js';
 
 /**
- * Rows that break their table's constraints, told apart from a damaged file (CONTRACT §16: no single row
+ * Rows that break their table's constraints, told apart from a damaged file (docs/SECURITY.md: no single row
  * stops the rest). `PRAGMA quick_check` reports both alike; a row written by a program that turned the
  * checks off (`PRAGMA ignore_check_constraints`) or by an older schema is not corruption, and gated names it
  * instead of refusing to start. Each reader of such a row copes with it (the poll loop fails a message row

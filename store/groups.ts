@@ -41,8 +41,7 @@ export function addGroup(db: Db, groupsDir: string, folder: string, name?: strin
 }
 
 /**
- * Sets what a platform thread is to the group (registered_groups.threads: `topics` or `replies`, CONTRACT
- * §21). False when the group is not registered.
+ * Sets what a platform thread is to the group (registered_groups.threads: `topics` or `replies`, docs/CHANNELS.md). False when the group is not registered.
  */
 export function setThreadMode(db: Db, folder: string, mode: ThreadMode): boolean {
   return (

@@ -3,7 +3,7 @@ import type { Db } from './db.js';
 /**
  * A group's daily limits (docs/ACCESS.md, "Limits") against what its runs used since the UTC day began.
  * Every run of the group counts, however it started: a member's message, a task, a delegation or the answer
- * of one (CONTRACT §17). The access step asks before a message is served; the action applier asks before it
+ * of one (docs/SECURITY.md). The access step asks before a message is served; the action applier asks before it
  * places a delegation or its answer in a session.
  */
 

@@ -62,16 +62,16 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
       name TEXT PRIMARY KEY, image TEXT, command TEXT, model TEXT,
       added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`);
   },
-  // 9 → 10: steering a turn in progress (CONTRACT §19): what a message does while its session's agent is
+  // 9 → 10: steering a turn in progress (docs/PROTOCOL.md): what a message does while its session's agent is
   // busy, the /interrupt messages, and the blocks that reported a compacted session.
   9: (db) => {
     addColumn(db, 'registered_groups', 'busy', "TEXT NOT NULL DEFAULT 'queue'");
     addColumn(db, 'messages', 'interrupts', 'INTEGER');
     addColumn(db, 'session_log', 'compacted', 'INTEGER');
   },
-  // 10 → 11: platform threads as topics or as replies, per group (CONTRACT §21, docs/ROUTING.md).
+  // 10 → 11: platform threads as topics or as replies, per group (docs/CHANNELS.md, docs/ROUTING.md).
   10: (db) => addColumn(db, 'registered_groups', 'threads', "TEXT NOT NULL DEFAULT 'topics'"),
-  // 11 → 12: a delegation chain is one conversation bounded per originating message (CONTRACT §17): the
+  // 11 → 12: a delegation chain is one conversation bounded per originating message (docs/SECURITY.md): the
   // message each delegation's chain started from (schema.sql creates delegation_rows, the chain's rows).
   // Older delegations count as chains of their own delegated row.
   11: (db) => {

@@ -21,7 +21,7 @@ export interface BatchRow extends Pick<
   | 'chat_jid'
   | 'topic'
 > {
-  /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (CONTRACT §19). */
+  /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (docs/PROTOCOL.md). */
   interrupts: number;
 }
 

@@ -39,7 +39,7 @@ export interface NewTask {
   /** cli | dashboard | agent:<group>. */
   created_by?: string;
   /**
-   * Bounds for a task an agent asks for (CONTRACT §17): the shortest gap between due times and how many
+   * Bounds for a task an agent asks for (docs/SECURITY.md): the shortest gap between due times and how many
    * active tasks the group may have. Operators' tasks (CLI, dashboard) have none.
    */
   bounds?: TaskBounds;

@@ -176,7 +176,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
  * an optional Telegram `@botname` suffix (`/new@my_bot`). A suffix is a command of this gateway only when
  * it names `botName`, this gateway's own username on the platform (asked only when there is a suffix): in
  * a group with several bots `/ping@otherbot` is for the other one, and while gated does not know its own
- * name it cannot tell, so a suffixed command is text (CONTRACT §16). Returns undefined for anything else:
+ * name it cannot tell, so a suffixed command is text (docs/SECURITY.md). Returns undefined for anything else:
  * unknown slash words are not commands and travel on as text.
  */
 export function parseCommand(
@@ -198,7 +198,7 @@ export function parseCommand(
 
 /** Layer 2: gateway commands are answered here and never reach an agent. */
 export const commandLayer: Layer = (passage, env) => {
-  // An edit is never a command (CONTRACT §17): changing an old message must not stop or reset a session.
+  // An edit is never a command (docs/SECURITY.md): changing an old message must not stop or reset a session.
   if (passage.msg.verb === 'edit') return 'next';
   const cmd = parseCommand(passage.content, () => env.botName(passage.msg.chat_jid));
   if (!cmd) return 'next';

@@ -8,7 +8,7 @@ import type { Layer } from './types.js';
  * `@name` is answered with an error and changes nothing. Other messages pick up the chat's sticky state.
  *
  * The state is shared by everyone in the chat, so only a sender who may reach the group the chat goes to
- * now and the group it would go to may change it (CONTRACT §17); anyone else gets a short refusal. An
+ * now and the group it would go to may change it (docs/SECURITY.md); anyone else gets a short refusal. An
  * edited message never changes it: it only follows it, like any other message.
  */
 export const stickyLayer: Layer = (passage, env) => {

@@ -30,7 +30,7 @@ export interface Passage {
   group: string | undefined;
   /** Topic chosen by a layer (sticky or prefix), if any. */
   topic: string | undefined;
-  /** An /interrupt's text: it interrupts its session's turn in progress and goes at once (CONTRACT §19). */
+  /** An /interrupt's text: it interrupts its session's turn in progress and goes at once (docs/PROTOCOL.md). */
   interrupts?: boolean;
   /**
    * The routes table's answer for this message, resolved at most once per message (null: no route

@@ -66,7 +66,7 @@ export interface ActionApplierOptions {
   metrics?: ActionMetrics;
 }
 
-/** CONTRACT §17's defaults: a task fires at most once a minute; a group has at most 50 active tasks. */
+/** docs/SECURITY.md's defaults: a task fires at most once a minute; a group has at most 50 active tasks. */
 export const DEFAULT_TASK_BOUNDS: TaskBounds = { minIntervalMs: 60_000, maxActive: 50 };
 
 /** An action refused for a reason the agent should hear about. */

@@ -3,7 +3,7 @@ import type { Db } from '../../store/db.js';
 import { DailyUsage } from '../../store/limits.js';
 
 /**
- * Delegation chains (CONTRACT §17): a delegation, the delegations its runs make and every answer that comes
+ * Delegation chains (docs/SECURITY.md): a delegation, the delegations its runs make and every answer that comes
  * back are one conversation, started by one message (its origin). Its depth (how far it nests) and its hops
  * (rows placed in sessions for it: delegations and answers) are bounded per originating message, and every
  * run it causes counts against the daily limits of the group that runs it. A parent and child answering
@@ -16,7 +16,7 @@ export interface ChainBounds {
   maxHops: number;
 }
 
-/** CONTRACT §17's defaults: 3 deep, 20 hops per originating message. */
+/** docs/SECURITY.md's defaults: 3 deep, 20 hops per originating message. */
 export const DEFAULT_CHAIN_BOUNDS: ChainBounds = { maxDepth: 3, maxHops: 20 };
 
 /** Where a delegation made now would stand: the chain's origin and its depth. */

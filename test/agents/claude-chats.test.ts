@@ -1,5 +1,5 @@
 /**
- * Two chats routed to one group (CONTRACT §20, last bullet): the web chat and a Telegram chat (real telegraf
+ * Two chats routed to one group (docs/QUEUE.md, "Another chat of the same key"): the web chat and a Telegram chat (real telegraf
  * against the local Bot API) both reach the Claude agent's group, one session key. With a 30 s idle timeout,
  * a Telegram message that arrives while the web chat's run sits idle is answered at once (the idle run is
  * closed for it and the next run resumes the same session), not after the idle timeout.

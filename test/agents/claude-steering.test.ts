@@ -1,5 +1,5 @@
 /**
- * Steering a turn in progress (CONTRACT §19) with the Claude agent under the process runtime, against the
+ * Steering a turn in progress (docs/PROTOCOL.md) with the Claude agent under the process runtime, against the
  * local Messages API streaming a long turn: `/interrupt better idea` cuts the stream and the new message is
  * the next turn; `steer` mode shows a message to the model inside the turn and answers both with one block;
  * a context that is too long is compacted once, then answered.

@@ -1,5 +1,5 @@
 /**
- * Slack threads as topics or as replies, as each group chooses (registered_groups.threads, CONTRACT §21):
+ * Slack threads as topics or as replies, as each group chooses (registered_groups.threads, docs/CHANNELS.md):
  * the whole gateway (startGated, process runtime, example agent) and the real Slack clients over Socket
  * Mode against the local Slack server. Two channels, each routed to a group of its own: in `topics` each
  * thread is a session, in `replies` the channel is one session; both answer in the thread of the message.

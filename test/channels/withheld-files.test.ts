@@ -1,5 +1,5 @@
 /**
- * Files of senders access withholds (CONTRACT §17): the inbox downloader leaves the attachments of
+ * Files of senders access withholds (docs/SECURITY.md): the inbox downloader leaves the attachments of
  * `denied`, `pending` and `limited` messages where the platform keeps them (here the web chat's staged
  * uploads) and saves them into the group's folder only once the message is served; a released message
  * waits for its files again, as a new one does. Real SQLite, the real web channel and inbox.

@@ -1,5 +1,5 @@
 /**
- * A delegation chain is one conversation with bounds (CONTRACT §17, docs/SECURITY.md "Bounds"): the whole
+ * A delegation chain is one conversation with bounds (docs/SECURITY.md "Bounds"): the whole
  * gateway (startGated, process runtime) runs the hostile agent (test/agents/hostile-agent.mjs) in every
  * group. A parent and child that would answer each other forever stop at the hop bound (20 per originating
  * message, the default); a chain that would nest as deep as there are groups stops at depth 3 (the

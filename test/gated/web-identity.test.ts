@@ -1,5 +1,5 @@
 /**
- * The whole gated (process runtime, the example agent, its HTTP server) with web identities (CONTRACT §17):
+ * The whole gated (process runtime, the example agent, its HTTP server) with web identities (docs/SECURITY.md):
  * a browser that calls itself "boss" is no admin whatever GATED_ADMINS says, the token holder is; and a
  * stranger's upload to an approval group stays out of the group's folder until an owner approves it.
  */

@@ -1,5 +1,5 @@
 /**
- * Routing state under access rules (CONTRACT §17, docs/ACCESS.md "Routing state"): only a sender who may
+ * Routing state under access rules (docs/SECURITY.md, docs/ACCESS.md "Routing state"): only a sender who may
  * reach the chat's group now and the target group may set or reset the chat's sticky group or topic; an
  * edited message never changes routing state and is never a command; prefixes obey the target's rules.
  */

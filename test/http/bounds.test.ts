@@ -1,5 +1,5 @@
 /**
- * Bounds on what one web client may cause (CONTRACT §17), over real HTTP: open SSE streams in all and per
+ * Bounds on what one web client may cause (docs/SECURITY.md), over real HTTP: open SSE streams in all and per
  * client address, uploads in flight, upload bytes per client address per hour. Past a bound: 429 with the
  * reason and Retry-After, and nothing read or stored.
  */

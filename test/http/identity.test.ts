@@ -1,5 +1,5 @@
 /**
- * Web chat identities over real HTTP on a real SQLite file (CONTRACT §17 "Identities"): gated issues the
+ * Web chat identities over real HTTP on a real SQLite file (docs/SECURITY.md "Identities"): gated issues the
  * visitor id in a signed HttpOnly cookie and never takes a sender from the request; the admin is whoever
  * presents GATED_ADMIN_TOKEN; a members-only group's history, stream and files show a stranger only its own
  * lines and the answers to them.

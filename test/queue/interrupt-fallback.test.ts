@@ -1,5 +1,5 @@
 /**
- * The interrupt fallback (CONTRACT §19): an agent that does not answer an interrupt within the grace is
+ * The interrupt fallback (docs/PROTOCOL.md): an agent that does not answer an interrupt within the grace is
  * treated, for that turn, as if its group were in `queue` mode. The agent here is the real turn agent
  * (test/queue/agents/turn-agent.mjs) under the process runtime, which reads interrupt lines and ignores
  * them, as an agent without interrupt support would; the database is a real SQLite file.

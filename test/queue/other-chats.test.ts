@@ -1,5 +1,5 @@
 /**
- * Two chats routed to one session key (CONTRACT §20, last bullet): a run serves one chat, so a message of
+ * Two chats routed to one session key (docs/QUEUE.md, "Another chat of the same key"): a run serves one chat, so a message of
  * another chat is never left waiting for the idle timeout: the run's agent is closed as soon as it has
  * answered what it has, and a newer message of the run's own chat does not overtake the waiting chat.
  * A real SQLite file; the agents are HandAgents the test drives line by line.

@@ -1,5 +1,5 @@
 /**
- * The audit trail (CONTRACT §17, docs/ACCESS.md "Audit") against a real SQLite file, with edits made by a
+ * The audit trail (docs/SECURITY.md, docs/ACCESS.md "Audit") against a real SQLite file, with edits made by a
  * plain second connection as sqlite3 makes them (no gated code on it): every column of registered_groups,
  * daemons and tasks, INSERT OR REPLACE with the state before, deletes of audit rows, and actors that an
  * `audit_actor` row written from outside cannot spoof.

@@ -1,6 +1,6 @@
 /**
  * Web identities in the real web chat, in chromium, against the whole gated with the example agent
- * (CONTRACT §17 "Identities"): a stranger's browser sees nothing of a members-only group's chat but its own
+ * (docs/SECURITY.md "Identities"): a stranger's browser sees nothing of a members-only group's chat but its own
  * lines, and the whole chat once it is a member; the admin signs in with the token through the page.
  */
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Drafts of a steered turn in the web chat, in Chromium (CONTRACT §19): the Claude agent (process runtime)
+ * Drafts of a steered turn in the web chat, in Chromium (docs/PROTOCOL.md): the Claude agent (process runtime)
  * streams a long turn from the local Messages API into the page; after `/stop` and after `/interrupt` no
  * draft bubble and no "agent is working…" stays on the page, none comes back later (a throttled edit), and a
  * tab that reconnects (reloaded, or opened afresh) shows none either.
