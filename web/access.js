@@ -2,21 +2,9 @@
 // with their mode, limits and usage, members, withheld messages and the audit trail. Like the dashboard,
 // the admin token lives in this page's memory only and goes out as a Bearer header; without it the page
 // is read-only. Every text from the server is set with textContent (see common.js).
-import { age, el, getJson, localTime, table } from './common.js';
+import { adminPage, age, el, getJson, localTime, table } from './common.js';
 
 const $ = (id) => document.getElementById(id);
-const REFRESH_MS = 3000;
-let token = '';
-
-function notice(text) {
-  $('notice').textContent = text || '';
-  $('notice').hidden = !text;
-}
-
-function auth() {
-  return token ? { Authorization: `Bearer ${token}` } : {};
-}
-
 function button(text, cls, onClick) {
   const b = el('button', cls, text, { type: 'button' });
   b.addEventListener('click', onClick);
@@ -69,7 +57,7 @@ function render(r) {
     ['asked', (a) => `${age(r.now - a.created_at)} ago`],
     ['expires in', (a) => age(a.expires_at - r.now)],
   ];
-  if (token) {
+  if (page.hasToken()) {
     codeCols.push([
       '',
       (a) => {
@@ -136,7 +124,7 @@ function render(r) {
     ['reason', (m) => m.reason || ''],
     ['text', (m) => (m.content.length > 80 ? `${m.content.slice(0, 80)}…` : m.content)],
   ];
-  if (token) {
+  if (page.hasToken()) {
     heldCols.push([
       '',
       (m) => (m.state === 'limited' ? button('release chat', 'release', () => void release(m.chat_jid)) : ''),
@@ -164,25 +152,7 @@ function render(r) {
   );
 }
 
-async function refresh(clearNotice = true) {
-  try {
-    render(await getJson('/api/access', { headers: auth() }));
-    $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
-    if (clearNotice) notice('');
-  } catch (err) {
-    notice(
-      err.status === 401 ? `${err.message}. Enter the admin token above.` : `refresh failed: ${err.message}`,
-    );
-  }
-}
-
-$('token-form').addEventListener('submit', (e) => {
-  e.preventDefault();
-  token = $('token').value.trim();
-  $('token').value = '';
-  $('token-state').textContent = token ? 'token set (this page only)' : '';
-  void refresh();
-});
-
-void refresh();
-setInterval(() => void refresh(false), REFRESH_MS);
+const page = adminPage({ url: '/api/access', render, refreshMs: 3000 });
+const { auth, notice } = page;
+const refresh = page.refresh;
+page.start();

@@ -2,19 +2,9 @@
 // person, with approve and reject (a note goes with a rejection to the agent) for the holder of the admin
 // token, and the decided ones with who decided. The token lives in this page's memory only; every text
 // from the server is set with textContent (see common.js).
-import { age, el, getJson, table } from './common.js';
+import { adminPage, age, el, getJson, table } from './common.js';
 
 const $ = (id) => document.getElementById(id);
-const REFRESH_MS = 2000;
-let token = '';
-
-function notice(text) {
-  $('notice').textContent = text || '';
-  $('notice').hidden = !text;
-}
-
-const auth = () => (token ? { Authorization: `Bearer ${token}` } : {});
-
 async function decide(code, approve, note) {
   try {
     const r = await getJson(`/api/approvals/${encodeURIComponent(code)}/${approve ? 'approve' : 'reject'}`, {
@@ -60,7 +50,7 @@ function render(r) {
   ];
   // The inputs of a row would be lost on each refresh while someone types a note: keep the table then.
   const typing = document.activeElement?.classList?.contains('note');
-  if (token) pendingCols.push(['', actions]);
+  if (page.hasToken()) pendingCols.push(['', actions]);
   if (!typing)
     table(
       $('pending'),
@@ -86,25 +76,7 @@ function render(r) {
   );
 }
 
-async function refresh(clearNotice = true) {
-  try {
-    render(await getJson('/api/approvals', { headers: auth() }));
-    $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
-    if (clearNotice) notice('');
-  } catch (err) {
-    notice(
-      err.status === 401 ? `${err.message}. Enter the admin token above.` : `refresh failed: ${err.message}`,
-    );
-  }
-}
-
-$('token-form').addEventListener('submit', (e) => {
-  e.preventDefault();
-  token = $('token').value.trim();
-  $('token').value = '';
-  $('token-state').textContent = token ? 'token set (this page only)' : '';
-  void refresh();
-});
-
-void refresh();
-setInterval(() => void refresh(false), REFRESH_MS);
+const page = adminPage({ url: '/api/approvals', render, refreshMs: 2000 });
+const { auth, notice } = page;
+const refresh = page.refresh;
+page.start();

@@ -120,3 +120,46 @@ export function usd(v) {
   if (v === 0) return '$0';
   return v >= 0.01 ? `$${v.toFixed(2)}` : `$${Number(v.toPrecision(2))}`;
 }
+
+/**
+ * The frame of an admin page (access, approvals): the admin token typed into #token-form, kept in this
+ * page's memory only and sent as a Bearer header; #notice for one line of news; a refresh that loads `url`,
+ * hands the answer to `render` and stamps #updated, every `refreshMs` after `start()`.
+ */
+export function adminPage({ url, render, refreshMs }) {
+  const $ = (id) => document.getElementById(id);
+  let token = '';
+  const page = {
+    hasToken: () => token !== '',
+    auth: () => (token ? { Authorization: `Bearer ${token}` } : {}),
+    notice(text) {
+      $('notice').textContent = text || '';
+      $('notice').hidden = !text;
+    },
+    async refresh(clearNotice = true) {
+      try {
+        render(await getJson(url, { headers: page.auth() }));
+        $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+        if (clearNotice) page.notice('');
+      } catch (err) {
+        page.notice(
+          err.status === 401
+            ? `${err.message}. Enter the admin token above.`
+            : `refresh failed: ${err.message}`,
+        );
+      }
+    },
+    start() {
+      $('token-form').addEventListener('submit', (e) => {
+        e.preventDefault();
+        token = $('token').value.trim();
+        $('token').value = '';
+        $('token-state').textContent = token ? 'token set (this page only)' : '';
+        void page.refresh();
+      });
+      void page.refresh();
+      setInterval(() => void page.refresh(false), refreshMs);
+    },
+  };
+  return page;
+}
