@@ -10,7 +10,7 @@ import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
-import { BOT, startMailWorld, type MailWorld } from '../infra/mail.js';
+import { BOT, emailEnv, startMailWorld, type MailWorld } from '../infra/mail.js';
 
 const ALICE = 'alice@example.test';
 let world: MailWorld;
@@ -25,18 +25,7 @@ afterAll(async () => {
 describe('email across kill -9', () => {
   it('reads a backlog killed twice mid-way: every mail stored once and answered', async () => {
     const dir = tempDir();
-    const config = world.config();
-    const env = gatedEnv(dir, {
-      GATED_IDLE_TIMEOUT_MS: '300',
-      EMAIL_ADDRESS: config.address,
-      EMAIL_PASSWORD: config.password,
-      EMAIL_IMAP_HOST: '127.0.0.1',
-      EMAIL_IMAP_PORT: String(config.imap.port),
-      EMAIL_IMAP_SECURITY: 'none',
-      EMAIL_SMTP_HOST: '127.0.0.1',
-      EMAIL_SMTP_PORT: String(config.smtp.port),
-      EMAIL_SMTP_SECURITY: 'none',
-    });
+    const env = gatedEnv(dir, { GATED_IDLE_TIMEOUT_MS: '300', ...emailEnv(world) });
     const seed = openDatabase(env.GATED_DB);
     addGroup(seed, env.GATED_GROUPS_DIR, 'mail');
     seed.prepare("INSERT INTO routes (seq, match, target) VALUES (0, 'platform=email', 'mail')").run();

@@ -47,6 +47,21 @@ export interface MailWorld {
 const password = (who: string) => (who === BOT.address ? BOT.password : `${who}-pw`);
 
 /** Starts Dovecot and Postfix with the bot and `people` (addresses at example.test). */
+/** The EMAIL_* settings with which a whole gated reads and sends through `world`'s servers (plain, loopback). */
+export function emailEnv(world: MailWorld): Record<string, string> {
+  const config = world.config();
+  return {
+    EMAIL_ADDRESS: config.address,
+    EMAIL_PASSWORD: config.password,
+    EMAIL_IMAP_HOST: '127.0.0.1',
+    EMAIL_IMAP_PORT: String(config.imap.port),
+    EMAIL_IMAP_SECURITY: 'none',
+    EMAIL_SMTP_HOST: '127.0.0.1',
+    EMAIL_SMTP_PORT: String(config.smtp.port),
+    EMAIL_SMTP_SECURITY: 'none',
+  };
+}
+
 export async function startMailWorld(people: string[]): Promise<MailWorld> {
   const accounts = [BOT, ...people.map((address) => ({ address, password: password(address) }))];
   const dovecot = await startDovecot(accounts);
