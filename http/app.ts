@@ -1,3 +1,4 @@
+import type { Logger } from '../core/log.js';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
@@ -51,7 +52,7 @@ const UPLOAD_OVERHEAD = MAX_BODY_BYTES;
  * See docs/WEB.md. If the gateway has not started the web channel yet, it is started here with `sink`.
  */
 export function createHttpApp(opts: HttpAppOptions): Hono {
-  const { db, config, log, metrics, web, sink, status } = opts;
+  const { db, config, log, metrics, web, sink } = opts;
   const now = opts.now ?? Date.now;
   const q = new Queries(db);
   const auth = createAuth(config.adminToken);
@@ -89,6 +90,29 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
       readers,
     }),
   );
+  useOperatorApis(app, opts, { q, auth, log: httpLog, now });
+  app.route('/', staticApi());
+
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.onError((err, c) => {
+    httpLog.error({ err, method: c.req.method, path: c.req.path }, 'request failed');
+    return c.json({ error: 'internal error' }, 500);
+  });
+  return app;
+}
+
+/**
+ * The operator's side: the dashboard's reads, admin actions, route edits, tasks, tool approvals and access,
+ * each behind the dashboard's read token or the admin token.
+ */
+function useOperatorApis(
+  app: Hono,
+  opts: HttpAppOptions,
+  ctx: { q: Queries; auth: ReturnType<typeof createAuth>; log: Logger; now: () => number },
+): void {
+  const { db, config, metrics, status } = opts;
+  const { q, auth, now } = ctx;
+  const httpLog = ctx.log;
   app.use('/api/dashboard/*', auth.read);
   const routes = opts.routes ?? new RouteSource(db);
   app.route(
@@ -124,14 +148,6 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
     }),
   );
   app.route('/api/access', accessApi({ db, admins: config.admins ?? [], auth, log: httpLog, now }));
-  app.route('/', staticApi());
-
-  app.notFound((c) => c.json({ error: 'not found' }, 404));
-  app.onError((err, c) => {
-    httpLog.error({ err, method: c.req.method, path: c.req.path }, 'request failed');
-    return c.json({ error: 'internal error' }, 500);
-  });
-  return app;
 }
 
 /**
