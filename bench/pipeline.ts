@@ -9,6 +9,7 @@ import { packageFile } from '../core/paths.js';
 import { startGated, type Gated } from '../gated/app.js';
 import { openDatabase } from '../store/db.js';
 import { BenchChannel } from './channel.js';
+import { countSql } from './sql-count.js';
 
 /** Percentile of sorted numbers. */
 export function pct(sorted: readonly number[], p: number): number {
@@ -170,6 +171,9 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
   const cpu0 = process.cpuUsage();
   const child0 = childCpuSeconds();
   const t0 = Date.now();
+  // gated's statement calls from the first insert to the last delivery (issue 30); BENCH_SQL_TOP=N also
+  // prints the N most called statements on stderr.
+  const sql = countSql();
   try {
     const total = groups * perGroup;
     const writer = externalWriter(inst.dbPath, groups, perGroup);
@@ -177,6 +181,15 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
     await inst.channel.waitFor(total, timeoutMs);
     const wall = (Math.max(inst.channel.lastDelivery, t0) - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    sql.stop();
+    const top = Number(process.env.BENCH_SQL_TOP ?? 0);
+    if (top > 0)
+      console.error(
+        sql
+          .top(top)
+          .map((s) => `${String(s.calls).padStart(8)}  ${s.sql}`)
+          .join('\n'),
+      );
     const t = trace(inst, total);
     const h = inst.gated.history;
     // A last flush far enough ahead that every minute is closed: the history must count every message.
@@ -205,6 +218,10 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
       replyP95ms: pct(t.reply, 95),
       replyP99ms: pct(t.reply, 99),
       gatedCpuSeconds: round((cpu.user + cpu.system) / 1e6),
+      gatedCpuUsPerMessage: Math.round((cpu.user + cpu.system) / total),
+      // SQL statement calls per message, and how many of them are BEGIN/COMMIT/SAVEPOINT/RELEASE.
+      sqlPerMessage: round(sql.total() / total),
+      sqlControlPerMessage: round(sql.control() / total),
       agentCpuSeconds: round(childCpuSeconds() - child0),
       peakRssMB: Math.round(peakRss / 2 ** 20),
       eventLoopDelayP99ms: round(loop.percentile(99) / 1e6),
@@ -220,6 +237,7 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
         : {}),
     };
   } finally {
+    sql.stop();
     clearInterval(sampler);
     loop.disable();
     await inst.close();
