@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS messages (
   max_hold_ms      INTEGER, -- impulse maximum hold of the route that matched
   held_at          INTEGER, -- epoch ms when the gate began holding it
   ready_at         INTEGER, -- epoch ms when it became ready (lane order)
-  dispatched_at    INTEGER, -- epoch ms when it was last handed to an agent (set by a trigger)
+  dispatched_at    INTEGER, -- epoch ms when it was last handed to an agent (set by the UPDATE that hands it)
   run_id           INTEGER, -- session_log.id of the run that has or had it
   turn             INTEGER, -- the turn of that run whose stdin line carried it (1, 2, …)
   attempts         INTEGER NOT NULL DEFAULT 0,
@@ -117,15 +117,6 @@ CREATE TABLE IF NOT EXISTS routes (
          AND typeof(impulse_config) IN ('text', 'null'))
 );
 CREATE INDEX IF NOT EXISTS idx_routes_seq ON routes(seq);
-
--- When a row is handed to an agent (first batch or follow-up), whichever code does it: time in queue is
--- visible to operators and benchmarks without every writer having to remember it.
-CREATE TRIGGER IF NOT EXISTS messages_dispatched AFTER UPDATE OF state ON messages
-  WHEN NEW.state = 'running' AND OLD.state IS NOT 'running'
-BEGIN
-  UPDATE messages SET dispatched_at = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
-  WHERE id = NEW.id;
-END;
 
 -- Registered agent workspaces.
 CREATE TABLE IF NOT EXISTS registered_groups (

@@ -229,16 +229,21 @@ export function agentMessage(
   group: string,
   r: BatchRow,
 ): AgentMessage {
-  return withAttachments(opts.db, {
-    id: r.id,
-    chat_jid: r.chat_jid,
-    platform: platformOf(r.chat_jid),
-    sender: r.sender,
-    sender_name: r.sender_name,
-    content: r.content,
-    verb: r.verb,
-    timestamp: r.timestamp,
-    platform_msg_id: r.platform_msg_id,
-    sender_role: senderRole(group, r),
-  });
+  // The batch statement read whether the row has files: most have none, and then nothing more is read.
+  return withAttachments(
+    opts.db,
+    {
+      id: r.id,
+      chat_jid: r.chat_jid,
+      platform: platformOf(r.chat_jid),
+      sender: r.sender,
+      sender_name: r.sender_name,
+      content: r.content,
+      verb: r.verb,
+      timestamp: r.timestamp,
+      platform_msg_id: r.platform_msg_id,
+      sender_role: senderRole(group, r),
+    },
+    r.files !== 0,
+  );
 }

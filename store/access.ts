@@ -1,5 +1,5 @@
 import { UsageError } from '../core/errors.js';
-import { isValidFolder, parentFolder, parseJid } from '../core/types.js';
+import { isValidFolder, parentFolder, parseJid, threadModeOf, type ThreadMode } from '../core/types.js';
 import { compileGlob, globError, isLiteral, type GlobTest } from '../router/index.js';
 import { literalValue } from '../router/glob.js';
 import type { Db } from './db.js';
@@ -66,10 +66,15 @@ export interface FolderRules {
   globs: readonly MemberRule[];
 }
 
-/** Everything access reads per message, compiled together once per `access_version`. */
+/**
+ * Everything access reads per message, compiled together once per `access_version`, and the one other
+ * group setting the gateway reads per message (what a platform thread is to the group): registered_groups
+ * bumps the version on every change, so it is read with the modes instead of once per message.
+ */
 export interface AccessSnapshot {
   version: string;
   modes: ReadonlyMap<string, AccessMode>;
+  threads: ReadonlyMap<string, ThreadMode>;
   rules: ReadonlyMap<string, FolderRules>;
   limits: ReadonlyMap<string, Limits>;
 }
@@ -111,7 +116,7 @@ export class AccessSource {
   constructor(db: Db, admins: readonly string[]) {
     this.admins = new Set(admins);
     this.versionStmt = db.prepare("SELECT value FROM router_state WHERE key = 'access_version'").pluck();
-    this.groupsStmt = db.prepare('SELECT folder, access FROM registered_groups');
+    this.groupsStmt = db.prepare('SELECT folder, access, threads FROM registered_groups');
     this.membersStmt = db.prepare('SELECT id, group_folder, sender, role FROM members ORDER BY id');
     this.limitsStmt = db.prepare(
       'SELECT group_folder, sender_per_hour, runs_per_day, cost_per_day_usd FROM limits',
@@ -125,10 +130,21 @@ export class AccessSource {
     return this.snap;
   }
 
+  /**
+   * The rules when `version` is the 'access_version' the caller read with its rows (the queue's batch
+   * statement reads it per row): the compiled rules without a read of their own while it has not moved;
+   * else the latest ones.
+   */
+  at(version: string): AccessSnapshot {
+    return this.snap?.version === version ? this.snap : this.current();
+  }
+
   private compile(version: string): AccessSnapshot {
     const modes = new Map<string, AccessMode>();
-    for (const g of this.groupsStmt.all() as { folder: string; access: string | null }[]) {
+    const threads = new Map<string, ThreadMode>();
+    for (const g of this.groupsStmt.all() as { folder: string; access: string | null; threads: unknown }[]) {
       modes.set(g.folder, toMode(g.access));
+      threads.set(g.folder, threadModeOf(g.threads));
     }
     const rules = new Map<string, { exact: Map<string, Role>; globs: MemberRule[] }>();
     for (const m of this.membersStmt.all() as {
@@ -167,12 +183,17 @@ export class AccessSource {
         costPerDayUsd: l.cost_per_day_usd,
       });
     }
-    return { version, modes, rules, limits };
+    return { version, modes, threads, rules, limits };
   }
 
   /** The group's access mode (`open` for a folder that is not registered: routing refuses those anyway). */
   mode(folder: string, snap = this.current()): AccessMode {
     return snap.modes.get(folder) ?? 'open';
+  }
+
+  /** What a platform thread is to the group (`topics` for a folder that is not registered). */
+  threadMode(folder: string, snap = this.current()): ThreadMode {
+    return snap.threads.get(folder) ?? 'topics';
   }
 
   /** The group's limits, if it has a row. */
@@ -232,10 +253,18 @@ export class AccessSource {
     return best;
   }
 
-  /** What the agent is told about a message's sender in `folder` (docs/ACCESS.md, "Agents"). */
-  senderRole(folder: string, msg: { chat_jid: string; sender: string; verb: string }): SenderRole {
+  /**
+   * What the agent is told about a message's sender in `folder` (docs/ACCESS.md, "Agents"). A row read with
+   * its `access_version` (the queue's batch rows) is decided on the rules of that version, without a read.
+   */
+  senderRole(
+    folder: string,
+    msg: { chat_jid: string; sender: string; verb: string; access_version?: string | null },
+  ): SenderRole {
     if (isTaskRow(msg)) return 'system';
-    const role = this.role(folder, principalOf(msg));
+    const snap =
+      msg.access_version === undefined ? this.current() : this.at(String(msg.access_version ?? ''));
+    const role = this.role(folder, principalOf(msg), snap);
     return role === 'owner' || role === 'member' ? role : 'guest';
   }
 }

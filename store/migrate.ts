@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -13,8 +13,8 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   0: () => {},
   // 1 → 2: access (docs/ACCESS.md): a group's access mode, and the usage a run reported. Also what
   // schema.sql changed while still at version 1 (test/store/upgrade.test.ts upgrades the first schema):
-  // dispatched_at, which a trigger on messages sets (without the column every dispatch would fail), and
-  // the work index the per-state indexes replaced.
+  // dispatched_at (without the column every dispatch would fail), and the work index the per-state indexes
+  // replaced.
   1: (db) => {
     addColumn(db, 'messages', 'dispatched_at', 'INTEGER');
     db.exec('DROP INDEX IF EXISTS idx_messages_work');
@@ -81,6 +81,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 12 → 13: registered_groups.network names the docker network a group's containers join instead of
   // switching one on (1 meant the runtime's fixed 'bridge', so it becomes 'bridge'; 0 becomes NULL: none).
   12: (db) => networkAsName(db),
+  // 13 → 14: dispatched_at is written by the UPDATE that hands a row to an agent (store/queue-sql.ts); the
+  // trigger that set it rewrote every dispatched row a second time.
+  13: (db) => db.exec('DROP TRIGGER IF EXISTS messages_dispatched'),
 };
 
 /** The 12 → 13 step: the integer column `network` replaced by a text one of the same name. */

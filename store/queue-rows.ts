@@ -23,6 +23,10 @@ export interface BatchRow extends Pick<
 > {
   /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (docs/PROTOCOL.md). */
   interrupts: number;
+  /** 1 when the message has attachments rows, 0 when not (read with the row; undefined: not known). */
+  files?: number;
+  /** router_state 'access_version' as of the read, so the sender's role needs no read of its own. */
+  access_version?: string | null;
 }
 
 /** A key with ready rows, in lane order. */

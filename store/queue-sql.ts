@@ -17,7 +17,11 @@ const KEY = `group_folder = @group AND session_topic = @topic`;
  */
 const rowCols = (maxChars: number) =>
   `id, chat_jid, sender, sender_name, substr(coalesce(agent_content, content), 1, ${maxChars}) AS content,
-   verb, timestamp, platform_msg_id, topic, coalesce(interrupts, 0) AS interrupts`;
+   verb, timestamp, platform_msg_id, topic, coalesce(interrupts, 0) AS interrupts,
+   EXISTS (SELECT 1 FROM attachments a WHERE a.message_id = messages.id) AS files,
+   (SELECT value FROM router_state WHERE key = 'access_version') AS access_version`;
+/** Epoch ms now, in SQL: when a row is handed to an agent (dispatched_at). */
+const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`;
 
 /** Which lanes are ready and in what order, a batch's rows, and the turns rows join and leave. */
 function laneStatements(db: Db, maxChars: number) {
@@ -58,9 +62,17 @@ function laneStatements(db: Db, maxChars: number) {
     batch: db.prepare(
       `SELECT ${ROW_COLS} FROM messages WHERE ${ELIGIBLE} AND ${KEY} AND chat_jid = @chat ORDER BY id`,
     ),
-    // A row joins a turn only from 'ready': a row is in one turn of one live run at a time.
+    // A row joins a turn only from 'ready': a row is in one turn of one live run at a time. The UPDATE that
+    // hands rows to an agent stamps them (dispatched_at) itself: a trigger doing it rewrote each row again.
     joinTurn: db.prepare(
-      `UPDATE messages SET state = 'running', run_id = @runId, turn = @turn WHERE id = @id AND state = 'ready'`,
+      `UPDATE messages SET state = 'running', run_id = @runId, turn = @turn, dispatched_at = ${NOW_MS}
+       WHERE id IN (SELECT value FROM json_each(@ids)) AND state = 'ready' RETURNING id`,
+    ),
+    // A dispatch's whole batch joins turn 1 at once: the rows the batch statement just read, in the same
+    // transaction (rows that failed there are no longer 'ready').
+    joinBatch: db.prepare(
+      `UPDATE messages SET state = 'running', run_id = @runId, turn = 1, dispatched_at = ${NOW_MS}
+       WHERE ${ELIGIBLE} AND ${KEY} AND chat_jid = @chat`,
     ),
     leaveTurn: db.prepare(
       `UPDATE messages SET state = 'ready' WHERE run_id = @runId AND turn = @turn AND state = 'running'`,

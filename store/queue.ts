@@ -69,6 +69,8 @@ export interface Settled {
 /** The queue's statements on one connection. */
 export class QueueStore {
   private readonly s: Statements;
+  // The transaction functions, made once: better-sqlite3 builds four wrappers per db.transaction() call.
+  private readonly tx;
 
   /** `maxInputBytes`: most bytes of one message's text handed to an agent (the row keeps all). */
   constructor(
@@ -76,6 +78,27 @@ export class QueueStore {
     private readonly maxInputBytes = DEFAULT_MAX_INPUT,
   ) {
     this.s = queueSql(db, maxInputBytes);
+    this.tx = {
+      dispatch: db.transaction((key: SessionKey, now: number) => this.dispatchIn(key, now)),
+      followUps: db.transaction((key: SessionKey, chat: string, now: number) =>
+        this.followUpsIn(key, chat, now),
+      ),
+      joinTurn: db.transaction((runId: number, turn: number, rows: readonly BatchRow[]) =>
+        this.joinTurnIn(runId, turn, rows),
+      ),
+      saveSession: db.transaction((key: SessionKey, sessionId: string, now: number, runId: number) => {
+        this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
+        this.s.runSession.run({ id: sessionId, runId });
+      }),
+      commitBlock: db.transaction((c: BlockCommit, also?: () => void) => this.commitBlockIn(c, also)),
+      takeNotes: db.transaction((key: SessionKey, now: number) => {
+        const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
+        for (const n of notes) this.s.consumeNote.run(isoNow(now), n.id);
+        return notes;
+      }),
+      settle: db.transaction((st: Settlement) => this.settleIn(st)),
+      recover: db.transaction((now: number, live: ReadonlySet<number>) => this.recoverIn(now, live)),
+    };
   }
 
   /**
@@ -164,31 +187,34 @@ export class QueueStore {
    * its run: session_log row, rows 'running' with run_id, pending system notes consumed. One transaction.
    */
   dispatch(key: SessionKey, now: number): Dispatched | null {
-    return this.db.transaction((): Dispatched | null => {
-      const p = { group: key.group, topic: key.topic, now };
-      const chat = this.s.oldestChat.get(p) as string | undefined;
-      if (chat === undefined) return null;
-      const { rows, failed } = this.usable(this.s.batch.all({ ...p, chat }) as BatchRow[]);
-      if (rows.length === 0)
-        return { runId: 0, chatJid: chat, rows, sessionId: null, systemNotes: [], systemNoteIds: [], failed };
-      const sessionId = (this.s.session.get(key.group, key.topic) as string | undefined) ?? null;
-      const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
-      const at = isoNow(now);
-      for (const n of notes) this.s.consumeNote.run(at, n.id);
-      const runId = Number(
-        this.s.openRun.run({ ...p, chat, session: sessionId, at, n: rows.length }).lastInsertRowid,
-      );
-      for (const r of rows) this.s.joinTurn.run({ runId, turn: 1, id: r.id });
-      return {
-        runId,
-        chatJid: chat,
-        rows,
-        sessionId,
-        systemNotes: notes.map((n) => n.content),
-        systemNoteIds: notes.map((n) => n.id),
-        failed,
-      };
-    })();
+    return this.tx.dispatch(key, now);
+  }
+
+  private dispatchIn(key: SessionKey, now: number): Dispatched | null {
+    const p = { group: key.group, topic: key.topic, now };
+    const chat = this.s.oldestChat.get(p) as string | undefined;
+    if (chat === undefined) return null;
+    const { rows, failed } = this.usable(this.s.batch.all({ ...p, chat }) as BatchRow[]);
+    if (rows.length === 0)
+      return { runId: 0, chatJid: chat, rows, sessionId: null, systemNotes: [], systemNoteIds: [], failed };
+    const sessionId = (this.s.session.get(key.group, key.topic) as string | undefined) ?? null;
+    const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
+    const at = isoNow(now);
+    for (const n of notes) this.s.consumeNote.run(at, n.id);
+    const runId = Number(
+      this.s.openRun.run({ ...p, chat, session: sessionId, at, n: rows.length }).lastInsertRowid,
+    );
+    // One UPDATE for the batch: the rows the batch statement just read, less the failed ones.
+    this.s.joinBatch.run({ ...p, chat, runId });
+    return {
+      runId,
+      chatJid: chat,
+      rows,
+      sessionId,
+      systemNotes: notes.map((n) => n.content),
+      systemNoteIds: notes.map((n) => n.id),
+      failed,
+    };
   }
 
   /**
@@ -202,10 +228,12 @@ export class QueueStore {
 
   /** Eligible rows of `key` from `chat`: follow-up candidates for a run serving that chat. */
   followUps(key: SessionKey, chat: string, now: number): BatchRow[] {
-    return this.db.transaction(
-      () =>
-        this.usable(this.s.batch.all({ group: key.group, topic: key.topic, now, chat }) as BatchRow[]).rows,
-    )();
+    return this.tx.followUps(key, chat, now);
+  }
+
+  private followUpsIn(key: SessionKey, chat: string, now: number): BatchRow[] {
+    const p = { group: key.group, topic: key.topic, now, chat };
+    return this.usable(this.s.batch.all(p) as BatchRow[]).rows;
   }
 
   /**
@@ -214,11 +242,16 @@ export class QueueStore {
    * only rows still 'ready'.
    */
   joinTurn(runId: number, turn: number, rows: readonly BatchRow[]): BatchRow[] {
-    return this.db.transaction(() => {
-      const joined = rows.filter((r) => this.s.joinTurn.run({ runId, turn, id: r.id }).changes === 1);
-      if (joined.length > 0) this.s.addMessages.run(joined.length, runId);
-      return joined;
-    })();
+    return this.tx.joinTurn(runId, turn, rows);
+  }
+
+  private joinTurnIn(runId: number, turn: number, rows: readonly BatchRow[]): BatchRow[] {
+    if (rows.length === 0) return [];
+    const ids = JSON.stringify(rows.map((r) => r.id));
+    const took = new Set((this.s.joinTurn.all({ runId, turn, ids }) as { id: number }[]).map((r) => r.id));
+    const joined = rows.filter((r) => took.has(r.id));
+    if (joined.length > 0) this.s.addMessages.run(joined.length, runId);
+    return joined;
   }
 
   /** The write of turn `turn` failed (the agent was exiting): its rows are ready again, untouched. */
@@ -231,10 +264,7 @@ export class QueueStore {
    * row, which has none yet when the run started the session.
    */
   saveSession(key: SessionKey, sessionId: string, now: number, runId: number): void {
-    this.db.transaction(() => {
-      this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
-      this.s.runSession.run({ id: sessionId, runId });
-    })();
+    this.tx.saveSession(key, sessionId, now, runId);
   }
 
   /** The registered group's container settings, if the folder is registered. */
@@ -249,27 +279,29 @@ export class QueueStore {
    * block's actions, an answer going back to a delegating session). Returns the reply's outbound id, if any.
    */
   commitBlock(c: BlockCommit, also?: () => void): number | null {
-    return this.db.transaction((): number | null => {
-      if (c.through > 0) this.s.answerTurns.run({ runId: c.runId, through: c.through });
-      if (c.usage) this.s.addUsage.run({ runId: c.runId, ...c.usage });
-      if (c.compacted) this.s.addCompacted.run(c.runId);
-      let id: number | null = null;
-      if (c.reply) {
-        const to = c.reply.replyTo;
-        id = insertOutbound(this.db, {
-          chat_jid: to.chat_jid,
-          content: c.reply.content,
-          kind: 'reply',
-          reply_to_id: to.id,
-          reply_to: to.platform_msg_id,
-          topic: to.topic,
-        });
-        insertOutboundFiles(this.db, id, c.reply.files ?? []);
-        this.s.addReply.run(c.runId);
-      }
-      also?.();
-      return id;
-    })();
+    return this.tx.commitBlock(c, also);
+  }
+
+  private commitBlockIn(c: BlockCommit, also?: () => void): number | null {
+    if (c.through > 0) this.s.answerTurns.run({ runId: c.runId, through: c.through });
+    if (c.usage) this.s.addUsage.run({ runId: c.runId, ...c.usage });
+    if (c.compacted) this.s.addCompacted.run(c.runId);
+    let id: number | null = null;
+    if (c.reply) {
+      const to = c.reply.replyTo;
+      id = insertOutbound(this.db, {
+        chat_jid: to.chat_jid,
+        content: c.reply.content,
+        kind: 'reply',
+        reply_to_id: to.id,
+        reply_to: to.platform_msg_id,
+        topic: to.topic,
+      });
+      insertOutboundFiles(this.db, id, c.reply.files ?? []);
+      this.s.addReply.run(c.runId);
+    }
+    also?.();
+    return id;
   }
 
   /**
@@ -277,11 +309,7 @@ export class QueueStore {
    * Given back with restoreNotes when that write fails.
    */
   takeNotes(key: SessionKey, now: number): Array<{ id: number; content: string }> {
-    return this.db.transaction(() => {
-      const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
-      for (const n of notes) this.s.consumeNote.run(isoNow(now), n.id);
-      return notes;
-    })();
+    return this.tx.takeNotes(key, now);
   }
 
   /** Notes taken for a line that was never written are pending again. */
@@ -296,44 +324,46 @@ export class QueueStore {
 
   /** Ends a run: session_log closed and the rows it still holds settled, in one transaction. */
   settle(st: Settlement): Settled {
-    return this.db.transaction((): Settled => {
-      const runId = st.runId;
-      let parked = false;
-      let replyId: number | null = null;
-      if (st.rows === 'done' || st.rows === 'stopped' || st.rows === 'ready') {
-        this.s.allRunning.run({ state: st.rows, runId });
-      } else if (st.rows === 'later') this.s.later.run({ runId, notBefore: st.notBefore ?? st.endedAt });
-      else if (st.retry) {
-        // Per row: rows at the failure limit are parked, the others retried with a backoff.
-        const max = st.retry.maxFailures;
-        const firstTime = this.s.reachingLimit.get({ runId, max }) as number;
-        parked = this.s.parkAtLimit.run({ runId, max }).changes > 0;
-        const attempt = this.maxAttempts(runId) + 1;
-        this.s.retry.run({ runId, notBefore: st.retry.notBefore(attempt) });
-        if (firstTime > 0) {
-          const to = st.retry.parkReply.replyTo;
-          replyId = insertOutbound(this.db, {
-            chat_jid: to.chat_jid,
-            content: st.retry.parkReply.content,
-            kind: 'error',
-            reply_to_id: to.id,
-            reply_to: to.platform_msg_id,
-            topic: to.topic,
-          });
-        }
+    return this.tx.settle(st);
+  }
+
+  private settleIn(st: Settlement): Settled {
+    const runId = st.runId;
+    let parked = false;
+    let replyId: number | null = null;
+    if (st.rows === 'done' || st.rows === 'stopped' || st.rows === 'ready') {
+      this.s.allRunning.run({ state: st.rows, runId });
+    } else if (st.rows === 'later') this.s.later.run({ runId, notBefore: st.notBefore ?? st.endedAt });
+    else if (st.retry) {
+      // Per row: rows at the failure limit are parked, the others retried with a backoff.
+      const max = st.retry.maxFailures;
+      const firstTime = this.s.reachingLimit.get({ runId, max }) as number;
+      parked = this.s.parkAtLimit.run({ runId, max }).changes > 0;
+      const attempt = this.maxAttempts(runId) + 1;
+      this.s.retry.run({ runId, notBefore: st.retry.notBefore(attempt) });
+      if (firstTime > 0) {
+        const to = st.retry.parkReply.replyTo;
+        replyId = insertOutbound(this.db, {
+          chat_jid: to.chat_jid,
+          content: st.retry.parkReply.content,
+          kind: 'error',
+          reply_to_id: to.id,
+          reply_to: to.platform_msg_id,
+          topic: to.topic,
+        });
       }
-      if (st.evictSession) this.s.deleteSession.run(st.key.group, st.key.topic);
-      for (const id of st.restoreNotes) this.s.restoreNote.run(id);
-      this.s.closeRun.run({
-        runId,
-        at: isoNow(st.endedAt),
-        result: st.result,
-        error: st.error,
-        exitCode: st.exitCode,
-        stderrTail: st.stderrTail,
-      });
-      return { parked, replyId };
-    })();
+    }
+    if (st.evictSession) this.s.deleteSession.run(st.key.group, st.key.topic);
+    for (const id of st.restoreNotes) this.s.restoreNote.run(id);
+    this.s.closeRun.run({
+      runId,
+      at: isoNow(st.endedAt),
+      result: st.result,
+      error: st.error,
+      exitCode: st.exitCode,
+      stderrTail: st.stderrTail,
+    });
+    return { parked, replyId };
   }
 
   /**
@@ -341,21 +371,23 @@ export class QueueStore {
    * to 'ready', as do 'running' rows that no open run holds. `live` runs (of this process) are left alone.
    */
   recover(now: number, live: ReadonlySet<number>): number {
-    return this.db.transaction(() => {
-      let rows = 0;
-      for (const runId of this.s.openRuns.all() as number[]) {
-        if (live.has(runId)) continue;
-        rows += this.s.requeueRun.run(runId).changes;
-        this.s.closeRun.run({
-          runId,
-          at: isoNow(now),
-          result: 'error',
-          error: 'interrupted: gated restarted',
-          exitCode: null,
-          stderrTail: null,
-        });
-      }
-      return rows + this.s.orphans.run().changes;
-    })();
+    return this.tx.recover(now, live);
+  }
+
+  private recoverIn(now: number, live: ReadonlySet<number>): number {
+    let rows = 0;
+    for (const runId of this.s.openRuns.all() as number[]) {
+      if (live.has(runId)) continue;
+      rows += this.s.requeueRun.run(runId).changes;
+      this.s.closeRun.run({
+        runId,
+        at: isoNow(now),
+        result: 'error',
+        error: 'interrupted: gated restarted',
+        exitCode: null,
+        stderrTail: null,
+      });
+    }
+    return rows + this.s.orphans.run().changes;
   }
 }

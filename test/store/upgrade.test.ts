@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { installAuditTriggers } from '../../store/audit-triggers.js';
 import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
+import { QueueStore } from '../../store/queue.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, stderrOf } from '../helpers/process.js';
 
@@ -84,9 +85,14 @@ describe('upgrading from the oldest schema', { timeout: 60_000 }, () => {
       { id: 2, content: 'still waiting', state: 'ready', delivery: null },
       { id: 3, content: 'an answer', state: null, delivery: 'pending' },
     ]);
-    // The old rows go through today's statements and triggers: the waiting one is handed to a run.
-    db.prepare(`UPDATE messages SET state = 'running', run_id = 1 WHERE id = 2`).run();
-    expect(db.prepare(`SELECT dispatched_at FROM messages WHERE id = 2`).pluck().get()).toBeGreaterThan(0);
+    // The old rows go through today's statements: the waiting one is handed to a run, which stamps it.
+    const before = Date.now();
+    expect(new QueueStore(db).dispatch({ group: 'club', topic: '' }, before)?.rows.map((r) => r.id)).toEqual([
+      2,
+    ]);
+    const at = db.prepare(`SELECT dispatched_at FROM messages WHERE id = 2`).pluck().get() as number;
+    expect(at).toBeGreaterThanOrEqual(before - 1);
+    expect(at).toBeLessThanOrEqual(Date.now() + 1);
     db.close();
   });
 
@@ -117,6 +123,44 @@ describe('upgrading from the oldest schema', { timeout: 60_000 }, () => {
     db.prepare(`UPDATE registered_groups SET network = 'agents' WHERE folder = 'online'`).run();
     const after = db.prepare(`SELECT after FROM audit ORDER BY id DESC LIMIT 1`).pluck().get() as string;
     expect(JSON.parse(after)).toMatchObject({ folder: 'online', network: 'agents' });
+    db.close();
+  });
+});
+
+describe('13 → 14', { timeout: 60_000 }, () => {
+  it('the trigger that stamped dispatched_at is dropped; the dispatching UPDATE stamps the row once', () => {
+    const dir = tempDir();
+    const path = join(dir, 'v13.db');
+    const v13 = openDatabase(path);
+    v13.exec(`
+      CREATE TRIGGER messages_dispatched AFTER UPDATE OF state ON messages
+        WHEN NEW.state = 'running' AND OLD.state IS NOT 'running'
+      BEGIN
+        UPDATE messages SET dispatched_at = 1 WHERE id = NEW.id;
+      END;
+      INSERT INTO messages (chat_jid, sender, content, state, group_folder, session_topic, ready_at)
+        VALUES ('web:club', 'ann', 'waiting', 'ready', 'club', '', 1);`);
+    v13.pragma('user_version = 13');
+    v13.close();
+
+    const db = openDatabase(path);
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+    const triggers = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages'`)
+      .pluck()
+      .all();
+    expect(triggers).toEqual([]);
+    const before = Date.now();
+    new QueueStore(db).dispatch({ group: 'club', topic: '' }, before);
+    const row = db.prepare(`SELECT state, dispatched_at FROM messages WHERE id = 1`).get() as {
+      state: string;
+      dispatched_at: number;
+    };
+    // The old trigger would have written 1; the UPDATE writes the time of the dispatch.
+    expect(row.state).toBe('running');
+    expect(row.dispatched_at).toBeGreaterThanOrEqual(before - 1);
     db.close();
   });
 });
