@@ -1,4 +1,4 @@
-import type { Message } from '../core/types.js';
+import type { Message, ThreadMode } from '../core/types.js';
 import {
   AccessSource,
   type AccessSnapshot,
@@ -78,6 +78,21 @@ export class AccessGate {
   /** Ends the batch: later decisions read the rules again. */
   endBatch(): void {
     this.snap = undefined;
+  }
+
+  /**
+   * True when deciding a message for `folder` neither writes (a pairing code, a limit's notice) nor counts
+   * the sender's rows: the group is not an approval group and has no limits, or the row is a task's.
+   */
+  quiet(msg: Message, folder: string): boolean {
+    if (isTaskRow(msg)) return true;
+    const snap = this.snap ?? this.source.current();
+    return this.source.mode(folder, snap) !== 'approval' && this.source.limits(folder, snap) === undefined;
+  }
+
+  /** What a platform thread is to the group (registered_groups.threads), from the batch's snapshot. */
+  threadMode(folder: string): ThreadMode {
+    return this.source.threadMode(folder, this.snap ?? this.source.current());
   }
 
   /** Decides one message routed to `folder` (call inside the batch transaction). */

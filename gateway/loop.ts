@@ -1,6 +1,6 @@
 import type { Logger } from '../core/log.js';
-import type { Message } from '../core/types.js';
 import type { BatchOutcome, Pipeline } from './pipeline.js';
+import type { PolledRow } from './batch.js';
 import type { Db } from '../store/db.js';
 import { stateOf, type StateStore } from '../store/state.js';
 import { createWorker, type Worker } from '../core/worker.js';
@@ -56,6 +56,9 @@ export class PollLoop {
   private readonly now: () => number;
   private readonly batchSize: number;
   private readonly worker: Worker;
+  /** One batch in its transaction (made once: better-sqlite3 builds four wrappers per transaction()). */
+  private readonly batchTx;
+  private readonly releaseTx;
 
   constructor(private readonly opts: PollLoopOptions) {
     const { db } = opts;
@@ -64,15 +67,26 @@ export class PollLoop {
     // The layers only look at the start of a message and the agent gets a bounded part of it: a 30 MB row
     // is not read whole into memory here.
     const maxChars = Math.max(1, Math.floor(opts.maxContentChars ?? 256 * 1024));
+    // Each row comes with its chat's sticky state, so the sticky step reads no row of its own.
     this.readStmt = db.prepare(
-      `SELECT id, chat_jid, sender, sender_name, substr(content, 1, ${maxChars}) AS content, verb, topic,
-              platform_msg_id, reply_to, timestamp, is_from_me
-       FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL ORDER BY id LIMIT ?`,
+      `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
+              m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me,
+              c.sticky_group AS sticky_group, c.sticky_topic AS sticky_topic
+       FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
+       WHERE m.is_from_me = 0 AND m.id > ? AND m.state IS NULL ORDER BY m.id LIMIT ?`,
     );
     this.peekStmt = db
       .prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL LIMIT 1')
       .pluck();
     this.state = stateOf(db);
+    this.batchTx = db.transaction((cursor: number): { count: number; outcome?: BatchOutcome } => {
+      const rows = this.readStmt.all(cursor, this.batchSize) as PolledRow[];
+      if (!rows.length) return { count: 0 };
+      const outcome = opts.pipeline.process(rows, this.now());
+      this.state.set(CURSOR_KEY, String(rows[rows.length - 1]!.id));
+      return { count: rows.length, outcome };
+    });
+    this.releaseTx = db.transaction((now: number) => opts.pipeline.gate.releaseDue(now));
     this.worker = createWorker({
       name: 'poll loop',
       log: opts.log,
@@ -132,32 +146,21 @@ export class PollLoop {
   }
 
   private batch(): number {
-    const { db, pipeline } = this.opts;
     // A read first: an idle tick must not take the write lock other processes (adapters, sqlite3) need.
     // One gated owns the database (gated/owner.ts), so the cursor cannot move between this read and the
     // transaction below.
     const cursor = this.cursor();
     if (this.peekStmt.get(cursor) === undefined) return 0;
-    let count = 0;
-    const outcome = db
-      .transaction(() => {
-        const rows = this.readStmt.all(cursor, this.batchSize) as Message[];
-        count = rows.length;
-        if (!rows.length) return undefined;
-        const result = pipeline.process(rows, this.now());
-        this.state.set(CURSOR_KEY, String(rows[rows.length - 1]!.id));
-        return result;
-      })
-      .immediate();
+    const { count, outcome } = this.batchTx.immediate(cursor);
     if (outcome) this.opts.onBatch?.(outcome);
     return count;
   }
 
   private releaseDue(): void {
-    const { db, pipeline } = this.opts;
+    const { pipeline } = this.opts;
     const due = pipeline.gate.nextDue();
     if (due === undefined || due > this.now()) return;
-    const released = db.transaction(() => pipeline.gate.releaseDue(this.now())).immediate();
+    const released = this.releaseTx.immediate(this.now());
     if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, effects: [] });
   }
 }

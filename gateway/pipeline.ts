@@ -1,9 +1,11 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
-import type { Message, ThreadMode } from '../core/types.js';
+import type { Message } from '../core/types.js';
 import { chatGroupOf } from './layers/route.js';
 import type { LayerEnv, QueueControl } from './layers/types.js';
 import { STEPS, StepWrites, type BatchOutcome, type RowWork } from './steps.js';
+import { BatchStatements, BatchWork, type PolledRow } from './batch.js';
+import type { Catalog } from '../store/routes.js';
 import { ImpulseGate } from './impulse.js';
 import { AccessGate } from './access.js';
 import { AccessSource } from '../store/access.js';
@@ -13,7 +15,6 @@ import { coerceError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
 import type { RouteSource } from '../store/routes.js';
 import { botUsernameKey, getState, StickyStore } from '../store/state.js';
-import { threadModeReader } from '../store/groups.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 import { endMessage, startMessage, stepSpan } from '../core/trace.js';
 import type { Span } from '@opentelemetry/api';
@@ -44,36 +45,52 @@ export class Pipeline {
   readonly access: AccessGate;
   private readonly sticky: StickyStore;
   private readonly writes: StepWrites;
-  private readonly threadMode: (folder: string) => ThreadMode;
+  private readonly batchSql: BatchStatements;
 
   constructor(private readonly opts: PipelineOptions) {
     const { db } = opts;
-    this.threadMode = threadModeReader(db);
     this.gate = new ImpulseGate(db);
     this.access = new AccessGate(db, new AccessSource(db, opts.config.admins));
     this.sticky = new StickyStore(db);
     this.writes = new StepWrites(db);
+    this.batchSql = new BatchStatements(db);
   }
 
   /**
-   * Processes `rows` (call inside a transaction). Each row runs in its own savepoint: a row that throws
-   * (a wrong-typed column, a layer's bug) is rolled back alone, ends `failed` with its error, and the rows
-   * after it are processed as usual.
+   * Processes `rows` (call inside a transaction). A row that throws (a wrong-typed column, a layer's bug)
+   * is rolled back alone, ends `failed` with its error, and the rows after it are processed as usual: a
+   * plain message writes nothing until the batch places it (gateway/batch.ts), and a row that may write
+   * more runs in a savepoint of its own.
    */
-  process(rows: readonly Message[], now: number): BatchOutcome {
-    const { db, log } = this.opts;
+  process(rows: readonly PolledRow[], now: number): BatchOutcome {
     const out: BatchOutcome = { released: 0, outbound: 0, daemon: 0, effects: [] };
     const catalog = this.opts.routes.current();
     const touched = new Set<string>();
-    const env: LayerEnv = {
+    const batch = new BatchWork(this.batchSql, this.sticky, now, (msg, err) => this.fail(msg, err));
+    const env = this.env(out, catalog, batch, now);
+    this.access.beginBatch();
+    for (const msg of rows) this.row(msg, env, now, out, touched, batch);
+    this.access.endBatch();
+    out.released += batch.finish(touched, (err) =>
+      // The chats' rows stay held; the next tick or the maximum hold releases them.
+      this.opts.log.error({ err: coerceError(err).message }, 'impulse gate failed for a batch'),
+    );
+    return out;
+  }
+
+  /** What the layers may read and do while this batch is processed. */
+  private env(out: BatchOutcome, catalog: Catalog, batch: BatchWork, now: number): LayerEnv {
+    const { db, log } = this.opts;
+    return {
       db,
       config: this.opts.config,
       log,
       catalog,
-      sticky: this.sticky,
+      sticky: batch.sticky,
       queue: this.opts.queue,
       now,
       answer: (msg, text) => {
+        batch.guard();
         insertOutbound(db, {
           chat_jid: msg.chat_jid,
           content: text,
@@ -85,12 +102,13 @@ export class Pipeline {
         out.outbound += 1;
       },
       finish: (msg, state, error) => {
+        batch.guard();
         this.writes.end.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
       },
       afterCommit: (fn) => out.effects.push(fn),
       chatGroup: (passage) => chatGroupOf(passage, catalog.table),
       sessionTopic: (passage, group) =>
-        passage.topic ?? (this.threadMode(group) === 'replies' ? '' : passage.msg.topic),
+        passage.topic ?? (this.access.threadMode(group) === 'replies' ? '' : passage.msg.topic),
       botName: (jid) => {
         const platform = jid.slice(0, Math.max(0, jid.indexOf(':')));
         // Its own channel knows; else the name the platform's channel stored (it may run in another process).
@@ -98,45 +116,41 @@ export class Pipeline {
       },
       access: this.access,
     };
-    this.access.beginBatch();
-    for (const msg of rows) {
-      const mark = { outbound: out.outbound, daemon: out.daemon, effects: out.effects.length };
-      const mine = new Set<string>();
-      let root: Span | undefined;
-      try {
-        const bad = inboundRowError(msg as unknown as Record<string, unknown>);
-        if (bad) throw new RowError(bad);
-        root = startMessage(msg);
-        this.opts.metrics?.messageIn(msg);
-        const end = this.db.transaction(() => this.one(msg, env, now, mine, out, root))();
-        endMessage(root, { id: msg.id, ...end }, Date.now());
-        for (const chat of mine) touched.add(chat);
-      } catch (err) {
-        out.outbound = mark.outbound;
-        out.daemon = mark.daemon;
-        out.effects.length = mark.effects;
-        const error = coerceError(err).message;
-        endMessage(root, { id: msg.id, step: null, group: null, held: false, error }, Date.now());
-        this.fail(msg, err);
-      }
-    }
-    this.access.endBatch();
-    for (const chat of touched) {
-      try {
-        if (this.db.transaction(() => this.gate.weigh(chat, now))()) out.released += 1;
-      } catch (err) {
-        // The chat's rows stay held; the next tick or the maximum hold releases them.
-        log.error(
-          { chat: clipText(chat, 200), err: coerceError(err).message },
-          'impulse gate failed for a chat',
-        );
-      }
-    }
-    return out;
   }
 
-  private get db() {
-    return this.opts.db;
+  /** One row of the batch; a row that throws ends failed, alone. */
+  private row(
+    msg: PolledRow,
+    env: LayerEnv,
+    now: number,
+    out: BatchOutcome,
+    touched: Set<string>,
+    batch: BatchWork,
+  ): void {
+    const mark = { outbound: out.outbound, daemon: out.daemon, effects: out.effects.length };
+    const mine = new Set<string>();
+    let root: Span | undefined;
+    try {
+      const bad = inboundRowError(msg as unknown as Record<string, unknown>);
+      if (bad) throw new RowError(bad);
+      root = startMessage(msg);
+      this.opts.metrics?.messageIn(msg);
+      batch.beginRow(msg);
+      // The sticky and command steps may write anything (answers, sessions, codes): a savepoint first.
+      if (MAY_ACT.test(msg.content)) batch.guard();
+      const end = this.one(msg, env, now, mine, out, root, batch);
+      endMessage(root, { id: msg.id, ...end }, Date.now());
+      batch.rowDone();
+      for (const chat of mine) touched.add(chat);
+    } catch (err) {
+      batch.rowFailed();
+      out.outbound = mark.outbound;
+      out.daemon = mark.daemon;
+      out.effects.length = mark.effects;
+      const error = coerceError(err).message;
+      endMessage(root, { id: msg.id, step: null, group: null, held: false, error }, Date.now());
+      this.fail(msg, err);
+    }
   }
 
   /**
@@ -150,6 +164,7 @@ export class Pipeline {
     touched: Set<string>,
     out: BatchOutcome,
     root: Span | undefined,
+    batch: BatchWork,
   ): { step: string | null; group: string | null; held: boolean } {
     const row: RowWork = {
       passage: { msg, content: msg.content, group: undefined, topic: undefined },
@@ -161,6 +176,7 @@ export class Pipeline {
       configDir: this.opts.config.configDir,
       out,
       touched,
+      batch,
     };
     // Nothing to say: whitespace and no files never reach an agent, whatever wrote the row.
     if (msg.content.trim() === '' && this.writes.hasFiles.get(msg.id) === undefined) {
@@ -189,6 +205,9 @@ export class Pipeline {
     this.opts.metrics?.rowFailed?.('gateway');
   }
 }
+
+/** Content the sticky or command step may act on (`@name`, `#topic`, `/command`), after leading spaces. */
+const MAY_ACT = /^\s*[@#/]/;
 
 /** The error of a row dropped because it holds nothing for an agent. */
 export const EMPTY = 'empty: only whitespace and no files';

@@ -1,6 +1,7 @@
 import { formatTarget, weightOf } from '../router/index.js';
 import type { Db } from '../store/db.js';
 import type { AccessGate } from './access.js';
+import type { BatchWork, Placement } from './batch.js';
 import { expandChatCommand } from './layers/chat-commands.js';
 import { commandLayer } from './layers/commands.js';
 import { prefixLayer } from './layers/prefix.js';
@@ -17,16 +18,17 @@ export interface BatchOutcome {
   effects: Array<() => void | Promise<void>>;
 }
 
-/** The row writes of the steps, one named statement each, prepared once per pipeline. */
+/**
+ * The row writes of the steps, one named statement each, prepared once per pipeline. A row held for the gate
+ * is written after the rows, with the others of its batch (gateway/batch.ts).
+ */
 export class StepWrites {
-  /** Routed to a group: held for the gate, or withheld by access (with its reason). */
+  /** Routed to a group and withheld by access (with its reason). */
   readonly hold;
   /** Ended by the gateway itself: unrouted, a built-in target, a failed row. */
   readonly end;
   /** Routed to a daemon: the daemon dispatcher sends it. */
   readonly daemon;
-  /** One more hit of a route (the dashboard's counts). */
-  readonly hit;
   /** Whether a row came with files (a caption-less photo is not an empty message). */
   readonly hasFiles;
 
@@ -44,10 +46,6 @@ export class StepWrites {
       `UPDATE messages SET state = 'daemon', target = @target, route_id = @route_id, agent_content = @content WHERE id = @id`,
     );
     this.hasFiles = db.prepare('SELECT 1 FROM attachments WHERE message_id = ? LIMIT 1').pluck();
-    this.hit = db.prepare(
-      `INSERT INTO route_hits (route_id, hits, last_hit_at) VALUES (?, 1, ?)
-       ON CONFLICT (route_id) DO UPDATE SET hits = hits + 1, last_hit_at = excluded.last_hit_at`,
-    );
   }
 }
 
@@ -64,6 +62,8 @@ export interface RowWork {
   out: BatchOutcome;
   /** Chats with a row held in this batch: the gate looks at each after the rows. */
   touched: Set<string>;
+  /** The batch's deferred writes and the row's savepoint (gateway/batch.ts). */
+  batch: BatchWork;
   /** The routing decision, set by the route step for the steps after it (null: not routed to a group). */
   decision?: RoutingDecision & { folder: string };
 }
@@ -115,10 +115,11 @@ export const STEPS: readonly Step[] = [
 ];
 
 function route(r: RowWork): 'handled' | 'next' {
-  const { passage, writes, now } = r;
+  const { passage, writes } = r;
   const { msg } = passage;
   const decision = routeLayer(passage, r.env);
-  if (decision.routeId !== undefined) writes.hit.run(decision.routeId, new Date(now).toISOString());
+  // Counted in memory and written once per batch (route_hits), when the row goes through.
+  if (decision.routeId !== undefined) r.batch.hit(decision.routeId);
   const { target } = decision;
   const route_id = decision.routeId ?? null;
   if (!target) {
@@ -165,7 +166,10 @@ function expandCommand(r: RowWork, folder: string): void {
 
 function access(r: RowWork): 'handled' | 'next' {
   const { msg } = r.passage;
-  const verdict = r.access.decide(msg, r.decision!.folder, r.now);
+  const folder = r.decision!.folder;
+  // Issuing a code, a limit's notice and counting the sender's rows write, or read what the batch wrote.
+  if (!r.access.quiet(msg, folder)) r.batch.guard();
+  const verdict = r.access.decide(msg, folder, r.now);
   if (verdict.state === 'serve') return 'next';
   // Withheld rows keep their routing, so an approval or a release can put them in the gate as is.
   if (verdict.notice) r.env.answer(msg, verdict.notice);
@@ -174,16 +178,21 @@ function access(r: RowWork): 'handled' | 'next' {
 }
 
 function hold(r: RowWork): 'handled' {
-  writeHold(r, 'held', null);
+  r.batch.hold(r.passage.msg, placement(r, 'held', null));
   r.touched.add(r.passage.msg.chat_jid);
   return 'handled';
 }
 
 function writeHold(r: RowWork, state: string, error: string | null): void {
+  r.writes.hold.run(placement(r, state, error));
+}
+
+/** The gate's columns of a row routed to a group: its session, target, weight and threshold. */
+function placement(r: RowWork, state: string, error: string | null): Placement {
   const { passage, now } = r;
   const { msg } = passage;
   const d = r.decision!;
-  r.writes.hold.run({
+  return {
     id: msg.id,
     state,
     error,
@@ -198,7 +207,7 @@ function writeHold(r: RowWork, state: string, error: string | null): void {
     interrupts: passage.interrupts ? 1 : null,
     threshold: d.impulse.threshold,
     max_hold_ms: d.impulse.maxHoldMs,
-  });
+  };
 }
 
 /** Only a changed text is kept apart (agent_content); the stored content stays as the user wrote it. */

@@ -45,7 +45,8 @@ export interface LayerEnv {
   config: Pick<Config, 'admins'> & Partial<Pick<Config, 'configDir'>>;
   log: Logger;
   catalog: Catalog;
-  sticky: StickyStore;
+  /** The chats' sticky state (read once per chat and batch; gateway/batch.ts). */
+  sticky: Pick<StickyStore, 'get' | 'setGroup' | 'setTopic'>;
   queue: QueueControl;
   now: number;
   /** Writes an outbound gateway answer to the message's chat (an outbox row, in the batch transaction). */

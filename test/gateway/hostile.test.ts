@@ -49,6 +49,54 @@ describe('one bad row never stops the others', () => {
   });
 });
 
+describe('a poisoned row in a batch of plain ones', () => {
+  it('is rolled back and fails alone, whether it wrote before it threw or its placement was refused', async () => {
+    const { db } = freshDb();
+    const { gateway } = testGateway(db, { groups: ['demo'] });
+    db.exec(
+      `INSERT INTO routes (seq, match, target) VALUES (0, 'room=-1', 'demo'), (1, 'room=-7', 'builtin:ping')`,
+    );
+    const send = (chat: string, content: string) =>
+      insertInbound(db, { chat_jid: chat, sender: 'u', content })!;
+    const plain = (n: number) => Array.from({ length: n }, (_, i) => send(`telegram:-1`, `plain ${i}`));
+    const before = plain(20);
+    // Answers 'pong' (an outbound row), then its own row's write is refused: the answer must go too.
+    const pinged = send('telegram:-7', 'ping me');
+    const middle = plain(20);
+    // A plain row whose placement the database refuses: written with the batch, then alone, then failed.
+    const refused = send('telegram:-1', 'refused');
+    const after = plain(20);
+    db.exec(`
+      CREATE TRIGGER poison_done BEFORE UPDATE OF state ON messages WHEN NEW.id = ${pinged} AND NEW.state = 'done'
+      BEGIN SELECT RAISE(ABORT, 'poisoned row'); END;
+      CREATE TRIGGER poison_place BEFORE UPDATE OF state ON messages
+        WHEN NEW.id = ${refused} AND NEW.state IN ('held', 'ready')
+      BEGIN SELECT RAISE(ABORT, 'poisoned placement'); END;`);
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+
+    expect(row(db, pinged)).toMatchObject({ state: 'failed', error: expect.stringMatching(/poisoned row/) });
+    expect(row(db, refused)).toMatchObject({
+      state: 'failed',
+      error: expect.stringMatching(/poisoned placement/),
+    });
+    const replies = db
+      .prepare(`SELECT count(*) FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+      .pluck()
+      .get(pinged);
+    expect(replies).toBe(0);
+    for (const id of [...before, ...middle, ...after]) {
+      expect(row(db, id)).toMatchObject({ state: 'ready', group_folder: 'demo', error: null });
+    }
+    // Each plain row counted once on its route; the refused one and the failed ping not at all.
+    const hits = db.prepare(`SELECT route_id, hits FROM route_hits ORDER BY route_id`).all();
+    expect(hits).toEqual([{ route_id: 1, hits: 60 }]);
+    expect(gateway.loop.cursor()).toBe(after.at(-1));
+    expect(gateway.loop.health().failures).toBe(0);
+    gateway.stop();
+  });
+});
+
 describe('a database that refuses writes (disk full, I/O errors)', () => {
   it('backs off instead of retrying on every wake, and resumes by itself', async () => {
     const { db } = freshDb();
