@@ -111,6 +111,24 @@ function attachTool(attach) {
 }
 
 /**
+ * A call of this server that a cut-off turn made before a crash and whose result the session keeps
+ * (resume.mjs): the turn goes on without calling it again, so what it recorded is recorded again, for the
+ * turn's final block. `call` is `{name, input}`; calls of other servers, or of an action not offered, are
+ * skipped.
+ */
+export function replay(types, call, record, attach) {
+  const prefix = `mcp__${SERVER}__`;
+  if (typeof call.name !== 'string' || !call.name.startsWith(prefix)) return;
+  const type = call.name.slice(prefix.length);
+  if (type === 'attach') {
+    if (typeof call.input?.path === 'string') attach(call.input.path);
+    return;
+  }
+  const a = types.includes(type) ? ACTIONS[type] : undefined;
+  if (a && !a.check?.(call.input)) record(a.action(call.input));
+}
+
+/**
  * The tool server: `attach` (always) and one tool per action type of `types` (from offered()), each call
  * handed to `record(action)`. Also returns the full tool names.
  */

@@ -16,15 +16,16 @@
 //
 // The actions the input's `capabilities` allow are tools of an in-process MCP server (actions.mjs); what the
 // model asks for during a turn rides on that turn's final block as `actions`, for gated to apply.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { query } from '@anthropic-ai/claude-agent-sdk';
-import { actionServer, offered, SERVER } from './actions.mjs';
+import { actionServer, offered, replay, SERVER } from './actions.mjs';
 import { mcpServersOf, modelOf, promptOf, readOnlyDirs } from './config.mjs';
 import { apiTrouble, transient } from './api-errors.mjs';
 import { FILE_TOOLS, insideFolder, localPermission, SHELL_TOOLS } from './local-rules.mjs';
 import { Progress } from './progress.mjs';
+import { Ledger, sessionPlan } from './resume.mjs';
 import { TurnBook } from './turns.mjs';
 
 const START = '---GATED_OUTPUT_START---';
@@ -124,13 +125,6 @@ async function canUseTool(name, input) {
   return askGated(name, input);
 }
 
-/** A stored session transcript exists for `id` (resuming a missing one fails the whole run). */
-function transcriptExists(configDir, id) {
-  const projects = join(configDir, 'projects');
-  if (!existsSync(projects)) return false;
-  return readdirSync(projects).some((d) => existsSync(join(projects, d, `${id}.jsonl`)));
-}
-
 // The SDK reports the session's running cost; a turn's cost is the difference. Kept per session in the
 // folder so that the first turn of a resumed session is not charged with the earlier ones.
 const costFile = join(stateDir, 'cost.json');
@@ -192,16 +186,9 @@ async function main() {
   }
   mkdirSync(stateDir, { recursive: true });
   const numbered = Number.isInteger(first.turn);
-  const own = typeof first.sessionId === 'string' && first.sessionId !== '' ? first.sessionId : undefined;
-  const ownExists = own !== undefined && transcriptExists(stateDir, own);
-  if (own && !ownExists) say(`no transcript for session ${own}: starting a new one`);
-  // A session of its own wins; without one, a topic starts as a fork of the group's default session: its
-  // context, written to a new session id (the default session itself is left as it was).
-  const parent =
-    !own && typeof first.forkFrom === 'string' && first.forkFrom !== '' ? first.forkFrom : undefined;
-  const fork = parent !== undefined && transcriptExists(stateDir, parent);
-  if (parent && !fork) say(`no transcript for session ${parent} to fork: starting a new one`);
-  const resume = ownExists ? own : fork ? parent : undefined;
+  // Every prompt sent is noted in the ledger, so a turn a crash cuts off is not sent twice (resume.mjs).
+  const ledger = new Ledger(stateDir);
+  const plan = sessionPlan(stateDir, ledger, first, say);
 
   // Actions the model records during a turn; the turn's final block carries them.
   let recorded = [];
@@ -217,7 +204,11 @@ async function main() {
     if (!attached.includes(rel)) attached.push(rel);
     return null;
   };
-  const actions = actionServer(offered(first.capabilities), (a) => recorded.push(a), attach);
+  const record = (a) => recorded.push(a);
+  const actions = actionServer(offered(first.capabilities), record, attach);
+  // A cut-off turn going on: what its kept calls of gated's tools recorded is recorded again.
+  for (const call of plan.held?.calls ?? [])
+    if (!call.failed) replay(offered(first.capabilities), call, record, attach);
   const groupServers = mcpServersOf(first.config, first.secrets);
   configured.dirs = readOnlyDirs(first.config);
   configured.servers = new Set(Object.keys(groupServers));
@@ -230,8 +221,7 @@ async function main() {
     options: {
       cwd,
       env: childEnv(first.secrets),
-      ...(resume ? { resume } : {}),
-      ...(fork ? { forkSession: true } : {}),
+      ...plan.options,
       includePartialMessages: numbered,
       permissionMode: 'default',
       canUseTool,
@@ -262,8 +252,7 @@ async function main() {
   });
 
   const costs = readCosts();
-  // A fork's id is the new one the SDK reports, never the parent's.
-  let sessionId = fork ? null : (resume ?? null);
+  let sessionId = plan.session;
   let failure = null;
 
   // The block that ends a turn: its answer (or error), session id, usage and the actions it recorded.
@@ -312,13 +301,16 @@ async function main() {
   };
 
   const book = new TurnBook({
-    push: (m) => inbox.push(m),
+    push: (m, ids) => {
+      ledger.record(sessionId, m.uuid, ids);
+      inbox.push(m);
+    },
     interrupt: () => q.interrupt(),
     answer,
     end: () => inbox.end(),
     log: say,
   });
-  book.line(first);
+  book.line({ ...first, prompt: plan.prompt });
 
   // Reading stdin runs beside the SDK's output.
   const reading = (async () => {
@@ -345,6 +337,7 @@ async function main() {
   })();
 
   const progress = new Progress(cwd);
+  if (plan.held?.continued) progress.carry(plan.held.texts);
   let lastPartial = 0;
   // A draft at most every PARTIAL_MS; a tool call's status line at once (the turn works on it a while).
   const showDraft = (atOnce) => {

@@ -46,6 +46,17 @@ export class Progress {
     this.#seen = new Set();
   }
 
+  /**
+   * Texts the turn wrote before a crash cut it off (resume.mjs): the turn goes on after them, and its
+   * draft and answer keep them.
+   */
+  carry(texts) {
+    for (const text of texts) {
+      this.#said.push(text);
+      this.#parts.push({ kind: 'text', text });
+    }
+  }
+
   /** A stream event (includePartialMessages). True when the draft changed. */
   event(ev) {
     if (ev.type === 'content_block_start') {

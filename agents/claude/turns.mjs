@@ -10,12 +10,29 @@
 // - "Prompt is too long": Claude Code compacts the session itself and retries; when it did not, the agent
 //   asks for `/compact` and sends the turn again, once. Either way the block says `"compacted": true`.
 
+import { randomUUID } from 'node:crypto';
+
 /** How long after a result the CLI may take to start a steered message as a turn of its own. */
 const SETTLE_MS = 1500;
 
-/** A user message of the SDK's streaming input. */
+/**
+ * A user message of the SDK's streaming input, with a uuid of its own: the transcript keeps it as the
+ * entry's uuid, so a later run can tell which prompts the session holds (resume.mjs).
+ */
 function userMessage(text) {
-  return { type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null };
+  return {
+    type: 'user',
+    message: { role: 'user', content: text },
+    parent_tool_use_id: null,
+    uuid: randomUUID(),
+  };
+}
+
+/** The message ids of stdin lines. */
+function idsOf(lines) {
+  return lines
+    .flatMap((l) => (Array.isArray(l.messages) ? l.messages.map((m) => m?.id) : []))
+    .filter(Number.isInteger);
 }
 
 /** The highest integer `turn` of `lines`, or null when none numbers its turn. */
@@ -30,7 +47,8 @@ export function promptTooLong(text) {
 }
 
 /**
- * The turn bookkeeping of one run. `push` feeds the SDK's input stream, `interrupt` calls the query's
+ * The turn bookkeeping of one run. `push(message, ids)` feeds the SDK's input stream (`ids`: the gated
+ * message ids the message carries), `interrupt` calls the query's
  * `interrupt()` (resolving to its receipt), `answer(result, block)` prints the block that ends a turn (the
  * caller adds session id, usage and actions), `log` writes a line to stderr.
  */
@@ -81,7 +99,7 @@ export class TurnBook {
       cur.turn = Math.max(cur.turn ?? 0, line.turn ?? 0) || cur.turn;
       cur.pending += 1;
       this.activity();
-      this.push(userMessage(line.prompt));
+      this.push(userMessage(line.prompt), idsOf([line]));
       return;
     }
     this.#waiting.push(line);
@@ -136,8 +154,8 @@ export class TurnBook {
       cur.skip += 1;
       cur.pending += 2;
       this.log('prompt too long: compacting the session and retrying the turn once');
-      this.push(userMessage('/compact'));
-      this.push(userMessage(cur.prompt));
+      this.push(userMessage('/compact'), []);
+      this.push(userMessage(cur.prompt), cur.ids);
       return 'wait';
     }
     if (cur.skip > 0) {
@@ -188,9 +206,11 @@ export class TurnBook {
     if (this.busy || this.#waiting.length === 0) return;
     const batch = this.#waiting.splice(0);
     const prompt = batch.map((l) => l.prompt).join('\n');
+    const ids = idsOf(batch);
     this.#current = {
       turn: maxTurn(batch),
       prompt,
+      ids,
       pending: 1,
       texts: [],
       draft: '',
@@ -200,7 +220,7 @@ export class TurnBook {
       skip: 0,
       settle: null,
     };
-    this.push(userMessage(prompt));
+    this.push(userMessage(prompt), ids);
   }
 
   #interrupt(k) {

@@ -14,6 +14,8 @@
  *   texts, two of them before a tool call, for the agent to keep in its answer;
  * - `SLOW <seconds>`: text streamed in small deltas for that long (numbered lines, so a test can check that
  *   nothing was lost);
+ * - `THEN SLOW <seconds>` after a `WRITE` or `TOOL`: once the tool's result comes back, the answer is streamed
+ *   as `SLOW` does instead of the usual text (a turn a test can cut after its tool ran);
  * - `MARKDOWN`: MARKDOWN_SAMPLE (a heading, bold, a table, a code fence) streamed 4 characters a delta, so
  *   drafts cut it anywhere: inside `**`, inside the fence, in the middle of the table;
  * - `OVERLOAD`: HTTP 529 `overloaded_error`;
@@ -233,6 +235,8 @@ export class MessagesApiServer {
       const use = body.messages
         .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
         .find((b) => b.type === 'tool_use' && b.id === r.tool_use_id);
+      const then = /\bTHEN SLOW (\d+)/.exec(this.promptWords(body));
+      if (then) return { kind: 'slow', seconds: Number(then[1]) };
       const attach = /\bATTACH (\S+) (\S+)/.exec(this.promptWords(body));
       if (attach && use?.name === 'Write') {
         const name = (body.tools ?? []).find((t) => t.name.endsWith('__attach'))?.name ?? 'attach';

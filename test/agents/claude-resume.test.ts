@@ -1,0 +1,133 @@
+/**
+ * A turn cut off by kill -9 (issue 25 item 2, docs/AGENTS.md "Interrupted turns"): the real `gated run` with
+ * the Claude agent (process runtime) against the local Messages API. A turn calls the group's MCP tool
+ * (test/agents/mcp-demo-server.mjs, which logs each call) and is killed, gated and the agent's processes
+ * with -9, while the model streams its answer after the tool's result. After the restart the session is
+ * resumed without the turn twice: the resumed request holds the user's message once, no "No response
+ * requested." placeholder, the tool's result from before the crash, and the tool never ran again.
+ */
+import Database from 'better-sqlite3';
+import { readFileSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { openDatabase } from '../../store/db.js';
+import { addGroup } from '../../store/groups.js';
+import { insertInbound } from '../../store/messages.js';
+import { tempDir } from '../helpers/db.js';
+import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
+import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
+import { MessagesApiServer, slowText, userWords, type RecordedRequest } from '../infra/messages-api.js';
+import { API_KEY } from './claude-support.js';
+
+let api: MessagesApiServer;
+
+beforeEach(async () => {
+  api = await MessagesApiServer.start();
+});
+
+afterEach(async () => {
+  await api.close();
+});
+
+/**
+ * The processes working in `folder` (the agent, its Claude Code CLI, the group's MCP server): what dies
+ * with the machine. Each is checked to be one of them by its command line before it is killed.
+ */
+function killWorkingIn(folder: string): number {
+  const real = realpathSync(folder);
+  let killed = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/cwd`) !== real) continue;
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (!/agent\.mjs|claude|mcp-demo-server/.test(cmd)) continue;
+      process.kill(Number(entry), 'SIGKILL');
+      killed += 1;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
+}
+
+/** The texts of a request's messages, each as one string (tool results and notes included). */
+function texts(req: RecordedRequest): string[] {
+  return req.body.messages.map((m) =>
+    typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
+  );
+}
+
+test('a turn cut off by kill -9 after its tool ran goes on once: its message, no placeholder, the tool not again', async () => {
+  const dir = tempDir('gated-resume-');
+  const configDir = tempDir('gated-resume-config-');
+  writeGroupConfig(configDir, 'claude');
+  const env = gatedEnv(dir, {
+    GATED_AGENT_CMD: `node '${packageFile('agents', 'claude', 'agent.mjs')}'`,
+    GATED_CONFIG_DIR: configDir,
+    GATED_IDLE_TIMEOUT_MS: '30000',
+    GATED_RUN_TIMEOUT_MS: '120000',
+    GATED_AGENT_SECRETS:
+      'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL,CLAUDE_CODE_MAX_RETRIES,claude:DEMO_TOKEN=CLAUDE_DEMO_TOKEN',
+    ANTHROPIC_API_KEY: API_KEY,
+    ANTHROPIC_BASE_URL: api.url,
+    CLAUDE_CODE_MAX_RETRIES: '0',
+    CLAUDE_DEMO_TOKEN: DEMO_TOKEN,
+  });
+  const seed = openDatabase(env.GATED_DB);
+  addGroup(seed, env.GATED_GROUPS_DIR, 'claude');
+  const groupDir = join(env.GATED_GROUPS_DIR, 'claude');
+  const send = (content: string) =>
+    insertInbound(seed, { chat_jid: 'web:claude', sender: 'ada', sender_name: 'Ada', content })!;
+  const watch = new Database(env.GATED_DB, { readonly: true });
+  const replies = (id: number) =>
+    watch
+      .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+      .pluck()
+      .all(id) as string[];
+  const lookups = () => readFileSync(join(groupDir, 'demo-lookups.log'), 'utf8');
+
+  const first = await gatedUp(gatedRun(env));
+  const hello = send('hello before the crash');
+  await until(() => replies(hello).length > 0, 60_000, 'the first answer');
+  const session = watch.prepare(`SELECT session_id FROM sessions`).pluck().get() as string;
+
+  const asked = 'TOOL lookup {"query":"anchor"} THEN SLOW 8';
+  const cut = send(asked);
+  // The tool ran and its result went to the model, which is streaming its answer: gated dies, and with it
+  // (as with the machine) every process of the run.
+  const afterTool = await until(
+    () => api.turns.find((r) => JSON.stringify(r.body.messages.at(-1)).includes('definition of anchor')),
+    60_000,
+    "the tool's result reaching the model",
+  );
+  await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
+  first.kill('SIGKILL');
+  await exited(first);
+  expect(killWorkingIn(groupDir)).toBeGreaterThan(0);
+  expect(lookups()).toBe('anchor\n');
+  expect(replies(cut)).toEqual([]);
+  const before = api.turns.length;
+
+  const second = await gatedUp(gatedRun(env));
+  await until(() => replies(cut).length > 0, 60_000, 'the answer after the restart');
+  second.kill('SIGTERM');
+  expect(await exited(second)).toBe(0);
+
+  const resumed = api.turns.slice(before);
+  expect(resumed).toHaveLength(1);
+  const sent = texts(resumed[0]!);
+  // The user's message once; the tool's call and result from before the crash; no placeholder.
+  expect(sent.filter((t) => t.includes('TOOL lookup'))).toHaveLength(1);
+  expect(sent.filter((t) => t.includes('definition of anchor (token ok)'))).toHaveLength(1);
+  expect(sent.join('\n')).not.toContain('No response requested');
+  expect(api.seenUserWords(resumed[0]!).filter((w) => w === asked)).toHaveLength(1);
+  expect(userWords(resumed[0]!.body.messages.at(-1)!.content)).toContain('Continue the turn');
+  // The tool ran once in all; the answer is the one streamed after its result, stored once.
+  expect(lookups()).toBe('anchor\n');
+  expect(replies(cut)).toEqual([slowText(8)]);
+  expect(watch.prepare(`SELECT session_id FROM sessions`).pluck().get()).toBe(session);
+  watch.close();
+  seed.close();
+}, 180_000);
