@@ -1,6 +1,9 @@
 import { accessSync, constants, existsSync, statfsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { checkDatabaseFile } from '../store/backup.js';
+import { findBadRows, isRowFinding, type BadRows } from '../store/constraints.js';
+import { openFile } from '../store/db.js';
+import { badRowsText } from './health.js';
 import { SCHEMA_VERSION } from '../store/migrate.js';
 
 /** One finding of `gated doctor`: what was checked, how it went, and what the operator should do. */
@@ -78,7 +81,8 @@ export function databaseFinding(path: string): Finding {
     };
   }
   const check = checkDatabaseFile(path, true);
-  if (!check.ok) {
+  const rowsOnly = !check.ok && check.problems.length > 0 && check.problems.every(isRowFinding);
+  if (!check.ok && !rowsOnly) {
     return {
       name: 'database',
       status: 'fail',
@@ -94,6 +98,8 @@ export function databaseFinding(path: string): Finding {
       fix: 'run the gated that wrote it, or restore the backup taken before the upgrade',
     };
   }
+  const rows = badRowsFinding(path, rowsOnly ? check.problems : []);
+  if (rows) return rows;
   if (check.version < SCHEMA_VERSION) {
     return {
       name: 'database',
@@ -106,6 +112,34 @@ export function databaseFinding(path: string): Finding {
     name: 'database',
     status: 'ok',
     detail: `${path}: quick_check ok, schema version ${check.version}`,
+  };
+}
+
+/**
+ * Rows breaking their table's CHECK or NOT NULL constraints (written with the checks off, or by an older
+ * schema): not corruption. Each is named by table, rowids and constraint; gated starts on such a file and
+ * fails those rows alone (docs/SECURITY.md), so it is a warning, not a failure. Looked for with queries:
+ * a read-only connection's quick_check does not evaluate CHECK constraints. `findings` are quick_check's
+ * row findings, if it had any, named as they are when no query finds their rows.
+ */
+function badRowsFinding(path: string, findings: string[]): Finding | undefined {
+  let bad: BadRows[];
+  const db = openFile(path, { readonly: true });
+  try {
+    bad = findBadRows(db);
+  } finally {
+    db.close();
+  }
+  if (bad.length === 0 && findings.length === 0) return undefined;
+  const what = bad.length > 0 ? bad.slice(0, 3).map(badRowsText).join('; ') : findings.slice(0, 3).join('; ');
+  const first = bad[0];
+  return {
+    name: 'database',
+    status: 'warn',
+    detail: `${path}: the file is sound, but rows break their constraints: ${what}`,
+    fix: first
+      ? `correct or delete them (sqlite3 ${path} "SELECT rowid, * FROM ${first.table} WHERE rowid IN (${first.rowids.join(', ')})"); gated fails them alone`
+      : 'correct or delete those rows; gated fails them alone',
   };
 }
 

@@ -80,7 +80,12 @@ export function checkReadable(db: Db, file: string): BadRows[] {
 
 /** One line naming rows that break a constraint: the file, the table, the row ids and the constraint. */
 export function badRowsLine(file: string, bad: BadRows): string {
+  return `database ${file}: ${badRowsText(bad)}; started anyway, each is handled as a bad row`;
+}
+
+/** `<table> row 7 breaks CHECK (…)`: which rows break which constraint (start's log and `gated doctor`). */
+export function badRowsText(bad: BadRows): string {
   const one = bad.rowids.length === 1;
   const rows = bad.rowids.length === 0 ? 'some rows' : `row${one ? '' : 's'} ${bad.rowids.join(', ')}`;
-  return `database ${file}: ${bad.table} ${rows} break${one ? 's' : ''} ${bad.constraint}; started anyway, each is handled as a bad row`;
+  return `${bad.table} ${rows} break${one ? 's' : ''} ${bad.constraint}`;
 }

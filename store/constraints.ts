@@ -50,6 +50,37 @@ export function badRowsOf(db: Db, findings: readonly string[]): BadRows[] {
   return out;
 }
 
+/**
+ * Every table's rows that break a CHECK or NOT NULL constraint, found by querying for them (one scan per
+ * table while none is found). For a read-only connection, whose `quick_check` does not evaluate CHECK
+ * constraints (`gated doctor` opens the file so).
+ */
+export function findBadRows(db: Db): BadRows[] {
+  const tables = db
+    .prepare(`SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+    .all() as { name: string; sql: string | null }[];
+  const out: BadRows[] = [];
+  for (const { name, sql } of tables) {
+    const notNull = (
+      db.pragma(`table_info(${quote(name)})`) as { name: string; notnull: number; pk: number }[]
+    )
+      .filter((c) => c.notnull === 1)
+      .map((c) => ({ constraint: `NOT NULL ${c.name}`, where: `${quote(c.name)} IS NULL` }));
+    const checks = checkExpressions(sql ?? '').map((e) => ({
+      constraint: `CHECK (${oneLine(e)})`,
+      where: `NOT (${e})`,
+    }));
+    const all = [...notNull, ...checks];
+    if (all.length === 0) continue;
+    if (rowidsWhere(db, name, all.map((c) => `(${c.where})`).join(' OR ')).length === 0) continue;
+    for (const c of all) {
+      const rowids = rowidsWhere(db, name, c.where);
+      if (rowids.length > 0) out.push({ table: name, constraint: c.constraint, rowids });
+    }
+  }
+  return out;
+}
+
 function rowidsWhere(db: Db, table: string, where: string): number[] {
   try {
     return db

@@ -108,6 +108,37 @@ describe('gated doctor', { timeout: 60_000 }, () => {
     ]);
   });
 
+  it('a row breaking a CHECK constraint is named by table, rowid and constraint, not called corrupt', async () => {
+    const dir = tempDir();
+    const db = join(dir, 'gated.db');
+    const w = openDatabase(db);
+    // As a program that turned the checks off (or an older schema) can write it.
+    w.pragma('ignore_check_constraints = ON');
+    const bad = Number(
+      w
+        .prepare(`INSERT INTO messages (chat_jid, sender, content) VALUES ('web:demo', 'u', ?)`)
+        .run(Buffer.from('blob')).lastInsertRowid,
+    );
+    w.close();
+    const r = await doctor(db, { GATED_GROUPS_DIR: join(dir, 'groups'), GATED_RUNTIME: 'process' });
+    const text = r.lines.join('\n');
+    // gated starts on such a file and fails the row alone: a warning, and doctor exits 0.
+    expect(r.code, text).toBe(0);
+    expect(text).toMatch(
+      new RegExp(
+        `^WARN {2}database .*gated\\.db: the file is sound, but rows break their constraints: messages row ${bad} breaks CHECK \\(typeof\\(chat_jid\\) = 'text'`,
+        'm',
+      ),
+    );
+    expect(text).toMatch(
+      new RegExp(
+        `^\\s+fix: correct or delete them \\(sqlite3 .*WHERE rowid IN \\(${bad}\\)"\\); gated fails them alone$`,
+        'm',
+      ),
+    );
+    expect(text).not.toMatch(/corrupt|failed its check|restore/);
+  });
+
   it('a broken setup: each problem named with its fix, exit 1', async () => {
     const { telegram, discord, slack } = await platforms();
     const dir = tempDir();
