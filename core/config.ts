@@ -42,13 +42,15 @@ export interface Config {
   /**
    * Bounds on what web clients may cause (docs/SECURITY.md): open SSE streams in all
    * (GATED_SSE_MAX_STREAMS) and per client address (GATED_SSE_MAX_PER_ADDRESS), uploads in flight
-   * (GATED_UPLOADS_MAX_CONCURRENT), upload bytes per client address per hour (GATED_UPLOAD_BYTES_PER_HOUR).
+   * (GATED_UPLOADS_MAX_CONCURRENT), upload bytes per client address per hour (GATED_UPLOAD_BYTES_PER_HOUR),
+   * wrong admin tokens per client address per hour (GATED_LOGIN_FAILURES_PER_HOUR).
    */
   clientCaps: {
     sseStreams: number;
     ssePerAddress: number;
     uploadsConcurrent: number;
     uploadBytesPerHour: number;
+    loginFailuresPerHour: number;
   };
   /** Platforms in `stream` mode (drafts edited in place); the others are `batch` (GATED_STREAM_CHANNELS). */
   streamChannels: string[];
@@ -270,6 +272,7 @@ export function loadConfig(env: Env = process.env): Config {
       ssePerAddress: int(env, 'GATED_SSE_MAX_PER_ADDRESS', 20, 1),
       uploadsConcurrent: int(env, 'GATED_UPLOADS_MAX_CONCURRENT', 4, 1),
       uploadBytesPerHour: int(env, 'GATED_UPLOAD_BYTES_PER_HOUR', 200 * 1024 * 1024, 0),
+      loginFailuresPerHour: int(env, 'GATED_LOGIN_FAILURES_PER_HOUR', 20, 1),
     },
     streamChannels: (str(env, 'GATED_STREAM_CHANNELS') ?? 'telegram,discord,web')
       .split(',')

@@ -5,7 +5,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { accessApi } from './access.js';
 import { adminApi } from './admin.js';
 import { createAuth } from './auth.js';
-import { admitUploads, ClientBounds, DEFAULT_CLIENT_CAPS } from './bounds.js';
+import { admitUploads, ClientBounds, DEFAULT_CLIENT_CAPS, limitTokenGuesses } from './bounds.js';
 import { ChatReaders } from './chat-view.js';
 import { chatRoutes } from './chat.js';
 import { chatFileRoutes } from './chat-files.js';
@@ -62,13 +62,15 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   useFront(app, opts);
   app.use(hostGuard({ bound: config.httpHost, extra: config.httpHosts }));
   app.use(auth.noTokenInUrl);
+  const bounds = opts.bounds ?? new ClientBounds({ ...DEFAULT_CLIENT_CAPS, ...config.clientCaps }, now);
+  // Wrong admin tokens are bounded per client address before any path checks one.
+  app.use(limitTokenGuesses(bounds));
   // Every chat request knows its sender from the cookie gated issued (the page's first load sets it).
   const identity = new WebIdentity(cookieKey(db), config.adminToken, now);
   app.use('/', identify(identity));
   app.use('/api/chat/*', identify(identity));
   // Uploads are admitted (or refused with 429) before any body limit reads a byte of them.
   const maxAttachment = config.maxAttachmentBytes ?? DEFAULT_MAX_ATTACHMENT;
-  const bounds = opts.bounds ?? new ClientBounds({ ...DEFAULT_CLIENT_CAPS, ...config.clientCaps }, now);
   app.use('/api/chat/upload', admitUploads(bounds, maxAttachment + UPLOAD_OVERHEAD));
   useBodyLimits(app, maxAttachment);
   logRequests(app, httpLog);

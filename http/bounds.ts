@@ -8,12 +8,17 @@ import { createMiddleware } from 'hono/factory';
  * it. Counts live in memory: a restart ends every stream and upload anyway.
  */
 
-/** The caps (GATED_SSE_MAX_STREAMS, GATED_SSE_MAX_PER_ADDRESS, GATED_UPLOADS_MAX_CONCURRENT, GATED_UPLOAD_BYTES_PER_HOUR). */
+/**
+ * The caps (GATED_SSE_MAX_STREAMS, GATED_SSE_MAX_PER_ADDRESS, GATED_UPLOADS_MAX_CONCURRENT,
+ * GATED_UPLOAD_BYTES_PER_HOUR, GATED_LOGIN_FAILURES_PER_HOUR).
+ */
 export interface ClientCaps {
   sseStreams: number;
   ssePerAddress: number;
   uploadsConcurrent: number;
   uploadBytesPerHour: number;
+  /** Wrong admin tokens one client address may present in an hour before its attempts get 429. */
+  loginFailuresPerHour: number;
 }
 
 /** The defaults of the caps. */
@@ -22,6 +27,7 @@ export const DEFAULT_CLIENT_CAPS: ClientCaps = {
   ssePerAddress: 20,
   uploadsConcurrent: 4,
   uploadBytesPerHour: 200 * 1024 * 1024,
+  loginFailuresPerHour: 20,
 };
 
 /** A refusal: the reason for the client and how many seconds to wait. */
@@ -42,6 +48,8 @@ declare module 'hono' {
   interface ContextVariableMap {
     /** The bytes of an upload's files, once parsed (its handler sets it). */
     uploadBytes: number;
+    /** Set when the request presented an admin token that was wrong (http/identity.ts). */
+    tokenRejected: boolean;
   }
 }
 
@@ -56,6 +64,7 @@ export class ClientBounds {
   private readonly streamsBy = new Map<string, number>();
   private uploads = 0;
   private readonly charges = new Map<string, Charge[]>();
+  private readonly failures = new Map<string, number[]>();
 
   constructor(
     readonly caps: ClientCaps = DEFAULT_CLIENT_CAPS,
@@ -125,6 +134,29 @@ export class ClientBounds {
     };
   }
 
+  /**
+   * Whether `address` may present the admin token now: not after `loginFailuresPerHour` wrong ones within
+   * the last hour, until the oldest of them is an hour old.
+   */
+  admitLogin(address: string): Refusal | undefined {
+    const list = this.recentFailures(address);
+    if (list.length < this.caps.loginFailuresPerHour) return undefined;
+    const wait = Math.max(1, Math.ceil((list[0]! + HOUR - this.now()) / 1000));
+    return {
+      reason:
+        `too many wrong admin tokens from ${address} (${this.caps.loginFailuresPerHour} per hour); ` +
+        `try again in ${wait} s`,
+      retryAfterS: wait,
+    };
+  }
+
+  /** Counts one wrong admin token presented by `address`. */
+  loginFailed(address: string): void {
+    const list = this.recentFailures(address);
+    list.push(this.now());
+    this.failures.set(address, list);
+  }
+
   /** Open streams now (tests, metrics). */
   openStreams(): number {
     return this.streams;
@@ -143,6 +175,17 @@ export class ClientBounds {
     // Addresses seen once an hour ago are swept now and then, so the map never grows without end.
     if (this.charges.size > 10_000) {
       for (const [a, l] of this.charges) if (l.every((c) => c.at <= since)) this.charges.delete(a);
+    }
+    return list;
+  }
+
+  /** The address's wrong tokens of the last hour (older ones dropped, the map swept like the charges). */
+  private recentFailures(address: string): number[] {
+    const since = this.now() - HOUR;
+    const list = (this.failures.get(address) ?? []).filter((at) => at > since);
+    if (list.length === 0) this.failures.delete(address);
+    if (this.failures.size > 10_000) {
+      for (const [a, l] of this.failures) if (l.every((at) => at <= since)) this.failures.delete(a);
     }
     return list;
   }
@@ -191,6 +234,39 @@ export function admitUploads(bounds: ClientBounds, maxBodyBytes: number): Middle
     } finally {
       ticket.finish(c.get('uploadBytes'));
     }
+    return undefined;
+  });
+}
+
+/** True when a request presents the admin token: a Bearer header, the chat's sign-in, or a form's `token`. */
+function presentsToken(c: Context): boolean {
+  if (c.req.header('authorization') !== undefined) return true;
+  if (c.req.method !== 'POST') return false;
+  if (c.req.path === '/api/chat/login') return true;
+  // The dashboard's forms may carry the token as a field; chat uploads are forms too, and carry none.
+  const form = /^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(
+    c.req.header('content-type') ?? '',
+  );
+  return form && !c.req.path.startsWith('/api/chat/');
+}
+
+/**
+ * Middleware over every path that takes the admin token (ahead of identify and the dashboard's guards):
+ * a client address that presented `loginFailuresPerHour` wrong tokens within the hour gets 429 with the
+ * reason for every request presenting one, right or wrong, before it is checked, so the token cannot be
+ * guessed at the speed of the server. A wrong token is one answered 401, or one the chat's identity
+ * turned down (`tokenRejected`).
+ */
+export function limitTokenGuesses(bounds: ClientBounds): MiddlewareHandler {
+  return createMiddleware(async (c, next) => {
+    if (!presentsToken(c)) return next();
+    const address = clientAddress(c);
+    const refused = bounds.admitLogin(address);
+    if (refused) {
+      return c.json({ error: refused.reason }, 429, { 'Retry-After': String(refused.retryAfterS) });
+    }
+    await next();
+    if (c.res.status === 401 || c.get('tokenRejected')) bounds.loginFailed(address);
     return undefined;
   });
 }

@@ -82,7 +82,10 @@ export class WebIdentity {
   /** The viewer of a request, issuing a visitor cookie when it brought no valid one. */
   viewerOf(c: Context): Viewer {
     const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header('authorization')?.trim() ?? '')?.[1]?.trim();
-    if (this.tokenValid(bearer) || this.adminCookieValid(getCookie(c, ADMIN_COOKIE))) {
+    const tokenOk = this.tokenValid(bearer);
+    // A wrong token counts against the client's address (http/bounds.ts, limitTokenGuesses).
+    if (bearer !== undefined && !tokenOk) c.set('tokenRejected', true);
+    if (tokenOk || this.adminCookieValid(getCookie(c, ADMIN_COOKIE))) {
       return { sender: WEB_ADMIN, admin: true };
     }
     const visitor = this.visitorOf(getCookie(c, VISITOR_COOKIE));
@@ -165,7 +168,8 @@ function cookieBase(c: Context) {
 /**
  * `POST /api/chat/login` (JSON `{"token": …}`, or the Authorization header): with GATED_ADMIN_TOKEN, sets
  * the admin cookie, so the page's posts and streams carry the admin identity (an EventSource cannot send a
- * header). `POST /api/chat/logout` removes it.
+ * header). `POST /api/chat/logout` removes it. Wrong tokens are bounded per client address
+ * (GATED_LOGIN_FAILURES_PER_HOUR, `limitTokenGuesses` in http/bounds.ts): past it, 429 before any check.
  */
 export function identityRoutes(identity: WebIdentity): Hono {
   const app = new Hono();

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
 import { DEFAULT_CLIENT_CAPS } from '../../http/bounds.js';
 import { until } from '../helpers/process.js';
-import { startWebServer, visit, type WebServer } from './harness.js';
+import { postJson, startWebServer, visit, type WebServer } from './harness.js';
 import { SseClient } from './sse-client.js';
 
 const stream = (s: WebServer, headers: Record<string, string> = {}) =>
@@ -48,7 +48,9 @@ describe('client bounds', () => {
       ssePerAddress: 20,
       uploadsConcurrent: 4,
       uploadBytesPerHour: 200 * 1024 * 1024,
+      loginFailuresPerHour: 20,
     });
+    expect(loadConfig({ GATED_LOGIN_FAILURES_PER_HOUR: '5' }).clientCaps.loginFailuresPerHour).toBe(5);
     expect(
       loadConfig({
         GATED_SSE_MAX_STREAMS: '7',
@@ -154,4 +156,46 @@ describe('client bounds', () => {
     expect((await up('third', 1500)).status).toBe(201);
     expect(inboundRows(s)).toBe(2);
   });
+
+  it('refuses admin sign-ins from an address past its wrong tokens of the hour with 429, the right token too', async () => {
+    let now = Date.parse('2026-11-27T03:00:00Z');
+    const s = await startWebServer({
+      adminToken: 'the-right-token',
+      clientCaps: { ...DEFAULT_CLIENT_CAPS, loginFailuresPerHour: 3 },
+      now: () => now,
+    });
+    const login = (token: string, headers: Record<string, string> = {}) =>
+      postJson(`${s.url}/api/chat/login`, { token }, headers);
+    expect((await login('guess-1')).status).toBe(401);
+    expect((await login('guess-2')).status).toBe(401);
+    // A wrong Bearer header on any chat request is a guess too: no admin, and it counts.
+    const bearer = await visit(s.url, { authorization: 'Bearer guess-3' });
+    expect(bearer.sender).not.toBe('admin');
+    const refused = await fetch(`${s.url}/api/chat/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: 'the-right-token' }),
+    });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('3600');
+    expect(await refused.json()).toEqual({
+      error: 'too many wrong admin tokens from 127.0.0.1 (3 per hour); try again in 3600 s',
+    });
+    expect(refused.headers.getSetCookie()).toEqual([]);
+    expect(await getStatus(s, '/api/chat/me', { authorization: 'Bearer the-right-token' })).toBe(429);
+    // A request without a token is not refused: the visitor still chats.
+    expect(await getStatus(s, '/api/chat/me')).toBe(200);
+    // Another address (a reverse proxy on this machine names it) is counted apart.
+    const other = await login('the-right-token', { 'x-forwarded-for': '203.0.113.9' });
+    expect(other).toEqual({ status: 200, body: { sender: 'web:admin', admin: true } });
+    // An hour after the first wrong token, the address may try again.
+    now += 3_600_001;
+    expect((await login('the-right-token')).status).toBe(200);
+  });
 });
+
+async function getStatus(s: WebServer, path: string, headers: Record<string, string> = {}): Promise<number> {
+  const res = await fetch(`${s.url}${path}`, { headers });
+  await res.arrayBuffer();
+  return res.status;
+}
