@@ -4,11 +4,12 @@ import type { Logger } from './log.js';
 
 /**
  * The one driver of a background worker (the poll loop, delivery's scan, the drafts' pacer, the inbox, the
- * tool approvals' checker, tasks, daemons). A worker is a `step` run again and again, never two at once: at
- * once after `wake()` (many wakes while a step runs coalesce into one more step), at the latest after
- * `intervalMs` (the timer fallback that finds work no wake announced, such as rows another process wrote),
- * or at the time the last step asked for. A step that throws is retried after the one backoff of
- * core/backoff.ts, and wakes wait for it: a failing disk must not become a busy loop. `stop()` resolves
+ * tool approvals' checker, tasks, daemons, Bluesky's notification poll). A worker is a `step` run again and
+ * again, never two at once: at once after `wake()` (many wakes while a step runs coalesce into one more
+ * step), at the latest after `intervalMs` (the timer fallback that finds work no wake announced, such as
+ * rows another process wrote), or at the time the last step asked for. A step that throws is retried after
+ * the one backoff of core/backoff.ts, or after the wait `failureDelay` reads from the failure (a rate
+ * limit's reset), and wakes wait for it: a failing disk must not become a busy loop. `stop()` resolves
  * once the step in flight has ended.
  */
 
@@ -31,6 +32,11 @@ export interface WorkerOptions {
   intervalMs?: number;
   /** Spacing of retries while steps keep failing. Default base = intervalMs (or 1 s), max 30 s, no jitter. */
   backoff?: BackoffOptions;
+  /**
+   * The wait in ms before the next step after a failed one, chosen by the worker from what failed (a rate
+   * limit's reset time, a Retry-After) and how many steps failed in a row; undefined keeps the backoff.
+   */
+  failureDelay?: (err: unknown, failures: number) => number | undefined;
   /** False when the worker's timer alone must not keep the process alive. Default true. */
   keepAlive?: boolean;
   now?: () => number;
@@ -50,6 +56,12 @@ export interface WorkerHealth {
 export interface Worker {
   /** Starts the worker; its first step runs at once. */
   start(): void;
+  /**
+   * Starts the worker with its first step run now, and resolves when that step has ended (its outcome
+   * then times the next, as any step's does). For a start that must have done one round before it
+   * returns, such as a channel storing what arrived while gated was down. Never rejects.
+   */
+  startNow(): Promise<void>;
   /** Runs a step as soon as possible; coalesced with a step in flight, ignored while backing off. */
   wake(): void;
   /**
@@ -69,115 +81,136 @@ const WARN_EVERY_MS = 60_000;
 
 /** Makes a worker; nothing runs until start() (or runNow()). */
 export function createWorker(opts: WorkerOptions): Worker {
-  const now = opts.now ?? Date.now;
-  const interval = opts.intervalMs ?? 0;
-  const backoff: BackoffOptions = {
-    baseMs: interval || 1000,
-    maxMs: 30_000,
-    random: () => 1,
-    ...opts.backoff,
-  };
-  let started = false;
-  let stopped = false;
-  let running = false;
-  let pending = false;
-  let timer: NodeJS.Timeout | undefined;
-  let inflight: Promise<void> = Promise.resolve();
-  const abort = new AbortController();
-  const health: WorkerHealth = { lastOkAt: now(), failing: undefined, failures: 0 };
-  let backoffUntil = 0;
-  let lastWarnAt = -Infinity;
-  let failedSinceWarn = 0;
+  return new Driver(opts);
+}
 
-  const arm = (at: number): void => {
-    clearTimeout(timer);
-    timer = setTimeout(runNow, Math.min(MAX_TIMER_MS, Math.max(0, at - now())));
-    if (opts.keepAlive === false) timer.unref();
-  };
+/** The text a failed step leaves in health and the log: its code, when it has one, and its message. */
+function failureText(err: unknown): string {
+  const e = err as { code?: unknown };
+  return `${typeof e?.code === 'string' ? e.code + ': ' : ''}${coerceError(err).message}`.slice(0, 500);
+}
 
-  const succeeded = (due: StepResult): void => {
-    if (health.failures > 0) opts.log.warn({ failedSteps: health.failures }, `${opts.name} works again`);
-    health.failures = 0;
-    health.failing = undefined;
-    failedSinceWarn = 0;
-    health.lastOkAt = now();
-    if (!started || stopped) return;
-    let at = pending ? now() : interval > 0 ? now() + interval : Infinity;
-    if (typeof due === 'number') at = Math.min(at, due);
-    if (at === Infinity) clearTimeout(timer);
-    else arm(at);
-  };
+/** The driver behind createWorker: when steps run (scheduling) and what their outcomes do (pacing). */
+class Driver implements Worker {
+  private readonly now: () => number;
+  private readonly interval: number;
+  private readonly backoff: BackoffOptions;
+  private started = false;
+  private stopped = false;
+  private running = false;
+  private pending = false;
+  private timer: NodeJS.Timeout | undefined;
+  private inflight: Promise<void> = Promise.resolve();
+  private readonly abort = new AbortController();
+  private readonly state: WorkerHealth;
+  private backoffUntil = 0;
+  private lastWarnAt = -Infinity;
+  private failedSinceWarn = 0;
 
-  const failed = (err: unknown): void => {
-    const e = err as { code?: unknown };
-    const text = `${typeof e?.code === 'string' ? e.code + ': ' : ''}${coerceError(err).message}`;
-    health.failures += 1;
-    health.failing = text.slice(0, 500);
-    failedSinceWarn += 1;
-    const delay = backoffDelay(health.failures, backoff);
-    backoffUntil = now() + delay;
-    if (now() - lastWarnAt >= WARN_EVERY_MS) {
-      lastWarnAt = now();
-      opts.log.error(
-        { err: health.failing, failedSteps: failedSinceWarn, retryInMs: delay },
-        `${opts.name} failed; backing off and retrying`,
-      );
-      failedSinceWarn = 0;
-    }
-    pending = false;
-    if (started && !stopped) arm(backoffUntil);
-  };
-
-  const finish = (err: unknown, due: StepResult, threw: boolean): void => {
-    running = false;
-    if (threw) failed(err);
-    else succeeded(due);
-  };
-
-  function runNow(): void {
-    if (running) {
-      pending = true;
-      return;
-    }
-    if (stopped) return;
-    running = true;
-    pending = false;
-    let out: StepResult | Promise<StepResult>;
-    try {
-      out = opts.step(abort.signal);
-    } catch (err) {
-      return finish(err, undefined, true);
-    }
-    if (out instanceof Promise) {
-      inflight = out.then(
-        (due) => finish(undefined, due, false),
-        (err: unknown) => finish(err, undefined, true),
-      );
-    } else finish(undefined, out, false);
+  constructor(private readonly opts: WorkerOptions) {
+    this.now = opts.now ?? Date.now;
+    this.interval = opts.intervalMs ?? 0;
+    this.backoff = { baseMs: this.interval || 1000, maxMs: 30_000, random: () => 1, ...opts.backoff };
+    this.state = { lastOkAt: this.now(), failing: undefined, failures: 0 };
   }
 
-  return {
-    start() {
-      if (started || stopped) return;
-      started = true;
-      arm(now());
-    },
-    wake() {
-      if (!started || stopped) return;
-      if (running) {
-        pending = true;
-        return;
-      }
-      if (health.failures > 0 && now() < backoffUntil) return;
-      arm(now());
-    },
-    runNow,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      abort.abort();
-      await inflight;
-    },
-    health: () => ({ ...health }),
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.arm(this.now());
+  }
+
+  startNow(): Promise<void> {
+    if (this.started || this.stopped) return this.inflight;
+    this.started = true;
+    this.runNow();
+    return this.inflight;
+  }
+
+  wake(): void {
+    if (!this.started || this.stopped) return;
+    if (this.running) {
+      this.pending = true;
+      return;
+    }
+    if (this.state.failures > 0 && this.now() < this.backoffUntil) return;
+    this.arm(this.now());
+  }
+
+  readonly runNow = (): void => {
+    if (this.running) {
+      this.pending = true;
+      return;
+    }
+    if (this.stopped) return;
+    this.running = true;
+    this.pending = false;
+    let out: StepResult | Promise<StepResult>;
+    try {
+      out = this.opts.step(this.abort.signal);
+    } catch (err) {
+      return this.failed(err);
+    }
+    if (out instanceof Promise) {
+      this.inflight = out.then(
+        (due) => this.succeeded(due),
+        (err: unknown) => this.failed(err),
+      );
+    } else this.succeeded(out);
   };
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.abort.abort();
+    await this.inflight;
+  }
+
+  health(): WorkerHealth {
+    return { ...this.state };
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.runNow, Math.min(MAX_TIMER_MS, Math.max(0, at - this.now())));
+    if (this.opts.keepAlive === false) this.timer.unref();
+  }
+
+  /** A step ended well: health is clean again, and the next step runs at once, when due, or on the interval. */
+  private succeeded(due: StepResult): void {
+    this.running = false;
+    const { state } = this;
+    if (state.failures > 0)
+      this.opts.log.warn({ failedSteps: state.failures }, `${this.opts.name} works again`);
+    state.failures = 0;
+    state.failing = undefined;
+    this.failedSinceWarn = 0;
+    state.lastOkAt = this.now();
+    if (!this.started || this.stopped) return;
+    let at = this.pending ? this.now() : this.interval > 0 ? this.now() + this.interval : Infinity;
+    if (typeof due === 'number') at = Math.min(at, due);
+    if (at === Infinity) clearTimeout(this.timer);
+    else this.arm(at);
+  }
+
+  /** A step threw: count it, wait the step's own delay or the backoff (wakes wait too), warn now and then. */
+  private failed(err: unknown): void {
+    this.running = false;
+    const { state } = this;
+    state.failures += 1;
+    state.failing = failureText(err);
+    this.failedSinceWarn += 1;
+    const delay = this.opts.failureDelay?.(err, state.failures) ?? backoffDelay(state.failures, this.backoff);
+    this.backoffUntil = this.now() + delay;
+    if (this.now() - this.lastWarnAt >= WARN_EVERY_MS) {
+      this.lastWarnAt = this.now();
+      this.opts.log.error(
+        { err: state.failing, failedSteps: this.failedSinceWarn, retryInMs: delay },
+        `${this.opts.name} failed; backing off and retrying`,
+      );
+      this.failedSinceWarn = 0;
+    }
+    this.pending = false;
+    if (this.started && !this.stopped) this.arm(this.backoffUntil);
+  }
 }

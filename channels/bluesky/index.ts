@@ -3,6 +3,7 @@
  * and a poster that answers as threaded replies. JID scheme and verbs: see refs.ts and docs/BLUESKY.md.
  */
 import type { Logger } from '../../core/log.js';
+import { createWorker, type Worker } from '../../core/worker.js';
 import type { Db } from '../../store/db.js';
 import type { Channel, InboundSink, SendFile, SendPart } from '../channel.js';
 import { fetchBlueskyBlob, sendBlueskyImage } from './files.js';
@@ -59,10 +60,7 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
   const maxBackoffMs = opts.maxBackoffMs ?? 300_000;
 
   let sink: InboundSink | undefined;
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
   let chain: Promise<unknown> = Promise.resolve();
-  let failures = 0;
 
   const pollNow = (): Promise<PollResult> => {
     const s = sink;
@@ -72,28 +70,19 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
     return next;
   };
 
-  /** One poll of the loop; returns the wait before the next (backing off after failures). */
-  const pollAndPace = async (): Promise<number> => {
-    try {
-      await pollNow();
-      failures = 0;
-      return pollMs;
-    } catch (err) {
-      failures += 1;
-      const e = toDeliveryError(err);
-      const delay = pollDelayAfter(e, failures, pollMs, maxBackoffMs);
-      log.warn({ err: e.message, failures, retryInMs: delay }, 'bluesky: poll failed');
-      return delay;
-    }
-  };
-
-  const schedule = (delay: number) => {
-    if (!running) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      void pollAndPace().then(schedule);
-    }, delay);
-  };
+  // The poll loop, made at each start: every pollMs; after a failure, a 429's own reset time, otherwise
+  // the interval doubled per failure in a row up to maxBackoffMs.
+  let loop: Worker | undefined;
+  const makeLoop = () =>
+    createWorker({
+      name: 'bluesky poll',
+      log,
+      intervalMs: pollMs,
+      step: async () => {
+        await pollNow().catch((err: unknown) => Promise.reject(toDeliveryError(err)));
+      },
+      failureDelay: (err, failures) => pollDelayAfter(toDeliveryError(err), failures, pollMs, maxBackoffMs),
+    });
 
   return {
     platform: 'bluesky',
@@ -104,7 +93,7 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
       return session.did;
     },
     async start(s: InboundSink) {
-      if (running) return;
+      if (loop) return;
       poller.ensureCursor();
       try {
         await session.login();
@@ -116,19 +105,18 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
         log.warn({ err: e.message }, 'bluesky: PDS unreachable at start; the poll loop keeps trying');
       }
       sink = s;
-      running = true;
       // The first poll belongs to start, so what arrived while gated was down is stored before start
-      // resolves; the loop takes over after one interval.
-      schedule(await pollAndPace());
+      // resolves; the loop takes over after one interval (or the wait a failure asks for).
+      loop = makeLoop();
+      await loop.startNow();
       log.info(
         { did: session.agent.session?.did, pollMs, cursor: poller.cursor() },
         'bluesky: channel started',
       );
     },
     async stop() {
-      running = false;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      await loop?.stop();
+      loop = undefined;
       await chain;
     },
     send: (part: SendPart) => poster.send(part),

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../core/log.js';
 import { createSignals } from '../../core/signals.js';
-import { createWorker, type Step } from '../../core/worker.js';
+import { createWorker, type Step, type WorkerOptions } from '../../core/worker.js';
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -11,7 +11,7 @@ afterEach(() => {
 });
 
 /** A worker over `step` that counts its steps. */
-function counted(step: Step = () => undefined, over: { intervalMs?: number } = {}) {
+function counted(step: Step = () => undefined, over: Partial<WorkerOptions> = {}) {
   let steps = 0;
   const worker = createWorker({
     name: 'test',
@@ -114,6 +114,75 @@ describe('worker driver', () => {
     signals.queued.fire();
     await vi.advanceTimersByTimeAsync(0);
     expect(steps()).toBe(3);
+    await worker.stop();
+  });
+
+  it('waits the delay a failed step chooses (a rate limit), else the backoff, and wakes wait for it', async () => {
+    const errors: unknown[] = [];
+    let outcome: 'limited' | 'broken' | 'ok' = 'limited';
+    const { worker, steps } = counted(
+      () => {
+        if (outcome !== 'ok') throw new Error(outcome);
+      },
+      {
+        intervalMs: 100,
+        failureDelay: (err, failures) => {
+          errors.push([(err as Error).message, failures]);
+          return (err as Error).message === 'limited' ? 5000 : undefined;
+        },
+      },
+    );
+    worker.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(steps()).toBe(1);
+    worker.wake();
+    await vi.advanceTimersByTimeAsync(4999);
+    expect(steps()).toBe(1);
+    outcome = 'broken';
+    await vi.advanceTimersByTimeAsync(1);
+    expect(steps()).toBe(2);
+    // Undefined: the backoff of the second failure in a row, 200 ms.
+    await vi.advanceTimersByTimeAsync(199);
+    expect(steps()).toBe(2);
+    outcome = 'ok';
+    await vi.advanceTimersByTimeAsync(1);
+    expect(steps()).toBe(3);
+    expect(errors).toEqual([
+      ['limited', 1],
+      ['broken', 2],
+    ]);
+    expect(worker.health().failures).toBe(0);
+    await worker.stop();
+  });
+
+  it('startNow resolves once the first step has ended, and its outcome times the next', async () => {
+    let release: () => void = () => {};
+    let fail = false;
+    const { worker, steps } = counted(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          release = () => (fail ? reject(new Error('down')) : resolve());
+        }),
+      { intervalMs: 1000, failureDelay: () => 7000 },
+    );
+    let started = false;
+    const starting = worker.startNow().then(() => (started = true));
+    expect(steps()).toBe(1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(started).toBe(false);
+    fail = true;
+    release();
+    await starting;
+    expect(worker.health()).toMatchObject({ failures: 1, failing: 'down' });
+    await vi.advanceTimersByTimeAsync(6999);
+    expect(steps()).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(steps()).toBe(2);
+    fail = false;
+    release();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(steps()).toBe(3);
+    release();
     await worker.stop();
   });
 });
