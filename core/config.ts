@@ -1,11 +1,14 @@
 import { resolve } from 'node:path';
 import { UsageError } from './errors.js';
+import { channelsConfig, type ChannelsConfig } from './config-channels.js';
+import { int, list, str, type Env } from './config-read.js';
 import { checkTimeZone } from './schedule.js';
 
 export { loadDotEnv } from './dotenv.js';
+export type { EmailConfig, GithubAppConfig, MailSecurity, MailServer } from './config-channels.js';
 
 /** Every setting of gated, resolved once from the environment (and .env). Documented in .env.example. */
-export interface Config {
+export interface Config extends ChannelsConfig {
   db: string;
   groupsDir: string;
   pollMs: number;
@@ -74,24 +77,6 @@ export interface Config {
   codexCmd: string;
   /** The image of the Codex agent on container runtimes (GATED_CODEX_IMAGE). */
   codexImage: string;
-  telegram: { token: string; apiRoot: string | undefined } | undefined;
-  bluesky: { service: string; identifier: string; password: string; pollMs: number } | undefined;
-  discord: { token: string; apiRoot: string | undefined } | undefined;
-  /**
-   * Slack (docs/CHANNELS.md): on with SLACK_BOT_TOKEN plus SLACK_APP_TOKEN (Socket Mode) and/or
-   * SLACK_SIGNING_SECRET (the HTTP Events API at `/hooks/slack`). SLACK_API_URL points it at another server.
-   */
-  slack:
-    { botToken: string; appToken?: string; signingSecret?: string; apiUrl: string | undefined } | undefined;
-  /**
-   * GitHub (docs/CHANNELS.md): on with GITHUB_WEBHOOK_SECRET (deliveries at `/hooks/github`) and either
-   * GITHUB_TOKEN or a GitHub App (GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID, GITHUB_APP_PRIVATE_KEY_FILE).
-   * GITHUB_API_URL points it at another server (GitHub Enterprise, tests).
-   */
-  github:
-    { token?: string; app?: GithubAppConfig; webhookSecret: string; apiUrl: string | undefined } | undefined;
-  /** The email channel (docs/CHANNELS.md, "Email"): on when EMAIL_ADDRESS and EMAIL_PASSWORD are set. */
-  email: EmailConfig | undefined;
   logLevel: string;
   /** IANA time zone cron tasks and zone-less `at` times are read in (GATED_TZ, default UTC). */
   tz: string;
@@ -116,87 +101,6 @@ export interface Config {
   toolDefault: 'allow' | 'ask' | 'deny';
   /** Where OpenTelemetry traces go (OTLP over HTTP, JSON); undefined: tracing is off (docs/OPERATIONS.md). */
   traces: { url: string; serviceName: string } | undefined;
-}
-
-type Env = Record<string, string | undefined>;
-
-/** How a mail connection is protected: TLS from the start, STARTTLS after the greeting, or none (tests). */
-export type MailSecurity = 'tls' | 'starttls' | 'none';
-
-/** One mail server: IMAP (in) or SMTP (out). */
-export interface MailServer {
-  host: string;
-  port: number;
-  security: MailSecurity;
-}
-
-/** The email channel's settings (EMAIL_*). The password never leaves this object but for the login. */
-export interface EmailConfig {
-  /** The bot's address: mail to it is read, mail from it is ignored, replies are sent from it. */
-  address: string;
-  /** The login of both servers (EMAIL_USER, default the address). */
-  user: string;
-  password: string;
-  imap: MailServer;
-  smtp: MailServer;
-  /** The folder read (EMAIL_MAILBOX, default INBOX). */
-  mailbox: string;
-  /** Display name on sent mail (EMAIL_FROM_NAME), or none. */
-  fromName: string | undefined;
-}
-
-function security(env: Env, key: string, dflt: MailSecurity): MailSecurity {
-  const v = str(env, key) ?? dflt;
-  if (v !== 'tls' && v !== 'starttls' && v !== 'none')
-    throw new UsageError(`${key} must be 'tls', 'starttls' or 'none', got '${v}'`);
-  return v;
-}
-
-/** EMAIL_*: undefined without an address and a password; then both hosts are required. */
-function emailConfig(env: Env): EmailConfig | undefined {
-  const address = str(env, 'EMAIL_ADDRESS');
-  const password = env.EMAIL_PASSWORD;
-  if (!address || !password) return undefined;
-  if (!/^[^\s@<>]+@[^\s@<>]+$/.test(address))
-    throw new UsageError(`EMAIL_ADDRESS must be a mail address, got '${address}'`);
-  const host = (key: string) => {
-    const h = str(env, key);
-    if (!h) throw new UsageError(`EMAIL_ADDRESS and EMAIL_PASSWORD are set but ${key} is not`);
-    return h;
-  };
-  const imapSecurity = security(env, 'EMAIL_IMAP_SECURITY', 'tls');
-  const smtpSecurity = security(env, 'EMAIL_SMTP_SECURITY', 'tls');
-  return {
-    address: address.toLowerCase(),
-    user: str(env, 'EMAIL_USER') ?? address,
-    password,
-    imap: {
-      host: host('EMAIL_IMAP_HOST'),
-      port: int(env, 'EMAIL_IMAP_PORT', imapSecurity === 'tls' ? 993 : 143, 1),
-      security: imapSecurity,
-    },
-    smtp: {
-      host: host('EMAIL_SMTP_HOST'),
-      port: int(env, 'EMAIL_SMTP_PORT', smtpSecurity === 'tls' ? 465 : 587, 1),
-      security: smtpSecurity,
-    },
-    mailbox: str(env, 'EMAIL_MAILBOX') ?? 'INBOX',
-    fromName: str(env, 'EMAIL_FROM_NAME'),
-  };
-}
-
-function int(env: Env, key: string, dflt: number, min = 0): number {
-  const raw = env[key];
-  if (raw === undefined || raw.trim() === '') return dflt;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min)
-    throw new UsageError(`${key} must be an integer >= ${min}, got '${raw}'`);
-  return n;
-}
-
-function str(env: Env, key: string): string | undefined {
-  const v = env[key];
-  return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
 
 /**
@@ -227,46 +131,74 @@ function agentSecrets(env: Env): {
 
 /** Resolves the configuration from an environment (process.env by default). */
 export function loadConfig(env: Env = process.env): Config {
-  const runtime = str(env, 'GATED_RUNTIME') ?? 'process';
-  if (runtime !== 'docker' && runtime !== 'process' && runtime !== 'swarm') {
-    throw new UsageError(`GATED_RUNTIME must be 'docker', 'swarm' or 'process', got '${runtime}'`);
-  }
-  const tgToken = str(env, 'TELEGRAM_BOT_TOKEN');
-  const bsId = str(env, 'BLUESKY_IDENTIFIER');
-  const bsPass = str(env, 'BLUESKY_APP_PASSWORD');
-  const dcToken = str(env, 'DISCORD_BOT_TOKEN');
+  const run = runSettings(env);
   const secrets = agentSecrets(env);
   return {
     db: resolve(str(env, 'GATED_DB') ?? './data/gated.db'),
     groupsDir: resolve(str(env, 'GATED_GROUPS_DIR') ?? './data/groups'),
+    configDir: resolve(str(env, 'GATED_CONFIG_DIR') ?? './data/config'),
     pollMs: int(env, 'GATED_POLL_MS', 2000, 10),
+    ...run,
+    ...agentSettings(env),
+    agentSecrets: secrets.all,
+    groupSecrets: secrets.byGroup,
+    ...httpSettings(env),
+    streamChannels: list(env, 'GATED_STREAM_CHANNELS', 'telegram,discord,web', true).filter(
+      (s) => s !== 'none',
+    ),
+    ...channelsConfig(env),
+    ...limitSettings(env),
+    logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
+    tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
+    toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),
+    traces: tracesConfig(env),
+  };
+}
+
+/** How runs are started and bounded: the runtime and its engine, the slots, the timeouts, the sizes. */
+function runSettings(env: Env) {
+  const runtime = str(env, 'GATED_RUNTIME') ?? 'process';
+  if (runtime !== 'docker' && runtime !== 'process' && runtime !== 'swarm') {
+    throw new UsageError(`GATED_RUNTIME must be 'docker', 'swarm' or 'process', got '${runtime}'`);
+  }
+  return {
+    runtime,
     maxConcurrent: int(env, 'GATED_MAX_CONCURRENT', 5, 1),
     idleTimeoutMs: int(env, 'GATED_IDLE_TIMEOUT_MS', 30_000, 0),
     idleAgentsMax:
       str(env, 'GATED_IDLE_AGENTS_MAX') === undefined ? null : int(env, 'GATED_IDLE_AGENTS_MAX', 0, 0),
     runTimeoutMs: int(env, 'GATED_RUN_TIMEOUT_MS', 600_000, 1),
-    runtime,
-    agentImage: str(env, 'GATED_AGENT_IMAGE') ?? 'gated-agent:latest',
-    agentCmd: str(env, 'GATED_AGENT_CMD') ?? 'node "$GATED_HOME/agents/example/agent.mjs"',
     dockerHost: str(env, 'DOCKER_HOST'),
     dockerTlsVerify: str(env, 'DOCKER_TLS_VERIFY') === '1',
     dockerCertPath: str(env, 'DOCKER_CERT_PATH'),
     swarmNodePort: str(env, 'GATED_SWARM_NODE_PORT') ? int(env, 'GATED_SWARM_NODE_PORT', 2376, 1) : undefined,
     mountAllow: (str(env, 'GATED_MOUNT_ALLOW') ?? '').split(':').filter(Boolean),
-    httpPort: int(env, 'GATED_HTTP_PORT', 8787, 0),
-    httpHost: str(env, 'GATED_HTTP_HOST') ?? '127.0.0.1',
-    adminToken: str(env, 'GATED_ADMIN_TOKEN'),
-    admins: (str(env, 'GATED_ADMINS') ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
     maxOutputBytes: int(env, 'GATED_MAX_OUTPUT_BYTES', 10 * 1024 * 1024, 1024),
     maxInputBytes: int(env, 'GATED_MAX_INPUT_BYTES', 256 * 1024, 1024),
-    httpHosts: (str(env, 'GATED_HTTP_HOSTS') ?? '')
-      .split(',')
-      .map((s) => s.trim().toLowerCase())
-      .filter(Boolean),
     maxAttachmentBytes: int(env, 'GATED_MAX_ATTACHMENT_BYTES', 20 * 1024 * 1024, 0),
+  } satisfies Partial<Config>;
+}
+
+/** Which agent a group runs when it names none: the commands, images and models of the bundled agents. */
+function agentSettings(env: Env) {
+  return {
+    agentImage: str(env, 'GATED_AGENT_IMAGE') ?? 'gated-agent:latest',
+    agentCmd: str(env, 'GATED_AGENT_CMD') ?? 'node "$GATED_HOME/agents/example/agent.mjs"',
+    claudeModel: str(env, 'GATED_CLAUDE_MODEL'),
+    codexModel: str(env, 'GATED_CODEX_MODEL'),
+    codexCmd: str(env, 'GATED_CODEX_CMD') ?? 'node "$GATED_HOME/agents/codex/agent.mjs"',
+    codexImage: str(env, 'GATED_CODEX_IMAGE') ?? 'gated-codex:latest',
+  } satisfies Partial<Config>;
+}
+
+/** The HTTP server: where it listens, whom it answers, who administers it, and the bounds on its clients. */
+function httpSettings(env: Env) {
+  return {
+    httpPort: int(env, 'GATED_HTTP_PORT', 8787, 0),
+    httpHost: str(env, 'GATED_HTTP_HOST') ?? '127.0.0.1',
+    httpHosts: list(env, 'GATED_HTTP_HOSTS', '', true),
+    adminToken: str(env, 'GATED_ADMIN_TOKEN'),
+    admins: list(env, 'GATED_ADMINS'),
     clientCaps: {
       sseStreams: int(env, 'GATED_SSE_MAX_STREAMS', 200, 1),
       ssePerAddress: int(env, 'GATED_SSE_MAX_PER_ADDRESS', 20, 1),
@@ -274,33 +206,12 @@ export function loadConfig(env: Env = process.env): Config {
       uploadBytesPerHour: int(env, 'GATED_UPLOAD_BYTES_PER_HOUR', 200 * 1024 * 1024, 0),
       loginFailuresPerHour: int(env, 'GATED_LOGIN_FAILURES_PER_HOUR', 20, 1),
     },
-    streamChannels: (str(env, 'GATED_STREAM_CHANNELS') ?? 'telegram,discord,web')
-      .split(',')
-      .map((s) => s.trim().toLowerCase())
-      .filter((s) => s !== '' && s !== 'none'),
-    agentSecrets: secrets.all,
-    groupSecrets: secrets.byGroup,
-    configDir: resolve(str(env, 'GATED_CONFIG_DIR') ?? './data/config'),
-    claudeModel: str(env, 'GATED_CLAUDE_MODEL'),
-    codexModel: str(env, 'GATED_CODEX_MODEL'),
-    codexCmd: str(env, 'GATED_CODEX_CMD') ?? 'node "$GATED_HOME/agents/codex/agent.mjs"',
-    codexImage: str(env, 'GATED_CODEX_IMAGE') ?? 'gated-codex:latest',
-    telegram: tgToken ? { token: tgToken, apiRoot: str(env, 'TELEGRAM_API_ROOT') } : undefined,
-    bluesky:
-      bsId && bsPass
-        ? {
-            service: str(env, 'BLUESKY_SERVICE') ?? 'https://bsky.social',
-            identifier: bsId,
-            password: bsPass,
-            pollMs: int(env, 'BLUESKY_POLL_MS', 5000, 100),
-          }
-        : undefined,
-    discord: dcToken ? { token: dcToken, apiRoot: str(env, 'DISCORD_API_ROOT') } : undefined,
-    slack: slackConfig(env),
-    github: githubConfig(env),
-    email: emailConfig(env),
-    logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
-    tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
+  } satisfies Partial<Config>;
+}
+
+/** What agents may cause: tasks, delegation chains, tool approvals' wait, and the history kept. */
+function limitSettings(env: Env) {
+  return {
     taskMaxFailures: int(env, 'GATED_TASK_MAX_FAILURES', 5, 1),
     maxDelegationDepth: int(env, 'GATED_MAX_DELEGATION_DEPTH', 3, 0),
     maxDelegationHops: int(env, 'GATED_MAX_DELEGATION_HOPS', 20, 1),
@@ -308,9 +219,7 @@ export function loadConfig(env: Env = process.env): Config {
     tasksPerGroup: int(env, 'GATED_TASKS_PER_GROUP', 50, 1),
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
     approvalTimeoutMs: int(env, 'GATED_APPROVAL_TIMEOUT_MS', 600_000, 1),
-    toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),
-    traces: tracesConfig(env),
-  };
+  } satisfies Partial<Config>;
 }
 
 /**
@@ -326,63 +235,6 @@ function tracesConfig(env: Env): Config['traces'] {
   const key = full !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : baseKey;
   if (!/^https?:\/\/[^/]/.test(url)) throw new UsageError(`${key} must be an http(s) URL`);
   return { url, serviceName: str(env, 'OTEL_SERVICE_NAME') ?? 'gated' };
-}
-
-/** Slack's settings: a bot token and at least one way in (Socket Mode's app token, or a signing secret). */
-function slackConfig(env: Env): Config['slack'] {
-  const botToken = str(env, 'SLACK_BOT_TOKEN');
-  const appToken = str(env, 'SLACK_APP_TOKEN');
-  const signingSecret = str(env, 'SLACK_SIGNING_SECRET');
-  if (!botToken) return undefined;
-  if (!appToken && !signingSecret) {
-    throw new UsageError('SLACK_BOT_TOKEN needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET');
-  }
-  return {
-    botToken,
-    ...(appToken ? { appToken } : {}),
-    ...(signingSecret ? { signingSecret } : {}),
-    apiUrl: str(env, 'SLACK_API_URL'),
-  };
-}
-
-/** A GitHub App installation to answer as; the key file is read when the channel is made. */
-export interface GithubAppConfig {
-  appId: string;
-  installationId: string;
-  privateKeyFile: string;
-}
-
-const APP_SETTINGS = ['GITHUB_APP_ID', 'GITHUB_APP_INSTALLATION_ID', 'GITHUB_APP_PRIVATE_KEY_FILE'] as const;
-
-/** GitHub's settings: a token or an App to answer with, and the secret deliveries are signed with. */
-function githubConfig(env: Env): Config['github'] {
-  const token = str(env, 'GITHUB_TOKEN');
-  const webhookSecret = str(env, 'GITHUB_WEBHOOK_SECRET');
-  const [appId, installationId, privateKeyFile] = APP_SETTINGS.map((k) => str(env, k));
-  const anyApp = appId || installationId || privateKeyFile;
-  if (!token && !anyApp && !webhookSecret) return undefined;
-  if (token && anyApp) throw new UsageError('GitHub takes GITHUB_TOKEN or GITHUB_APP_*, not both');
-  if (anyApp && !(appId && installationId && privateKeyFile)) {
-    const missing = APP_SETTINGS.filter((k) => !str(env, k));
-    throw new UsageError(`a GitHub App needs ${missing.join(' and ')} as well`);
-  }
-  if (!webhookSecret || !(token || anyApp)) {
-    throw new UsageError('GitHub needs GITHUB_WEBHOOK_SECRET and GITHUB_TOKEN (or a GitHub App)');
-  }
-  for (const [k, v] of [
-    ['GITHUB_APP_ID', appId],
-    ['GITHUB_APP_INSTALLATION_ID', installationId],
-  ] as const) {
-    if (v && !/^\d+$/.test(v)) throw new UsageError(`${k} must be a number, got '${v}'`);
-  }
-  const app =
-    appId && installationId && privateKeyFile ? { appId, installationId, privateKeyFile } : undefined;
-  return {
-    ...(token ? { token } : {}),
-    ...(app ? { app } : {}),
-    webhookSecret,
-    apiUrl: str(env, 'GITHUB_API_URL'),
-  };
 }
 
 /** GATED_TOOL_DEFAULT checked: a typo must not silently allow every tool. */
