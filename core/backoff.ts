@@ -1,4 +1,7 @@
-/** Retry timing for delivery: capped exponential backoff with jitter, and a sleep that stop() can cut short. */
+/**
+ * Retry timing: capped exponential backoff with jitter, a sleep that stop() can cut short, and the reconnect
+ * of a channel that could not reach its platform at start.
+ */
 
 /** How transient failures are spaced. */
 export interface BackoffOptions {
@@ -36,3 +39,35 @@ export const abortableSleep: Sleep = (ms, signal) =>
     const timer = setTimeout(done, ms);
     signal.addEventListener('abort', done, { once: true });
   });
+
+/** What a failed attempt of retryInBackground means: try again after the backoff, or give up. */
+export type AttemptVerdict = 'retry' | 'give up';
+
+/**
+ * The reconnect of a channel whose first try at start failed (a platform that cannot be reached yet): waits
+ * the backoff (1 s doubling to 60 s, jittered, unless `backoff` says otherwise), tries `attempt` again, and
+ * so on until it succeeds, `failed` gives up (refused credentials: retrying cannot help), or `signal`
+ * aborts. `failed` is also where the attempt's failure is logged.
+ */
+export async function retryInBackground(
+  attempt: () => Promise<void>,
+  opts: {
+    signal: AbortSignal;
+    failed: (err: unknown, attempt: number) => AttemptVerdict;
+    sleep?: Sleep;
+    backoff?: BackoffOptions;
+  },
+): Promise<void> {
+  const { signal } = opts;
+  const sleep = opts.sleep ?? abortableSleep;
+  for (let n = 1; !signal.aborted; n += 1) {
+    await sleep(backoffDelay(n, opts.backoff ?? { baseMs: 1000, maxMs: 60_000 }), signal);
+    if (signal.aborted) return;
+    try {
+      await attempt();
+      return;
+    } catch (err) {
+      if (opts.failed(err, n) === 'give up') return;
+    }
+  }
+}

@@ -10,7 +10,7 @@ import {
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
-import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import { abortableSleep, retryInBackground, type Sleep } from '../../core/backoff.js';
 import type {
   ApprovalOps,
   Channel,
@@ -166,25 +166,26 @@ export class DiscordChannel implements Channel {
     );
   }
 
-  private async reconnect(sink: InboundSink): Promise<void> {
+  private reconnect(sink: InboundSink): Promise<void> {
     const signal = this.abort.signal;
-    for (let failures = 1; !signal.aborted; failures += 1) {
-      await this.sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }), signal);
-      if (signal.aborted) return;
-      try {
-        const client = await this.connect(sink);
-        // stop() may have come while connecting; it waits for this loop, so closing here leaves nothing.
-        if (signal.aborted) await client.destroy();
-        else this.client = client;
-        return;
-      } catch (err) {
+    const connect = async () => {
+      const client = await this.connect(sink);
+      // stop() may have come while connecting; it waits for this loop, so closing here leaves nothing.
+      if (signal.aborted) await client.destroy();
+      else this.client = client;
+    };
+    return retryInBackground(connect, {
+      signal,
+      sleep: this.sleep,
+      failed: (err, attempt) => {
         if (isFatal(err)) {
           this.opts.log.error({ err: coerceError(err).message }, 'discord refused the bot; channel stopped');
-          return;
+          return 'give up';
         }
-        this.opts.log.warn({ err: coerceError(err).message, attempt: failures }, 'discord still unreachable');
-      }
-    }
+        this.opts.log.warn({ err: coerceError(err).message, attempt }, 'discord still unreachable');
+        return 'retry';
+      },
+    });
   }
 
   async stop(): Promise<void> {

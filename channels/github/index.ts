@@ -1,6 +1,6 @@
 import { Octokit } from '@octokit/rest';
 import { Webhooks } from '@octokit/webhooks';
-import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import { retryInBackground, type Sleep } from '../../core/backoff.js';
 import { coerceError, DeliveryError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
@@ -119,24 +119,19 @@ export class GithubChannel implements Channel {
     this.opts.log.info({ bot: this.self.login, app: this.tokens !== undefined }, 'github connected');
   }
 
-  private async retry(): Promise<void> {
-    const signal = this.abort.signal;
-    const sleep = this.opts.sleep ?? abortableSleep;
-    for (let failures = 1; !signal.aborted; failures += 1) {
-      await sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }), signal);
-      if (signal.aborted) return;
-      try {
-        await this.hello();
-        return;
-      } catch (err) {
+  private retry(): Promise<void> {
+    return retryInBackground(() => this.hello(), {
+      signal: this.abort.signal,
+      sleep: this.opts.sleep,
+      failed: (err, attempt) => {
         const refused = isRefused(err);
         this.opts.log[refused ? 'error' : 'warn'](
-          { err: coerceError(err).message, attempt: failures },
+          { err: coerceError(err).message, attempt },
           refused ? 'github refused the credentials; channel stopped' : 'github still unreachable',
         );
-        if (refused) return;
-      }
-    }
+        return refused ? 'give up' : 'retry';
+      },
+    });
   }
 
   async stop(): Promise<void> {

@@ -1,6 +1,6 @@
 import { SocketModeClient } from '@slack/socket-mode';
 import { LogLevel, WebClient, type Logger as SlackLogger } from '@slack/web-api';
-import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import { retryInBackground, type Sleep } from '../../core/backoff.js';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
@@ -114,26 +114,19 @@ export class SlackChannel implements Channel {
     }
   }
 
-  private async retry(): Promise<void> {
-    const signal = this.abort.signal;
-    for (let failures = 1; !signal.aborted; failures += 1) {
-      await (this.opts.sleep ?? abortableSleep)(
-        backoffDelay(failures, { baseMs: 1000, maxMs: 60_000 }),
-        signal,
-      );
-      if (signal.aborted) return;
-      try {
-        await this.hello();
-        return;
-      } catch (err) {
+  private retry(): Promise<void> {
+    return retryInBackground(() => this.hello(), {
+      signal: this.abort.signal,
+      sleep: this.opts.sleep,
+      failed: (err, attempt) => {
         const refused = isTokenRefused(err);
         this.opts.log[refused ? 'error' : 'warn'](
-          { err: coerceError(err).message, attempt: failures },
+          { err: coerceError(err).message, attempt },
           refused ? 'slack refused the token; channel stopped' : 'slack still unreachable',
         );
-        if (refused) return;
-      }
-    }
+        return refused ? 'give up' : 'retry';
+      },
+    });
   }
 
   private async hello(): Promise<void> {

@@ -3,7 +3,7 @@ import type { Update } from 'telegraf/types';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
-import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
+import { abortableSleep, backoffDelay, retryInBackground, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { botUsernameKey, getState, setState } from '../../store/state.js';
 import type {
@@ -109,22 +109,24 @@ export class TelegramChannel implements Channel {
   }
 
   private async run(sink: InboundSink, known: TelegramBotIdentity | undefined): Promise<void> {
-    const signal = this.abort.signal;
     let bot = known;
-    for (let failures = 1; !bot; failures += 1) {
-      await this.sleep(backoffDelay(failures, { baseMs: 1000, maxMs: 30_000 }), signal);
-      if (signal.aborted) return;
-      try {
-        bot = await this.hello();
-      } catch (err) {
-        if (isTokenRefused(err)) {
-          this.log.error('telegram refused the bot token; channel stopped');
-          return;
-        }
-        this.log.warn({ err: coerceError(err).message, attempt: failures }, 'telegram still unreachable');
-      }
+    if (!bot) {
+      const hello = async () => void (bot = await this.hello());
+      await retryInBackground(hello, {
+        signal: this.abort.signal,
+        sleep: this.sleep,
+        backoff: { baseMs: 1000, maxMs: 30_000 },
+        failed: (err, attempt) => {
+          if (isTokenRefused(err)) {
+            this.log.error('telegram refused the bot token; channel stopped');
+            return 'give up';
+          }
+          this.log.warn({ err: coerceError(err).message, attempt }, 'telegram still unreachable');
+          return 'retry';
+        },
+      });
     }
-    await this.poll(sink, bot);
+    if (bot) await this.poll(sink, bot);
   }
 
   async stop(): Promise<void> {
