@@ -7,6 +7,7 @@
  * requested." placeholder, the tool's result from before the crash, and the tool never ran again.
  */
 import Database from 'better-sqlite3';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
@@ -59,7 +60,8 @@ function texts(req: RecordedRequest): string[] {
   );
 }
 
-test('a turn cut off by kill -9 after its tool ran goes on once: its message, no placeholder, the tool not again', async () => {
+/** A gated (`gated run`, a child process) with the Claude agent for group `claude`, and its web chat. */
+function world() {
   const dir = tempDir('gated-resume-');
   const configDir = tempDir('gated-resume-config-');
   writeGroupConfig(configDir, 'claude');
@@ -77,57 +79,110 @@ test('a turn cut off by kill -9 after its tool ran goes on once: its message, no
   });
   const seed = openDatabase(env.GATED_DB);
   addGroup(seed, env.GATED_GROUPS_DIR, 'claude');
-  const groupDir = join(env.GATED_GROUPS_DIR, 'claude');
-  const send = (content: string) =>
-    insertInbound(seed, { chat_jid: 'web:claude', sender: 'ada', sender_name: 'Ada', content })!;
   const watch = new Database(env.GATED_DB, { readonly: true });
-  const replies = (id: number) =>
-    watch
-      .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
-      .pluck()
-      .all(id) as string[];
-  const lookups = () => readFileSync(join(groupDir, 'demo-lookups.log'), 'utf8');
+  const groupDir = join(env.GATED_GROUPS_DIR, 'claude');
+  return {
+    groupDir,
+    watch,
+    start: () => gatedUp(gatedRun(env)),
+    send: (content: string) =>
+      insertInbound(seed, { chat_jid: 'web:claude', sender: 'ada', sender_name: 'Ada', content })!,
+    replies: (id: number) =>
+      watch
+        .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+        .pluck()
+        .all(id) as string[],
+    sessions: () => watch.prepare(`SELECT session_id FROM sessions`).pluck().all() as string[],
+    /**
+     * Once the tool's result (a text holding `said`) reached the model and a second of its answer streamed,
+     * kills gated with -9 and with it (as with the machine) every process of the run.
+     */
+    async cutAfterTool(gated: ChildProcess, said: string): Promise<void> {
+      const afterTool = await until(
+        () => api.turns.find((r) => JSON.stringify(r.body.messages.at(-1)).includes(said)),
+        60_000,
+        "the tool's result reaching the model",
+      );
+      await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
+      gated.kill('SIGKILL');
+      await exited(gated);
+      expect(killWorkingIn(groupDir)).toBeGreaterThan(0);
+    },
+    close() {
+      watch.close();
+      seed.close();
+    },
+  };
+}
 
-  const first = await gatedUp(gatedRun(env));
-  const hello = send('hello before the crash');
-  await until(() => replies(hello).length > 0, 60_000, 'the first answer');
-  const session = watch.prepare(`SELECT session_id FROM sessions`).pluck().get() as string;
+/**
+ * The one conversation request after the restart: it holds the user's message `asked` once, the tool's
+ * result before the crash (`said`) once, no placeholder, and ends with the note to go on.
+ */
+function expectGoneOn(resumed: RecordedRequest[], asked: string, said: string): void {
+  expect(resumed).toHaveLength(1);
+  const sent = texts(resumed[0]!);
+  expect(sent.filter((t) => t.includes(asked.slice(0, 12)))).toHaveLength(1);
+  expect(api.seenUserWords(resumed[0]!).filter((w) => w === asked)).toHaveLength(1);
+  expect(sent.filter((t) => t.includes(said))).toHaveLength(1);
+  expect(sent.join('\n')).not.toContain('No response requested');
+  expect(userWords(resumed[0]!.body.messages.at(-1)!.content)).toContain('Continue the turn');
+}
+
+test('a turn cut off by kill -9 after its tool ran goes on once: its message, no placeholder, the tool not again', async () => {
+  const w = world();
+  const lookups = () => readFileSync(join(w.groupDir, 'demo-lookups.log'), 'utf8');
+  const first = await w.start();
+  const hello = w.send('hello before the crash');
+  await until(() => w.replies(hello).length > 0, 60_000, 'the first answer');
+  const [session] = w.sessions();
 
   const asked = 'TOOL lookup {"query":"anchor"} THEN SLOW 8';
-  const cut = send(asked);
-  // The tool ran and its result went to the model, which is streaming its answer: gated dies, and with it
-  // (as with the machine) every process of the run.
-  const afterTool = await until(
-    () => api.turns.find((r) => JSON.stringify(r.body.messages.at(-1)).includes('definition of anchor')),
-    60_000,
-    "the tool's result reaching the model",
-  );
-  await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
-  first.kill('SIGKILL');
-  await exited(first);
-  expect(killWorkingIn(groupDir)).toBeGreaterThan(0);
+  const cut = w.send(asked);
+  await w.cutAfterTool(first, 'definition of anchor');
   expect(lookups()).toBe('anchor\n');
-  expect(replies(cut)).toEqual([]);
+  expect(w.replies(cut)).toEqual([]);
   const before = api.turns.length;
 
-  const second = await gatedUp(gatedRun(env));
-  await until(() => replies(cut).length > 0, 60_000, 'the answer after the restart');
+  const second = await w.start();
+  await until(() => w.replies(cut).length > 0, 60_000, 'the answer after the restart');
   second.kill('SIGTERM');
   expect(await exited(second)).toBe(0);
 
-  const resumed = api.turns.slice(before);
-  expect(resumed).toHaveLength(1);
-  const sent = texts(resumed[0]!);
-  // The user's message once; the tool's call and result from before the crash; no placeholder.
-  expect(sent.filter((t) => t.includes('TOOL lookup'))).toHaveLength(1);
-  expect(sent.filter((t) => t.includes('definition of anchor (token ok)'))).toHaveLength(1);
-  expect(sent.join('\n')).not.toContain('No response requested');
-  expect(api.seenUserWords(resumed[0]!).filter((w) => w === asked)).toHaveLength(1);
-  expect(userWords(resumed[0]!.body.messages.at(-1)!.content)).toContain('Continue the turn');
+  expectGoneOn(api.turns.slice(before), asked, 'definition of anchor (token ok)');
   // The tool ran once in all; the answer is the one streamed after its result, stored once.
   expect(lookups()).toBe('anchor\n');
-  expect(replies(cut)).toEqual([slowText(8)]);
-  expect(watch.prepare(`SELECT session_id FROM sessions`).pluck().get()).toBe(session);
-  watch.close();
-  seed.close();
+  expect(w.replies(cut)).toEqual([slowText(8)]);
+  expect(w.sessions()).toEqual([session]);
+  w.close();
+}, 180_000);
+
+test("a session's first turn cut off after an action: found through the agent's ledger, the action applied once", async () => {
+  const w = world();
+  const first = await w.start();
+  const asked = 'TOOL schedule {"every":"1h","text":"check the backups"} THEN SLOW 6';
+  const cut = w.send(asked);
+  await w.cutAfterTool(first, 'Recorded: a task');
+  // gated never learned the session: no answer of it was stored.
+  expect(w.sessions()).toEqual([]);
+  const projects = join(w.groupDir, '.claude-agent', 'projects');
+  const transcripts = () =>
+    readdirSync(projects).flatMap((d) => readdirSync(join(projects, d)).filter((f) => f.endsWith('.jsonl')));
+  const [transcript] = transcripts();
+  const before = api.turns.length;
+
+  const second = await w.start();
+  await until(() => w.replies(cut).length > 0, 60_000, 'the answer after the restart');
+  second.kill('SIGTERM');
+  expect(await exited(second)).toBe(0);
+
+  expectGoneOn(api.turns.slice(before), asked, 'Recorded: a task (1h)');
+  expect(w.replies(cut)).toEqual([slowText(6)]);
+  // The same session went on, and the task the model recorded before the crash was applied once.
+  expect(transcripts()).toEqual([transcript]);
+  expect(w.sessions()).toEqual([transcript!.replace(/\.jsonl$/, '')]);
+  expect(w.watch.prepare(`SELECT kind, spec, text FROM tasks`).all()).toEqual([
+    { kind: 'every', spec: '1h', text: 'check the backups' },
+  ]);
+  w.close();
 }, 180_000);
