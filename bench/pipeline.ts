@@ -172,8 +172,9 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
   const child0 = childCpuSeconds();
   const t0 = Date.now();
   // gated's statement calls from the first insert to the last delivery (issue 30); BENCH_SQL_TOP=N also
-  // prints the N most called statements on stderr.
-  const sql = countSql();
+  // prints the N most called statements, with the time spent in each, on stderr.
+  const top = Number(process.env.BENCH_SQL_TOP ?? 0);
+  const sql = countSql({ timed: top > 0 });
   try {
     const total = groups * perGroup;
     const writer = externalWriter(inst.dbPath, groups, perGroup);
@@ -182,14 +183,10 @@ export async function burst(groups: number, perGroup: number, timeoutMs: number,
     const wall = (Math.max(inst.channel.lastDelivery, t0) - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     sql.stop();
-    const top = Number(process.env.BENCH_SQL_TOP ?? 0);
-    if (top > 0)
-      console.error(
-        sql
-          .top(top)
-          .map((s) => `${String(s.calls).padStart(8)}  ${s.sql}`)
-          .join('\n'),
-      );
+    const lines = sql
+      .top(top)
+      .map((s) => `${String(s.calls).padStart(8)} ${String(s.ms).padStart(6)} ms  ${s.sql}`);
+    if (top > 0) console.error(lines.join('\n'));
     const t = trace(inst, total);
     const h = inst.gated.history;
     // A last flush far enough ahead that every minute is closed: the history must count every message.

@@ -11,8 +11,8 @@ export interface SqlCounter {
   total(): number;
   /** Calls of transaction control (BEGIN, COMMIT, SAVEPOINT, RELEASE, ROLLBACK) among them. */
   control(): number;
-  /** The `n` most called statements, their text cut to 80 characters. */
-  top(n: number): Array<{ sql: string; calls: number }>;
+  /** The `n` most called (timed: costliest) statements, their text cut to 80 characters, ms when timed. */
+  top(n: number): Array<{ sql: string; calls: number; ms?: number }>;
   /** Puts the methods back. */
   stop(): void;
 }
@@ -22,13 +22,14 @@ const CONTROL = /^\s*(BEGIN|COMMIT|END|SAVEPOINT|RELEASE|ROLLBACK)\b/i;
 
 type Method = (...args: unknown[]) => unknown;
 
-/** Starts counting; call `stop()` when the measured part is over. */
-export function countSql(): SqlCounter {
+/** Starts counting (`timed`: each statement's time too); call `stop()` when the measured part is over. */
+export function countSql(opts: { timed?: boolean } = {}): SqlCounter {
   const probe = new Database(':memory:');
   const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string, Method>;
   probe.close();
   const dbProto = Database.prototype as unknown as Record<string, Method>;
   const calls = new Map<string, number>();
+  const ns = new Map<string, bigint>();
   let total = 0;
   const note = (sql: string) => {
     total += 1;
@@ -36,10 +37,20 @@ export function countSql(): SqlCounter {
   };
   const saved = METHODS.map((m) => [m, proto[m]!] as const);
   for (const [m, orig] of saved) {
-    proto[m] = function (this: { source: string }, ...args: unknown[]) {
-      note(this.source);
-      return orig.apply(this, args);
-    };
+    proto[m] = opts.timed
+      ? function (this: { source: string }, ...args: unknown[]) {
+          note(this.source);
+          const t0 = process.hrtime.bigint();
+          try {
+            return orig.apply(this, args);
+          } finally {
+            ns.set(this.source, (ns.get(this.source) ?? 0n) + process.hrtime.bigint() - t0);
+          }
+        }
+      : function (this: { source: string }, ...args: unknown[]) {
+          note(this.source);
+          return orig.apply(this, args);
+        };
   }
   const exec = dbProto.exec!;
   dbProto.exec = function (this: unknown, sql: unknown) {
@@ -51,9 +62,14 @@ export function countSql(): SqlCounter {
     control: () => [...calls].reduce((a, [sql, n]) => a + (CONTROL.test(sql) ? n : 0), 0),
     top: (n) =>
       [...calls]
-        .sort((a, b) => b[1] - a[1])
+        // Timed: the costliest first; else the most called.
+        .sort((a, b) => (opts.timed ? Number((ns.get(b[0]) ?? 0n) - (ns.get(a[0]) ?? 0n)) : b[1] - a[1]))
         .slice(0, n)
-        .map(([sql, c]) => ({ sql: sql.replace(/\s+/g, ' ').trim().slice(0, 80), calls: c })),
+        .map(([sql, c]) => ({
+          sql: sql.replace(/\s+/g, ' ').trim().slice(0, 80),
+          calls: c,
+          ...(opts.timed ? { ms: Math.round(Number(ns.get(sql) ?? 0n) / 1e6) } : {}),
+        })),
     stop() {
       for (const [m, orig] of saved) proto[m] = orig;
       dbProto.exec = exec;
