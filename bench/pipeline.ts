@@ -113,7 +113,9 @@ export function externalWriter(
     );
     let out = '';
     child.stdout.on('data', (d) => (out += String(d)));
-    child.on('exit', (code) =>
+    child.once('error', reject);
+    // 'close', not 'exit': the process can exit before its stdout pipe has been read to the end.
+    child.on('close', (code) =>
       code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`writer exited ${code}`)),
     );
   });
