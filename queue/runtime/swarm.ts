@@ -4,6 +4,7 @@ import { handleOf, pickUser } from './docker.js';
 import { checkEngine, EngineError, engineError, unreachableError } from './engine.js';
 import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
+import { ContainerEvents, nodeOf, startedTask, type StartedTask } from './swarm-task.js';
 import type { AgentHandle, Runtime, RunSpec } from './types.js';
 
 /**
@@ -11,7 +12,8 @@ import type { AgentHandle, Runtime, RunSpec } from './types.js';
  * `none`, placed by the swarm on any node that satisfies the group's constraints, with the same lockdown
  * as the docker runtime. The service API has no stdin, so the run's task container is attached on the
  * engine of the node that runs it; closing that stream never reaches the agent as EOF, so end of input is
- * the protocol's explicit line `{"type":"end"}` (docs/PROTOCOL.md). docs/SCALING.md says how to run it.
+ * the protocol's explicit line `{"type":"end"}` (docs/PROTOCOL.md). The start is taken from that engine's
+ * events, not from the task list, which learns it late (swarm-task.ts). docs/SCALING.md says how to run it.
  */
 
 /** Where a group's runs may go and what they reserve (registered_groups.swarm, JSON). */
@@ -47,14 +49,6 @@ export interface SwarmRuntime extends Runtime {
 
 /** The line that ends a swarm agent's input. */
 export const END_OF_INPUT = '{"type":"end"}\n';
-
-const TERMINAL = new Set(['complete', 'failed', 'shutdown', 'rejected', 'orphaned', 'remove']);
-
-interface TaskView {
-  ID: string;
-  NodeID?: string;
-  Status?: { State?: string; Err?: string; ContainerStatus?: { ContainerID?: string; ExitCode?: number } };
-}
 
 /** The service of one run: one replica, never restarted, the lockdown of every agent, placed as the group says. */
 function serviceSpec(
@@ -110,22 +104,6 @@ function serviceSpec(
     },
     Mode: { Replicated: { Replicas: 1 } },
   } as unknown as Docker.CreateServiceOptions;
-}
-
-/** Polls a service's task until its container exists (or the task ended without one). */
-async function taskOf(docker: Docker, serviceId: string, timeoutMs: number): Promise<TaskView> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const tasks = (await docker.listTasks({ filters: { service: [serviceId] } })) as TaskView[];
-    const task = tasks[0];
-    const state = task?.Status?.State ?? '';
-    if (task && (state === 'running' || TERMINAL.has(state))) return task;
-    if (Date.now() > deadline)
-      throw new Error(
-        `swarm task of service ${serviceId.slice(0, 12)} did not start (${state || 'no task'})`,
-      );
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Checks that the engine answers, has the image, and is a swarm manager. */
@@ -200,42 +178,65 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
     await sweptOnce();
     const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
     const t0 = performance.now();
-    const created = (await docker.createService(serviceSpec(opts, spec, groupDir, mounts))) as {
-      id?: string;
-      ID?: string;
-    };
-    const serviceId = created.id ?? created.ID!;
-    live.add(serviceId);
-    const service = docker.getService(serviceId);
-    const remove = async () => {
-      await service.remove().catch(() => undefined);
-      live.delete(serviceId);
-    };
+    const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+    // The container's own labels name the run; on one engine they are listened for before the service
+    // exists, so its start cannot be missed.
+    const watched = { [INSTANCE_LABEL]: opts.instanceId, 'gated.run': String(spec.runId) };
+    let events = opts.nodeEngine ? undefined : await ContainerEvents.open(docker, watched);
+    let serviceId: string | undefined;
     try {
-      const task = await taskOf(docker, serviceId, opts.startTimeoutMs ?? 60_000);
-      const containerId = task.Status?.ContainerStatus?.ContainerID;
-      if (!containerId || task.Status?.State !== 'running') {
-        throw new Error(
-          `swarm task ended before it ran: ${task.Status?.State} ${task.Status?.Err ?? ''}`.trim(),
-        );
+      const created = (await docker.createService(serviceSpec(opts, spec, groupDir, mounts))) as {
+        id?: string;
+        ID?: string;
+      };
+      serviceId = created.id ?? created.ID!;
+      live.add(serviceId);
+      let engine = docker;
+      if (!events) {
+        engine = await engineOf(await nodeOf(docker, serviceId, deadline));
+        events = await ContainerEvents.open(engine, watched);
       }
-      const engine = await engineOf(task.NodeID);
-      const container = engine.getContainer(containerId);
-      // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
-      const socket = await attachRaw(engine, containerId, { logs: true });
-      const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
-      const ms = performance.now() - t0;
-      startLatencies.push(ms);
-      if (startLatencies.length > 1000) startLatencies.shift();
-      opts.onStarted?.(task.NodeID ?? 'unknown', ms);
-      log?.debug(
-        { runId: spec.runId, service: serviceId.slice(0, 12), node: task.NodeID },
-        'agent task started',
-      );
-      return handleOf(container, socket, waiting, remove, engine.modem, { where, endLine: END_OF_INPUT });
+      const task = await startedTask(docker, serviceId, events, deadline);
+      events.close();
+      return await attachTask(spec, serviceId, engine, task, t0);
     } catch (err) {
-      await remove();
+      events?.close();
+      if (serviceId) await removeService(serviceId);
       throw err;
     }
+  }
+
+  async function removeService(serviceId: string) {
+    await docker
+      .getService(serviceId)
+      .remove()
+      .catch(() => undefined);
+    live.delete(serviceId);
+  }
+
+  /** Attaches to the started task's container; the handle removes the service when the run ends. */
+  async function attachTask(
+    spec: RunSpec,
+    serviceId: string,
+    engine: Docker,
+    task: StartedTask,
+    t0: number,
+  ): Promise<AgentHandle> {
+    const container = engine.getContainer(task.containerId);
+    // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
+    const socket = await attachRaw(engine, task.containerId, { logs: true });
+    const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
+    const ms = performance.now() - t0;
+    startLatencies.push(ms);
+    if (startLatencies.length > 1000) startLatencies.shift();
+    opts.onStarted?.(task.nodeId ?? 'unknown', ms);
+    log?.debug(
+      { runId: spec.runId, service: serviceId.slice(0, 12), node: task.nodeId },
+      'agent task started',
+    );
+    return handleOf(container, socket, waiting, () => removeService(serviceId), engine.modem, {
+      where,
+      endLine: END_OF_INPUT,
+    });
   }
 }

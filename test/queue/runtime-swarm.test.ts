@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { createSwarmRuntime } from '../../queue/runtime/swarm.js';
+import { ContainerEvents } from '../../queue/runtime/swarm-task.js';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
@@ -237,6 +238,35 @@ describe('swarm runtime on a real swarm', () => {
     const client = await nodeEngine(seen[0]!);
     expect((client.modem as unknown as { protocol: string; host: string }).protocol).toBe('https');
     await rt.close?.();
+  });
+
+  it("learns a task's start from its engine's events: the run's container and its node", async () => {
+    const groups = tempDir('gated-swarm-events-');
+    const rt = swarm(groups);
+    const labels = { [INSTANCE_LABEL]: INSTANCE, 'gated.run': '80' };
+    const events = await ContainerEvents.open(engine!.docker, labels);
+    // A container of another run on the same engine is not this run's start.
+    const other = await engine!.docker.createContainer({
+      Image: IMAGE,
+      Labels: { [INSTANCE_LABEL]: INSTANCE, 'gated.run': '81' },
+      Entrypoint: ['/usr/local/bin/node', '-e', ''],
+      HostConfig: { NetworkMode: 'none' },
+    });
+    await other.start();
+    await other.wait();
+    await other.remove();
+    expect(events.started).toBeUndefined();
+    const handle = await rt.start({ runId: 80, group: 'g', topic: '', groupDir: join(groups, 'g') });
+    try {
+      await until(() => events.started !== undefined, 10_000, 'the start event of run 80');
+      const [info] = await engine!.docker.listContainers({ filters: { label: ['gated.run=80'] } });
+      const swarmInfo = (await engine!.docker.info()) as { Swarm: { NodeID: string } };
+      expect(events.started).toEqual({ containerId: info!.Id, nodeId: swarmInfo.Swarm.NodeID });
+    } finally {
+      events.close();
+      handle.kill();
+      await handle.exited;
+    }
   });
 
   it('says when the engine is not a swarm manager', async () => {
