@@ -97,7 +97,8 @@ export async function dockerOverhead(runs: number) {
 
 /**
  * `runs` one-message runs in a row through a real gated on the docker or swarm runtime (one warm-up run
- * first): per run, ingest → reply delivered and ingest → run ended, in ms.
+ * first): per run, ingest → reply delivered and ingest → run ended, in ms; and each run's id and ingest time
+ * (epoch ms), by which bench/swarm.ts places the engine's events of that run.
  */
 export async function gatedCycles(kind: 'docker' | 'swarm', host: string, image: string, runs: number) {
   const inst = await benchInstance({
@@ -108,8 +109,10 @@ export async function gatedCycles(kind: 'docker' | 'swarm', host: string, image:
   });
   const reply: number[] = [];
   const cycle: number[] = [];
+  const traced: Array<{ runId: number; ingestAt: number }> = [];
   try {
     const one = async (g: number, tok: number) => {
+      const ingestAt = Date.now();
       const t0 = performance.now();
       const id = inst.channel.sink!({ chat_jid: `bench:g${g}`, sender: 'bench', content: `tok-${tok}` })!;
       await inst.channel.waitFor(tok + 1, 120_000);
@@ -120,16 +123,19 @@ export async function gatedCycles(kind: 'docker' | 'swarm', host: string, image:
           .pluck()
           .get(id);
       while (!ended()) await new Promise((r) => setTimeout(r, 5));
-      return { replyMs, cycleMs: performance.now() - t0 };
+      const cycleMs = performance.now() - t0;
+      const runId = inst.gated.db.prepare(`SELECT run_id FROM messages WHERE id = ?`).pluck().get(id);
+      return { replyMs, cycleMs, runId: runId as number, ingestAt };
     };
     await one(runs, 0);
     for (let i = 0; i < runs; i++) {
       const r = await one(i, i + 1);
       reply.push(r.replyMs);
       cycle.push(r.cycleMs);
+      traced.push({ runId: r.runId, ingestAt: r.ingestAt });
     }
   } finally {
     await inst.close();
   }
-  return { reply, cycle };
+  return { reply, cycle, traced };
 }
