@@ -7,7 +7,7 @@ import { loadConfig } from '../core/config.js';
 import { silentLogger } from '../core/log.js';
 import { packageFile } from '../core/paths.js';
 import { startGated, type Gated } from '../gated/app.js';
-import { openDatabase } from '../store/db.js';
+import { openDatabase, type Db } from '../store/db.js';
 import { BenchChannel } from './channel.js';
 import { countSql } from './sql-count.js';
 
@@ -36,6 +36,8 @@ export async function benchInstance(opts: {
   history?: { flushMs: number };
   /** Serve the dashboard on a free port of 127.0.0.1 (the browser tests look at a filled instance). */
   http?: boolean;
+  /** Writes rows before gated starts (bench/scaling.ts: a history already stored). */
+  prefill?: (db: Db) => void;
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
@@ -50,6 +52,7 @@ export async function benchInstance(opts: {
       mkdirSync(join(groupsDir, 'b', `g${i}`), { recursive: true });
     }
   })();
+  opts.prefill?.(db);
   db.close();
   const config = loadConfig({
     GATED_DB: dbPath,
@@ -159,12 +162,19 @@ function trace(inst: Awaited<ReturnType<typeof benchInstance>>, expected: number
  * Scenario 1: many groups × many messages written at once by an external writer. With `historyFlushMs` the
  * per-minute history is written that often during the burst (the default in production is once a minute).
  */
-export async function burst(groups: number, perGroup: number, timeoutMs: number, historyFlushMs?: number) {
+export async function burst(
+  groups: number,
+  perGroup: number,
+  timeoutMs: number,
+  historyFlushMs?: number,
+  prefill?: (db: Db) => void,
+) {
   const inst = await benchInstance({
     groups,
     maxConcurrent: 5,
     idleMs: 1000,
     ...(historyFlushMs ? { history: { flushMs: historyFlushMs } } : {}),
+    ...(prefill ? { prefill } : {}),
   });
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
