@@ -229,7 +229,11 @@ CREATE TABLE IF NOT EXISTS session_log (
   output_tokens INTEGER,
   cost_usd      REAL,
   -- Blocks of the run whose agent compacted its session first (its context was full).
-  compacted     INTEGER
+  compacted     INTEGER,
+  -- Milliseconds the agent sat idle (every turn answered, waiting for a follow-up until the idle timeout)
+  -- between started_at and ended_at; the rest of the run is work. NULL: not known (the run is open, or
+  -- ended before gated recorded it).
+  idle_ms       INTEGER
 );
 CREATE INDEX IF NOT EXISTS idx_session_log_key ON session_log(group_folder, topic, id);
 CREATE INDEX IF NOT EXISTS idx_session_log_open ON session_log(id) WHERE result IS NULL;

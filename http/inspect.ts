@@ -1,4 +1,5 @@
 import type { Db } from '../store/db.js';
+import { runSplit, type RunSplit } from './queries.js';
 
 /**
  * The reads behind the dashboard's chat and run views. Statements are prepared once per shape; every read
@@ -36,8 +37,7 @@ export type ChatMessage = Record<string, unknown> & {
 export interface RunView {
   run: Record<string, unknown> & { id: number; started_at: string; ended_at: string | null };
   messages: ChatMessage[];
-  timings: {
-    duration_ms: number | null;
+  timings: RunSplit & {
     /** Dispatch to the first reply stored. */
     first_reply_ms: number | null;
     /** Per inbound row: arrival to hand-over to the agent. */
@@ -142,14 +142,14 @@ export class Inspect {
     const chat = typeof run.chat_jid === 'string' ? run.chat_jid : '';
     const messages = this.s.runMessages.all(chat, id, chat, id, MAX_PAGE);
     const start = Date.parse(run.started_at);
-    const end = run.ended_at ? Date.parse(run.ended_at) : NaN;
+    const idle = typeof run.idle_ms === 'number' ? run.idle_ms : null;
     const firstReply = messages.find((m) => m.is_from_me === 1);
     const replyAt = firstReply ? Date.parse(String(firstReply.timestamp)) : NaN;
     return {
       run,
       messages,
       timings: {
-        duration_ms: Number.isFinite(end) ? end - start : null,
+        ...runSplit(run.started_at, run.ended_at, idle),
         first_reply_ms: Number.isFinite(replyAt) ? Math.max(0, replyAt - start) : null,
         queue_ms: messages
           .filter((m) => m.is_from_me === 0)

@@ -31,6 +31,28 @@ export interface RunRow {
   input_tokens: number | null;
   output_tokens: number | null;
   cost_usd: number | null;
+  /** Milliseconds the agent sat idle waiting for a follow-up (null: not known, or the run is open). */
+  idle_ms: number | null;
+  /** Agent start → exit minus idle_ms: the time the agent worked (null: open, or its idle time unknown). */
+  work_ms: number | null;
+  /** Agent start → exit (null: still open). */
+  duration_ms: number | null;
+}
+
+/** How a run's time splits: its lifetime (start → exit), the part spent idle, and the rest, work. */
+export interface RunSplit {
+  duration_ms: number | null;
+  idle_ms: number | null;
+  work_ms: number | null;
+}
+
+/** The split of a session_log row's time (docs/WEB.md, "Runs: work and idle"). */
+export function runSplit(startedAt: string, endedAt: string | null, idleMs: number | null): RunSplit {
+  const start = Date.parse(startedAt);
+  const end = endedAt === null ? NaN : Date.parse(endedAt);
+  const duration = Number.isFinite(start) && Number.isFinite(end) ? Math.max(0, end - start) : null;
+  const idle = duration === null || idleMs === null ? null : Math.min(idleMs, duration);
+  return { duration_ms: duration, idle_ms: idle, work_ms: idle === null ? null : duration! - idle };
 }
 
 /** An outbound row not (yet) delivered: pending or failed. Content is cut to a preview. */
@@ -116,9 +138,9 @@ export class Queries {
                 coalesce(h.hits, 0) AS hits, h.last_hit_at
            FROM routes r LEFT JOIN route_hits h ON h.route_id = r.id ORDER BY r.seq, r.id`,
       ),
-      runs: db.prepare<[number], RunRow>(
+      runs: db.prepare<[number], Omit<RunRow, keyof RunSplit> & { idle_ms: number | null }>(
         `SELECT id, group_folder, topic, chat_jid, started_at, ended_at, result, error, messages, replies,
-                input_tokens, output_tokens, cost_usd
+                input_tokens, output_tokens, cost_usd, idle_ms
            FROM session_log ORDER BY id DESC LIMIT ?`,
       ),
       outbox: db.prepare<[number], OutboxView>(
@@ -241,7 +263,7 @@ export class Queries {
 
   /** The newest `limit` session_log rows, newest first. */
   recentRuns(limit: number): RunRow[] {
-    return this.s.runs.all(limit);
+    return this.s.runs.all(limit).map((r) => ({ ...r, ...runSplit(r.started_at, r.ended_at, r.idle_ms) }));
   }
 
   /** The newest `limit` pending or failed outbound rows, newest first. */

@@ -215,6 +215,7 @@ export class Run {
     const messages = rows.map((r) => this.hooks.message(this, r));
     if (!this.handle!.write(followUpLine(turn, messages, notes, steer))) return false;
     clearTimeout(this.idleTimer);
+    this.turns.idle.stop(this.hooks.now());
     this.turns.add(rows);
     this.trace.turn(turn, ids(rows), this.hooks.now());
     return true;
@@ -360,6 +361,7 @@ export class Run {
     else if (commit.through > before) this.hooks.onDraftsEnd(this, before + 1, commit.through);
     this.interrupts.answered(this.turns.answered, block.interrupted === true);
     if (this.phase !== 'running' || this.turns.open > 0) return;
+    this.turns.idle.start(this.hooks.now());
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
       this.hooks.log.debug({ runId: this.runId, key: this.keyId }, 'idle timeout: closing stdin');

@@ -111,6 +111,7 @@ export function settlementOf(run: Run, end: RunEnd, t: number, cfg: SettleConfig
     exitCode: end.exit?.code ?? null,
     stderrTail: end.exit?.stderrTail ?? null,
     endedAt: t,
+    idleMs: run.turns.idle.ms(t),
     rows,
     ...(rows === 'later' ? { notBefore: t + (cfg.engineRetryMs ?? RETRY_BASE_MS) } : {}),
     ...(failed

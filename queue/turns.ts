@@ -30,6 +30,8 @@ export class Turns {
    * only once every written turn is answered, so a block is never credited to a line it had not read.
    */
   numbered = false;
+  /** How long the agent waited with every turn answered: the run's idle time (the rest is work). */
+  readonly idle = new IdleClock();
 
   /** Turns written so far; the next line is turn written + 1. */
   get written(): number {
@@ -94,5 +96,33 @@ export class Turns {
   answer(through: number): void {
     if (through > this.rows.length) throw new Error(`turn ${through} was never written`);
     if (through > this.answeredThrough) this.answeredThrough = through;
+  }
+}
+
+/**
+ * How a run's time splits into work and idle: the agent is idle from an answer that left no turn open (its
+ * idle timer armed) to the next turn written or the end of the run (the idle timeout, and its exit after
+ * it); the rest is work (session_log.idle_ms, docs/WEB.md).
+ */
+export class IdleClock {
+  /** Epoch ms since which the agent has waited for a follow-up; null while it works. */
+  private since: number | null = null;
+  /** Milliseconds of the idle stretches that ended. */
+  private before = 0;
+
+  /** The agent answered every turn and waits (a stretch already running goes on). */
+  start(now: number): void {
+    this.since ??= now;
+  }
+
+  /** A turn was written: the agent works again. */
+  stop(now: number): void {
+    this.before = this.ms(now);
+    this.since = null;
+  }
+
+  /** Milliseconds spent idle up to `at`. */
+  ms(at: number): number {
+    return this.before + (this.since === null ? 0 : Math.max(0, at - this.since));
   }
 }

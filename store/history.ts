@@ -25,8 +25,12 @@ export const SERIES: Readonly<Record<string, SeriesKind>> = {
   out: 'count',
   /** Runs ended, by result. */
   runs: 'count',
-  /** Run wall time in ms: p50, p95, max. */
+  /** Run lifetime in ms (agent start → exit, its idle wait included): p50, p95, max. */
   run_ms: 'percentile',
+  /** The part of a run its agent worked, in ms (its lifetime minus idle_ms): p50, p95, max. */
+  work_ms: 'percentile',
+  /** The part of a run its agent sat idle waiting for a follow-up, in ms: p50, p95, max. */
+  idle_ms: 'percentile',
   /** Inbound message → delivered reply in ms: p50, p95, max. */
   latency_ms: 'percentile',
   /** Rows waiting, sampled at each flush: held, ready, running. */
@@ -66,6 +70,8 @@ export interface HistoryRange {
 }
 
 type Mode = 'add' | 'set';
+/** The values of each percentile series by minute, before they become p50, p95 and max. */
+type Spans = Record<'run_ms' | 'work_ms' | 'idle_ms' | 'latency_ms', Map<number, number[]>>;
 /** Figures derived but not yet written: `minute\tseries\tlabel` → value. */
 type Figures = Map<string, { value: number; mode: Mode }>;
 
@@ -96,6 +102,11 @@ export function minuteOf(iso: string | null): number {
 }
 
 const isoOf = (ms: number) => new Date(ms).toISOString();
+/** The percentile series as an SQL list: several minutes as one point keep the worst of them. */
+const PERCENTILES = Object.keys(SERIES)
+  .filter((name) => SERIES[name] === 'percentile')
+  .map((name) => `'${name}'`)
+  .join(', ');
 
 /** Writes and reads the per-minute history. One instance per database connection. */
 export class History {
@@ -141,9 +152,9 @@ export class History {
       ),
       runs: db.prepare<
         [string, string],
-        { started_at: string; ended_at: string; result: string | null; cost: number }
+        { started_at: string; ended_at: string; result: string | null; cost: number; idle_ms: number | null }
       >(
-        `SELECT started_at, ended_at, result, ${costColumn(db)} AS cost FROM session_log
+        `SELECT started_at, ended_at, result, ${costColumn(db)} AS cost, idle_ms FROM session_log
           WHERE ended_at >= ? AND ended_at < ?`,
       ),
       replies: db.prepare<[string, string], { chat_jid: string; delivered_at: string; asked: string | null }>(
@@ -159,7 +170,7 @@ export class History {
         { m: number; series: string; label: string; value: number }
       >(
         `SELECT (minute / CAST(? AS INTEGER)) * CAST(? AS INTEGER) AS m, series, label,
-                CASE WHEN series IN ('run_ms', 'latency_ms') THEN max(value)
+                CASE WHEN series IN (${PERCENTILES}) THEN max(value)
                      WHEN series = 'queue' THEN avg(value) ELSE sum(value) END AS value
            FROM metrics_minute WHERE minute >= ? AND minute < ? GROUP BY 1, 2, 3 ORDER BY 1 LIMIT ?`,
       ),
@@ -262,16 +273,8 @@ export class History {
     const a = isoOf(from * MINUTE);
     const b = isoOf(to * MINUTE);
 
-    const durations = new Map<number, number[]>();
-    for (const r of this.s.runs.all(a, b)) {
-      const m = minuteOf(r.ended_at);
-      if (!Number.isFinite(m)) continue;
-      put(figures, m, 'runs', r.result ?? 'unknown', 1, 'add');
-      if (r.cost) put(figures, m, 'cost', '', r.cost, 'add');
-      const ms = Date.parse(r.ended_at) - Date.parse(r.started_at);
-      if (Number.isFinite(ms)) push(durations, m, Math.max(0, ms));
-    }
-    const latencies = new Map<number, number[]>();
+    const spans: Spans = { run_ms: new Map(), work_ms: new Map(), idle_ms: new Map(), latency_ms: new Map() };
+    this.runFigures(a, b, figures, spans);
     for (const r of this.s.replies.all(a, b)) {
       const m = minuteOf(r.delivered_at);
       if (!Number.isFinite(m)) continue;
@@ -279,13 +282,10 @@ export class History {
       put(figures, m, 'out', colon > 0 ? r.chat_jid.slice(0, colon) : 'other', 1, 'add');
       if (r.asked) {
         const ms = Date.parse(r.delivered_at) - Date.parse(r.asked);
-        if (Number.isFinite(ms)) push(latencies, m, Math.max(0, ms));
+        if (Number.isFinite(ms)) push(spans.latency_ms, m, Math.max(0, ms));
       }
     }
-    for (const [name, byMinute] of [
-      ['run_ms', durations],
-      ['latency_ms', latencies],
-    ] as const) {
+    for (const [name, byMinute] of Object.entries(spans)) {
       for (const [m, values] of byMinute) {
         values.sort((x, y) => x - y);
         put(figures, m, name, 'p50', percentile(values, 50), 'set');
@@ -295,6 +295,27 @@ export class History {
     }
     if (commit) this.state.set(MINUTE_KEY, String(to));
     return to - from;
+  }
+
+  /**
+   * Runs that ended from `a` to `b`: counted by result, their cost, and how long each lived, worked and
+   * sat idle (a run whose split is unknown, ended by a restart or older than idle_ms, is in run_ms only).
+   */
+  private runFigures(a: string, b: string, figures: Figures, spans: Spans): void {
+    for (const r of this.s.runs.all(a, b)) {
+      const m = minuteOf(r.ended_at);
+      if (!Number.isFinite(m)) continue;
+      put(figures, m, 'runs', r.result ?? 'unknown', 1, 'add');
+      if (r.cost) put(figures, m, 'cost', '', r.cost, 'add');
+      const ms = Date.parse(r.ended_at) - Date.parse(r.started_at);
+      if (!Number.isFinite(ms)) continue;
+      const lifetime = Math.max(0, ms);
+      push(spans.run_ms, m, lifetime);
+      if (r.idle_ms === null) continue;
+      const idle = Math.min(lifetime, Math.max(0, r.idle_ms));
+      push(spans.idle_ms, m, idle);
+      push(spans.work_ms, m, lifetime - idle);
+    }
   }
 
   /** Inbound rows the poll has decided since the cursor, by arrival minute, platform and outcome. */

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 14;
+export const SCHEMA_VERSION = 15;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -84,6 +84,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 13 → 14: dispatched_at is written by the UPDATE that hands a row to an agent (store/queue-sql.ts); the
   // trigger that set it rewrote every dispatched row a second time.
   13: (db) => db.exec('DROP TRIGGER IF EXISTS messages_dispatched'),
+  // 14 → 15: a run's time split into work and idle (docs/WEB.md): how long its agent waited for a
+  // follow-up. Older runs have NULL: their split is not known.
+  14: (db) => addColumn(db, 'session_log', 'idle_ms', 'INTEGER'),
 };
 
 /** The 12 → 13 step: the integer column `network` replaced by a text one of the same name. */

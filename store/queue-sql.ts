@@ -133,7 +133,7 @@ function runStatements(db: Db) {
       .pluck(),
     closeRun: db.prepare(
       `UPDATE session_log SET ended_at = @at, result = @result, error = @error, exit_code = @exitCode,
-              stderr_tail = @stderrTail WHERE id = @runId`,
+              stderr_tail = @stderrTail, idle_ms = @idleMs WHERE id = @runId`,
     ),
     // A parked row rejoins once, with a new message (attempts 0) of its chat; it comes back marked with
     // attempts = @max, so a run that fails with it again parks it for good and retries the others alone.

@@ -25,6 +25,8 @@ export interface Settlement {
   exitCode: number | null;
   stderrTail: string | null;
   endedAt: number;
+  /** Milliseconds the agent sat idle waiting for a follow-up (session_log.idle_ms); the rest was work. */
+  idleMs: number | null;
   /**
    * What happens to the rows of the turns no block answered (the run's rows still 'running'): done (read
    * and left unanswered after an idle close); stopped (/stop); ready (back as they were, for a new run);
@@ -362,6 +364,7 @@ export class QueueStore {
       error: st.error,
       exitCode: st.exitCode,
       stderrTail: st.stderrTail,
+      idleMs: st.idleMs,
     });
     return { parked, replyId };
   }
@@ -386,6 +389,8 @@ export class QueueStore {
         error: 'interrupted: gated restarted',
         exitCode: null,
         stderrTail: null,
+        // How long it worked is not known: it ended with the process that timed it.
+        idleMs: null,
       });
     }
     return rows + this.s.orphans.run().changes;

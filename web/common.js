@@ -44,7 +44,9 @@ export function randomId(n = 16) {
   return Array.from(bytes, (b) => abc[b % abc.length]).join('');
 }
 
-/** Replaces a container's children with a table of rows: columns are [header, (row) => text|Node]. */
+/**
+ * Replaces a container's children with a table of rows: columns are [header, (row) => text|Node, hint?].
+ */
 export function table(container, columns, rows, empty) {
   container.replaceChildren();
   if (rows.length === 0) {
@@ -53,7 +55,8 @@ export function table(container, columns, rows, empty) {
   }
   const t = el('table');
   const head = el('tr');
-  for (const [title] of columns) head.append(el('th', '', title));
+  // A column's optional third element explains it on hover.
+  for (const [title, , hint] of columns) head.append(el('th', '', title, hint ? { title: hint } : undefined));
   t.append(el('thead'));
   t.firstChild.append(head);
   const body = el('tbody');
@@ -102,6 +105,22 @@ export const RUN_STATES = {
   timeout: 'ended: the run timeout passed',
   stopped: 'ended by /stop or the dashboard',
 };
+
+/**
+ * The two parts of a run's time, in the words every page uses: an agent works on its turns, then stays up
+ * idle for a follow-up until the idle timeout. Lifetime (start → exit) is both together.
+ */
+export const RUN_TIME = {
+  worked: 'agent start → its last answer, without the waits for a follow-up between turns',
+  idle: 'after answering, the agent waited for a follow-up until the idle timeout (GATED_IDLE_TIMEOUT_MS), then exited; nobody waited for it',
+};
+
+/** A run's worked or idle time as text ('' while the run is open; '?' when it was not recorded). */
+export function runTime(r, part) {
+  if (r.ended_at === null || r.ended_at === undefined) return '';
+  const ms = part === 'worked' ? r.work_ms : r.idle_ms;
+  return ms === null || ms === undefined ? '?' : age(ms);
+}
 
 /** A run's state as a tag with its meaning on hover. */
 export function runState(state) {

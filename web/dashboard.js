@@ -3,7 +3,7 @@
 // run (`#run=<id>`). The overview polls the read-only JSON endpoints every few seconds. The admin token,
 // when typed, lives in this page's memory only (dash-core.js) and is sent as a Bearer header; without it
 // the page is read-only.
-import { age, el, getJson, localTime, runState, table, tokens, usd } from './common.js';
+import { age, el, getJson, localTime, RUN_TIME, runState, runTime, table, tokens, usd } from './common.js';
 import { mountCharts } from './charts.js';
 import { mountChatView, openChat, refreshChats } from './chat-view.js';
 import {
@@ -121,14 +121,17 @@ async function refresh() {
     // An open run is running or idle as its lane says (one vocabulary: common.js RUN_STATES).
     const laneOf = new Map(lanes.active.map((l) => [l.run_id, l.state]));
     const stateOf = (r) => r.result || (laneOf.get(r.id) === 'idle' ? 'idle' : 'running');
+    // What a run did and how long first: on a phone the rest scrolls sideways.
     const runCols = [
       ['id', (r) => runLink(r.id)],
+      ['state', (r) => runState(stateOf(r))],
+      ['worked', (r) => runTime(r, 'worked'), RUN_TIME.worked],
+      ['idle', (r) => runTime(r, 'idle'), RUN_TIME.idle],
       ['group', (r) => r.group_folder],
       ['topic', (r) => r.topic],
       ['chat', (r) => (r.chat_jid ? chatLink(r.chat_jid) : '')],
       ['started', (r) => localTime(r.started_at)],
       ['ended', (r) => localTime(r.ended_at)],
-      ['state', (r) => runState(stateOf(r))],
       ['msgs', (r) => r.messages],
       ['replies', (r) => r.replies],
       ['tokens in/out', (r) => tokens(r)],

@@ -1,7 +1,7 @@
 // The run view: one session_log row with what it served (its messages and the replies it wrote), its
 // timings, how it ended, the tail of the agent's stderr and any usage the agent reported; with the admin
 // token, a live run can be stopped.
-import { age, el, localTime, runState } from './common.js';
+import { age, el, localTime, RUN_TIME, runState } from './common.js';
 import { adminPost, api, chatLink, getToken, notice, onToken, readError } from './dash-core.js';
 import { messageItem } from './messages.js';
 
@@ -20,6 +20,8 @@ const HEAD = [
   'messages',
   'replies',
 ];
+// Columns shown in a form of their own (idle_ms as the run's time split), never as they are.
+const OWN = new Set(['id', 'stderr_tail', 'idle_ms']);
 let current = null;
 
 function fact(dl, name, value) {
@@ -38,6 +40,34 @@ function headValue(k, r) {
   return r[k];
 }
 
+/** A fact whose meaning follows its value in smaller type. */
+function explained(value, why) {
+  const span = el('span', '', value);
+  span.append(' ', el('small', 'muted', why));
+  return span;
+}
+
+/** A run's time to the hundredth of a second below a minute: worked + idle adds up to the lifetime. */
+function precise(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  return ms < 60_000 ? `${(ms / 1000).toFixed(2)} s` : age(ms);
+}
+
+/** How the run's time splits: worked, idle, and the two together (its lifetime). */
+function timeFacts(dl, t) {
+  if (t.duration_ms === null) {
+    fact(dl, 'worked', 'still open');
+    return;
+  }
+  if (t.work_ms === null) {
+    fact(dl, 'worked', explained('?', 'not recorded (the run ended with a restart of gated)'));
+  } else {
+    fact(dl, 'worked', explained(precise(t.work_ms), RUN_TIME.worked));
+    fact(dl, 'idle', explained(precise(t.idle_ms), RUN_TIME.idle));
+  }
+  fact(dl, 'lifetime', explained(precise(t.duration_ms), 'agent start → exit: worked + idle'));
+}
+
 /** Shows run `id`. */
 export async function openRun(id) {
   current = id;
@@ -48,16 +78,12 @@ export async function openRun(id) {
     const dl = el('dl', 'facts');
     for (const k of HEAD) fact(dl, k, headValue(k, r));
     if (r.result === null) fact(dl, 'state', runState('running'));
-    fact(
-      dl,
-      'duration',
-      v.timings.duration_ms === null ? 'still open' : `${age(v.timings.duration_ms)} (agent start → exit)`,
-    );
+    timeFacts(dl, v.timings);
     fact(dl, 'first reply after', v.timings.first_reply_ms === null ? '' : age(v.timings.first_reply_ms));
     const waits = v.timings.queue_ms.filter((q) => q.ms !== null).map((q) => q.ms);
     fact(dl, 'longest wait in queue', waits.length ? age(Math.max(...waits)) : '');
     for (const [k, val] of Object.entries(r)) {
-      if (!HEAD.includes(k) && k !== 'id' && k !== 'stderr_tail' && val !== null)
+      if (!HEAD.includes(k) && !OWN.has(k) && val !== null)
         fact(dl, k, typeof val === 'object' ? JSON.stringify(val) : val);
     }
     $('run-facts').replaceChildren(dl);

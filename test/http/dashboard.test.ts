@@ -196,8 +196,10 @@ describe('dashboard JSON', () => {
     s.status.held.push({ chat_jid: 'bluesky:did:plc:abc', count: 3, weight: 30, oldest_ms: now - 10_000 });
     s.db
       .prepare(
-        `INSERT INTO session_log (group_folder, topic, chat_jid, result, ended_at, input_tokens, output_tokens, cost_usd)
-         VALUES ('demo', '', 'web:demo', 'ok', 'x', 1200, 345, 0.0042)`,
+        `INSERT INTO session_log (group_folder, topic, chat_jid, started_at, result, ended_at, input_tokens,
+                                 output_tokens, cost_usd, idle_ms)
+         VALUES ('demo', '', 'web:demo', '2027-01-15T08:00:00.000Z', 'ok', '2027-01-15T08:00:31.250Z', 1200,
+                 345, 0.0042, 30000)`,
       )
       .run();
     s.db
@@ -238,6 +240,11 @@ describe('dashboard JSON', () => {
     ).toEqual([
       ['t', null, null, null, null],
       ['', 'ok', 1200, 345, 0.0042],
+    ]);
+    // A run's time split: 31.25 s from start to exit, 30 s of it idle, so 1.25 s of work; an open run has none.
+    expect((runs.body.runs as Obj[]).map((r) => [r.duration_ms, r.work_ms, r.idle_ms])).toEqual([
+      [null, null, null],
+      [31_250, 1250, 30_000],
     ]);
     const outbox = await getJson(`${s.url}/api/dashboard/outbox`);
     expect((outbox.body.pending as Obj[]).map((o) => o.id)).toEqual([Number(pending)]);

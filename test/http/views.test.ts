@@ -12,13 +12,20 @@ function inbound(db: Db, chat: string, content: string, extra: Obj = {}): number
   return Number(info.lastInsertRowid);
 }
 
-function runRow(db: Db, chat: string, result: string | null, stderr: string | null = null): number {
+function runRow(
+  db: Db,
+  chat: string,
+  result: string | null,
+  stderr: string | null = null,
+  idleMs: number | null = null,
+): number {
   const info = db
     .prepare(
-      `INSERT INTO session_log (group_folder, chat_jid, started_at, ended_at, result, stderr_tail, messages, replies)
-       VALUES ('demo', ?, '2026-11-20T10:00:00.000Z', ?, ?, ?, 1, 1)`,
+      `INSERT INTO session_log (group_folder, chat_jid, started_at, ended_at, result, stderr_tail, messages, replies,
+                                idle_ms)
+       VALUES ('demo', ?, '2026-11-20T10:00:00.000Z', ?, ?, ?, 1, 1, ?)`,
     )
-    .run(chat, result ? '2026-11-20T10:00:02.500Z' : null, result, stderr);
+    .run(chat, result ? '2026-11-20T10:00:02.500Z' : null, result, stderr, idleMs);
   return Number(info.lastInsertRowid);
 }
 
@@ -88,7 +95,7 @@ describe('chat, run and history views', () => {
 
   it('a run: its messages, replies, timings, stderr tail; 404 for an unknown run', async () => {
     const s = await startWebServer();
-    const run = runRow(s.db, 'web:demo', 'error', 'Traceback: boom\n');
+    const run = runRow(s.db, 'web:demo', 'error', 'Traceback: boom\n', 2000);
     const a = inbound(s.db, 'web:demo', 'hello', {
       state: 'done',
       run_id: run,
@@ -108,8 +115,11 @@ describe('chat, run and history views', () => {
     expect(v.status).toBe(200);
     expect((v.body.run as Obj).stderr_tail).toBe('Traceback: boom\n');
     expect((v.body.messages as Obj[]).map((m) => m.content)).toEqual(['hello', 'hi back']);
+    // 2.5 s from start to exit, 2 s of it waiting for a follow-up: it worked 0.5 s.
     expect(v.body.timings).toEqual({
       duration_ms: 2500,
+      idle_ms: 2000,
+      work_ms: 500,
       first_reply_ms: 1200,
       queue_ms: [{ id: a, ms: 1000 }],
     });

@@ -149,11 +149,13 @@ export function handQueue(
     metrics?: QueueOptions['metrics'];
     /** The queue's logger (default: silent). */
     log?: QueueOptions['log'];
+    /** The queue's clock (default: Date.now). */
+    now?: () => number;
   } = {},
 ): { queue: WorkQueue; runtime: HandRuntime; outbound: number[] } {
   const runtime = new HandRuntime();
   const { signals, outbound } = recordingSignals();
-  const { onOutbound, secrets, metrics, log, ...config } = over;
+  const { onOutbound, secrets, metrics, log, now, ...config } = over;
   if (onOutbound) signals.outbound.on((id) => onOutbound(id!));
   const queue = createQueue({
     db,
@@ -171,6 +173,7 @@ export function handQueue(
     signals,
     ...(secrets ? { secrets } : {}),
     ...(metrics ? { metrics } : {}),
+    ...(now ? { now } : {}),
   });
   return { queue, runtime, outbound };
 }

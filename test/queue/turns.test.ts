@@ -153,3 +153,38 @@ describe('turns: how a run ends', () => {
     expect(again.runtime.agents[0]!.inputs()[0]!.messages.map((m) => m.id)).toEqual([ids[1], ids[2]]);
   });
 });
+
+describe("turns: a run's time, work and idle", () => {
+  it('idle is the time with every turn answered (between turns and after the last, to the end); the rest is work', async () => {
+    const t0 = Date.now();
+    let t = t0;
+    const { db } = freshDb();
+    const h = { db, ...handQueue(db, { now: () => t }) };
+    queues.push(h.queue);
+    ready(h.db, { chat: 'tg:A', content: 'one' });
+    h.queue.wake();
+    await flush();
+    const agent = h.runtime.agents[0]!;
+    t = t0 + 100;
+    agent.reply('for one', { turn: 1 }); // idle from 100 ms
+    await flush();
+    t = t0 + 400;
+    ready(h.db, { chat: 'tg:A', content: 'two' }); // turn 2 written: 300 ms idle so far
+    h.queue.wake();
+    await flush();
+    expect(agent.inputs().map((l) => l.turn)).toEqual([1, 2]);
+    t = t0 + 600;
+    agent.reply('for two', { turn: 2 }); // idle again from 600 ms
+    await flush();
+    t = t0 + 1000;
+    agent.finish({ code: 0 }); // the end: 400 ms more
+    await flush();
+    const run = h.db.prepare('SELECT started_at, ended_at, result, idle_ms FROM session_log').get();
+    expect(run).toEqual({
+      started_at: new Date(t0).toISOString(),
+      ended_at: new Date(t0 + 1000).toISOString(),
+      result: 'ok',
+      idle_ms: 700,
+    });
+  });
+});

@@ -25,10 +25,10 @@ function reply(db: Db, chat: string, replyTo: number, deliveredAt: number) {
   ).run(chat, iso(deliveredAt), replyTo);
 }
 
-function run(db: Db, start: number, end: number, result: string) {
+function run(db: Db, start: number, end: number, result: string, idleMs: number | null = null) {
   db.prepare(
-    `INSERT INTO session_log (group_folder, started_at, ended_at, result) VALUES ('g', ?, ?, ?)`,
-  ).run(iso(start), iso(end), result);
+    `INSERT INTO session_log (group_folder, started_at, ended_at, result, idle_ms) VALUES ('g', ?, ?, ?, ?)`,
+  ).run(iso(start), iso(end), result, idleMs);
 }
 
 const setCursor = (db: Db, id: number) =>
@@ -64,8 +64,10 @@ describe('per-minute history', () => {
     reply(db, 'telegram:1', a, T0 + 1000 + 400);
     reply(db, 'telegram:1', b, T0 + 2000 + 1000);
     reply(db, 'discord:9', c, T0 + 3000 + 200);
-    run(db, T0, T0 + 2500, 'ok');
-    run(db, T0 + 100, T0 + 30_100, 'error');
+    run(db, T0, T0 + 2500, 'ok', 2000);
+    run(db, T0 + 100, T0 + 30_100, 'error', 29_000);
+    // Ended by a restart: how long it worked is not known, so it counts in the lifetime only.
+    run(db, T0 + 200, T0 + 40_200, 'error');
 
     const h = new History(db, { retainDays: 14 });
     const s = h.flush(T0 + 2 * MIN + 6000);
@@ -88,10 +90,14 @@ describe('per-minute history', () => {
       { minute: m0, label: 'p95', value: 1000 },
     ]);
     expect(stored(db, 'runs').map((r) => [r.label, r.value])).toEqual([
-      ['error', 1],
+      ['error', 2],
       ['ok', 1],
     ]);
-    expect(stored(db, 'run_ms').find((r) => r.label === 'max')?.value).toBe(30_000);
+    expect(stored(db, 'run_ms').find((r) => r.label === 'max')?.value).toBe(40_000);
+    // Lifetimes 2.5 s and 30 s, of which 2 s and 29 s idle: work 0.5 s and 1 s.
+    const byLabel = (series: string) => Object.fromEntries(stored(db, series).map((r) => [r.label, r.value]));
+    expect(byLabel('work_ms')).toEqual({ p50: 500, p95: 1000, max: 1000 });
+    expect(byLabel('idle_ms')).toEqual({ p50: 2000, p95: 29_000, max: 29_000 });
     expect(stored(db, 'queue').find((r) => r.label === 'ready')?.value).toBe(1);
 
     // A second flush adds only what is new: the unpolled row once the poll has decided it.
