@@ -1,22 +1,31 @@
 import pino from 'pino';
+import { logTraceFields } from './trace.js';
 
 /** The logger every module takes through its options; child loggers add who and what. */
 export type Logger = pino.Logger;
 
 /**
  * The process logger: JSON lines, pretty when stdout is a TTY. Tokens are redacted by path wherever they
- * might appear in a logged object, and modules never log secrets to begin with.
+ * might appear in a logged object, and modules never log secrets to begin with. While traces are exported,
+ * a line written in a message's or a run's work carries its `trace_id` and `span_id` (core/trace.ts).
+ * `destination` replaces stdout (tests read the lines).
  */
-export function createLogger(level = 'info', pretty = process.stdout.isTTY === true): Logger {
-  return pino({
+export function createLogger(
+  level = 'info',
+  pretty = process.stdout.isTTY === true,
+  destination?: pino.DestinationStream,
+): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: undefined,
+    mixin: logTraceFields,
     redact: {
       paths: ['token', '*.token', 'password', '*.password', 'authorization', '*.authorization', 'adminToken'],
       censor: '[redacted]',
     },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: prettyOptions() } } : {}),
-  });
+    ...(pretty && !destination ? { transport: { target: 'pino-pretty', options: prettyOptions() } } : {}),
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /**

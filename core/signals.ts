@@ -5,6 +5,7 @@
  * only exists once the channels have started) simply starts listening then.
  */
 
+import { detached } from './trace.js';
 import type { SessionKey } from './types.js';
 
 /** A chat's agent started or stopped working (the chat shows typing meanwhile). */
@@ -57,11 +58,14 @@ export class Signal<T = void> {
     };
   }
 
-  /** Tells every listener. Never throws: the stage that fired has already committed its work. */
+  /**
+   * Tells every listener. Never throws: the stage that fired has already committed its work. A listener
+   * does its own stage's work, so it runs outside the trace of the one that fired (core/trace.ts).
+   */
   fire(value: T): void {
     for (const listener of [...this.listeners]) {
       try {
-        listener(value);
+        detached(() => listener(value));
       } catch (err) {
         this.onError(this.name, err);
       }

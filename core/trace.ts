@@ -1,4 +1,6 @@
 import {
+  context,
+  isSpanContextValid,
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
@@ -40,6 +42,34 @@ export function setTracing(on: boolean): void {
 /** True while spans are exported. */
 export function tracingOn(): boolean {
   return active;
+}
+
+/**
+ * The trace of the work in progress, for its log lines (core/log.ts adds them to every line): the active
+ * span's ids, or nothing while tracing is off or no span is active. A new object each call (pino merges
+ * the line's own fields into it).
+ */
+export function logTraceFields(): { trace_id?: string; span_id?: string } {
+  if (!active) return {};
+  const span = trace.getSpan(context.active());
+  const sc = span?.spanContext();
+  return sc && isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+}
+
+/**
+ * Runs `fn` with `span` active: the lines it logs, and those of the timers, streams and promises it starts,
+ * carry the span's trace (gated/tracing.ts registers the context manager that carries it across awaits).
+ */
+export function inSpan<T>(span: Span | undefined, fn: () => T): T {
+  return active && span ? context.with(trace.setSpan(ROOT_CONTEXT, span), fn) : fn();
+}
+
+/**
+ * Runs `fn` with no span active: a stage's own work (a worker's step, a signal's listener, the queue's
+ * pump) never inherits the trace of whatever woke it, so its lines carry only the traces it sets itself.
+ */
+export function detached<T>(fn: () => T): T {
+  return active ? context.with(ROOT_CONTEXT, fn) : fn();
 }
 
 function tracer() {
@@ -88,7 +118,7 @@ export function stepSpan<T extends string>(root: Span | undefined, name: string,
   if (!root) return fn();
   const span = start(`step ${name}`, trace.setSpan(ROOT_CONTEXT, root), { 'gated.step': name });
   try {
-    const outcome = fn();
+    const outcome = inSpan(span, fn);
     span.setAttribute('gated.outcome', outcome);
     return outcome;
   } catch (err) {
@@ -138,9 +168,9 @@ export interface TracedRun {
  */
 export class RunTrace {
   private run: Span | undefined;
+  /** The run span's context, kept after it ended (the run's last lines are written after its span). */
+  private ctx: Context | undefined;
   private readonly turns = new Map<number, Span>();
-  /** The trace id of the run's span (for its log lines), undefined while tracing is off. */
-  traceId: string | undefined;
 
   constructor(private readonly info: TracedRun) {}
 
@@ -151,8 +181,21 @@ export class RunTrace {
       links: linksTo(ids.slice(1)),
       startTime: now,
     });
-    this.traceId = this.run.spanContext().traceId;
-    this.opened(1, ids, trace.setSpan(ROOT_CONTEXT, this.run), [], now);
+    this.ctx = trace.setSpan(ROOT_CONTEXT, this.run);
+    this.opened(1, ids, this.ctx, [], now);
+  }
+
+  /**
+   * Runs `fn` in the run's trace: its log lines, and those of what it starts (the agent, its timers),
+   * carry the run span's ids. The run's starts and its reading of the agent go through here.
+   */
+  within<T>(fn: () => T): T {
+    return active && this.ctx ? context.with(this.ctx, fn) : fn();
+  }
+
+  /** `fn` bound to the run's trace: for a stream the run reads, whose events come from wherever it was made. */
+  bind<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
+    return (...args) => this.within(() => fn(...args));
   }
 
   /** Follow-up turn `turn` is written with rows `ids`: its span belongs to its first row's trace. */
@@ -214,17 +257,21 @@ function linksTo(ids: readonly number[]): Link[] {
   return links;
 }
 
-/** Opens a delivery span for an outbound row, under the trace of the message it answers (if known). */
-export function startDelivery(
-  row: { id: number; chat_jid: string; kind: string | null; reply_to_id: number | null },
-  parts: number,
-): Span | undefined {
+/**
+ * Opens a delivery span for an outbound row, under the trace of the message it answers (if known); its
+ * `gated.parts` is set once the row is split.
+ */
+export function startDelivery(row: {
+  id: number;
+  chat_jid: string;
+  kind: string | null;
+  reply_to_id: number | null;
+}): Span | undefined {
   if (!active) return undefined;
   return start('deliver', messageContext(row.reply_to_id), {
     'gated.outbound.id': row.id,
     'gated.chat': row.chat_jid,
     'gated.kind': row.kind ?? 'reply',
-    'gated.parts': parts,
     ...(row.reply_to_id !== null ? { 'gated.message.id': row.reply_to_id } : {}),
   });
 }

@@ -1,6 +1,7 @@
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { coerceError } from './errors.js';
 import type { Logger } from './log.js';
+import { detached } from './trace.js';
 
 /**
  * The one driver of a background worker (the poll loop, delivery's scan, the drafts' pacer, the inbox, the
@@ -147,7 +148,8 @@ class Driver implements Worker {
     this.pending = false;
     let out: StepResult | Promise<StepResult>;
     try {
-      out = this.opts.step(this.abort.signal);
+      // A worker's step is its own work: never in the trace of whatever woke it (core/trace.ts).
+      out = detached(() => this.opts.step(this.abort.signal));
     } catch (err) {
       return this.failed(err);
     }

@@ -2,7 +2,7 @@ import { backoffDelay, type BackoffOptions, type Sleep } from '../core/backoff.j
 import { coerceError, DeliveryError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { OutboundOutcome } from '../core/metrics.js';
-import { endSpan, startDelivery, startPart } from '../core/trace.js';
+import { endSpan, inSpan, startDelivery, startPart } from '../core/trace.js';
 import type { Channel } from '../channels/channel.js';
 import type { Drafts } from './drafts.js';
 import { sendPart, type OutboundFile, type ReplyParts } from './files.js';
@@ -43,25 +43,39 @@ interface RowParts {
  * Sends what is left of one row. False when the sender should stop (delivery is stopping); true when the
  * row is done with (sent, failed, or changed by someone else).
  */
-export async function deliverRow(d: RowSenderDeps, row: OutboxRow, channel: Channel): Promise<boolean> {
+export function deliverRow(d: RowSenderDeps, row: OutboxRow, channel: Channel): Promise<boolean> {
+  // Its lines, from here to the last part, carry the trace of the message it answers (core/trace.ts).
+  const span = startDelivery(row);
+  return inSpan(span, () => deliverIn(d, row, channel, span));
+}
+
+/** deliverRow inside the row's delivery span (`span`, ended here). */
+async function deliverIn(
+  d: RowSenderDeps,
+  row: OutboxRow,
+  channel: Channel,
+  span: ReturnType<typeof startDelivery>,
+): Promise<boolean> {
   const rlog = d.log.child({ chat: row.chat_jid, row: row.id });
   const parts = partsOf(d, row, channel);
   if ('why' in parts) {
+    endSpan(span, parts.why);
     d.outbox.markFailed(row.id, parts.why, false);
     d.metrics?.outbound('failed');
     if (parts.reaction) rlog.warn({ why: parts.why }, 'reaction not delivered');
     else rlog.warn('empty reply marked failed');
     return true;
   }
+  span?.setAttribute('gated.parts', parts.total);
   if (row.parts_sent >= parts.total) {
     // Every part went out before (an operator set the row back to pending): never send one twice.
     d.outbox.markSent(row.id);
     rlog.warn({ parts_sent: row.parts_sent }, 'row already fully sent; marked sent');
+    span?.end();
     return true;
   }
   let attempts = row.delivery_attempts;
   let streak = 0;
-  const span = startDelivery(row, parts.total);
   for (let part = row.parts_sent; part < parts.total;) {
     if (d.signal.aborted) {
       endSpan(span, 'delivery stopping');
@@ -69,7 +83,7 @@ export async function deliverRow(d: RowSenderDeps, row: OutboxRow, channel: Chan
     }
     const partSpan = startPart(span, part, attempts + 1);
     try {
-      if (!(await sendOne(d, row, channel, parts, part, rlog, partSpan))) {
+      if (!(await inSpan(partSpan, () => sendOne(d, row, channel, parts, part, rlog, partSpan)))) {
         endSpan(span, 'row changed');
         return true;
       }

@@ -1,4 +1,4 @@
-import { trace } from '@opentelemetry/api';
+import { context, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
@@ -33,7 +33,9 @@ export function startTracing(config: Pick<Config, 'traces'>, log: Logger): Traci
       }),
     ],
   });
-  trace.setGlobalTracerProvider(provider);
+  // The provider, and the context manager (AsyncLocalStorage) that keeps a message's or a run's span
+  // active across its awaits, timers and streams: what puts trace ids on their log lines (core/log.ts).
+  provider.register({ propagator: null });
   setTracing(true);
   // The URL only: a collector's credentials travel in headers, never in a log line.
   log.info({ url: redactUrl(t.url) }, 'traces exported over OTLP/HTTP');
@@ -45,8 +47,9 @@ export function startTracing(config: Pick<Config, 'traces'>, log: Logger): Traci
         try {
           await provider.shutdown();
         } finally {
-          // A later start in the same process (tests) may register its own provider.
+          // A later start in the same process (tests) may register its own provider and context manager.
           trace.disable();
+          context.disable();
         }
       })()),
   };

@@ -16,7 +16,7 @@ import { clipText } from '../core/text.js';
 import type { RouteSource } from '../store/routes.js';
 import { botUsernameKey, getState, StickyStore } from '../store/state.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
-import { endMessage, startMessage, stepSpan } from '../core/trace.js';
+import { endMessage, inSpan, startMessage, stepSpan } from '../core/trace.js';
 import type { Span } from '@opentelemetry/api';
 
 export type { BatchOutcome } from './steps.js';
@@ -138,7 +138,8 @@ export class Pipeline {
       batch.beginRow(msg);
       // The sticky and command steps may write anything (answers, sessions, codes): a savepoint first.
       if (MAY_ACT.test(msg.content)) batch.guard();
-      const end = this.one(msg, env, now, mine, out, root, batch);
+      // Lines written on the row's way through the steps carry its trace (core/trace.ts).
+      const end = inSpan(root, () => this.one(msg, env, now, mine, out, root, batch));
       endMessage(root, { id: msg.id, ...end }, Date.now());
       batch.rowDone();
       for (const chat of mine) touched.add(chat);
@@ -149,7 +150,7 @@ export class Pipeline {
       out.effects.length = mark.effects;
       const error = coerceError(err).message;
       endMessage(root, { id: msg.id, step: null, group: null, held: false, error }, Date.now());
-      this.fail(msg, err);
+      inSpan(root, () => this.fail(msg, err));
     }
   }
 

@@ -139,7 +139,6 @@ function settleRun(
       turns: run.turns.written,
       answered: run.turns.answered,
       parked: settled.parked,
-      traceId: run.trace.traceId,
     };
     if (failedRun(st.result, end)) {
       // The reason: gated's verdict, and the agent's own last words on stderr when it left any.

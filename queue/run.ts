@@ -184,8 +184,9 @@ export class Run {
       onProblem: (kind, detail) =>
         this.hooks.log.warn({ runId: this.runId, kind, detail }, 'agent output problem'),
     });
+    const feed = this.trace.bind((chunk: Buffer) => parser.push(chunk));
     const stdoutDone = new Promise<void>((resolve) => {
-      handle.stdout.on('data', (chunk: Buffer) => parser.push(chunk));
+      handle.stdout.on('data', feed);
       handle.stdout.once('end', resolve);
       handle.stdout.once('close', resolve);
       handle.stdout.once('error', resolve);

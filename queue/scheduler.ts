@@ -1,4 +1,5 @@
 import { coerceError } from '../core/errors.js';
+import { detached } from '../core/trace.js';
 import type { Signals } from '../core/signals.js';
 import { busyModeOf, sessionKeyId, type SessionKey } from '../core/types.js';
 import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
@@ -45,7 +46,8 @@ export class Scheduler {
   wake(): void {
     if (this.closed || this.scheduled) return;
     this.scheduled = true;
-    queueMicrotask(() => this.pump());
+    // The pump is the queue's own work: it never runs in the trace of whatever woke it.
+    queueMicrotask(() => detached(() => this.pump()));
   }
 
   /** No run starts after this. */
@@ -69,7 +71,9 @@ export class Scheduler {
       while (lanes.free > 0 && i < next.length) this.dispatch(next[i++]!, t);
       if (next.length > i) {
         for (const run of lanes.yieldIdle(next.length - i)) {
-          this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot');
+          run.trace.within(() =>
+            this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot'),
+          );
         }
       }
       this.keepIdleBudget();
@@ -91,7 +95,9 @@ export class Scheduler {
     const waiting = this.d.store.otherChatWaiting(lane.key, run.chatJid, t);
     if (lane.feed(this.d.store, t, waiting ?? undefined)) this.working(run.chatJid, true);
     if (waiting === null || !run.idle) return;
-    this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent closed: another chat waits');
+    run.trace.within(() =>
+      this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent closed: another chat waits'),
+    );
     run.closeStdin('idle');
   }
 
@@ -104,9 +110,11 @@ export class Scheduler {
     const max = this.d.opts.config.idleAgentsMax;
     if (max === undefined || max === null) return;
     for (const run of this.d.lanes.closeIdleOver(max)) {
-      this.d.opts.log.debug(
-        { runId: run.runId, key: run.keyId, max },
-        'idle agent closed: over the idle budget',
+      run.trace.within(() =>
+        this.d.opts.log.debug(
+          { runId: run.runId, key: run.keyId, max },
+          'idle agent closed: over the idle budget',
+        ),
       );
     }
   }
@@ -136,26 +144,22 @@ export class Scheduler {
       // The run is open and its rows are running: it must end through the usual path (rows back to ready
       // with a backoff, parked after repeated failures) instead of staying open with no process.
       const e = coerceError(err);
-      void run.begin(() => {
-        throw e;
-      }, '');
+      void run.trace.within(() =>
+        run.begin(() => {
+          throw e;
+        }, ''),
+      );
       return;
     }
-    log.info(
-      {
-        runId: d.runId,
-        key: run.keyId,
-        chat: d.chatJid,
-        messages: d.rows.length,
-        traceId: run.trace.traceId,
-      },
-      'run starting',
-    );
     this.working(d.chatJid, true);
-    void run.begin(
-      () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
-      input,
-    );
+    // The run's lines, and those of its agent's timers and streams, carry the run's trace (core/trace.ts).
+    run.trace.within(() => {
+      log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
+      void run.begin(
+        () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
+        input,
+      );
+    });
   }
 
   /**
