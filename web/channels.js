@@ -15,6 +15,8 @@ registerPanel({
   id: 'channels',
   title: 'Channels',
   hint: 'the platforms this gated started, and what each can do',
+  // Nine columns: half the overview's width would cut them off.
+  wide: true,
   async refresh(body) {
     const { channels } = await api('channels');
     const list = el('div');

@@ -67,6 +67,41 @@ function overflowOf(page: Page): Promise<{ px: number; culprit: string }> {
   })()`);
 }
 
+/**
+ * Pairs of visible boxes that cover one another by more than 2 px each way: elements that show text of
+ * their own and controls, ancestors and their descendants aside, and the chart library's own layers.
+ * Each pair as `tag#id.class "text"` twice, to say what to fix.
+ */
+function overlapsOf(page: Page): Promise<string[]> {
+  return page.evaluate(`(() => {
+    const CONTROLS = ['INPUT', 'BUTTON', 'TEXTAREA', 'SELECT', 'IMG', 'CANVAS'];
+    const boxes = [];
+    for (const e of document.querySelectorAll('body *')) {
+      if (e.closest('.u-wrap, .u-legend')) continue;
+      const ownText = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== '');
+      if (!ownText && !CONTROLS.includes(e.tagName)) continue;
+      const r = e.getBoundingClientRect();
+      if (r.width < 1 || r.height < 1 || getComputedStyle(e).visibility === 'hidden') continue;
+      boxes.push([e, r]);
+    }
+    const name = (e) =>
+      e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ').join('.') : '') +
+      ' "' + (e.textContent || e.value || '').trim().slice(0, 30) + '"';
+    const out = [];
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, ra] = boxes[i];
+        const [b, rb] = boxes[j];
+        if (a.contains(b) || b.contains(a)) continue;
+        const w = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
+        const h = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
+        if (w > 2 && h > 2) out.push(name(a) + ' × ' + name(b));
+      }
+    }
+    return out.slice(0, 5);
+  })()`);
+}
+
 describe('every page in chromium at 1280 and 390 px', () => {
   it('one navigation everywhere, no sideways scrolling on a phone, local times, one word per run state', async () => {
     const gated = await startWholeGated();
@@ -127,6 +162,7 @@ describe('every page in chromium at 1280 and 390 px', () => {
           const { px, culprit } = await overflowOf(page);
           expect(px, `${p.name} at 390 px is ${px} px too wide (${culprit})`).toBe(0);
         }
+        expect(await overlapsOf(page), `${p.name} at ${width}: nothing covers anything`).toEqual([]);
         await page.screenshot({ path: screenshotPath(`page-${p.name}-${width}.png`) });
       }
     }
@@ -152,6 +188,10 @@ describe('every page in chromium at 1280 and 390 px', () => {
     const states = await page.locator('#runs tbody .tag.run').allTextContents();
     expect(states.length).toBeGreaterThan(0);
     for (const s of states) expect(['running', 'idle', 'ok', 'error', 'timeout', 'stopped']).toContain(s);
+    // A run's time is in the same words as its states: worked, then idle (waiting for a follow-up).
+    const runHeadings = await page.locator('#runs thead th').allTextContents();
+    expect(runHeadings).toEqual(expect.arrayContaining(['state', 'worked', 'idle']));
+    expect(runHeadings.join(' ')).not.toMatch(/duration|lifetime/);
 
     // The tokens and cost an agent reported are in the run list (the example agent reports none).
     gated.db
