@@ -65,6 +65,19 @@ describe('dashboard views in chromium on a burst-filled database', () => {
     expect(Number(await total('in-outcome').getAttribute('data-value'))).toBe(inbound);
     expect(Number(await total('out').getAttribute('data-value'))).toBe(delivered);
     expect(Number(await total('runs').getAttribute('data-value'))).toBe(runs);
+    // A run's time: the worst worked and idle of the runs, as session_log has them.
+    const times = db
+      .prepare(`SELECT started_at, ended_at, idle_ms FROM session_log WHERE idle_ms IS NOT NULL`)
+      .all() as Array<{ started_at: string; ended_at: string; idle_ms: number }>;
+    expect(times.length).toBe(runs);
+    const lifetime = (r: (typeof times)[0]) => Date.parse(r.ended_at) - Date.parse(r.started_at);
+    await page.locator('#chart-work-ms .u-wrap canvas').first().waitFor();
+    expect(Number(await total('work-ms').getAttribute('data-value'))).toBe(
+      Math.max(...times.map((r) => lifetime(r) - r.idle_ms)),
+    );
+    expect(Number(await total('idle-ms').getAttribute('data-value'))).toBe(
+      Math.max(...times.map((r) => r.idle_ms)),
+    );
     expect(await page.locator('#chart-in-platform .u-legend').textContent()).toContain('bench');
     await page.locator('#history-section').screenshot({ path: screenshotPath('charts.png') });
 
