@@ -73,8 +73,9 @@ export class ContainerEvents {
     this.wake?.();
   }
 
-  /** Resolves at the next event, or after `ms`. */
+  /** Resolves at once when the start was seen, else at the next event or after `ms`. */
   next(ms: number): Promise<void> {
+    if (this.started) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -129,7 +130,8 @@ export async function nodeOf(docker: Docker, serviceId: string, deadline: number
 
 /**
  * Waits until the run's container has started: at the node engine's event for it, else when the task list
- * shows it running. Rejects when the task ended without running, or at `deadline`.
+ * shows it running. Rejects when the task ended without running, or at `deadline`. The list is first read
+ * one period after the call: a task that was just scheduled has no container yet.
  */
 export async function startedTask(
   docker: Docker,
@@ -138,6 +140,7 @@ export async function startedTask(
   deadline: number,
 ): Promise<StartedTask> {
   for (;;) {
+    await events.next(TASK_POLL_MS);
     if (events.started) return events.started;
     const task = await firstTask(docker, serviceId);
     if (events.started) return events.started;
@@ -145,6 +148,5 @@ export async function startedTask(
     if (seen instanceof Error) throw seen;
     if (seen) return seen;
     if (Date.now() > deadline) throw notStarted(serviceId, task);
-    await events.next(TASK_POLL_MS);
   }
 }
