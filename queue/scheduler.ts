@@ -135,31 +135,37 @@ export class Scheduler {
     run.noteIds = d.systemNoteIds;
     run.busy = busyModeOf(store.group(key.group)?.busy);
     this.d.lanes.open(new Lane(key, run));
+    // The run's lines, and those of its agent's timers and streams, carry the run's trace (core/trace.ts).
+    run.trace.within(() => this.start(run, d));
+  }
+
+  /** Prepares the agent of a dispatched run (its setup, its first line) and starts it. */
+  private start(run: Run, d: Dispatched): void {
+    const { store, opts } = this.d;
+    const key = run.key;
     let input: string;
     let setup: AgentSetup | undefined;
     try {
-      setup = runSetup(opts.setup, key.group, d.runId, log);
+      setup = runSetup(opts.setup, key.group, d.runId, opts.log);
       input = this.firstInput(key, d, setup);
     } catch (err) {
       // The run is open and its rows are running: it must end through the usual path (rows back to ready
       // with a backoff, parked after repeated failures) instead of staying open with no process.
       const e = coerceError(err);
-      void run.trace.within(() =>
-        run.begin(() => {
-          throw e;
-        }, ''),
-      );
+      void run.begin(() => {
+        throw e;
+      }, '');
       return;
     }
     this.working(d.chatJid, true);
-    // The run's lines, and those of its agent's timers and streams, carry the run's trace (core/trace.ts).
-    run.trace.within(() => {
-      log.info({ runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length }, 'run starting');
-      void run.begin(
-        () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
-        input,
-      );
-    });
+    opts.log.info(
+      { runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length },
+      'run starting',
+    );
+    void run.begin(
+      () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
+      input,
+    );
   }
 
   /**

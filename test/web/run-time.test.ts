@@ -47,9 +47,10 @@ describe("a run's time split into work and idle", () => {
     };
     const run = listed.runs.find((r) => r.id === runId)!;
     expect(run.result).toBe('ok');
-    // Work: the agent's start (Node, a few hundred ms at most under load) and its 300 ms turn.
+    // Work: the agent's start (Node: 0.2 s on a quiet machine, measured up to 0.5 s with the suite running
+    // beside it; 1.5 s allowed) and its 300 ms turn, nothing of the idle second.
     expect(run.work_ms).toBeGreaterThanOrEqual(300);
-    expect(run.work_ms).toBeLessThan(IDLE_TIMEOUT_MS);
+    expect(run.work_ms).toBeLessThan(300 + 1500);
     // Idle: the idle timeout, and the agent's exit once its stdin closed.
     expect(run.idle_ms).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS);
     expect(run.idle_ms).toBeLessThan(IDLE_TIMEOUT_MS + 500);
