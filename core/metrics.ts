@@ -35,6 +35,14 @@ export interface ClusterFacts {
   lanesWaiting: number;
 }
 
+/** What the checkpoint worker reports of one look at the WAL (store/checkpoint.ts). */
+export interface WalCheckpointPass {
+  passive: { ms: number };
+  /** The TRUNCATE run when the WAL was over its bound. */
+  bound?: { ms: number };
+  walBytes: number;
+}
+
 export interface Metrics {
   readonly registry: Registry;
   /** One inbound message seen by the poll loop. */
@@ -66,6 +74,8 @@ export interface Metrics {
   agentStarted(runtime: string, node: string, seconds: number): void;
   /** Agents started per runtime and node since this process started, and the lanes (the cluster panel). */
   cluster(): ClusterFacts;
+  /** One look of the checkpoint worker (store/checkpoint.ts): its checkpoints' times and the WAL's size. */
+  walCheckpoint(pass: WalCheckpointPass): void;
   /** The exposition text for /metrics. */
   text(): Promise<string>;
   /** The Content-Type of `text()`. */
@@ -194,6 +204,27 @@ function runInstruments(registers: Registry[]) {
   return { runs, runSeconds, lanes, outbound, actions };
 }
 
+/** The checkpoint worker's checkpoints, by mode, and the WAL's size when it last looked. */
+function walInstruments(registers: Registry[]) {
+  const seconds = new Histogram({
+    name: 'gated_wal_checkpoint_seconds',
+    help: 'Wall time of WAL checkpoints run by the checkpoint worker (off the event loop), by mode',
+    labelNames: ['mode'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers,
+  });
+  const bytes = new Gauge({
+    name: 'gated_wal_bytes',
+    help: "Size of the database's WAL file when the checkpoint worker last looked",
+    registers,
+  });
+  return (p: WalCheckpointPass) => {
+    seconds.observe({ mode: 'passive' }, p.passive.ms / 1000);
+    if (p.bound) seconds.observe({ mode: 'truncate' }, p.bound.ms / 1000);
+    bytes.set(p.walBytes);
+  };
+}
+
 /**
  * Agent starts per runtime and node: the two instruments, and the cluster panel's figures kept beside them
  * (reading them back from prom-client is async).
@@ -256,6 +287,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
   const inbound = inboundInstruments(registers);
   const runs = runInstruments(registers);
   const starts = new AgentStarts(registers);
+  const walCheckpoint = walInstruments(registers);
   if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'gated_' });
 
   return {
@@ -287,6 +319,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       const lanes = runs.lanes.now();
       return { nodes: starts.list(), lanesActive: lanes.active, lanesWaiting: lanes.waiting };
     },
+    walCheckpoint,
     text: () => registry.metrics(),
     contentType: registry.contentType,
   };

@@ -82,6 +82,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     ['runtime', () => base.runtime.close?.()],
     ['traces', () => tracing?.shutdown()],
     ['owner', () => base.owner?.release()],
+    ['checkpoints', () => base.checkpoints.close()],
     ['database', () => db.close()],
   ];
   let closing: Promise<void> | undefined;

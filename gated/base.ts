@@ -7,6 +7,7 @@ import { createSignals, type Signals } from '../core/signals.js';
 import { WebChannel } from '../channels/web/index.js';
 import { startHttpServer, type HttpServer } from '../http/app.js';
 import type { Runtime } from '../queue/runtime/types.js';
+import { startCheckpointer, type Checkpointer } from '../store/checkpoint.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { History } from '../store/history.js';
 import { badRowsLine, checkReadable } from './health.js';
@@ -37,6 +38,8 @@ export interface Base {
   config: Config;
   log: Logger;
   db: Db;
+  /** The WAL checkpoints, on a worker thread: closed before the database. */
+  checkpoints: Checkpointer;
   owner: { release(): void } | undefined;
   metrics: Metrics;
   signals: Signals;
@@ -59,6 +62,7 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   for (const bad of checkReadable(db, config.db)) log.warn({ table: bad.table }, badRowsLine(config.db, bad));
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
   const metrics = createMetrics({ processMetrics: true });
+  const checkpoints = startCheckpointer(db, { log, onPass: (p) => metrics.walCheckpoint(p) });
   const signals = createSignals((signal, err) =>
     log.error({ signal, err: coerceError(err).message }, 'a wake listener failed'),
   );
@@ -72,10 +76,11 @@ export async function openBase(opts: StartOptions): Promise<Base> {
       log.info({ url: http.url }, 'web chat and dashboard listening');
     }
     const runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
-    return { config, log, db, owner, metrics, signals, web, history, http, runtime };
+    return { config, log, db, checkpoints, owner, metrics, signals, web, history, http, runtime };
   } catch (err) {
     await http?.close();
     owner?.release();
+    await checkpoints.close();
     db.close();
     throw err;
   }

@@ -1,0 +1,90 @@
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../core/log.js';
+import { watchCommits } from '../../gateway/watch.js';
+import { startCheckpointer, type CheckpointPass } from '../../store/checkpoint.js';
+import { openDatabase } from '../../store/db.js';
+import { freshDb, tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
+
+const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
+
+/** Writes about `kib` KiB of rows from `db` in one transaction. */
+function fill(db: ReturnType<typeof openDatabase>, kib: number): void {
+  const insert = db.prepare(`INSERT INTO messages (chat_jid, sender, content) VALUES ('web:x', 'u', ?)`);
+  const text = 'x'.repeat(1000);
+  db.transaction(() => {
+    for (let i = 0; i < kib; i++) insert.run(text);
+  })();
+}
+
+describe('the checkpoint worker', () => {
+  it("copies the WAL into the database file on its own thread: the main connection's autocheckpoint is off", async () => {
+    const { db, path } = freshDb();
+    const passes: CheckpointPass[] = [];
+    const cp = startCheckpointer(db, { log: silentLogger(), onPass: (p) => passes.push(p) });
+    try {
+      expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+      const before = size(path);
+      // 8 MB: eight times SQLite's autocheckpoint threshold, none of it copied by this connection.
+      for (let i = 0; i < 8; i++) fill(db, 1000);
+      await until(() => size(path) - before > 7 * 2 ** 20, 10_000, 'the pages copied into the file');
+      expect(cp.stats.passes).toBeGreaterThan(0);
+      expect(passes.at(-1)!.passive.busy).toBe(0);
+      expect(cp.stats.truncates).toBe(0);
+    } finally {
+      await cp.close();
+    }
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+  }, 20_000);
+
+  it('bounds the WAL: past its limit the file is checkpointed to its end and truncated', async () => {
+    const { db, path } = freshDb();
+    const cp = startCheckpointer(db, { log: silentLogger(), policy: { truncateBytes: 2 ** 20 } });
+    try {
+      fill(db, 3000);
+      expect(size(`${path}-wal`)).toBeGreaterThan(2 ** 20);
+      await until(() => cp.stats.truncates > 0, 10_000, 'a TRUNCATE');
+      expect(size(`${path}-wal`)).toBe(0);
+      expect(db.prepare(`SELECT count(*) FROM messages`).pluck().get()).toBe(3000);
+    } finally {
+      await cp.close();
+    }
+  }, 20_000);
+
+  it('a PASSIVE checkpoint does not wake the commit watcher; shutdown folds the WAL in and removes it', async () => {
+    const path = join(tempDir(), 'gated.db');
+    const db = openDatabase(path);
+    let wakes = 0;
+    const watch = watchCommits(path, () => (wakes += 1), silentLogger(), 1);
+    const cp = startCheckpointer(db, { log: silentLogger() });
+    try {
+      fill(db, 100);
+      await until(() => wakes > 0 && cp.stats.passes > 0, 10_000, 'a wake and a pass');
+      await new Promise((r) => setTimeout(r, 100));
+      const seen = wakes;
+      fill(db, 100);
+      await until(() => cp.stats.passes > 1, 10_000, 'a second pass');
+      // One commit, one wake (coalesced); the pass after it read the WAL and woke nobody.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(wakes).toBe(seen + 1);
+    } finally {
+      watch.close();
+      await cp.close();
+      db.close();
+    }
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    const again = openDatabase(path);
+    expect(again.prepare(`SELECT count(*) FROM messages`).pluck().get()).toBe(200);
+    again.close();
+  }, 20_000);
+
+  it('a database in memory has no WAL: nothing starts', async () => {
+    const db = openDatabase(':memory:');
+    const cp = startCheckpointer(db, { log: silentLogger() });
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await cp.close();
+    db.close();
+  });
+});
