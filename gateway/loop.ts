@@ -1,7 +1,7 @@
 import type { Logger } from '../core/log.js';
 import type { BatchOutcome, Pipeline } from './pipeline.js';
 import type { PolledRow } from './batch.js';
-import type { Db } from '../store/db.js';
+import { lockOrLater, LOCKED, type Db } from '../store/db.js';
 import { stateOf, type StateStore } from '../store/state.js';
 import { createWorker, type Worker } from '../core/worker.js';
 
@@ -35,6 +35,8 @@ export interface LoopHealth {
 }
 
 const CURSOR_KEY = 'poll_cursor';
+/** When a tick found the write lock held by another process, the next try, in ms (its commit wakes too). */
+const LOCKED_RETRY_MS = 2;
 
 /**
  * The poll loop. Every `pollMs` (and at once after `wake()`) it reads inbound rows after an integer cursor,
@@ -56,9 +58,12 @@ export class PollLoop {
   private readonly now: () => number;
   private readonly batchSize: number;
   private readonly worker: Worker;
-  /** One batch in its transaction (made once: better-sqlite3 builds four wrappers per transaction()). */
-  private readonly batchTx;
-  private readonly releaseTx;
+  /**
+   * One batch in its transaction, made once (better-sqlite3 builds four wrappers per transaction()); it
+   * gives up, LOCKED, when another process holds the write lock.
+   */
+  private readonly batchTx: (cursor: number) => { count: number; outcome?: BatchOutcome } | typeof LOCKED;
+  private readonly releaseTx: (now: number) => number | typeof LOCKED;
 
   constructor(private readonly opts: PollLoopOptions) {
     const { db } = opts;
@@ -79,14 +84,15 @@ export class PollLoop {
       .prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL LIMIT 1')
       .pluck();
     this.state = stateOf(db);
-    this.batchTx = db.transaction((cursor: number): { count: number; outcome?: BatchOutcome } => {
+    // Both write, and both can wait for the next tick: the rows stay after the cursor, the held chats held.
+    this.batchTx = lockOrLater(db, (cursor: number): { count: number; outcome?: BatchOutcome } => {
       const rows = this.readStmt.all(cursor, this.batchSize) as PolledRow[];
       if (!rows.length) return { count: 0 };
       const outcome = opts.pipeline.process(rows, this.now());
       this.state.set(CURSOR_KEY, String(rows[rows.length - 1]!.id));
       return { count: rows.length, outcome };
     });
-    this.releaseTx = db.transaction((now: number) => opts.pipeline.gate.releaseDue(now));
+    this.releaseTx = lockOrLater(db, (now: number) => opts.pipeline.gate.releaseDue(now));
     this.worker = createWorker({
       name: 'poll loop',
       log: opts.log,
@@ -131,36 +137,46 @@ export class PollLoop {
     this.worker.runNow();
   }
 
-  /** One tick; returns when the earliest held chat must be released (the max-hold fires without rows). */
+  /**
+   * One tick; returns when the earliest held chat must be released (the max-hold fires without rows), or
+   * a few ms from now when another process held the write lock: the event loop never sleeps waiting for it.
+   */
   private step(): number | undefined {
     const started = process.hrtime.bigint();
+    let locked = false;
     try {
-      this.releaseDue();
-      while (this.batch() === this.batchSize);
+      locked = this.releaseDue() === LOCKED;
+      let n: number | typeof LOCKED;
+      while ((n = this.batch()) === this.batchSize);
+      if (n === LOCKED) locked = true;
       // A failing batch rolled back and throws: its rows stay after the cursor and are taken again after
       // the driver's backoff.
     } finally {
       this.opts.onTick?.(Number(process.hrtime.bigint() - started) / 1e9);
     }
-    return this.opts.pipeline.gate.nextDue();
+    const due = this.opts.pipeline.gate.nextDue();
+    if (!locked) return due;
+    const retry = this.now() + LOCKED_RETRY_MS;
+    return due === undefined ? retry : Math.min(due, retry);
   }
 
-  private batch(): number {
+  private batch(): number | typeof LOCKED {
     // A read first: an idle tick must not take the write lock other processes (adapters, sqlite3) need.
     // One gated owns the database (gated/owner.ts), so the cursor cannot move between this read and the
     // transaction below.
     const cursor = this.cursor();
     if (this.peekStmt.get(cursor) === undefined) return 0;
-    const { count, outcome } = this.batchTx.immediate(cursor);
-    if (outcome) this.opts.onBatch?.(outcome);
-    return count;
+    const done = this.batchTx(cursor);
+    if (done === LOCKED) return LOCKED;
+    if (done.outcome) this.opts.onBatch?.(done.outcome);
+    return done.count;
   }
 
-  private releaseDue(): void {
-    const { pipeline } = this.opts;
-    const due = pipeline.gate.nextDue();
+  private releaseDue(): void | typeof LOCKED {
+    const due = this.opts.pipeline.gate.nextDue();
     if (due === undefined || due > this.now()) return;
-    const released = this.releaseTx.immediate(this.now());
+    const released = this.releaseTx(this.now());
+    if (released === LOCKED) return LOCKED;
     if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, effects: [] });
   }
 }

@@ -8,9 +8,13 @@ import { formatPrompt, inputLine } from './prompt.js';
 import { agentMessage, defaultSenderRole } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
 import { runSpecOf } from './spec.js';
+import { lockOrLater, LOCKED } from '../store/db.js';
 import type { Dispatched, QueueStore, ReadyLane } from '../store/queue.js';
 import { sessionsOf } from '../store/sessions.js';
 import type { QueueOptions } from './types.js';
+
+/** When a dispatch found the write lock held by another process, the next pump, in ms. */
+const LOCKED_RETRY_MS = 2;
 
 /** What the scheduler is built from: the queue's options plus the parts the queue made once. */
 export interface SchedulerDeps {
@@ -37,9 +41,13 @@ export class Scheduler {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryAt: number | null = null;
   private readonly now: () => number;
+  private lockedTimer: NodeJS.Timeout | undefined;
+  /** A batch taken into a new run, unless another process holds the write lock (then: a pump later). */
+  private readonly take: (key: SessionKey, t: number) => Dispatched | null | typeof LOCKED;
 
   constructor(private readonly d: SchedulerDeps) {
     this.now = d.opts.now ?? Date.now;
+    this.take = lockOrLater(d.opts.db, (key: SessionKey, t: number) => d.store.dispatch(key, t));
   }
 
   /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
@@ -54,6 +62,7 @@ export class Scheduler {
   close(): void {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    clearTimeout(this.lockedTimer);
   }
 
   private pump(): void {
@@ -68,7 +77,9 @@ export class Scheduler {
       // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       let i = 0;
-      while (lanes.free > 0 && i < next.length) this.dispatch(next[i++]!, t);
+      while (lanes.free > 0 && i < next.length) {
+        if (!this.dispatch(next[i++]!, t)) return this.afterLock();
+      }
       if (next.length > i) {
         for (const run of lanes.yieldIdle(next.length - i)) {
           run.trace.within(() =>
@@ -119,24 +130,41 @@ export class Scheduler {
     }
   }
 
-  /** Takes a ready lane's batch into a new run and starts its agent. */
-  private dispatch(ready: ReadyLane, t: number): void {
+  /** Another process holds the write lock: the pump runs again shortly, when it may be free. */
+  private afterLock(): void {
+    if (this.lockedTimer) return;
+    this.lockedTimer = setTimeout(() => {
+      this.lockedTimer = undefined;
+      this.wake();
+    }, LOCKED_RETRY_MS);
+  }
+
+  /**
+   * Takes a ready lane's batch into a new run and starts its agent; false when the write lock was held by
+   * another process (nothing was taken).
+   */
+  private dispatch(ready: ReadyLane, t: number): boolean {
     const { store, opts } = this.d;
     const log = opts.log;
     const key: SessionKey = { group: ready.group, topic: ready.topic };
-    const d = store.dispatch(key, t);
-    if (!d) return;
+    const d = this.take(key, t);
+    if (d === LOCKED) return false;
+    if (!d) return true;
     for (const f of d.failed) {
       log.error({ msgId: f.id, key: sessionKeyId(key), err: f.error }, 'message failed; the lane goes on');
       opts.metrics?.rowFailed?.('queue');
     }
-    if (d.rows.length === 0) return this.wake();
+    if (d.rows.length === 0) {
+      this.wake();
+      return true;
+    }
     const run = new Run(key, d.runId, d.chatJid, d.rows, this.d.hooks, t);
     run.noteIds = d.systemNoteIds;
     run.busy = busyModeOf(store.group(key.group)?.busy);
     this.d.lanes.open(new Lane(key, run));
     // The run's lines, and those of its agent's timers and streams, carry the run's trace (core/trace.ts).
     run.trace.within(() => this.start(run, d));
+    return true;
   }
 
   /** Prepares the agent of a dispatched run (its setup, its first line) and starts it. */

@@ -80,6 +80,51 @@ export function applySchema(db: Db): number {
 
 export { SCHEMA_VERSION };
 
+/** What a `lockOrLater` transaction returns when another connection held the write lock. */
+export const LOCKED: unique symbol = Symbol('the write lock is held by another connection');
+
+/** How long a `lockOrLater` transaction waits for the write lock before it gives up until later. */
+export const LOCK_TRY_MS = 1;
+
+/**
+ * Makes `fn` a BEGIN IMMEDIATE transaction that waits at most `waitMs` for the write lock: when another
+ * process (an adapter, sqlite3, `gated send`) holds it longer, `fn` does not run and LOCKED is returned, for
+ * a caller that can safely try again later (the poll loop, the scheduler's dispatch) instead of sleeping in
+ * SQLite's busy handler on the event loop. Only the BEGIN waits less: once the lock is had the connection's
+ * own busy timeout is back for the statements of `fn`. Make it once, not per call.
+ */
+export function lockOrLater<A extends unknown[], T>(
+  db: Db,
+  fn: (...args: A) => T,
+  waitMs = LOCK_TRY_MS,
+): (...args: A) => T | typeof LOCKED {
+  let full = -1;
+  const restore = () => {
+    if (full < 0) return;
+    db.pragma(`busy_timeout = ${full}`);
+    full = -1;
+  };
+  const tx = db.transaction((...args: A) => {
+    restore();
+    return fn(...args);
+  });
+  return (...args: A) => {
+    // Nested in a transaction already open, the lock is held: a savepoint, as better-sqlite3 makes.
+    if (db.inTransaction) return tx(...args);
+    full = db.pragma('busy_timeout', { simple: true }) as number;
+    db.pragma(`busy_timeout = ${waitMs}`);
+    try {
+      return tx.immediate(...args);
+    } catch (err) {
+      // Thrown by BEGIN (the body never ran, the timeout not yet restored): nothing happened.
+      if (full >= 0 && String((err as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return LOCKED;
+      throw err;
+    } finally {
+      restore();
+    }
+  };
+}
+
 /** SQLite's answers to a write on a file, or beside it, that this user may only read. */
 function isReadOnlyError(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;

@@ -107,6 +107,35 @@ describe('poll loop', () => {
     gateway.stop();
   });
 
+  it('never sleeps on the event loop for a write lock another process holds: it tries again 2 ms later', async () => {
+    const { db, path } = freshDb();
+    loadExampleRoutes(db);
+    const { gateway } = testGateway(db, { groups: EXAMPLE_GROUPS, pollMs: 60_000 });
+    gateway.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const id = insertInbound(db, { chat_jid: 'discord:9', sender: 'x', content: 'hi' })!;
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const started = performance.now();
+      gateway.loop.tick();
+      // SQLite's busy handler would have slept up to the 30 s busy timeout here.
+      expect(performance.now() - started).toBeLessThan(500);
+      expect(row(db, id).state).toBeNull();
+      expect(db.pragma('busy_timeout', { simple: true })).toBe(30_000);
+      await vi.advanceTimersByTimeAsync(10);
+      expect(row(db, id).state).toBeNull();
+    } finally {
+      other.exec('COMMIT');
+      other.close();
+    }
+    // No wake and a poll a minute away: the retry the locked tick asked for takes the row.
+    await vi.advanceTimersByTimeAsync(3);
+    expect(row(db, id).state).toBe('ready');
+    expect(gateway.loop.cursor()).toBe(id);
+    gateway.stop();
+  });
+
   it('wakes at once for a row stored through the in-process sink', async () => {
     const { db } = freshDb();
     loadExampleRoutes(db);
