@@ -83,7 +83,10 @@ function prepare(db: Db) {
                @target, 0, @now, @error)`,
     ),
     settings: db.prepare('SELECT send_allow, actions FROM registered_groups WHERE folder = ?'),
-    groups: db.prepare('SELECT folder FROM registered_groups').pluck(),
+    isGroup: db.prepare('SELECT 1 FROM registered_groups WHERE folder = ?').pluck(),
+    // The folders strictly below `a/b` are those after 'a/b/' and before 'a/b0' ('0' follows '/'):
+    // one seek in the primary key's index, whatever the number of groups.
+    anyBelow: db.prepare('SELECT 1 FROM registered_groups WHERE folder > ? AND folder < ? LIMIT 1').pluck(),
     sticky: db.prepare('SELECT sticky_group FROM chat_state WHERE chat_jid = ?').pluck(),
     note: db.prepare(
       'INSERT INTO system_messages (group_folder, topic, content, created_at) VALUES (?, ?, ?, ?)',
@@ -93,6 +96,14 @@ function prepare(db: Db) {
 
 type Statements = ReturnType<typeof prepare>;
 const cache = new WeakMap<Db, Statements>();
+
+/** Which group folders are registered, asked one folder at a time. */
+export interface GroupTree {
+  /** `folder` is a registered group. */
+  has(folder: string): boolean;
+  /** A registered group lies strictly below `folder`. */
+  hasBelow(folder: string): boolean;
+}
 
 /** The actions statements on one connection. */
 export class ActionStore {
@@ -119,10 +130,18 @@ export class ActionStore {
     this.s.linkTask.run(taskId, actionId);
   }
 
-  /** Registered group folders. */
-  groups(): Set<string> {
-    return new Set(this.s.groups.all() as string[]);
+  /**
+   * The registered groups as a tree answered by indexed lookups, read when asked (an operator's sqlite3
+   * edit counts at once; nothing is cached to go stale).
+   */
+  tree(): GroupTree {
+    return this.treeOnce;
   }
+
+  private readonly treeOnce: GroupTree = {
+    has: (folder) => this.s.isGroup.get(folder) !== undefined,
+    hasBelow: (folder) => this.s.anyBelow.get(`${folder}/`, `${folder}0`) !== undefined,
+  };
 
   /** A group's action settings, or undefined when it is not registered. */
   settings(folder: string): GroupActionSettings | undefined {

@@ -96,7 +96,7 @@ export class ActionApplier {
   capabilities(group: string): ActionType[] {
     const settings = this.store.settings(group);
     if (!settings) return [];
-    return capabilitiesOf(group, settings.actions, this.store.groups());
+    return capabilitiesOf(group, settings.actions, this.store.tree());
   }
 
   /** True for the chat of a delegation (`delegation:<id>`), whose answers go back to the delegator. */
@@ -239,7 +239,7 @@ export class ActionApplier {
     actionId: number,
     out: ActionsOutcome,
   ): void {
-    const groups = this.store.groups();
+    const groups = this.store.tree();
     let to: string;
     if (a.type === 'delegate') {
       const t = delegationTarget(a.group, ctx.group, groups);

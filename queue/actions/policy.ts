@@ -1,6 +1,6 @@
 import { folderChain, inTree, isValidFolder, parseJid } from '../../core/types.js';
 import { tryCompileGlob, type RouteTable } from '../../router/index.js';
-import type { ActionStore } from '../../store/actions.js';
+import type { ActionStore, GroupTree } from '../../store/actions.js';
 import { ACTION_TYPES, type ActionType } from './parse.js';
 
 /**
@@ -20,7 +20,7 @@ export function words(text: string | null | undefined): string[] {
 export function delegationTarget(
   name: string,
   from: string,
-  groups: ReadonlySet<string>,
+  groups: Pick<GroupTree, 'has'>,
 ): string | { refused: string } {
   const child = `${from}/${name}`;
   if (isValidFolder(child) && groups.has(child)) return child;
@@ -33,7 +33,7 @@ export function delegationTarget(
 }
 
 /** The nearest registered group above `from`, or undefined. */
-export function parentOf(from: string, groups: ReadonlySet<string>): string | undefined {
+export function parentOf(from: string, groups: Pick<GroupTree, 'has'>): string | undefined {
   return folderChain(from)
     .slice(1)
     .find((up) => groups.has(up));
@@ -46,12 +46,12 @@ export function parentOf(from: string, groups: ReadonlySet<string>): string | un
 export function capabilitiesOf(
   group: string,
   setting: string | null | undefined,
-  groups: ReadonlySet<string>,
+  groups: GroupTree,
 ): ActionType[] {
   const listed = setting === null || setting === undefined ? null : new Set(words(setting));
   return ACTION_TYPES.filter((t) => {
     if (listed && !listed.has(t)) return false;
-    if (t === 'delegate') return [...groups].some((g) => g !== group && inTree(g, group));
+    if (t === 'delegate') return groups.hasBelow(group);
     if (t === 'escalate') return parentOf(group, groups) !== undefined;
     return true;
   });

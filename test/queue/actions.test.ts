@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
 import { createMetrics } from '../../core/metrics.js';
@@ -428,6 +429,27 @@ describe('actions applied in the block transaction', () => {
     const web = { id: 8, chat_jid: 'web:krons', platform_msg_id: null, topic: '' };
     applier.apply(ctx({ chatJid: 'web:krons', answering: web }), [{ type: 'react', emoji: '👍' }]);
     expect(notes(db).at(-1)!.content).toBe('Your react action was not applied: web chats have no reactions.');
+  });
+
+  it('capabilities follow registered_groups as another connection edits it, with no stale answer', () => {
+    const { db, path } = freshDb();
+    const dir = tempDir();
+    for (const g of ['a', 'ab', 'a0', 'a-x', 'a_x']) addGroup(db, dir, g);
+    const applier = new ActionApplier({ db, log: silentLogger(), tz: 'UTC', maxDepth: 4 });
+    // Siblings named 'a…' ('a-x' sorts before '/', 'a0', 'ab' and 'a_x' after it) are not below 'a'.
+    expect(applier.capabilities('a')).toEqual(['send', 'schedule', 'react']);
+    // The operator's sqlite3: another connection, writing while this one keeps its statements.
+    const operator = new Database(path);
+    operator.prepare(`INSERT INTO registered_groups (folder) VALUES ('a/b/c')`).run();
+    expect(applier.capabilities('a')).toEqual(['send', 'delegate', 'schedule', 'react']);
+    expect(applier.capabilities('a/b/c')).toEqual(['send', 'escalate', 'schedule', 'react']);
+    expect(applier.capabilities('a/b')).toEqual([]);
+    operator.prepare(`DELETE FROM registered_groups WHERE folder = 'a'`).run();
+    expect(applier.capabilities('a/b/c')).toEqual(['send', 'schedule', 'react']);
+    operator.prepare(`UPDATE registered_groups SET folder = 'ab/c' WHERE folder = 'a/b/c'`).run();
+    expect(applier.capabilities('ab')).toEqual(['send', 'delegate', 'schedule', 'react']);
+    expect(applier.capabilities('ab/c')).toEqual(['send', 'escalate', 'schedule', 'react']);
+    operator.close();
   });
 
   it('capabilities: the group setting narrows them; delegate needs a group below', () => {
