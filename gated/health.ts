@@ -30,7 +30,7 @@ function runningRunIds(db: Db): number[] {
 export function liveness(opts: {
   db: Db;
   loop: Pick<PollLoop, 'health'>;
-  queue: Pick<WorkQueue, 'snapshot'>;
+  queue: Pick<WorkQueue, 'active'>;
   pollMs: number;
   now?: number;
 }): LivenessChecks {
@@ -43,7 +43,7 @@ export function liveness(opts: {
     checks.loop = `no completed poll tick for ${age} ms (${h.failures} failed)${why}`;
   } else checks.loop = 'ok';
   try {
-    const live = new Set(opts.queue.snapshot().active.map((a) => a.run_id));
+    const live = new Set(opts.queue.active().map((a) => a.run_id));
     const orphans = runningRunIds(opts.db).filter((id) => !live.has(id));
     checks.queue =
       orphans.length === 0

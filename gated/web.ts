@@ -56,7 +56,7 @@ export function webApp(p: WebParts): Hono {
     history: p.history,
     admin: {
       async stopRun(runId) {
-        const live = queue.snapshot().active.find((l) => l.run_id === runId);
+        const live = queue.active().find((l) => l.run_id === runId);
         if (!live) return false;
         return queue.stop({ group: live.group, topic: live.topic }, live.chat_jid ?? undefined);
       },

@@ -133,6 +133,9 @@ export interface WorkQueue {
    */
   resetSession(key: SessionKey): void;
   facts(key: SessionKey): LaneFacts;
+  /** The lanes with a live run, from memory (cheap: /healthz asks at every probe). */
+  active(): LaneInfo[];
+  /** The live lanes and the waiting ones (a read of the backlog: for the operator, not for probes). */
   snapshot(): { active: LaneInfo[]; waiting: LaneInfo[] };
   /**
    * Startup: rows 'running' of runs that never ended go back to 'ready' (they run again with their
