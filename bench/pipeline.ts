@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -22,6 +22,46 @@ function childCpuSeconds(): number {
   const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
   // cutime and cstime are fields 16 and 17 of stat (1-based), 14 and 15 after the comm split.
   return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+/**
+ * Asks `url`/healthz every `everyMs` (the next ask when the last answered), as a load balancer would, until
+ * `stop()`: the answers' latencies (ms, sorted) and how many were not 200.
+ */
+function healthProber(url: string, everyMs = 50) {
+  const ms: number[] = [];
+  let failed = 0;
+  let stopped = false;
+  const asking = (async () => {
+    while (!stopped) {
+      const t = performance.now();
+      try {
+        const res = await fetch(`${url}/healthz`);
+        await res.arrayBuffer();
+        if (res.status !== 200) failed += 1;
+      } catch {
+        failed += 1;
+      }
+      ms.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await asking;
+      return { latencies: ms.sort((a, b) => a - b), failed };
+    },
+  };
+}
+
+/** Size of the database's WAL file in bytes (0 when there is none). */
+function walBytes(dbPath: string): number {
+  try {
+    return statSync(`${dbPath}-wal`).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** A bench instance: `groups` groups b/gN, each fed by chat bench:gN through one route per group. */
@@ -173,13 +213,19 @@ export async function burst(
     groups,
     maxConcurrent: 5,
     idleMs: 1000,
+    http: true,
     ...(historyFlushMs ? { history: { flushMs: historyFlushMs } } : {}),
     ...(prefill ? { prefill } : {}),
   });
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
+  let peakWal = 0;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    peakWal = Math.max(peakWal, walBytes(inst.dbPath));
+  }, 50);
+  const health = healthProber(inst.gated.url!);
   const cpu0 = process.cpuUsage();
   const child0 = childCpuSeconds();
   const t0 = Date.now();
@@ -199,6 +245,7 @@ export async function burst(
       .top(top)
       .map((s) => `${String(s.calls).padStart(8)} ${String(s.ms).padStart(6)} ms  ${s.sql}`);
     if (top > 0) console.error(lines.join('\n'));
+    const healthz = await health.stop();
     const t = trace(inst, total);
     const h = inst.gated.history;
     // A last flush far enough ahead that every minute is closed: the history must count every message.
@@ -234,6 +281,13 @@ export async function burst(
       agentCpuSeconds: round(childCpuSeconds() - child0),
       peakRssMB: Math.round(peakRss / 2 ** 20),
       eventLoopDelayP99ms: round(loop.percentile(99) / 1e6),
+      eventLoopDelayMaxMs: round(loop.max / 1e6),
+      // /healthz asked every 50 ms during the burst, in this process (its wait is the event loop's).
+      healthzAsked: healthz.latencies.length,
+      healthzFailed: healthz.failed,
+      healthzP99ms: round(pct(healthz.latencies, 99)),
+      healthzMaxMs: round(healthz.latencies.at(-1) ?? NaN),
+      peakWalMB: round(peakWal / 2 ** 20),
       // Runs started: each costs a spawn, so messages per run is what batching buys.
       runs: inst.gated.db.prepare('SELECT count(*) FROM session_log').pluck().get() as number,
       ...(h
@@ -249,6 +303,7 @@ export async function burst(
     sql.stop();
     clearInterval(sampler);
     loop.disable();
+    await health.stop();
     await inst.close();
   }
 }
