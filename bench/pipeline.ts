@@ -64,6 +64,13 @@ function walBytes(dbPath: string): number {
   }
 }
 
+/** CPU seconds of this process's main thread alone (the event loop), from /proc: worker threads excluded. */
+function mainThreadCpuSeconds(): number {
+  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime are fields 14 and 15 of stat (1-based), 12 and 13 after the comm split.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /** A bench instance: `groups` groups b/gN, each fed by chat bench:gN through one route per group. */
 export async function benchInstance(opts: {
   groups: number;
@@ -227,6 +234,7 @@ export async function burst(
   }, 50);
   const health = healthProber(inst.gated.url!);
   const cpu0 = process.cpuUsage();
+  const main0 = mainThreadCpuSeconds();
   const child0 = childCpuSeconds();
   const t0 = Date.now();
   // gated's statement calls from the first insert to the last delivery (issue 30); BENCH_SQL_TOP=N also
@@ -274,6 +282,8 @@ export async function burst(
       replyP95ms: pct(t.reply, 95),
       replyP99ms: pct(t.reply, 99),
       gatedCpuSeconds: round((cpu.user + cpu.system) / 1e6),
+      // Of which the main thread's: the event loop's work (the rest is worker threads: checkpoints, GC).
+      mainThreadCpuSeconds: round(mainThreadCpuSeconds() - main0),
       gatedCpuUsPerMessage: Math.round((cpu.user + cpu.system) / total),
       // SQL statement calls per message, and how many of them are BEGIN/COMMIT/SAVEPOINT/RELEASE.
       sqlPerMessage: round(sql.total() / total),

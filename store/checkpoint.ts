@@ -6,17 +6,26 @@ import type { Db } from './db.js';
 
 /** When the checkpoint worker copies the WAL into the database file (docs/OPERATIONS.md). */
 export interface CheckpointPolicy {
-  /** How often the worker looks at the WAL file, in ms; it checkpoints (PASSIVE) when the file changed. */
+  /** How often the worker looks at the WAL, in ms. */
   everyMs: number;
+  /** A PASSIVE checkpoint once this many frames (pages) wait in the WAL: SQLite's own default, 1,000. */
+  frames: number;
+  /** …or once fewer have waited this long with the WAL no longer growing, in ms. */
+  idleMs: number;
   /** A WAL file larger than this is checkpointed to its end and truncated (TRUNCATE), bounding its size. */
   truncateBytes: number;
   /** How long a TRUNCATE waits for other connections' locks before it gives up until the next look, ms. */
   lockWaitMs: number;
 }
 
-/** Every 100 ms; the WAL truncated past 64 MiB; a TRUNCATE waits at most 50 ms for the locks. */
+/**
+ * A look every 100 ms; a checkpoint at 1,000 waiting frames or after 1 s without new ones; the WAL truncated
+ * past 64 MiB, a TRUNCATE waiting at most 50 ms for the locks.
+ */
 export const DEFAULT_CHECKPOINT_POLICY: CheckpointPolicy = {
   everyMs: 100,
+  frames: 1000,
+  idleMs: 1000,
   truncateBytes: 64 * 2 ** 20,
   lockWaitMs: 50,
 };
