@@ -3,25 +3,13 @@
  * through the whole gateway (process runtime) against the local Messages API server: the scripted model
  * calls a tool with `TOOL <name> <json>` (test/infra/messages-api.ts).
  */
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { requestFor, useClaudeSuite, type ClaudeChat } from './claude-support.js';
 
-let api: MessagesApiServer;
-let chat: ClaudeChat | undefined;
+const suite = useClaudeSuite();
 
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await api.close();
-});
-
-const toolNames = (words: string) => (requestFor(api, words).body.tools ?? []).map((t) => t.name);
+const toolNames = (words: string) => (requestFor(suite.api, words).body.tools ?? []).map((t) => t.name);
 
 function repliesTo(c: ClaudeChat, id: number): number {
   return c.gated.db
@@ -34,7 +22,7 @@ test(
   'the model schedules a task and sends to another chat through its tools',
   { timeout: 120_000 },
   async () => {
-    const c = (chat = await startClaudeChat(api, { sendAllow: 'web:elsewhere' }));
+    const c = await suite.start({ sendAllow: 'web:elsewhere' });
 
     const asked = c.send('TOOL schedule {"every":"1h","text":"check the backups"}');
     const reply = await c.reply(asked);
@@ -88,7 +76,7 @@ test(
     expect(await c.reply(refused)).toContain('Recorded: a message to web:nowhere');
     const after = c.send('did it go out');
     expect(await c.reply(after)).toBe('echo: did it go out');
-    const note = JSON.stringify(requestFor(api, 'did it go out').body.messages.at(-1));
+    const note = JSON.stringify(requestFor(suite.api, 'did it go out').body.messages.at(-1));
     expect(note).toMatch(/<system>Your send action was not applied: chat 'web:nowhere' does not reach/);
     const nowhere = c.gated.db.prepare(`SELECT COUNT(*) FROM messages WHERE chat_jid = 'web:nowhere'`);
     expect(nowhere.pluck().get()).toBe(0);
@@ -98,7 +86,7 @@ test(
 );
 
 test('a capability the group does not have is not offered as a tool', { timeout: 120_000 }, async () => {
-  const c = (chat = await startClaudeChat(api, { actions: 'react' }));
+  const c = await suite.start({ actions: 'react' });
   const asked = c.send('TOOL schedule {"every":"1h","text":"check the backups"}');
   expect(await c.reply(asked)).toBe('no tool schedule');
   // The attach tool is always there (files are not an action gated applies).
@@ -111,7 +99,7 @@ test('a capability the group does not have is not offered as a tool', { timeout:
 });
 
 test('a delegation to a child group comes back to the session that asked', { timeout: 120_000 }, async () => {
-  const c = (chat = await startClaudeChat(api, { children: ['research'] }));
+  const c = await suite.start({ children: ['research'] });
   const asked = c.send('TOOL delegate {"group":"research","text":"find three sources"}');
   expect(await c.reply(asked)).toContain('Recorded: work for research');
   expect(toolNames('TOOL delegate')).toContain('mcp__gated__delegate');
@@ -132,15 +120,15 @@ test('a delegation to a child group comes back to the session that asked', { tim
   );
   expect(back).toContain('echo: find three sources');
   // The child's own session (working in the child's folder) got the text of the delegation.
-  const child = api.turns.filter((r) => JSON.stringify(r.body).includes('/groups/claude/research'));
+  const child = suite.api.turns.filter((r) => JSON.stringify(r.body).includes('/groups/claude/research'));
   expect(child.length).toBeGreaterThan(0);
-  expect(api.seenUserWords(child[0]!)).toEqual(['find three sources']);
-  const parent = requestFor(api, 'echo: find three sources');
+  expect(suite.api.seenUserWords(child[0]!)).toEqual(['find three sources']);
+  const parent = requestFor(suite.api, 'echo: find three sources');
   expect(JSON.stringify(parent.body.messages.at(-1))).toContain('verb=\\"delegation\\"');
 });
 
 test("a topic's first run forks the group's default session", { timeout: 120_000 }, async () => {
-  const c = (chat = await startClaudeChat(api));
+  const c = await suite.start();
   const sessionOf = (topic: string) =>
     c.gated.db
       .prepare(`SELECT session_id FROM sessions WHERE group_folder = ? AND topic = ?`)
@@ -155,7 +143,7 @@ test("a topic's first run forks the group's default session", { timeout: 120_000
   const inTopic = c.send('#ops which word was it');
   expect(await c.reply(inTopic)).toBe('echo: which word was it');
   // The SDK resumed the default session's transcript: the model saw its earlier turn.
-  expect(api.seenUserWords(requestFor(api, 'which word was it')).join('\n')).toContain(
+  expect(suite.api.seenUserWords(requestFor(suite.api, 'which word was it')).join('\n')).toContain(
     'remember the word tulip',
   );
   const topic = await until(() => sessionOf('ops'));
@@ -166,7 +154,7 @@ test("a topic's first run forks the group's default session", { timeout: 120_000
   // The fork wrote its own session: the default session does not see the topic's turn.
   const back = c.send('back in the main thread');
   expect(await c.reply(back)).toBe('echo: back in the main thread');
-  const mainWords = api.seenUserWords(requestFor(api, 'back in the main thread')).join('\n');
+  const mainWords = suite.api.seenUserWords(requestFor(suite.api, 'back in the main thread')).join('\n');
   expect(mainWords).toContain('remember the word tulip');
   expect(mainWords).not.toContain('which word was it');
 
@@ -175,5 +163,5 @@ test("a topic's first run forks the group's default session", { timeout: 120_000
   await until(() => sessionOf('ops') === undefined);
   const fresh = c.send('#ops a fresh start');
   expect(await c.reply(fresh)).toBe('echo: a fresh start');
-  expect(api.seenUserWords(requestFor(api, 'a fresh start')).join('\n')).not.toContain('tulip');
+  expect(suite.api.seenUserWords(requestFor(suite.api, 'a fresh start')).join('\n')).not.toContain('tulip');
 });

@@ -7,46 +7,26 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Chat, User } from 'telegraf/types';
 import { upsertMember } from '../../store/access.js';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { TelegramApiServer } from '../infra/telegram-api.js';
-import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
-
-let api: MessagesApiServer;
-let tg: TelegramApiServer;
-let chat: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-  tg = await TelegramApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await tg.close();
-  await api.close();
-});
+import { requestFor, useClaudeSuite } from './claude-support.js';
 
 const group: Chat.GroupChat = { id: -9001, type: 'group', title: 'ops' };
 const owner: User = { id: 7001, is_bot: false, first_name: 'Olga' };
 const bob: User = { id: 7002, is_bot: false, first_name: 'Bob' };
 
+const suite = useClaudeSuite({ telegram: [] });
+
 test(
   'a Bash call sent to ask: refused for a member, approved by the owner with the Telegram button, rejected with a note the model reads',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api, {
-      env: {
-        TELEGRAM_BOT_TOKEN: tg.token,
-        TELEGRAM_API_ROOT: tg.url,
-        GATED_STREAM_CHANNELS: 'none',
-        GATED_AGENT_CMD: `GATED_CLAUDE_SHELL=1 IS_SANDBOX=1 node '${join(process.cwd(), 'agents', 'claude', 'agent.mjs')}'`,
-      },
-      routes: ['platform=telegram'],
+    const { api, tg } = suite;
+    const chat = await suite.startTelegram({
+      GATED_STREAM_CHANNELS: 'none',
+      GATED_AGENT_CMD: `GATED_CLAUDE_SHELL=1 IS_SANDBOX=1 node '${join(process.cwd(), 'agents', 'claude', 'agent.mjs')}'`,
     });
     const db = chat.gated.db;
     upsertMember(db, chat.group, 'telegram:7001', 'owner');

@@ -5,46 +5,22 @@
  * closed for it and the next run resumes the same session), not after the idle timeout.
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { TelegramApiServer } from '../infra/telegram-api.js';
-import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { requestFor, useClaudeSuite } from './claude-support.js';
 
 const tgChat: Chat.PrivateChat = { id: 881, type: 'private', first_name: 'Bea' };
 const bea: User = { id: 44, is_bot: false, first_name: 'Bea' };
 const IDLE_MS = 30_000;
 
-let api: MessagesApiServer;
-let tg: TelegramApiServer;
-let c: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-  tg = await TelegramApiServer.start();
-  tg.addChat(tgChat);
-});
-
-afterEach(async () => {
-  await c?.gated.close(5000);
-  c = undefined;
-  await tg.close();
-  await api.close();
-});
+const suite = useClaudeSuite({ telegram: [tgChat] });
 
 test(
   "a second chat of the group is not kept waiting by the first chat's idle run",
   { timeout: 120_000 },
   async () => {
-    c = await startClaudeChat(api, {
-      routes: ['platform=telegram'],
-      env: {
-        TELEGRAM_BOT_TOKEN: tg.token,
-        TELEGRAM_API_ROOT: tg.url,
-        GATED_IDLE_TIMEOUT_MS: String(IDLE_MS),
-      },
-    });
-    await tg.waitForPoll();
+    const { api, tg } = suite;
+    const c = await suite.startTelegram({ GATED_IDLE_TIMEOUT_MS: String(IDLE_MS) });
     const web = c.send('hello from the web');
     expect(await c.reply(web)).toBe('echo: hello from the web');
     const first = c.runs();

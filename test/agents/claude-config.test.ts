@@ -7,29 +7,17 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { upsertMember } from '../../store/access.js';
 import { tempDir } from '../helpers/db.js';
 import { DEMO_TOKEN, INSTRUCTION, writeGroupConfig } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { requestFor, useClaudeSuite } from './claude-support.js';
 
-let api: MessagesApiServer;
-let chat: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await api.close();
-});
+const suite = useClaudeSuite();
 
 function systemOf(words: string): string {
-  const system = requestFor(api, words).body.system;
+  const system = requestFor(suite.api, words).body.system;
   return Array.isArray(system)
     ? system.map((b: { text?: string }) => b.text ?? '').join('\n')
     : String(system);
@@ -43,21 +31,21 @@ test(
   async () => {
     const configDir = tempDir('gated-config-');
     const groupConfig = writeGroupConfig(configDir, 'claude');
-    const c = (chat = await startClaudeChat(api, {
+    const c = await suite.start({
       env: {
         GATED_CONFIG_DIR: configDir,
         GATED_AGENT_SECRETS:
           'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL,CLAUDE_CODE_MAX_RETRIES,claude:DEMO_TOKEN=CLAUDE_DEMO_TOKEN',
         CLAUDE_DEMO_TOKEN: DEMO_TOKEN,
       },
-    }));
+    });
     c.gated.db
       .prepare(`UPDATE registered_groups SET model = 'claude-group-model-1' WHERE folder = ?`)
       .run(c.group);
 
     const hello = c.send('hello librarian');
     expect(await c.reply(hello)).toBe('echo: hello librarian');
-    const first = requestFor(api, 'hello librarian');
+    const first = requestFor(suite.api, 'hello librarian');
     const system = systemOf('hello librarian');
     expect(system).toContain(INSTRUCTION);
     expect(system).toContain('haiku: Write any answer as a haiku when asked for poetry');
@@ -123,6 +111,6 @@ test(
     );
     expect(helpText).toContain('Commands of claude: /summarize');
     // The secret went nowhere but stdin: not in any request the API saw, not in the agent's argv or env.
-    expect(JSON.stringify(api.requests.map((r) => r.body))).not.toContain(DEMO_TOKEN);
+    expect(JSON.stringify(suite.api.requests.map((r) => r.body))).not.toContain(DEMO_TOKEN);
   },
 );

@@ -5,42 +5,22 @@
  * preview (the first draft) is never "## …".
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { TelegramApiServer } from '../infra/telegram-api.js';
 import { checkTelegramHtml } from '../infra/telegram-html.js';
-import { startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { useClaudeSuite } from './claude-support.js';
 
 const chat: Chat.PrivateChat = { id: 912, type: 'private', first_name: 'Cy' };
 const cy: User = { id: 45, is_bot: false, first_name: 'Cy' };
 
-let api: MessagesApiServer;
-let tg: TelegramApiServer;
-let c: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-  tg = await TelegramApiServer.start();
-  tg.addChat(chat);
-});
-
-afterEach(async () => {
-  await c?.gated.close(5000);
-  c = undefined;
-  await tg.close();
-  await api.close();
-});
+const suite = useClaudeSuite({ telegram: [chat] });
 
 test(
   'a streamed Markdown answer: every draft is valid HTML and shows no raw markup',
   { timeout: 120_000 },
   async () => {
-    c = await startClaudeChat(api, {
-      routes: ['platform=telegram'],
-      env: { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.url, GATED_STREAM_CHANNELS: 'telegram' },
-    });
-    await tg.waitForPoll();
+    const { tg } = suite;
+    const c = await suite.startTelegram({ GATED_STREAM_CHANNELS: 'telegram' });
     tg.message({ chat, from: cy, text: 'MARKDOWN please' });
     const first = await until(() => tg.sent.find((m) => m.chat_id === chat.id), 60_000, 'the first draft');
     await until(

@@ -5,28 +5,16 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, test } from 'vitest';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { expect, test } from 'vitest';
+import { useClaudeSuite } from './claude-support.js';
 
-let api: MessagesApiServer;
-let chat: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await api.close();
-});
+const suite = useClaudeSuite();
 
 test(
   'texts before tool calls kept, tool status lines as drafts, an attached file sent with the answer',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api, {
+    const chat = await suite.start({
       // Every draft the agent prints reaches the partial signal (no 400 ms spacing), so the test sees them all.
       env: {
         GATED_AGENT_CMD: `GATED_CLAUDE_PARTIAL_MS=0 node '${join(process.cwd(), 'agents', 'claude', 'agent.mjs')}'`,
@@ -67,7 +55,7 @@ test(
   'a file outside the folder, or one that does not exist, is refused to the model',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api);
+    const chat = await suite.start();
     const id = chat.send('TOOL attach {"path":"/etc/passwd"}');
     expect(await chat.reply(id)).toContain('only files inside the working directory can be attached');
     const missing = chat.send('TOOL attach {"path":"nothing-here.txt"}');

@@ -3,28 +3,16 @@
  * asked about through canUseTool, never pre-allowed, so nothing shadows the callback), and the run's
  * session_log row names the session the run started.
  */
-import { afterEach, beforeEach, expect, test } from 'vitest';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { runsEnded, startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { expect, test } from 'vitest';
+import { runsEnded, useClaudeSuite } from './claude-support.js';
 
-let api: MessagesApiServer;
-let chat: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await api.close();
-});
+const suite = useClaudeSuite();
 
 test(
   'a first run with action tools: a quiet stderr, its session id and usage on its row',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api, { actions: 'send,schedule,react' });
+    const chat = await suite.start({ actions: 'send,schedule,react' });
     const id = chat.send('hello there');
     expect(await chat.reply(id)).toBe('echo: hello there');
     await runsEnded(chat);
@@ -32,7 +20,7 @@ test(
       .prepare(`SELECT session_id, stderr_tail, result, input_tokens, cost_usd FROM session_log`)
       .get() as Record<string, unknown>;
     // The action tools were offered: the model saw them.
-    expect(api.turns[0]!.body.tools!.map((t) => t.name)).toContain('mcp__gated__react');
+    expect(suite.api.turns[0]!.body.tools!.map((t) => t.name)).toContain('mcp__gated__react');
     expect(run.result).toBe('ok');
     expect(run.stderr_tail).not.toMatch(/Warning|CLAUDE_SDK_/);
     const session = chat.gated.db.prepare(`SELECT session_id FROM sessions`).pluck().get();

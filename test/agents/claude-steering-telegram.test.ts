@@ -5,43 +5,20 @@
  * next turn is answered in a message of its own.
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
-import { TelegramApiServer } from '../infra/telegram-api.js';
-import { startClaudeChat, type ClaudeChat } from './claude-support.js';
+import { useClaudeSuite, type ClaudeChat } from './claude-support.js';
 
 const chat: Chat.PrivateChat = { id: 779, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 43, is_bot: false, first_name: 'Ada' };
 
-let api: MessagesApiServer;
-let tg: TelegramApiServer;
-let c: ClaudeChat | undefined;
+const suite = useClaudeSuite({ telegram: [chat] });
 
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-  tg = await TelegramApiServer.start();
-  tg.addChat(chat);
-});
-
-afterEach(async () => {
-  await c?.gated.close(5000);
-  c = undefined;
-  await tg.close();
-  await api.close();
-});
-
-async function start(): Promise<ClaudeChat> {
-  c = await startClaudeChat(api, {
-    routes: ['platform=telegram'],
-    env: { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.url, GATED_STREAM_CHANNELS: 'telegram' },
-  });
-  await tg.waitForPoll();
-  return c;
-}
+const start = (): Promise<ClaudeChat> => suite.startTelegram({ GATED_STREAM_CHANNELS: 'telegram' });
 
 /** The draft message of a long turn, once it was edited at least twice (it streams). */
 async function streamingDraft(): Promise<number> {
+  const { tg } = suite;
   const first = await until(() => tg.sent.find((m) => m.text.startsWith('line 0001')), 60_000, 'a draft');
   await until(() => tg.edits.filter((e) => e.message_id === first.message_id).length >= 2, 20_000, 'edits');
   return first.message_id;
@@ -51,7 +28,8 @@ test(
   '/stop: the draft is removed, no edit after "stopped", the next turn drafts in a new message',
   { timeout: 120_000 },
   async () => {
-    await start();
+    const { tg } = suite;
+    const c = await start();
     tg.message({ chat, from: ada, text: 'SLOW 40' });
     const draft = await streamingDraft();
     tg.message({ chat, from: ada, text: '/stop' });
@@ -61,7 +39,7 @@ test(
     // The draft throttle is 1 s: an edit planned before the stop would land within it.
     await new Promise((r) => setTimeout(r, 2500));
     expect(tg.edits.length).toBe(edits);
-    expect(c!.gated.db.prepare(`SELECT count(*) FROM drafts`).pluck().get()).toBe(0);
+    expect(c.gated.db.prepare(`SELECT count(*) FROM drafts`).pluck().get()).toBe(0);
 
     tg.message({ chat, from: ada, text: 'SAY after the stop' });
     const answer = await until(() => tg.sent.find((m) => m.text === 'after the stop'), 60_000, 'the answer');
@@ -74,6 +52,7 @@ test(
   '/interrupt: the interrupted draft becomes its final text; the next turn is a message of its own',
   { timeout: 120_000 },
   async () => {
+    const { tg } = suite;
     const chatOf = await start();
     tg.message({ chat, from: ada, text: 'SLOW 40' });
     const draft = await streamingDraft();

@@ -4,23 +4,12 @@
  * the next turn; `steer` mode shows a message to the model inside the turn and answers both with one block;
  * a context that is too long is compacted once, then answered.
  */
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
-import { MessagesApiServer, type RecordedRequest } from '../infra/messages-api.js';
-import { requestFor, startClaudeChat, type ClaudeChat } from './claude-support.js';
+import type { RecordedRequest } from '../infra/messages-api.js';
+import { requestFor, useClaudeSuite, type ClaudeChat } from './claude-support.js';
 
-let api: MessagesApiServer;
-let chat: ClaudeChat | undefined;
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await api.close();
-});
+const suite = useClaudeSuite();
 
 /** The replies stored for inbound row `id`. */
 function repliesTo(c: ClaudeChat, id: number): string[] {
@@ -33,7 +22,7 @@ function repliesTo(c: ClaudeChat, id: number): string[] {
 /** The conversation request streaming `SLOW n`, once it has streamed for a while (drafts are out). */
 async function streaming(words: string): Promise<RecordedRequest> {
   const req = await until(
-    () => api.turns.find((r) => api.seenUserWords(r).at(-1)?.includes(words)),
+    () => suite.api.turns.find((r) => suite.api.seenUserWords(r).at(-1)?.includes(words)),
     60_000,
     `the request for '${words}'`,
   );
@@ -47,7 +36,7 @@ test(
   '/interrupt better idea mid-stream: the stream is cut, the new message is the next turn, one answer each',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api);
+    const chat = await suite.start();
     const long = chat.send('SLOW 40');
     const req = await streaming('SLOW 40');
     const sentAt = Date.now();
@@ -57,8 +46,8 @@ test(
     expect(cutAt - sentAt).toBeLessThan(5000);
     expect(await chat.reply(better)).toBe('echo: better idea');
     // The model's next request carries the new message, after the interrupted turn.
-    const next = requestFor(api, 'better idea');
-    expect(api.turns.indexOf(next)).toBeGreaterThan(api.turns.indexOf(req));
+    const next = requestFor(suite.api, 'better idea');
+    expect(suite.api.turns.indexOf(next)).toBeGreaterThan(suite.api.turns.indexOf(req));
     // The interrupted turn is answered with what it had streamed: numbered lines, far from all of them.
     const cut = await chat.reply(long);
     expect(cut).toMatch(/^line 0001 of the long answer/);
@@ -81,7 +70,7 @@ test(
   'steer mode: a message mid-turn reaches the model inside the turn; one block answers both',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api);
+    const chat = await suite.start();
     chat.gated.db.prepare(`UPDATE registered_groups SET busy = 'steer' WHERE folder = ?`).run(chat.group);
     const long = chat.send('SLOW 5');
     await streaming('SLOW 5');
@@ -99,7 +88,7 @@ test(
       .all(long, also);
     expect(states).toEqual(['done', 'done']);
     // The model saw the long answer it was giving before the steered message.
-    const seen = requestFor(api, 'and also this');
+    const seen = requestFor(suite.api, 'and also this');
     expect(seen.body.messages.some((m) => m.role === 'assistant')).toBe(true);
     expect(chat.runs()).toHaveLength(1);
   },
@@ -109,10 +98,10 @@ test(
   'a prompt too long: the session is compacted once, then the turn is answered',
   { timeout: 120_000 },
   async () => {
-    chat = await startClaudeChat(api);
+    const chat = await suite.start();
     const id = chat.send('TOOLONG please');
     expect(await chat.reply(id)).toContain('echo: TOOLONG please');
-    expect(api.requests.filter((r) => r.status === 400)).toHaveLength(1);
+    expect(suite.api.requests.filter((r) => r.status === 400)).toHaveLength(1);
     const runs = chat.gated.db
       .prepare(`SELECT compacted, replies FROM session_log WHERE group_folder = ?`)
       .all(chat.group) as Array<{ compacted: number | null; replies: number }>;

@@ -5,15 +5,17 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
-import { loadConfig, type Config } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Chat } from 'telegraf/types';
+import { afterEach, beforeEach, expect } from 'vitest';
+import type { Config } from '../../core/config.js';
+import type { Gated } from '../../gated/app.js';
 import type { Runtime } from '../../queue/runtime/types.js';
+import type { Db } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
-import { slowText, type MessagesApiServer } from '../infra/messages-api.js';
+import { MessagesApiServer, slowText } from '../infra/messages-api.js';
+import { TelegramApiServer } from '../infra/telegram-api.js';
 
 /** The fake key: it must reach the API and nothing else. */
 export const API_KEY = 'sk-ant-test-NEVER-IN-ENV-0123456789';
@@ -32,31 +34,29 @@ export interface ClaudeChat {
   runs(): Array<{ id: number; result: string | null; error: string | null }>;
 }
 
-/** Starts gated with the Claude agent for group `group`, on `runtime` (or the process runtime). */
-export async function startClaudeChat(
-  api: MessagesApiServer,
-  opts: {
-    runtime?: (groupsDir: string) => Runtime;
-    env?: Record<string, string>;
-    /** registered_groups.network: the docker network the group's containers join. */
-    network?: string;
-    /** Platform channels from the configuration (env) instead of the web chat only; routes to the group. */
-    routes?: string[];
-    /** registered_groups.actions (the capabilities) and send_allow of the group. */
-    actions?: string;
-    sendAllow?: string;
-    /** Groups below the chat's group (child names), served by the same agent. */
-    children?: string[];
-    /** Serve the web chat over HTTP on a free port (gated.url); default off. */
-    http?: boolean;
-  } = {},
-): Promise<ClaudeChat> {
-  const dir = tempDir('gated-claude-');
-  const config: Config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
+/** How startClaudeChat makes its gated. */
+export interface ClaudeChatOptions {
+  runtime?: (groupsDir: string) => Runtime;
+  env?: Record<string, string>;
+  /** registered_groups.network: the docker network the group's containers join. */
+  network?: string;
+  /** Platform channels from the configuration (env) instead of the web chat only; routes to the group. */
+  routes?: string[];
+  /** registered_groups.actions (the capabilities) and send_allow of the group. */
+  actions?: string;
+  sendAllow?: string;
+  /** Groups below the chat's group (child names), served by the same agent. */
+  children?: string[];
+  /** Serve the web chat over HTTP on a free port (gated.url); default off. */
+  http?: boolean;
+}
+
+const GROUP = 'claude';
+
+/** The settings of a gated on the Claude agent against the local Messages API at `apiUrl`. */
+function claudeEnv(apiUrl: string): Record<string, string> {
+  return {
     GATED_POLL_MS: '50',
-    GATED_HTTP_PORT: '0',
     GATED_RUNTIME: 'process',
     GATED_AGENT_CMD: `node '${join(process.cwd(), 'agents', 'claude', 'agent.mjs')}'`,
     // Long enough for a follow-up to reach the same run, short enough for the next run to start soon.
@@ -64,37 +64,47 @@ export async function startClaudeChat(
     GATED_RUN_TIMEOUT_MS: '120000',
     GATED_AGENT_SECRETS: 'ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL,CLAUDE_CODE_MAX_RETRIES',
     ANTHROPIC_API_KEY: API_KEY,
-    ANTHROPIC_BASE_URL: api.url,
+    ANTHROPIC_BASE_URL: apiUrl,
     // One quick try per request: the gateway's own retry is what the tests look at.
     CLAUDE_CODE_MAX_RETRIES: '0',
-    ...opts.env,
-  });
-  const group = 'claude';
-  const db0 = (await import('../../store/db.js')).openDatabase(config.db);
-  addGroup(db0, config.groupsDir, group, 'Claude');
-  for (const child of opts.children ?? []) addGroup(db0, config.groupsDir, `${group}/${child}`, child);
+  };
+}
+
+/** The Claude group (and its children), its routes and the settings of its row, stored before the start. */
+function seedClaudeGroup(db: Db, groupsDir: string, opts: ClaudeChatOptions): void {
+  addGroup(db, groupsDir, GROUP, 'Claude');
+  for (const child of opts.children ?? []) addGroup(db, groupsDir, `${GROUP}/${child}`, child);
   for (const match of opts.routes ?? [])
-    db0.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, ?, ?)`).run(match, group);
-  if (opts.actions !== undefined)
-    db0.prepare(`UPDATE registered_groups SET actions = ? WHERE folder = ?`).run(opts.actions, group);
-  if (opts.sendAllow !== undefined)
-    db0.prepare(`UPDATE registered_groups SET send_allow = ? WHERE folder = ?`).run(opts.sendAllow, group);
-  if (opts.network)
-    db0.prepare(`UPDATE registered_groups SET network = ? WHERE folder = ?`).run(opts.network, group);
-  db0.close();
-  const gated = await startGated({
-    config,
-    log: silentLogger(),
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, ?, ?)`).run(match, GROUP);
+  const set = (column: string, value: string) =>
+    db.prepare(`UPDATE registered_groups SET ${column} = ? WHERE folder = ?`).run(value, GROUP);
+  if (opts.actions !== undefined) set('actions', opts.actions);
+  if (opts.sendAllow !== undefined) set('send_allow', opts.sendAllow);
+  if (opts.network) set('network', opts.network);
+}
+
+/**
+ * Starts gated (test/helpers/gated.ts: closed after the test, runs get 5 s) with the Claude agent for
+ * group `claude`, on `runtime` (or the process runtime).
+ */
+export async function startClaudeChat(
+  api: MessagesApiServer,
+  opts: ClaudeChatOptions = {},
+): Promise<ClaudeChat> {
+  const gated = await startTestGated({
+    env: { ...claudeEnv(api.url), ...opts.env },
+    graceMs: 5000,
+    seed: (db, config) => seedClaudeGroup(db, config.groupsDir, opts),
     ...(opts.routes ? {} : { channels: [] }),
     http: opts.http === true,
-    ...(opts.runtime ? { runtime: opts.runtime(config.groupsDir) } : {}),
+    ...(opts.runtime ? { runtimeFor: (config: Config) => opts.runtime!(config.groupsDir) } : {}),
   });
-  const chat = `web:${group}`;
+  const chat = `web:${GROUP}`;
   return {
     gated,
-    group,
+    group: GROUP,
     chat,
-    groupDir: join(config.groupsDir, group),
+    groupDir: join(gated.config.groupsDir, GROUP),
     send: (text) => gated.gateway.sink({ chat_jid: chat, sender: 'ada', sender_name: 'Ada', content: text })!,
     reply: (id, ms = 60_000) =>
       until(
@@ -109,8 +119,73 @@ export async function startClaudeChat(
     runs: () =>
       gated.db
         .prepare(`SELECT id, result, error FROM session_log WHERE group_folder = ? ORDER BY id`)
-        .all(group) as Array<{ id: number; result: string | null; error: string | null }>,
+        .all(GROUP) as Array<{ id: number; result: string | null; error: string | null }>,
   };
+}
+
+/** The local servers of a Claude suite, made before each test; `start` makes the test's gated. */
+export interface ClaudeSuite {
+  /** The local Messages API the agent talks to. */
+  readonly api: MessagesApiServer;
+  /** The local Bot API, with the suite's chats (only for a suite made with `telegram`). */
+  readonly tg: TelegramApiServer;
+  /** startClaudeChat against this suite's API; the gated is closed after the test, before the servers. */
+  start(opts?: ClaudeChatOptions): Promise<ClaudeChat>;
+  /**
+   * start() serving the Telegram chats (TELEGRAM_* settings for the local Bot API, every Telegram chat
+   * routed to the group) with `env` over them; resolves once gated polls the Bot API.
+   */
+  startTelegram(env?: Record<string, string>): Promise<ClaudeChat>;
+}
+
+/**
+ * Registers the hooks of a Claude suite: before each test the local Messages API (and, with `telegram`,
+ * the local Bot API knowing those chats); after it the test's gated is closed (its runs get 5 s), then
+ * the servers.
+ */
+export function useClaudeSuite(opts: { telegram?: Chat[] } = {}): ClaudeSuite {
+  let api: MessagesApiServer | undefined;
+  let tg: TelegramApiServer | undefined;
+  let gated: Gated | undefined;
+  beforeEach(async () => {
+    api = await MessagesApiServer.start();
+    if (!opts.telegram) return;
+    tg = await TelegramApiServer.start();
+    for (const chat of opts.telegram) tg.addChat(chat);
+  });
+  afterEach(async () => {
+    if (gated) await closeTestGated(gated, 5000);
+    gated = undefined;
+    await tg?.close();
+    tg = undefined;
+    await api?.close();
+    api = undefined;
+  });
+  const suite: ClaudeSuite = {
+    get api() {
+      if (!api) throw new Error('the Messages API runs only during a test');
+      return api;
+    },
+    get tg() {
+      if (!tg) throw new Error('no Bot API: the suite was made without telegram chats');
+      return tg;
+    },
+    async start(more = {}) {
+      const c = await startClaudeChat(suite.api, more);
+      gated = c.gated;
+      return c;
+    },
+    async startTelegram(env = {}) {
+      const bot = suite.tg;
+      const c = await suite.start({
+        routes: ['platform=telegram'],
+        env: { TELEGRAM_BOT_TOKEN: bot.token, TELEGRAM_API_ROOT: bot.url, ...env },
+      });
+      await bot.waitForPoll();
+      return c;
+    },
+  };
+  return suite;
 }
 
 /** The newest conversation request whose newest user words contain `words`. */

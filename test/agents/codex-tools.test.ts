@@ -9,13 +9,12 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
-import { openDatabase } from '../../store/db.js';
+import type { Db } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
 import { offeredTools, ResponsesApiServer } from '../infra/responses-api.js';
@@ -28,7 +27,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await gated?.close(5000);
+  if (gated) await closeTestGated(gated, 5000);
   gated = undefined;
   await openai.close();
 });
@@ -36,39 +35,58 @@ afterEach(async () => {
 const GROUP = 'cx';
 const CHAT = `web:${GROUP}`;
 
-/** A gated whose group `cx` runs the Codex agent with `actions` and `send_allow`, and its config folder. */
-async function startCodex(opts: { actions?: string; sendAllow?: string; config?: boolean } = {}) {
-  const dir = tempDir('gated-codex-test-');
-  const configDir = join(dir, 'config');
+/** How a Codex test's gated starts. */
+interface CodexOptions {
+  /** registered_groups.actions and send_allow of the group. */
+  actions?: string;
+  sendAllow?: string;
+  /** The group's configuration folder with the demo MCP server (test/helpers/group-config.ts). */
+  config?: boolean;
+  /** A tool rule (seq 1) that asks about this tool and input, with web:ada the group's owner who decides. */
+  ask?: { tool: string; input: string };
+}
+
+/** The group `cx` on the Codex agent, its settings and rules, stored before the start. */
+function seedCodexGroup(db: Db, groupsDir: string, opts: CodexOptions): void {
+  addGroup(db, groupsDir, GROUP, 'Codex');
+  const set = (column: string, value: string) =>
+    db.prepare(`UPDATE registered_groups SET ${column} = ? WHERE folder = ?`).run(value, GROUP);
+  set('agent', 'codex');
+  if (opts.actions !== undefined) set('actions', opts.actions);
+  if (opts.sendAllow !== undefined) set('send_allow', opts.sendAllow);
+  if (!opts.ask) return;
+  upsertMember(db, GROUP, 'web:ada', 'owner');
+  db.prepare(
+    `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, ?, ?, 'ask')`,
+  ).run(GROUP, opts.ask.tool, opts.ask.input);
+}
+
+/** A gated whose group `cx` runs the Codex agent (test/helpers/gated.ts, closed after the test). */
+async function startCodex(opts: CodexOptions = {}) {
+  const configDir = join(tempDir('gated-codex-test-'), 'config');
   if (opts.config) writeGroupConfig(configDir, GROUP);
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_CONFIG_DIR: configDir,
-    GATED_POLL_MS: '50',
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '2500',
-    GATED_RUN_TIMEOUT_MS: '120000',
-    GATED_AGENT_SECRETS: 'OPENAI_API_KEY,OPENAI_BASE_URL,cx:DEMO_TOKEN=CX_DEMO_TOKEN',
-    OPENAI_API_KEY: 'sk-openai-test-only',
-    OPENAI_BASE_URL: openai.url,
-    CX_DEMO_TOKEN: DEMO_TOKEN,
-    // A model the CLI does not know: it offers MCP tools as plain functions (namespaces), not code mode.
-    GATED_CODEX_MODEL: 'gpt-codex-test-1',
-  });
-  const db = openDatabase(config.db);
-  addGroup(db, config.groupsDir, GROUP, 'Codex');
-  db.prepare(`UPDATE registered_groups SET agent = 'codex' WHERE folder = ?`).run(GROUP);
-  if (opts.actions !== undefined)
-    db.prepare(`UPDATE registered_groups SET actions = ? WHERE folder = ?`).run(opts.actions, GROUP);
-  if (opts.sendAllow !== undefined)
-    db.prepare(`UPDATE registered_groups SET send_allow = ? WHERE folder = ?`).run(opts.sendAllow, GROUP);
-  db.close();
-  const g = (gated = await startGated({ config, log: silentLogger(), channels: [], http: false }));
-  const groupDir = join(config.groupsDir, GROUP);
+  const g = (gated = await startTestGated({
+    env: {
+      GATED_CONFIG_DIR: configDir,
+      GATED_POLL_MS: '50',
+      GATED_RUNTIME: 'process',
+      GATED_IDLE_TIMEOUT_MS: '2500',
+      GATED_RUN_TIMEOUT_MS: '120000',
+      GATED_AGENT_SECRETS: 'OPENAI_API_KEY,OPENAI_BASE_URL,cx:DEMO_TOKEN=CX_DEMO_TOKEN',
+      OPENAI_API_KEY: 'sk-openai-test-only',
+      OPENAI_BASE_URL: openai.url,
+      CX_DEMO_TOKEN: DEMO_TOKEN,
+      // A model the CLI does not know: it offers MCP tools as plain functions (namespaces), not code mode.
+      GATED_CODEX_MODEL: 'gpt-codex-test-1',
+    },
+    graceMs: 5000,
+    channels: [],
+    http: false,
+    seed: (db, config) => seedCodexGroup(db, config.groupsDir, opts),
+  }));
   return {
     g,
-    groupDir,
+    groupDir: join(g.config.groupsDir, GROUP),
     send: (text: string) =>
       g.gateway.sink({ chat_jid: CHAT, sender: 'ada', sender_name: 'Ada', content: text })!,
     reply: (id: number) =>
@@ -81,8 +99,26 @@ async function startCodex(opts: { actions?: string; sendAllow?: string; config?:
         90_000,
         `the reply to message ${id}`,
       ),
+    /** Waits for approval question `n` (from 0) in the chat and returns its text. */
+    question: (n = 0) =>
+      until(
+        () =>
+          (
+            g.db
+              .prepare(
+                `SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %' ORDER BY id`,
+              )
+              .pluck()
+              .all() as string[]
+          )[n],
+        60_000,
+        `approval question ${n + 1} in the chat`,
+      ),
   };
 }
+
+/** The code a question asks to be approved or rejected with. */
+const codeOf = (text: string) => /\/approve ([A-Z0-9]{5})/.exec(text)![1]!;
 
 /** The MCP tools the model was offered with the request carrying `words`, as full names. */
 function mcpTools(words: string): string[] {
@@ -135,32 +171,11 @@ test(
   "a Codex group's MCP tool under an ask rule runs once when approved in the chat, never when rejected",
   { timeout: 180_000 },
   async () => {
-    const c = await startCodex({ actions: '', config: true });
-    upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
-    c.g.db
-      .prepare(
-        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'mcp__demo__*', '*', 'ask')`,
-      )
-      .run(GROUP);
+    const c = await startCodex({ actions: '', config: true, ask: { tool: 'mcp__demo__*', input: '*' } });
     const log = join(c.groupDir, 'demo-lookups.log');
-    const question = (n: number) =>
-      until(
-        () =>
-          (
-            c.g.db
-              .prepare(
-                `SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %' ORDER BY id`,
-              )
-              .pluck()
-              .all() as string[]
-          )[n],
-        60_000,
-        `approval question ${n + 1} in the chat`,
-      );
-    const codeOf = (text: string) => /\/approve ([A-Z0-9]{5})/.exec(text)![1]!;
 
     const looked = c.send('TOOL lookup {"query":"anchor"}');
-    const first = await question(0);
+    const first = await c.question(0);
     expect(first).toContain('mcp__demo__lookup');
     // Nothing ran and nothing was answered while the question waits.
     expect(existsSync(log)).toBe(false);
@@ -174,7 +189,7 @@ test(
     expect(mcpTools('TOOL lookup')).toEqual(['mcp__demo__lookup']);
 
     const rejected = c.send('TOOL lookup {"query":"kraken"}');
-    const second = await question(1);
+    const second = await c.question(1);
     c.send(`/reject ${codeOf(second)} not on a Friday`);
     const refusal = await c.reply(rejected);
     expect(refusal).toContain('Tool mcp__demo__lookup said: ');
@@ -199,26 +214,12 @@ test(
   "a Codex shell command is asked about through the CLI's hook: rejected it never runs, allowed it does",
   { timeout: 180_000 },
   async () => {
-    const c = await startCodex({ actions: '' });
-    upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
-    c.g.db
-      .prepare(
-        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'Bash', '*secret.txt', 'ask')`,
-      )
-      .run(GROUP);
+    const c = await startCodex({ actions: '', ask: { tool: 'Bash', input: '*secret.txt' } });
     const asked = c.send('TOOL exec_command {"cmd":"echo leak > secret.txt"}');
-    const question = await until(
-      () =>
-        c.g.db
-          .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %'`)
-          .pluck()
-          .get() as string | undefined,
-      60_000,
-      'the approval question in the chat',
-    );
+    const question = await c.question();
     expect(question).toContain('Bash');
     expect(existsSync(join(c.groupDir, 'secret.txt'))).toBe(false);
-    c.send(`/reject ${/\/approve ([A-Z0-9]{5})/.exec(question)![1]!} no leaks`);
+    c.send(`/reject ${codeOf(question)} no leaks`);
     const answer = await c.reply(asked);
     expect(answer).toContain('Tool exec_command said: ');
     expect(answer).toContain('Refused: no leaks');
@@ -239,28 +240,14 @@ test(
   'a tool call allowed only after its turn was interrupted never runs; Codex settings in the folder are refused',
   { timeout: 180_000 },
   async () => {
-    const c = await startCodex({ actions: '', config: true });
-    upsertMember(c.g.db, GROUP, 'web:ada', 'owner');
-    c.g.db
-      .prepare(
-        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'mcp__demo__*', '*', 'ask')`,
-      )
-      .run(GROUP);
+    const c = await startCodex({ actions: '', config: true, ask: { tool: 'mcp__demo__*', input: '*' } });
     const asked = c.send('TOOL lookup {"query":"late"}');
-    const question = await until(
-      () =>
-        c.g.db
-          .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %'`)
-          .pluck()
-          .get() as string | undefined,
-      60_000,
-      'the approval question in the chat',
-    );
+    const question = await c.question();
     // The turn is interrupted while its call waits; the approval that comes afterwards runs nothing.
     const next = c.send('/interrupt never mind');
     expect(await c.reply(next)).toBe('codex echo: never mind');
     expect(c.g.db.prepare(`SELECT state FROM messages WHERE id = ?`).pluck().get(asked)).toBe('done');
-    c.send(`/approve ${/\/approve ([A-Z0-9]{5})/.exec(question)![1]!}`);
+    c.send(`/approve ${codeOf(question)}`);
     await until(
       () => c.g.db.prepare(`SELECT used_at FROM tool_approvals`).pluck().get() as number | null,
       30_000,

@@ -6,43 +6,35 @@
  */
 import { until } from '../helpers/process.js';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, test } from 'vitest';
-import { loadConfig, type Config } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { openDatabase } from '../../store/db.js';
-import { addGroup } from '../../store/groups.js';
+import { beforeEach, expect, test } from 'vitest';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { makeAccounts, postAs, readPost, type Accounts } from '../infra/atproto/harness.js';
 import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
+import { startE2eGated } from './e2e.js';
+import type { E2eSeed } from './support.js';
 
 const network = useAtprotoNetwork('bsky_endtoend');
 let net: AtprotoNetwork;
-const running: Gated[] = [];
 
 beforeEach(() => {
   net = network();
 });
-afterEach(async () => {
-  while (running.length) await running.pop()!.close(2000);
-});
 
-function configFor(dir: string, acc: Accounts): Config {
-  return loadConfig({
+/** The settings of a gated on the database in `dir`, with the bot's account. */
+function envFor(dir: string, acc: Accounts): Record<string, string> {
+  return {
     GATED_DB: join(dir, 'gated.db'),
     GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_POLL_MS: '50',
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '300',
     BLUESKY_SERVICE: net.pdsUrl,
     BLUESKY_IDENTIFIER: acc.bot.handle,
     BLUESKY_APP_PASSWORD: acc.botPassword,
-  });
+  };
 }
 
-async function startWith(config: Config): Promise<Gated> {
-  const gated = await startGated({ config, log: silentLogger(), http: false });
-  running.push(gated);
+/** The whole gateway (startE2eGated) on `env`; `seed` stores the group and route on the first start. */
+async function startWith(env: Record<string, string>, seed: E2eSeed = { groups: [], routes: [] }) {
+  const gated = await startE2eGated(env, seed);
   expect(gated.channels.map((c) => c.platform)).toContain('bluesky');
   return gated;
 }
@@ -61,15 +53,12 @@ async function botRepliesUnder(acc: Accounts, uri: string): Promise<Array<{ uri:
 }
 
 test('a mention is answered by the agent in the thread, and not again after a restart', async () => {
-  const dir = tempDir('gated-bsky-e2e-');
   const acc = await makeAccounts(net);
-  const config = configFor(dir, acc);
-  const setup = openDatabase(config.db);
-  addGroup(setup, config.groupsDir, 'bsky/feed', 'Bluesky feed');
-  setup.prepare(`INSERT INTO routes (seq, match, target) VALUES (30, 'platform=bluesky', 'bsky/feed')`).run();
-  setup.close();
-
-  const first = await startWith(config);
+  const env = envFor(tempDir('gated-bsky-e2e-'), acc);
+  const first = await startWith(env, {
+    groups: [['bsky/feed', 'Bluesky feed']],
+    routes: [[30, 'platform=bluesky', 'bsky/feed']],
+  });
   const mention = await postAs(acc.user.agent, `@${acc.bot.handle} hello agent`);
   await net.processAll();
   const [reply] = await until(
@@ -84,12 +73,11 @@ test('a mention is answered by the agent in the thread, and not again after a re
   expect((await readPost(acc.bot.agent, reply!.uri)).reply).toEqual({ root: mention, parent: mention });
   const notes = await acc.user.agent.app.bsky.notification.listNotifications({ limit: 10 });
   expect(notes.data.notifications.map((n) => [n.reason, n.uri])).toContainEqual(['reply', reply!.uri]);
-  await first.close(2000);
-  running.pop();
+  await closeTestGated(first);
 
   // Restart on the same database. A second mention, answered after the restart, proves the restarted
   // gated has polled and worked through everything it stored; the first mention must still have one reply.
-  const second = await startWith(config);
+  const second = await startWith(env);
   const later = await postAs(acc.user.agent, `@${acc.bot.handle} still there?`);
   await net.processAll();
   await until(

@@ -1,5 +1,5 @@
 /**
- * Bluesky files end to end on a real local atproto network, with the whole gateway (startGated, process
+ * Bluesky files end to end on a real local atproto network, with the whole gateway (startE2eGated, process
  * runtime): an image a user posts while mentioning the bot is fetched with getBlob into the routed group's
  * folder and the agent reads it there; an image the agent names is uploaded as a blob and posted as an image
  * embed threaded under the text reply. Bluesky has no edits: partial blocks post nothing, even when the
@@ -9,17 +9,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RichText } from '@atproto/api';
-import { afterEach, beforeEach, expect, test } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { openDatabase } from '../../store/db.js';
-import { addGroup } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { beforeEach, expect, test } from 'vitest';
+import type { Gated } from '../../gated/app.js';
+import { FILES_AGENT_CMD } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { makeAccounts, postAs, type Accounts } from '../infra/atproto/harness.js';
 import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
-import { FILES_AGENT_CMD } from '../helpers/gated.js';
+import { startE2eGated } from './e2e.js';
 
 const network = useAtprotoNetwork('bsky_files');
 const GROUP = 'bsky/files';
@@ -29,38 +25,25 @@ const PNG = Buffer.from(
 );
 
 let net: AtprotoNetwork;
-let gated: Gated | undefined;
 
 beforeEach(() => {
   net = network();
 });
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
 
-async function start(acc: Accounts): Promise<Gated> {
-  const dir = tempDir('gated-bsky-files-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_POLL_MS: '50',
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '300',
-    GATED_AGENT_CMD: FILES_AGENT_CMD,
-    // Bluesky asked to stream: it has no edits, so it stays batch.
-    GATED_STREAM_CHANNELS: 'bluesky,telegram',
-    BLUESKY_SERVICE: net.pdsUrl,
-    BLUESKY_IDENTIFIER: acc.bot.handle,
-    BLUESKY_APP_PASSWORD: acc.botPassword,
-    BLUESKY_POLL_MS: '200',
-  });
-  const setup = openDatabase(config.db);
-  addGroup(setup, config.groupsDir, GROUP, 'Bluesky files');
-  setup.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=bluesky', ?)`).run(GROUP);
-  setup.close();
-  gated = await startGated({ config, log: silentLogger(), http: false });
-  return gated;
+/** The whole gateway (startE2eGated) with the bot's account, the files agent and a route to the group. */
+function start(acc: Accounts): Promise<Gated> {
+  return startE2eGated(
+    {
+      GATED_AGENT_CMD: FILES_AGENT_CMD,
+      // Bluesky asked to stream: it has no edits, so it stays batch.
+      GATED_STREAM_CHANNELS: 'bluesky,telegram',
+      BLUESKY_SERVICE: net.pdsUrl,
+      BLUESKY_IDENTIFIER: acc.bot.handle,
+      BLUESKY_APP_PASSWORD: acc.botPassword,
+      BLUESKY_POLL_MS: '200',
+    },
+    { groups: [[GROUP, 'Bluesky files']], routes: [[0, 'platform=bluesky', GROUP]] },
+  );
 }
 
 interface BotPost {

@@ -1,13 +1,8 @@
-import Database from 'better-sqlite3';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
-import { openDatabase } from '../../store/db.js';
-import { addGroup } from '../../store/groups.js';
-import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, spawnGated, until } from '../helpers/process.js';
+import { seedPendingTool } from './approvals-crash-support.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 
 /**
@@ -38,22 +33,7 @@ describe('a pending tool approval across kill -9, docker runtime', () => {
       DOCKER_HOST: engine!.host,
       GATED_AGENT_IMAGE: IMAGE,
     });
-    const seed = openDatabase(env.GATED_DB);
-    addGroup(seed, env.GATED_GROUPS_DIR, 'ops');
-    seed
-      .prepare(
-        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES ('ops', 1, 'Bash', '*', 'ask')`,
-      )
-      .run();
-    const id = insertInbound(seed, { chat_jid: 'web:ops', sender: 'u', content: '!tool Bash make deploy' });
-    seed.close();
-    const watch = new Database(env.GATED_DB, { readonly: true });
-    const get = (sql: string) => watch.prepare(sql).pluck().get();
-    const asks = () =>
-      watch
-        .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND content LIKE '%/approve %'`)
-        .pluck()
-        .all() as string[];
+    const { id, watch, get, asks, expectRanOnce } = seedPendingTool(env);
     const containers = async () => {
       const instance = get(`SELECT value FROM router_state WHERE key = 'instance_id'`) as string;
       const list = await engine!.docker.listContainers({
@@ -91,18 +71,7 @@ describe('a pending tool approval across kill -9, docker runtime', () => {
       expect(await exited(second)).toBe(0);
     }
 
-    expect(asks()).toHaveLength(1);
-    expect(get(`SELECT count(*) FROM tool_approvals`)).toBe(1);
-    const reply = watch
-      .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND kind = 'reply'`)
-      .pluck()
-      .all() as string[];
-    expect(reply.join('\n')).toContain('tool Bash ran: {"command":"make deploy"}');
-    const log = join(env.GATED_GROUPS_DIR, 'ops', '.tool-runs.log');
-    expect(existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : []).toEqual([
-      'Bash {"command":"make deploy"}',
-    ]);
-    expect(get(`SELECT used_at IS NOT NULL FROM tool_approvals`)).toBe(1);
+    expectRanOnce();
     expect(await containers()).toEqual([]);
     watch.close();
   }, 240_000);

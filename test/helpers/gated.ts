@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../../core/config.js';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import type { StartOptions } from '../../gated/base.js';
+import type { Runtime } from '../../queue/runtime/types.js';
 import { openDatabase, type Db } from '../../store/db.js';
 import { tempDir } from './db.js';
 
@@ -32,6 +33,8 @@ export interface TestGatedOptions extends Omit<StartOptions, 'config'> {
    * an operator's sqlite3 would, and closed before the start.
    */
   seed?: (db: Db, config: Config) => void;
+  /** The runtime made from the configuration (a test's own engine, the groups folder); replaces `runtime`. */
+  runtimeFor?: (config: Config) => Runtime;
 }
 
 /**
@@ -40,7 +43,7 @@ export interface TestGatedOptions extends Omit<StartOptions, 'config'> {
  * `channels` replaces them (`[]`: the web chat only).
  */
 export async function startTestGated(opts: TestGatedOptions = {}): Promise<Gated> {
-  const { env = {}, graceMs = 1000, seed, ...start } = opts;
+  const { env = {}, graceMs = 1000, seed, runtimeFor, ...start } = opts;
   const dir = tempDir();
   const config = loadConfig({
     GATED_DB: join(dir, 'gated.db'),
@@ -56,7 +59,8 @@ export async function startTestGated(opts: TestGatedOptions = {}): Promise<Gated
       db.close();
     }
   }
-  const g = await startGated({ log: silentLogger(), ...start, config });
+  const runtime = runtimeFor?.(config);
+  const g = await startGated({ log: silentLogger(), ...start, ...(runtime ? { runtime } : {}), config });
   running.set(g, graceMs);
   return g;
 }
