@@ -16,10 +16,24 @@
 // - `dive`: delegates `dive` to its child `sub`, and so does every run that gets it: a chain that would
 //   nest as deep as there are groups (gated's depth bound stops it);
 // - `schedule <every> <text>`: asks for a task every <every> (`1ms`: as often as anything could fire);
+// - `bad <kind>`: answers with a malformed block (`badBlocks` below: a megabyte session id, one with a NUL
+//   or half a UTF-16 pair, JSON nested 100,000 deep, invalid UTF-8, thousands of files, a megabyte error,
+//   absurd usage);
+// - `home <name>`: reads $HOME/<name> and writes $HOME/.hostile-was-here, answering where HOME is and what
+//   it read; `plant-home <target>`: makes .home in its folder a symlink to <target> (the HOME gated gives a
+//   process-runtime agent) for the next run to be given;
 // - anything else (the canary): `echo: <content>`.
 // Every input line is appended to inputs.jsonl in the working directory.
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const START = '---GATED_OUTPUT_START---';
@@ -44,8 +58,72 @@ rl.on('line', (line) => {
 });
 rl.on('close', () => void queue.then(() => process.exit(0)));
 
+const MB = 1 << 20;
+const NEST = 100_000;
+
+/** The raw output of `bad <kind>`: blocks as bytes, each followed by a good one unless it answers itself. */
+function badBlocks(kind, turn) {
+  const json = (block) => Buffer.from(JSON.stringify({ ...block, ...turn }));
+  const good = (result) => json({ status: 'ok', result });
+  switch (kind) {
+    case 'session-huge':
+      return [json({ status: 'ok', result: 'huge session id', newSessionId: 'S'.repeat(MB) })];
+    case 'session-nul':
+      return [json({ status: 'ok', result: 'nul session id', newSessionId: 'abc\u0000def' })];
+    case 'session-surrogate':
+      return [json({ status: 'ok', result: 'surrogate session id', newSessionId: 'ab\ud800cd' })];
+    case 'deep':
+      // Discarded whole: its turn is answered by the block after it.
+      return [
+        Buffer.from(`{"status":"ok","result":"deep","actions":${'['.repeat(NEST)}${']'.repeat(NEST)}}`),
+        Buffer.from(
+          `{"status":"ok","result":"deep ask","ask":{"id":"a1","tool":"Bash","input":${'{"a":'.repeat(NEST)}1${'}'.repeat(NEST)}}}`,
+        ),
+        good('after deep'),
+      ];
+    case 'utf8':
+      return [
+        Buffer.concat([
+          Buffer.from('{"status":"ok","result":"bytes '),
+          Buffer.from([0xff, 0xfe, 0xc3]),
+          Buffer.from(' and a \\u0000 nul"'),
+          Buffer.from(turn.turn ? `,"turn":${turn.turn}}` : '}'),
+        ]),
+      ];
+    case 'files':
+      return [
+        json({
+          status: 'ok',
+          result: 'many files',
+          files: ['x'.repeat(100_000), ...Array.from({ length: 2000 }, (_, i) => `out/f${i}.txt`)],
+        }),
+      ];
+    case 'error':
+      return [json({ status: 'error', result: 'an error', error: 'E'.repeat(MB) })];
+    case 'usage':
+      return [
+        json({
+          status: 'ok',
+          result: 'absurd usage',
+          usage: { input_tokens: 1e300, output_tokens: -5, cost_usd: 1e308 },
+        }),
+      ];
+    default:
+      return [good(`no bad block called ${kind}`)];
+  }
+}
+
 async function answer(input) {
   const turn = typeof input.turn === 'number' ? { turn: input.turn } : {};
+  const first = String(input.messages?.[0]?.content ?? '')
+    .trim()
+    .split(/\s+/);
+  if (first[0] === 'bad') {
+    for (const body of badBlocks(first[1], turn)) {
+      process.stdout.write(Buffer.concat([Buffer.from(`${START}\n`), body, Buffer.from(`\n${END}\n`)]));
+    }
+    return;
+  }
   const lines = [];
   const files = [];
   const after = [];
@@ -106,6 +184,24 @@ async function answer(input) {
         else symlinkSync(target, path);
         writeFileSync('swap.done', '');
       });
+    } else if (verb === 'home') {
+      const home = process.env.HOME ?? '(unset)';
+      let seen = 'absent';
+      try {
+        seen = readFileSync(`${home}/${args[0]}`, 'utf8').trim();
+      } catch {
+        // not there: the HOME given is not the operator's
+      }
+      try {
+        writeFileSync(`${home}/.hostile-was-here`, 'the hostile agent\n');
+      } catch {
+        // not writable
+      }
+      lines.push(`home=${home} ${args[0]}: ${seen}`);
+    } else if (verb === 'plant-home') {
+      rmSync('.home', { recursive: true, force: true });
+      symlinkSync(args[0], '.home');
+      lines.push('planted home');
     } else if (verb === 'send-fifo') {
       const path = `out/${args[0]}`;
       mkdirSync('out', { recursive: true });
