@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { PACKAGE_ROOT } from '../../core/paths.js';
+import { agentHome } from './home.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
 /** Options of the process runtime. */
@@ -25,11 +26,13 @@ type Child = ChildProcessByStdio<Writable, Readable, Readable>;
 // How long output may still arrive after the agent's exit before its pipes are closed from our side.
 const DRAIN_MS = 2000;
 
-/** The minimal environment of an agent: enough to find programs and the example agent, nothing secret. */
+/**
+ * The minimal environment of an agent: enough to find programs and the example agent, nothing secret. No
+ * HOME of the operator's: a run gets its own (`agentHome`).
+ */
 function agentEnv(extra: Record<string, string> | undefined): Record<string, string> {
   return {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: process.env.HOME ?? '/tmp',
     LANG: process.env.LANG ?? 'C.UTF-8',
     GATED_HOME: PACKAGE_ROOT,
     ...extra,
@@ -255,7 +258,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
         prefix.length === 0 ? ['sh', '-c', cmd] : [...prefix, 'sh', '-c', NAMESPACE_INIT, 'gated-run', cmd];
       const child = spawn(bin!, args, {
         cwd: spec.groupDir,
-        env: { ...agentEnv(opts.env), [RUN_MARK_VAR]: mark },
+        env: { ...agentEnv(opts.env), HOME: agentHome(spec.groupDir), [RUN_MARK_VAR]: mark },
         detached: true,
         stdio: ['pipe', 'pipe', 'pipe'],
       });
