@@ -7,6 +7,8 @@ import { WORKSPACE } from './runtime/mounts.js';
 
 /** Most files one block may send; more are refused (a runaway agent must not flood a chat). */
 export const MAX_FILES_PER_BLOCK = 10;
+/** Longest path a block may name (Linux's PATH_MAX); a longer one is refused and stored cut short. */
+export const MAX_PATH_CHARS = 4096;
 
 /**
  * Checks the files a block names against the group's folder (core/safe-file.ts). A path is taken relative
@@ -22,7 +24,10 @@ export function resolveFiles(groupDir: string, paths: readonly string[]): Resolv
   } catch {
     root = resolve(groupDir);
   }
-  return paths.map((p, i) => {
+  // One refused entry stands for every file past the bound: a block naming 100,000 stores 11 rows.
+  return paths.slice(0, MAX_FILES_PER_BLOCK + 1).map((raw, i) => {
+    const tooLong = raw.length > MAX_PATH_CHARS;
+    const p = tooLong ? `${raw.slice(0, 64)}…` : raw;
     const name = safeFileName(basename(p));
     const refuse = (why: string): ResolvedFile => ({
       path: p,
@@ -31,7 +36,10 @@ export function resolveFiles(groupDir: string, paths: readonly string[]): Resolv
       mime: mimeOf(name),
       refused: why,
     });
-    if (i >= MAX_FILES_PER_BLOCK) return refuse(`more than ${MAX_FILES_PER_BLOCK} files in one block`);
+    if (i >= MAX_FILES_PER_BLOCK) {
+      return refuse(`more than ${MAX_FILES_PER_BLOCK} files in one block (${paths.length} named)`);
+    }
+    if (tooLong) return refuse(`path longer than ${MAX_PATH_CHARS} characters`);
     if (p.trim() === '' || p.includes('\0')) return refuse('empty or invalid path');
     const local = p.startsWith(`${WORKSPACE}/`) ? p.slice(WORKSPACE.length + 1) : p;
     try {

@@ -3,6 +3,7 @@ import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
 import { cleanResult } from './protocol/clean.js';
+import { sessionIdProblem } from './protocol/bounds.js';
 import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
@@ -11,9 +12,6 @@ import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.j
 import { INTERRUPT_GRACE_MS, Interrupts } from './interrupts.js';
 import { Turns } from './turns.js';
 import { RunTrace } from '../core/trace.js';
-
-/** Longest session id an agent may announce (ids are handles: UUIDs, short tokens). */
-export const MAX_SESSION_ID = 256;
 
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
@@ -304,12 +302,14 @@ export class Run {
     this.lastOutputMs = this.hooks.now();
     if (block.turn !== undefined) this.turns.numbered = true;
     if (block.newSessionId && !this.sessionReset) {
-      // A session id is an opaque handle, echoed by /ping and stored per key: a megabyte one is refused.
-      if (block.newSessionId.length <= MAX_SESSION_ID) this.hooks.onSessionId(this, block.newSessionId);
+      // A session id is an opaque handle, echoed by /ping, stored per key and handed back to the agent: a
+      // megabyte one, or one with control characters (NUL) or half a UTF-16 pair, is refused by name.
+      const refused = sessionIdProblem(block.newSessionId);
+      if (refused === null) this.hooks.onSessionId(this, block.newSessionId);
       else
         this.hooks.log.warn(
           { runId: this.runId, length: block.newSessionId.length },
-          `newSessionId longer than ${MAX_SESSION_ID} characters ignored`,
+          `newSessionId ignored: ${refused}`,
         );
     }
     if (block.ask) {

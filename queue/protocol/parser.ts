@@ -11,6 +11,8 @@
  * - nothing here throws on any input; bad blocks are reported through `onProblem`.
  */
 
+import { MAX_BLOCK_DEPTH, nestsWithin } from './bounds.js';
+
 /** The start marker line of a block. */
 export const OUTPUT_START = '---GATED_OUTPUT_START---';
 /** The end marker line of a block. */
@@ -145,7 +147,9 @@ function toBlock(value: unknown): OutputBlock | string {
   // Usage is bookkeeping: a malformed one is ignored rather than losing the block's answer.
   if (typeof v.usage === 'object' && v.usage !== null && !Array.isArray(v.usage)) {
     const u = v.usage as Record<string, unknown>;
-    const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x >= 0 ? x : 0);
+    // Within what one block could cost: a sum of absurd reports must not become Infinity.
+    const num = (x: unknown) =>
+      typeof x === 'number' && Number.isFinite(x) && x >= 0 ? Math.min(x, 1e9) : 0;
     block.usage = {
       input_tokens: Math.round(num(u.input_tokens)),
       output_tokens: Math.round(num(u.output_tokens)),
@@ -194,6 +198,9 @@ function decodeBlock(raw: string): OutputBlock | { kind: ProblemKind; detail: st
     parsed = JSON.parse(raw);
   } catch (err) {
     return { kind: 'invalid_json', detail: (err as Error).message };
+  }
+  if (!nestsWithin(parsed, MAX_BLOCK_DEPTH)) {
+    return { kind: 'invalid_shape', detail: `nested deeper than ${MAX_BLOCK_DEPTH} levels` };
   }
   const block = toBlock(parsed);
   return typeof block === 'string' ? { kind: 'invalid_shape', detail: block } : block;
