@@ -13,6 +13,8 @@
 #   GATED_BASE_IMAGE    tag of the imported base (default gated-node-base:local)
 #   GATED_AGENT_DIR     folder holding the agent (default agents/example of this checkout)
 #   GATED_AGENT_FILE    the agent's entry file inside that folder (default agent.mjs)
+#   GATED_AGENT_PROGRAMS  programs of this machine the agent runs, by name, space-separated (a test agent's
+#                       `mkfifo`); each is copied at its own path, with its shared libraries
 # For a real agent built FROM node:20-slim on a machine that can pull images, see docker/Dockerfile.
 set -euo pipefail
 
@@ -68,6 +70,11 @@ fi
 # Every library node (and any native program the agent brought) links against, and the dynamic loader, at
 # the same paths as on this machine.
 programs=("$node_bin")
+for name in ${GATED_AGENT_PROGRAMS:-}; do
+  prog=$(readlink -f "$(command -v "$name")") || { echo "no program $name on this machine" >&2; exit 1; }
+  cp --parents "$prog" "$root"
+  programs+=("$prog")
+done
 while IFS= read -r -d '' f; do
   if ldd "$f" >/dev/null 2>&1; then programs+=("$f"); fi
 done < <(find "$root/app/node_modules" -type f -perm -u+x -size +1M -print0)

@@ -2,7 +2,8 @@
 // group's folder, to prove gated does not trust it. Per stdin line it answers every message:
 // - `plant <target> <from> <to>`: for every message id in from..to, plants inbox/<id>/0-note.txt and the
 //   temporary name the downloader once used (0-note.txt.part) as symlinks to <target>, and a FIFO as
-//   inbox/<id>/1-note.txt.part, then answers `planted`;
+//   inbox/<id>/1-note.txt.part, then answers `planted` (and how many ids it could not, their folder made
+//   by gated first);
 // - `plant-dir <target dir> <from> <to>`: makes each inbox/<id> itself a symlink to <target dir>;
 // - `swap <name> <target> <words>`: writes out/<name>, answers with <words> words (a reply long enough to be
 //   sent in parts) naming out/<name> in `files`; once the file swap.go appears (the test writes it when
@@ -150,17 +151,23 @@ async function answer(input) {
       lines.push('diving');
     } else if (verb === 'plant') {
       const [target, from, to] = args;
+      let skipped = 0;
       for (const id of ids(from, to)) {
         const dir = `inbox/${id}`;
-        mkdirSync(dir, { recursive: true });
-        for (const name of ['0-note.txt', '0-note.txt.part']) {
-          rmSync(`${dir}/${name}`, { force: true });
-          symlinkSync(target, `${dir}/${name}`);
+        try {
+          mkdirSync(dir, { recursive: true });
+          for (const name of ['0-note.txt', '0-note.txt.part']) {
+            rmSync(`${dir}/${name}`, { force: true });
+            symlinkSync(target, `${dir}/${name}`);
+          }
+          rmSync(`${dir}/1-note.txt.part`, { force: true });
+          fifo(`${dir}/1-note.txt.part`);
+        } catch {
+          // A message's folder gated already made (in a container the agent's user may not write in it).
+          skipped += 1;
         }
-        rmSync(`${dir}/1-note.txt.part`, { force: true });
-        fifo(`${dir}/1-note.txt.part`);
       }
-      lines.push('planted');
+      lines.push(skipped === 0 ? 'planted' : `planted, ${skipped} taken already`);
     } else if (verb === 'plant-dir') {
       const [target, from, to] = args;
       mkdirSync('inbox', { recursive: true });

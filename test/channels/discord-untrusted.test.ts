@@ -1,20 +1,21 @@
 /**
  * The agent is not trusted with files (docs/SECURITY.md, "Files"), on Discord end to end: the whole gateway
- * (startGated, process runtime) with real discord.js against the local Discord server and the hostile agent.
+ * (startGated) with real discord.js against the local Discord server and the hostile agent, on the process
+ * runtime and in a container on a real dockerd (test/helpers/runtimes.ts).
  * A link planted in inbox/ is replaced by the upload, never written through; a file swapped for a link
  * between its block and delivery is not uploaded.
  */
 import { existsSync, lstatSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
 import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
+import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
 
-const AGENT = `node "$GATED_HOME/test/agents/hostile-agent.mjs"`;
 const ada = { id: '700000000000000043', username: 'ada', global_name: 'Ada' };
 const GROUP = 'dc/hostile';
 const DECOY = 'the decoy, never to be sent or changed\n';
@@ -28,10 +29,19 @@ afterEach(async () => {
   gated = api = undefined;
 });
 
-test('a planted inbox link is replaced by the upload; a file swapped for a link after its block is not uploaded', async () => {
+describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
+  const rt = useAgentRuntime(kind, 'hostile-agent.mjs', ['mkfifo']);
+  test(
+    'a planted inbox link is replaced by the upload; a file swapped for a link after its block is not uploaded',
+    () => plantAndSwap(rt),
+    rt.ms(90_000),
+  );
+});
+
+async function plantAndSwap(rt: RuntimeUnderTest): Promise<void> {
   api = await DiscordApiServer.start();
   const g = (gated = await startE2eGated(
-    { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot, GATED_AGENT_CMD: AGENT },
+    { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot, ...rt.env() },
     { groups: [[GROUP, 'Hostile']], routes: [[0, 'platform=discord', GROUP]] },
   ));
   const a = api;
@@ -61,15 +71,15 @@ test('a planted inbox link is replaced by the upload; a file swapped for a link 
   const folder = join(g.config.groupsDir, GROUP);
   await until(
     () => g.db.prepare(`SELECT count(*) FROM outbound_files WHERE state = 'ok'`).pluck().get() === 1,
-    20_000,
+    rt.ms(20_000),
     'the block checked',
   );
   rmSync(join(folder, 'swap.done'), { force: true });
   writeFileSync(join(folder, 'swap.go'), '');
-  await until(() => existsSync(join(folder, 'swap.done')), 20_000, 'the agent swapped its file');
+  await until(() => existsSync(join(folder, 'swap.done')), rt.ms(20_000), 'the agent swapped its file');
   await until(
     () => a.posted.some((p) => p.content === '[file not sent: out/r.txt (symlink)]'),
-    30_000,
+    rt.ms(30_000),
     'the refusal line',
   );
   await g.delivery.idle();
@@ -78,4 +88,4 @@ test('a planted inbox link is replaced by the upload; a file swapped for a link 
   expect(g.db.prepare(`SELECT content FROM system_messages`).pluck().all()).toEqual([
     'the file out/r.txt was not sent: symlink',
   ]);
-}, 90_000);
+}

@@ -1,21 +1,20 @@
 /**
  * A delegation chain is one conversation with bounds (docs/SECURITY.md "Bounds"): the whole
- * gateway (startGated, process runtime) runs the hostile agent (test/agents/hostile-agent.mjs) in every
- * group. A parent and child that would answer each other forever stop at the hop bound (20 per originating
+ * gateway (startGated) runs the hostile agent (test/agents/hostile-agent.mjs) in every group, on the process
+ * runtime and in containers on a real dockerd (test/helpers/runtimes.ts). A parent and child that would answer each other forever stop at the hop bound (20 per originating
  * message, the default); a chain that would nest as deep as there are groups stops at depth 3 (the
  * default); a child that reached its runs_per_day gets no more delegations. Each refusal is a note for the
  * session that asked, which reaches its agent in the next line gated writes to it.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { silentLogger } from '../../core/log.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import { e2eConfig } from '../channels/support.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
-
-const HOSTILE_AGENT = `node "$GATED_HOME/test/agents/hostile-agent.mjs"`;
+import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 
 let gated: Gated | undefined;
 afterEach(async () => {
@@ -23,23 +22,19 @@ afterEach(async () => {
   gated = undefined;
 }, 30_000);
 
-async function start(): Promise<Gated> {
-  const config = e2eConfig(
-    tempDir('gated-chains-'),
-    { GATED_AGENT_CMD: HOSTILE_AGENT },
-    {
-      groups: [
-        ['loop', 'Loop'],
-        ['loop/sub', 'Sub'],
-        ['loop/sub/sub', 'Sub 2'],
-        ['loop/sub/sub/sub', 'Sub 3'],
-        ['loop/sub/sub/sub/sub', 'Sub 4'],
-        ['capped', 'Capped'],
-        ['capped/sub', 'Capped child'],
-      ],
-      routes: [],
-    },
-  );
+async function start(rt: RuntimeUnderTest): Promise<Gated> {
+  const config = e2eConfig(tempDir('gated-chains-'), rt.env(), {
+    groups: [
+      ['loop', 'Loop'],
+      ['loop/sub', 'Sub'],
+      ['loop/sub/sub', 'Sub 2'],
+      ['loop/sub/sub/sub', 'Sub 3'],
+      ['loop/sub/sub/sub/sub', 'Sub 4'],
+      ['capped', 'Capped'],
+      ['capped/sub', 'Capped child'],
+    ],
+    routes: [],
+  });
   gated = await startGated({ config, log: silentLogger(), http: false });
   return gated;
 }
@@ -63,66 +58,98 @@ const prompts = (g: Gated, group: string): string[] =>
     .split('\n')
     .map((l) => String((JSON.parse(l) as { prompt?: unknown }).prompt ?? ''));
 
-test('a parent and child answering each other stop at 20 hops; the refusal reaches the parent in a note', async () => {
-  const g = await start();
-  const origin = g.gateway.sink({ chat_jid: 'web:loop', sender: 'mallory', content: 'loop sub' })!;
-  const reason = `the delegation chain of message ${origin} would make 21 hops; at most 20`;
-  await until(() => notes(g, 'loop').some((n) => n.includes(reason)), 30_000, 'the hop refusal');
-  // Ten delegations and their ten answers: 20 rows placed for the one originating message, none deeper.
-  const chain = g.db
-    .prepare(
-      `SELECT count(*) AS n, min(depth) AS lo, max(depth) AS hi, min(origin) AS o1, max(origin) AS o2
-              FROM delegations`,
-    )
-    .get();
-  expect(chain).toEqual({ n: 10, lo: 1, hi: 1, o1: origin, o2: origin });
-  expect(g.db.prepare(`SELECT count(*) FROM delegation_rows WHERE origin = ?`).pluck().get(origin)).toBe(20);
-  expect(g.db.prepare(`SELECT type, reason FROM actions WHERE status = 'refused'`).all()).toEqual([
-    { type: 'delegate', reason },
-  ]);
-  // Nothing more happens: no run is started for the chain after the refusal.
-  const runs = g.db.prepare(`SELECT count(*) FROM delegations`).pluck();
-  await new Promise((r) => setTimeout(r, 1000));
-  expect(runs.get()).toBe(10);
-  // The chat goes on, and the parent's agent is told in its next line.
-  g.gateway.sink({ chat_jid: 'web:loop', sender: 'mallory', content: 'what happened?' });
-  await until(() => said(g, 'web:loop').includes('echo: what happened?'), 15_000, 'the next answer');
-  expect(prompts(g, 'loop').find((p) => p.includes(reason))).toContain(
-    `Your delegate action was not applied: ${reason}.`,
+describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
+  const rt = useAgentRuntime(kind, 'hostile-agent.mjs');
+
+  test(
+    'a parent and child answering each other stop at 20 hops; the refusal reaches the parent in a note',
+    async () => {
+      const g = await start(rt);
+      const origin = g.gateway.sink({ chat_jid: 'web:loop', sender: 'mallory', content: 'loop sub' })!;
+      const reason = `the delegation chain of message ${origin} would make 21 hops; at most 20`;
+      await until(() => notes(g, 'loop').some((n) => n.includes(reason)), rt.ms(30_000), 'the hop refusal');
+      // Ten delegations and their ten answers: 20 rows placed for the one originating message, none deeper.
+      const chain = g.db
+        .prepare(
+          `SELECT count(*) AS n, min(depth) AS lo, max(depth) AS hi, min(origin) AS o1, max(origin) AS o2
+                FROM delegations`,
+        )
+        .get();
+      expect(chain).toEqual({ n: 10, lo: 1, hi: 1, o1: origin, o2: origin });
+      expect(g.db.prepare(`SELECT count(*) FROM delegation_rows WHERE origin = ?`).pluck().get(origin)).toBe(
+        20,
+      );
+      expect(g.db.prepare(`SELECT type, reason FROM actions WHERE status = 'refused'`).all()).toEqual([
+        { type: 'delegate', reason },
+      ]);
+      // Nothing more happens: no run is started for the chain after the refusal.
+      const runs = g.db.prepare(`SELECT count(*) FROM delegations`).pluck();
+      await new Promise((r) => setTimeout(r, rt.ms(1000)));
+      expect(runs.get()).toBe(10);
+      // The chat goes on, and the parent's agent is told in its next line.
+      g.gateway.sink({ chat_jid: 'web:loop', sender: 'mallory', content: 'what happened?' });
+      await until(
+        () => said(g, 'web:loop').includes('echo: what happened?'),
+        rt.ms(15_000),
+        'the next answer',
+      );
+      expect(prompts(g, 'loop').find((p) => p.includes(reason))).toContain(
+        `Your delegate action was not applied: ${reason}.`,
+      );
+    },
+    rt.ms(60_000),
   );
-}, 60_000);
 
-test('a chain that would nest deeper than 3 is refused at the fourth level, in that session’s note', async () => {
-  const g = await start();
-  const origin = g.gateway.sink({ chat_jid: 'web:loop', sender: 'mallory', content: 'dive' })!;
-  await until(() => notes(g, 'loop/sub/sub/sub').length > 0, 30_000, 'the depth refusal');
-  expect(notes(g, 'loop/sub/sub/sub')).toEqual([
-    'Your delegate action was not applied: the delegation chain would be 4 deep; at most 3.',
-  ]);
-  expect(g.db.prepare(`SELECT to_group, depth, origin FROM delegations ORDER BY id`).all()).toEqual([
-    { to_group: 'loop/sub', depth: 1, origin },
-    { to_group: 'loop/sub/sub', depth: 2, origin },
-    { to_group: 'loop/sub/sub/sub', depth: 3, origin },
-  ]);
-  // The deepest group never ran; the answers climbed back up to the chat.
-  await until(() => said(g, 'web:loop').some((s) => s.includes('echo: echo: diving')), 15_000, 'the answers');
-  expect(
-    g.db
-      .prepare(`SELECT count(*) FROM session_log WHERE group_folder = 'loop/sub/sub/sub/sub'`)
-      .pluck()
-      .get(),
-  ).toBe(0);
-}, 60_000);
+  test(
+    'a chain that would nest deeper than 3 is refused at the fourth level, in that session’s note',
+    async () => {
+      const g = await start(rt);
+      const origin = g.gateway.sink({ chat_jid: 'web:loop', sender: 'mallory', content: 'dive' })!;
+      await until(() => notes(g, 'loop/sub/sub/sub').length > 0, rt.ms(30_000), 'the depth refusal');
+      expect(notes(g, 'loop/sub/sub/sub')).toEqual([
+        'Your delegate action was not applied: the delegation chain would be 4 deep; at most 3.',
+      ]);
+      expect(g.db.prepare(`SELECT to_group, depth, origin FROM delegations ORDER BY id`).all()).toEqual([
+        { to_group: 'loop/sub', depth: 1, origin },
+        { to_group: 'loop/sub/sub', depth: 2, origin },
+        { to_group: 'loop/sub/sub/sub', depth: 3, origin },
+      ]);
+      // The deepest group never ran; the answers climbed back up to the chat.
+      await until(
+        () => said(g, 'web:loop').some((s) => s.includes('echo: echo: diving')),
+        rt.ms(15_000),
+        'the answers',
+      );
+      expect(
+        g.db
+          .prepare(`SELECT count(*) FROM session_log WHERE group_folder = 'loop/sub/sub/sub/sub'`)
+          .pluck()
+          .get(),
+      ).toBe(0);
+    },
+    rt.ms(60_000),
+  );
 
-test('every run of a chain counts against the group that runs it: a child at its runs_per_day gets no more', async () => {
-  const g = await start();
-  g.db.prepare(`INSERT INTO limits (group_folder, runs_per_day) VALUES ('capped/sub', 1)`).run();
-  g.gateway.sink({ chat_jid: 'web:capped', sender: 'mallory', content: 'loop sub' });
-  const reason = "'capped/sub' reached its limit of 1 agent runs per day";
-  await until(() => notes(g, 'capped').some((n) => n.includes(reason)), 30_000, 'the limit refusal');
-  expect(g.db.prepare(`SELECT count(*) FROM delegations`).pluck().get()).toBe(1);
-  expect(
-    g.db.prepare(`SELECT count(*) FROM session_log WHERE group_folder = 'capped/sub'`).pluck().get(),
-  ).toBe(1);
-  expect(g.db.prepare(`SELECT reason FROM actions WHERE status = 'refused'`).pluck().all()).toEqual([reason]);
-}, 60_000);
+  test(
+    'every run of a chain counts against the group that runs it: a child at its runs_per_day gets no more',
+    async () => {
+      const g = await start(rt);
+      g.db.prepare(`INSERT INTO limits (group_folder, runs_per_day) VALUES ('capped/sub', 1)`).run();
+      g.gateway.sink({ chat_jid: 'web:capped', sender: 'mallory', content: 'loop sub' });
+      const reason = "'capped/sub' reached its limit of 1 agent runs per day";
+      await until(
+        () => notes(g, 'capped').some((n) => n.includes(reason)),
+        rt.ms(30_000),
+        'the limit refusal',
+      );
+      expect(g.db.prepare(`SELECT count(*) FROM delegations`).pluck().get()).toBe(1);
+      expect(
+        g.db.prepare(`SELECT count(*) FROM session_log WHERE group_folder = 'capped/sub'`).pluck().get(),
+      ).toBe(1);
+      expect(g.db.prepare(`SELECT reason FROM actions WHERE status = 'refused'`).pluck().all()).toEqual([
+        reason,
+      ]);
+    },
+    rt.ms(60_000),
+  );
+});

@@ -1,6 +1,7 @@
 /**
- * Hostile load (docs/SECURITY.md, "How it is tested"): `gated run` as a child process with the process
- * runtime and the hostile agent (test/agents/hostile-agent.mjs) in its groups, while a hostile web client
+ * Hostile load (docs/SECURITY.md, "How it is tested"): `gated run` as a child process with the hostile agent
+ * (test/agents/hostile-agent.mjs) in its groups, on the process runtime and in containers on a real dockerd
+ * (test/helpers/runtimes.ts), while a hostile web client
  * floods posts and uploads and the hostile agent plants links and FIFOs, delegates in a loop, names a FIFO
  * as a file to send and schedules every millisecond. Meanwhile a canary chat talks to its own group. The
  * canary is answered every time; a decoy tree outside every folder hashes the same before and after; the
@@ -9,13 +10,13 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, gatedUp, stderrOf, until } from '../helpers/process.js';
+import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 
-const HOSTILE_AGENT = `node "$GATED_HOME/test/agents/hostile-agent.mjs"`;
 /** gated may hold at most this many more file descriptors after the load than before it. */
 const FD_GROWTH_BOUND = 64;
 /** gated's resident memory may grow by at most this much over the load. */
@@ -47,13 +48,18 @@ function usage(pid: number): { fds: number; rss: number } {
   return { fds: readdirSync(`/proc/${pid}/fd`).length, rss: Number(rssKb) * 1024 };
 }
 
-test('hostile agent and hostile client at once: the canary is answered every time, nothing outside changes, gated stays bounded', async () => {
+describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
+  const rt = useAgentRuntime(kind, 'hostile-agent.mjs', ['mkfifo']);
+  test(
+    'hostile agent and hostile client at once: the canary is answered every time, nothing outside changes, gated stays bounded',
+    () => hostileLoad(rt),
+    rt.ms(60_000),
+  );
+});
+
+async function hostileLoad(rt: RuntimeUnderTest): Promise<void> {
   const dir = tempDir('gated-load-');
-  const env = gatedEnv(dir, {
-    GATED_AGENT_CMD: HOSTILE_AGENT,
-    GATED_RUNTIME: 'process',
-    GATED_IDLE_TIMEOUT_MS: '500',
-  });
+  const env = gatedEnv(dir, { ...rt.env(), GATED_IDLE_TIMEOUT_MS: '500' });
   const seed = openDatabase(env.GATED_DB);
   for (const g of ['canary', 'hostile', 'hostile/sub']) addGroup(seed, env.GATED_GROUPS_DIR, g);
   seed.close();
@@ -83,7 +89,7 @@ test('hostile agent and hostile client at once: the canary is answered every tim
   const canary = async (i: number) => {
     const t0 = Date.now();
     expect((await post('canary', `canary ${i}`)).status).toBe(201);
-    await until(() => answered(`echo: canary ${i}`), 15_000, `canary ${i} answered`);
+    await until(() => answered(`echo: canary ${i}`), rt.ms(15_000), `canary ${i} answered`);
     return Date.now() - t0;
   };
 
@@ -135,7 +141,7 @@ test('hostile agent and hostile client at once: the canary is answered every tim
   // The loop competes with the flood for its session: it may still be on its way to the bound.
   await until(
     () => refused().some((r) => /would make 21 hops; at most 20/.test(r)),
-    30_000,
+    rt.ms(30_000),
     'the loop bounded',
   );
   const reasons = refused();
@@ -158,4 +164,4 @@ test('hostile agent and hostile client at once: the canary is answered every tim
   db.close();
   child.kill('SIGTERM');
   expect(await exited(child)).toBe(0);
-}, 60_000);
+}

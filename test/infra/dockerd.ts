@@ -37,8 +37,11 @@ export interface TestDockerd {
   /** `unix://…`, for DOCKER_HOST. */
   readonly host: string;
   readonly docker: Docker;
-  /** Builds an agent image with docker/build-offline.sh; returns the tag. */
-  buildAgentImage(tag: string, agentDir?: string, agentFile?: string): Promise<string>;
+  /**
+   * Builds an agent image with docker/build-offline.sh; returns the tag. `programs` are programs of this
+   * machine the agent runs (GATED_AGENT_PROGRAMS), copied in with their libraries.
+   */
+  buildAgentImage(tag: string, agentDir?: string, agentFile?: string, programs?: string[]): Promise<string>;
   /** Stops dockerd and removes everything it left. Idempotent. */
   stop(): Promise<void>;
   /**
@@ -272,10 +275,11 @@ export async function startDockerd(
       child = launch();
       await waitPing();
     },
-    async buildAgentImage(tag, agentDir, agentFile) {
+    async buildAgentImage(tag, agentDir, agentFile, programs) {
       const env: NodeJS.ProcessEnv = { ...process.env, DOCKER_HOST: host };
       if (agentDir) env.GATED_AGENT_DIR = agentDir;
       if (agentFile) env.GATED_AGENT_FILE = agentFile;
+      if (programs?.length) env.GATED_AGENT_PROGRAMS = programs.join(' ');
       try {
         await run('bash', [packageFile('docker', 'build-offline.sh'), tag], { env, maxBuffer: 1 << 24 });
       } catch (err) {
