@@ -24,6 +24,7 @@ import { offered } from './actions.mjs';
 import { Asks, ToolBridge } from './bridge.mjs';
 import { locateCli, projectSettings, WRAPPER, wrapperUsable } from './cli.mjs';
 import { configOf, groupServersOf, transient } from './config.mjs';
+import { heldTurn, remainingPrompt, replay } from './resume.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
@@ -123,12 +124,13 @@ async function main() {
   const secrets = first.secrets ?? {};
   // Actions the model records during a turn (allowed by gated); the turn's final block carries them.
   let recorded = [];
+  const record = (a) => recorded.push(a);
   const asks = new Asks(emit);
   const bridge = new ToolBridge({
     servers: groupServersOf(first.config, secrets),
     actions: offered(first.capabilities),
     asks,
-    record: (a) => recorded.push(a),
+    record,
     log: say,
     cwd,
   });
@@ -143,7 +145,7 @@ async function main() {
     return out;
   };
   try {
-    return await serve(first, lines, { secrets, asks, bridge, takeRecorded, cli });
+    return await serve(resumed(first, record), lines, { secrets, asks, bridge, takeRecorded, cli });
   } finally {
     await bridge.close();
   }
@@ -174,6 +176,20 @@ async function readLines(lines, { queue, asks, interrupt }) {
       if (Number.isInteger(line.turn)) interrupt(line.turn);
     } else if (typeof line.prompt === 'string') queue(line);
   }
+}
+
+/**
+ * The first line as the run sends it: when the stored thread already holds its messages (a turn a crash
+ * cut off, resume.mjs), a note to go on and only the messages it lacks; what the kept calls of gated's
+ * actions recorded is recorded again.
+ */
+function resumed(first, record) {
+  const own = typeof first.sessionId === 'string' && first.sessionId !== '' ? first.sessionId : null;
+  const held = own ? heldTurn(home, own, first) : null;
+  if (!held) return first;
+  say(`thread ${own} holds this turn's messages: it goes on after what it kept`);
+  replay(held, offered(first.capabilities), record);
+  return { ...first, prompt: remainingPrompt(first, held) };
 }
 
 /** Runs the thread: the first line, then every line read, turn by turn; returns the exit status. */

@@ -8,7 +8,7 @@
  */
 import Database from 'better-sqlite3';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -20,6 +20,7 @@ import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
 import { MessagesApiServer, slowText, userWords, type RecordedRequest } from '../infra/messages-api.js';
 import { API_KEY } from './claude-support.js';
+import { killWorkingIn } from './crash-support.js';
 
 let api: MessagesApiServer;
 
@@ -30,28 +31,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await api.close();
 });
-
-/**
- * The processes working in `folder` (the agent, its Claude Code CLI, the group's MCP server): what dies
- * with the machine. Each is checked to be one of them by its command line before it is killed.
- */
-function killWorkingIn(folder: string): number {
-  const real = realpathSync(folder);
-  let killed = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (readlinkSync(`/proc/${entry}/cwd`) !== real) continue;
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (!/agent\.mjs|claude|mcp-demo-server/.test(cmd)) continue;
-      process.kill(Number(entry), 'SIGKILL');
-      killed += 1;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return killed;
-}
 
 /** The texts of a request's messages, each as one string (tool results and notes included). */
 function texts(req: RecordedRequest): string[] {
@@ -106,7 +85,7 @@ function world() {
       await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
       gated.kill('SIGKILL');
       await exited(gated);
-      expect(killWorkingIn(groupDir)).toBeGreaterThan(0);
+      expect(killWorkingIn(groupDir, /agent\.mjs|claude|mcp-demo-server/)).toBeGreaterThan(0);
     },
     close() {
       watch.close();

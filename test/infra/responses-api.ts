@@ -10,6 +10,8 @@
  *   is named `<namespace>__<tool>` here and called with its `namespace`; once its output comes back, a text
  *   `Tool <name> said: <output>` quoting it (several output parts joined);
  * - `SLOW <seconds>`: text streamed in small deltas for that long;
+ * - `THEN SLOW <seconds>` after a `TOOL`: once the tool's output comes back, the answer is streamed as `SLOW`
+ *   does instead of quoting it (a turn a test can cut after its tool ran);
  * - anything else: `codex echo: <words>`.
  *
  * Every request is recorded (body, headers).
@@ -52,6 +54,13 @@ type Plan =
   | { kind: 'call'; name: string; namespace?: string; args: string };
 
 const DELTA_MS = 50;
+
+/** `SLOW <seconds>`: numbered lines streamed in small deltas for that long. */
+function slowPlan(seconds: number): Plan {
+  const n = Math.max(1, Math.round((seconds * 1000) / DELTA_MS));
+  const text = Array.from({ length: n }, (_, i) => `codex line ${i + 1}\n`).join('');
+  return { kind: 'text', text, deltaMs: DELTA_MS };
+}
 
 function textOf(item: InputItem): string {
   if (typeof item.content === 'string') return item.content;
@@ -161,6 +170,9 @@ export class ResponsesApiServer {
     if (last?.type === 'function_call_output') {
       const call = body.input.find((i) => i.type === 'function_call' && i.call_id === last.call_id);
       const name = call?.namespace ? `${call.namespace}__${call.name}` : (call?.name ?? '?');
+      const users = body.input.filter((i) => i.role === 'user');
+      const then = /\bTHEN SLOW (\d+)/.exec(userWordsOf(users.length > 0 ? textOf(users.at(-1)!) : ''));
+      if (then) return slowPlan(Number(then[1]));
       return { kind: 'text', text: `Tool ${name} said: ${outputText(last.output)}`, deltaMs: 0 };
     }
     const users = body.input.filter((i) => i.role === 'user');
@@ -172,11 +184,7 @@ export class ResponsesApiServer {
       return { kind: 'call', name: offered.name, namespace: offered.namespace, args: tool[2]! };
     }
     const slow = /\bSLOW (\d+)/.exec(words);
-    if (slow) {
-      const n = Math.max(1, Math.round((Number(slow[1]) * 1000) / DELTA_MS));
-      const text = Array.from({ length: n }, (_, i) => `codex line ${i + 1}\n`).join('');
-      return { kind: 'text', text, deltaMs: DELTA_MS };
-    }
+    if (slow) return slowPlan(Number(slow[1]));
     return { kind: 'text', text: `codex echo: ${words}`, deltaMs: 0 };
   }
 
