@@ -53,8 +53,12 @@ export interface Metrics {
   unrouted(): void;
   /** Where the held-messages gauge reads its value at each scrape (the impulse gate's count). */
   heldFrom(count: () => number): void;
-  /** One run finished; `seconds` is its wall time from start to exit. */
-  runFinished(result: RunResult, seconds: number): void;
+  /**
+   * One run finished: `seconds` is its lifetime (agent start → exit), `idleSeconds` the part its agent sat
+   * idle waiting for a follow-up (the rest is work; docs/WEB.md "Runs: work and idle"). Without
+   * `idleSeconds` (not known) only the lifetime is observed.
+   */
+  runFinished(result: RunResult, seconds: number, idleSeconds?: number | null): void;
   /** Lanes with a live agent, and lanes ready but waiting for a slot under the global cap, as fixed values. */
   lanes(active: number, waiting: number): void;
   /**
@@ -151,6 +155,9 @@ function inboundInstruments(registers: Registry[]) {
   return { messagesIn, routed, unrouted, held, pollTick, rowsFailed };
 }
 
+/** The buckets of a run's lifetime, work and idle time, in seconds. */
+const RUN_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
 /** The counters of runs and what they produce: results, lanes, deliveries, actions. */
 function runInstruments(registers: Registry[]) {
   const runs = new Counter({
@@ -161,9 +168,24 @@ function runInstruments(registers: Registry[]) {
   });
   const runSeconds = new Histogram({
     name: 'gated_run_duration_seconds',
-    help: 'Wall time of agent runs, by result',
+    help: 'Lifetime of agent runs (agent start to exit, the idle wait for follow-ups included), by result',
     labelNames: ['result'] as const,
-    buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  // Lifetime = work + idle; both are observed for each run whose idle time is known, so their sums add up.
+  const workSeconds = new Histogram({
+    name: 'gated_run_work_seconds',
+    help: 'Time agents worked in a run (agent start to exit minus the idle waits for a follow-up), by result',
+    labelNames: ['result'] as const,
+    buckets: RUN_BUCKETS,
+    registers,
+  });
+  const idleSeconds = new Histogram({
+    name: 'gated_run_idle_seconds',
+    help: 'Time agents sat idle in a run, waiting for a follow-up until the idle timeout, by result',
+    labelNames: ['result'] as const,
+    buckets: RUN_BUCKETS,
     registers,
   });
   // Read at scrape time from where the queue says (lanesFrom), or the values last reported (lanes).
@@ -201,7 +223,7 @@ function runInstruments(registers: Registry[]) {
   // Pre-create the label sets a dashboard expects to see at zero rather than missing.
   for (const r of ['ok', 'error', 'timeout', 'stopped'] as const) runs.inc({ result: r }, 0);
   for (const o of ['delivered', 'retried', 'failed'] as const) outbound.inc({ outcome: o }, 0);
-  return { runs, runSeconds, lanes, outbound, actions };
+  return { runs, runSeconds, workSeconds, idleSeconds, lanes, outbound, actions };
 }
 
 /** The checkpoint worker's checkpoints, by mode, and the WAL's size when it last looked. */
@@ -299,9 +321,14 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     heldFrom: (count) => {
       inbound.held.count = count;
     },
-    runFinished: (result, seconds) => {
+    runFinished: (result, seconds, idleSeconds) => {
       runs.runs.inc({ result });
       runs.runSeconds.observe({ result }, seconds);
+      if (idleSeconds === null || idleSeconds === undefined) return;
+      // As the dashboard splits it (http/queries.ts runSplit): idle is never more than the lifetime.
+      const idle = Math.min(Math.max(0, idleSeconds), Math.max(0, seconds));
+      runs.workSeconds.observe({ result }, Math.max(0, seconds) - idle);
+      runs.idleSeconds.observe({ result }, idle);
     },
     lanes: (active, waiting) => {
       runs.lanes.now = () => ({ active, waiting });

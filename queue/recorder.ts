@@ -145,7 +145,11 @@ function settleRun(
       const said = lastLine(st.stderrTail);
       opts.log.warn({ ...fields, ...(said ? { stderr: said } : {}) }, `run failed: ${st.error}`);
     } else opts.log.info(fields, 'run ended');
-    opts.metrics?.runFinished(st.result, (t - run.startedMs) / 1000);
+    opts.metrics?.runFinished(
+      st.result,
+      (t - run.startedMs) / 1000,
+      st.idleMs === null ? null : st.idleMs / 1000,
+    );
     if (settled.replyId !== null) d.signals.outbound.fire(settled.replyId);
   } catch (err) {
     const error = coerceError(err).message;

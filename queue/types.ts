@@ -17,7 +17,8 @@ import type { RunResult } from '../core/types.js';
 
 /** What the queue reports to metrics; core/metrics.ts's Metrics satisfies it. */
 export interface QueueMetrics {
-  runFinished(result: RunResult, seconds: number): void;
+  /** A run ended: its lifetime (agent start → exit) and the part of it the agent sat idle, in seconds. */
+  runFinished(result: RunResult, seconds: number, idleSeconds: number | null): void;
   /** Where the lane gauges read, at each scrape, the lanes with a live agent and those waiting for a slot. */
   lanesFrom(read: () => { active: number; waiting: number }): void;
   /** A row ended `failed` because it could not be handed to an agent (`stage` is 'queue'). */

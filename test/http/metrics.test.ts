@@ -41,6 +41,9 @@ describe('/metrics', () => {
     m.runFinished('ok', 1.5);
     m.runFinished('ok', 0.2);
     m.runFinished('timeout', 600);
+    // A run of 31.2 s that sat idle 30 s: 1.2 s of work; an idle time over the lifetime is cut to it.
+    m.runFinished('stopped', 31.2, 30);
+    m.runFinished('stopped', 2, 5);
     m.lanes(3, 1);
     m.outbound('delivered');
     m.outbound('delivered');
@@ -63,6 +66,15 @@ describe('/metrics', () => {
     expect(delta('gated_run_duration_seconds_count{result="ok"}')).toBe(2);
     expect(delta('gated_run_duration_seconds_sum{result="ok"}')).toBeCloseTo(1.7, 9);
     expect(delta('gated_run_duration_seconds_bucket{le="0.5",result="ok"}')).toBe(1);
+    // Runs whose idle time is not given are in the lifetime only.
+    expect(after.has('gated_run_work_seconds_count{result="ok"}')).toBe(false);
+    expect(after.has('gated_run_idle_seconds_count{result="ok"}')).toBe(false);
+    expect(delta('gated_run_work_seconds_count{result="stopped"}')).toBe(2);
+    expect(delta('gated_run_work_seconds_sum{result="stopped"}')).toBeCloseTo(1.2, 9);
+    expect(delta('gated_run_work_seconds_bucket{le="1",result="stopped"}')).toBe(1);
+    expect(delta('gated_run_idle_seconds_sum{result="stopped"}')).toBeCloseTo(32, 9);
+    expect(delta('gated_run_idle_seconds_bucket{le="2.5",result="stopped"}')).toBe(1);
+    expect(delta('gated_run_idle_seconds_bucket{le="30",result="stopped"}')).toBe(2);
     expect(after.get('gated_lanes_active')).toBe(3);
     expect(after.get('gated_lanes_waiting')).toBe(1);
     expect(delta('gated_outbound_total{outcome="delivered"}')).toBe(2);
@@ -90,6 +102,9 @@ describe('/metrics', () => {
     expect(parse(await withProcess.text()).has('gated_process_cpu_seconds_total')).toBe(true);
   });
 });
+
+/** The agent of test/agents/slow-agent.mjs: 300 ms per turn. */
+const SLOW_AGENT_CMD = 'node "$GATED_HOME/test/agents/slow-agent.mjs" 300';
 
 describe('/metrics of a whole gated', () => {
   it('counts what one message did at each stage: in, routed, run, delivered; and an unrouted one', async () => {
@@ -135,4 +150,55 @@ describe('/metrics of a whole gated', () => {
     expect(after.get('gated_lanes_active')).toBe(0);
     expect(after.get('gated_held_messages')).toBe(0);
   });
+
+  it('splits a run into work and idle: a 300 ms turn and a 1 s idle timeout', async () => {
+    const idleTimeoutMs = 1000;
+    const g = await startTestGated({
+      channels: [],
+      demo: true,
+      graceMs: 2000,
+      env: { GATED_AGENT_CMD: SLOW_AGENT_CMD, GATED_IDLE_TIMEOUT_MS: String(idleTimeoutMs) },
+    });
+    const before = await scrape(g.url!);
+    const id = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'take your time' })!;
+    const run = await until(
+      () =>
+        g.db
+          .prepare(
+            `SELECT l.started_at, l.ended_at, l.idle_ms FROM session_log l JOIN messages m ON m.run_id = l.id
+             WHERE m.id = ? AND l.result = 'ok'`,
+          )
+          .get(id) as { started_at: string; ended_at: string; idle_ms: number } | undefined,
+      20_000,
+      'the run to end after its idle timeout',
+    );
+    const after = await until(
+      async () => {
+        const m = await scrape(g.url!);
+        const ok = 'gated_run_idle_seconds_count{result="ok"}';
+        return m.get(ok) === (before.get(ok) ?? 0) + 1 && m;
+      },
+      5000,
+      'the run observed',
+    );
+    const delta = (k: string) => (after.get(k) ?? NaN) - (before.get(k) ?? 0);
+    const work = delta('gated_run_work_seconds_sum{result="ok"}');
+    const idle = delta('gated_run_idle_seconds_sum{result="ok"}');
+    expect(delta('gated_run_work_seconds_count{result="ok"}')).toBe(1);
+    // Work: the agent's start (about 0.2 s on a quiet machine, 1.5 s allowed under load) and its 300 ms turn.
+    expect(work).toBeGreaterThanOrEqual(0.3);
+    expect(work).toBeLessThan(0.3 + 1.5);
+    // Idle: the idle timeout, and the agent's exit once its stdin closed; never the turn.
+    expect(idle).toBeGreaterThanOrEqual(idleTimeoutMs / 1000);
+    expect(idle).toBeLessThan(idleTimeoutMs / 1000 + 0.5);
+    // The same split as session_log's (and the dashboard's), adding up to the lifetime.
+    const lifetimeMs = Date.parse(run.ended_at) - Date.parse(run.started_at);
+    expect(idle).toBeCloseTo(run.idle_ms / 1000, 9);
+    expect(work).toBeCloseTo((lifetimeMs - run.idle_ms) / 1000, 9);
+    expect(work + idle).toBeCloseTo(delta('gated_run_duration_seconds_sum{result="ok"}'), 9);
+    // A 1 s idle wait in the lifetime, none of it in the work: they fall in different buckets.
+    expect(delta('gated_run_work_seconds_bucket{le="0.25",result="ok"}')).toBe(0);
+    expect(delta('gated_run_idle_seconds_bucket{le="0.5",result="ok"}')).toBe(0);
+    expect(delta('gated_run_duration_seconds_bucket{le="1",result="ok"}')).toBe(0);
+  }, 30_000);
 });
