@@ -73,10 +73,11 @@ function world() {
         .all(id) as string[],
     sessions: () => watch.prepare(`SELECT session_id FROM sessions`).pluck().all() as string[],
     /**
-     * Once the tool's result (a text holding `said`) reached the model and a second of its answer streamed,
-     * kills gated with -9 and with it (as with the machine) every process of the run.
+     * Once the newest message the model was sent holds `said` (a tool's result, or the prompt) and a
+     * second of its answer streamed, kills gated with -9 and with it (as with the machine) every process
+     * of the run.
      */
-    async cutAfterTool(gated: ChildProcess, said: string): Promise<void> {
+    async cutAfter(gated: ChildProcess, said: string): Promise<void> {
       const afterTool = await until(
         () => api.turns.find((r) => JSON.stringify(r.body.messages.at(-1)).includes(said)),
         60_000,
@@ -118,7 +119,7 @@ test('a turn cut off by kill -9 after its tool ran goes on once: its message, no
 
   const asked = 'TOOL lookup {"query":"anchor"} THEN SLOW 8';
   const cut = w.send(asked);
-  await w.cutAfterTool(first, 'definition of anchor');
+  await w.cutAfter(first, 'definition of anchor');
   expect(lookups()).toBe('anchor\n');
   expect(w.replies(cut)).toEqual([]);
   const before = api.turns.length;
@@ -141,7 +142,7 @@ test("a session's first turn cut off after an action: found through the agent's 
   const first = await w.start();
   const asked = 'TOOL schedule {"every":"1h","text":"check the backups"} THEN SLOW 6';
   const cut = w.send(asked);
-  await w.cutAfterTool(first, 'Recorded: a task');
+  await w.cutAfter(first, 'Recorded: a task');
   // gated never learned the session: no answer of it was stored.
   expect(w.sessions()).toEqual([]);
   const projects = join(w.groupDir, '.claude-agent', 'projects');
@@ -163,5 +164,33 @@ test("a session's first turn cut off after an action: found through the agent's 
   expect(w.watch.prepare(`SELECT kind, spec, text FROM tasks`).all()).toEqual([
     { kind: 'every', spec: '1h', text: 'check the backups' },
   ]);
+  w.close();
+}, 180_000);
+
+test('a turn cut off by kill -9 before any tool result is sent again once, without a placeholder', async () => {
+  const w = world();
+  const first = await w.start();
+  const hello = w.send('hello before the crash');
+  await until(() => w.replies(hello).length > 0, 60_000, 'the first answer');
+  const [session] = w.sessions();
+
+  const asked = 'SLOW 8';
+  const cut = w.send(asked);
+  await w.cutAfter(first, asked);
+  const before = api.turns.length;
+
+  const second = await w.start();
+  await until(() => w.replies(cut).length > 0, 60_000, 'the answer after the restart');
+  second.kill('SIGTERM');
+  expect(await exited(second)).toBe(0);
+
+  // The session went back to before the cut-off prompt, which came once: earlier turns kept.
+  const resumed = api.turns.slice(before);
+  expect(resumed).toHaveLength(1);
+  const words = api.seenUserWords(resumed[0]!);
+  expect(words).toEqual(['hello before the crash', asked]);
+  expect(texts(resumed[0]!).join('\n')).not.toContain('No response requested');
+  expect(w.replies(cut)).toEqual([slowText(8)]);
+  expect(w.sessions()).toEqual([session]);
   w.close();
 }, 180_000);
