@@ -14,7 +14,8 @@ import { instanceId } from './owner.js';
  * an engine that is only unreachable is logged, and runs are retried until it answers.
  */
 export async function makeRuntime(config: Config, db: Db, log: Logger, metrics: Metrics): Promise<Runtime> {
-  if (config.runtime === 'process') return createProcessRuntime({ cmd: config.agentCmd });
+  if (config.runtime === 'process')
+    return createProcessRuntime({ cmd: config.agentCmd, log: log.child({ part: 'process' }) });
   const { default: Docker } = await import('dockerode');
   const { engineOptions, describeAddress, EngineError, nodeEngines } =
     await import('../queue/runtime/engine.js');

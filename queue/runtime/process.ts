@@ -1,11 +1,14 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import { mkdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
+import type { Logger } from '../../core/log.js';
 import { PACKAGE_ROOT } from '../../core/paths.js';
 import { agentHome } from './home.js';
+import { killGroup, sharedSpawner, type SpawnedExit, type Spawned, type SpawnRequest } from './spawner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
 /** Options of the process runtime. */
@@ -19,6 +22,15 @@ export interface ProcessRuntimeOptions {
   env?: Record<string, string>;
   /** false: no PID namespace even where one could be had (the group and the sweep only). Default true. */
   pidNamespace?: boolean;
+  /**
+   * false: gated spawns each agent itself (each spawn forks gated, at a cost that grows with its heap).
+   * Default: through the spawner (queue/runtime/spawner.ts), or itself when no spawner can be started.
+   */
+  spawner?: boolean;
+  /** The spawner's script; default the one shipped (tests point it elsewhere). */
+  spawnerFile?: string;
+  /** Where a spawner that cannot start or dies is reported. */
+  log?: Logger;
 }
 
 type Child = ChildProcessByStdio<Writable, Readable, Readable>;
@@ -37,16 +49,6 @@ function agentEnv(extra: Record<string, string> | undefined): Record<string, str
     GATED_HOME: PACKAGE_ROOT,
     ...extra,
   };
-}
-
-/** Sends a signal to the agent's whole process group; a group that is already gone is fine. */
-function signalGroup(child: Child, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // ESRCH: the group has no process left
-  }
 }
 
 /**
@@ -177,61 +179,89 @@ async function sweepPass(marks: ReadonlySet<string>): Promise<void> {
   }
 }
 
-function handleOf(child: Child, mark: string, namespaced: boolean): AgentHandle {
+/**
+ * Starts the agent from gated itself: the way without a spawner (each spawn forks gated). At its exit, as
+ * the spawner does, its group is killed and its mark swept (here off the event loop, in libuv's pool).
+ */
+async function spawnDirect(req: SpawnRequest): Promise<Spawned> {
+  const child: Child = spawn(req.bin, req.args, {
+    cwd: req.cwd,
+    env: req.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  });
   const stderr = new TailBuffer();
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const exit = new Promise<SpawnedExit>((resolve) => {
+    child.once('exit', (code, signal) => {
+      const at = Date.now();
+      // The agent is over: what it left behind would hold its pipes open and outlive the run.
+      killGroup(child.pid!);
+      void sweepMarked(req.env[req.markVar]!);
+      const report = () =>
+        resolve({ code, signal, stderrTail: stderr.toString(), waitedMs: Date.now() - at });
+      if (child.stderr.closed) return report();
+      const drain = setTimeout(() => child.stderr.destroy(), req.drainMs);
+      child.stderr.once('close', () => {
+        clearTimeout(drain);
+        report();
+      });
+    });
+  });
+  return { pid: child.pid!, stdin: child.stdin as Socket, stdout: child.stdout as Socket, exit };
+}
+
+function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
+  const { stdin, stdout } = agent;
   let stdinOpen = true;
-  let exitInfo: { code: number | null; signal: string | null } | undefined;
 
   // A write to an agent that just died raises EPIPE on the stream; it must not crash the gateway, and it
-  // means stdin is gone.
-  child.stdin.on('error', () => {
+  // means stdin is gone. The spawner's stdin is a whole socket: its read side ends when the agent's does.
+  stdin.on('error', () => {
     stdinOpen = false;
   });
-  child.stdin.on('close', () => {
+  stdin.on('close', () => {
     stdinOpen = false;
   });
-  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+  if (stdin.readable) stdin.resume();
 
-  const exited = new Promise<AgentExit>((resolve) => {
-    let drain: NodeJS.Timeout | undefined;
-    child.once('exit', (code, signal) => {
-      stdinOpen = false;
-      exitInfo = namespaced ? fromInit(code, signal) : { code, signal };
-      // The agent is over: children it left behind would hold its pipes open and outlive the run.
-      signalGroup(child, 'SIGKILL');
-      void sweepMarked(mark);
-      // A child that left the process group (setsid) can still hold the pipes: stop waiting for them.
-      drain = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
-      }, DRAIN_MS);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(drain);
-      const info = exitInfo ?? { code, signal };
-      resolve({ code: info.code, signal: info.signal, stderrTail: stderr.toString() });
-    });
+  const stdoutClosed = new Promise<void>((resolve) => {
+    if (stdout.closed) resolve();
+    else stdout.once('close', () => resolve());
+  });
+  const exited = agent.exit.then(async (end) => {
+    stdinOpen = false;
+    const info = namespaced ? fromInit(end.code, end.signal) : { code: end.code, signal: end.signal };
+    // A child that left the process group (setsid) can still hold stdout: stop waiting for it.
+    const drain = setTimeout(() => stdout.destroy(), Math.max(0, DRAIN_MS - end.waitedMs));
+    await stdoutClosed;
+    clearTimeout(drain);
+    return { code: info.code, signal: info.signal, stderrTail: end.stderrTail } satisfies AgentExit;
   });
 
   return {
-    stdout: child.stdout,
+    stdout,
     get stdinOpen() {
-      return stdinOpen && child.stdin.writable;
+      return stdinOpen && stdin.writable;
     },
     write(line) {
-      if (!stdinOpen || !child.stdin.writable) return false;
-      child.stdin.write(line);
+      if (!stdinOpen || !stdin.writable) return false;
+      stdin.write(line);
       return true;
     },
     closeStdin() {
       if (!stdinOpen) return;
       stdinOpen = false;
-      child.stdin.end();
+      stdin.end();
     },
     kill() {
       stdinOpen = false;
-      signalGroup(child, 'SIGKILL');
-      void sweepMarked(mark);
+      // The group's leader dies with it; its exit sweeps what left the group.
+      killGroup(agent.pid);
     },
     exited,
   };
@@ -247,6 +277,9 @@ function handleOf(child: Child, mark: string, namespaced: boolean): AgentHandle 
  * user with its file access. Untrusted agents belong in the docker runtime (docs/QUEUE.md).
  */
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
+  // Both are asked for at once so that neither waits on the first run (nor forks a big gated later).
+  if (opts.pidNamespace !== false) void pidNamespacePrefix();
+  if (opts.spawner !== false) void sharedSpawner(opts.log, opts.spawnerFile);
   return {
     name: 'process',
     async start(spec: RunSpec): Promise<AgentHandle> {
@@ -256,20 +289,33 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const cmd = spec.command ?? opts.cmd;
       const [bin, ...args] =
         prefix.length === 0 ? ['sh', '-c', cmd] : [...prefix, 'sh', '-c', NAMESPACE_INIT, 'gated-run', cmd];
-      const child = spawn(bin!, args, {
+      const req: SpawnRequest = {
+        bin: bin!,
+        args,
         cwd: spec.groupDir,
         env: { ...agentEnv(opts.env), HOME: agentHome(spec.groupDir), [RUN_MARK_VAR]: mark },
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', reject);
-      });
-      return handleOf(child, mark, prefix.length > 0);
+        markVar: RUN_MARK_VAR,
+        drainMs: DRAIN_MS,
+      };
+      return handleOf(await startAgent(opts, req), prefix.length > 0);
     },
     async ping() {
       // sh is always there on a machine that runs gated; nothing to reach.
     },
   };
+}
+
+/** Starts the agent through the spawner, or from gated itself where there is none. */
+async function startAgent(opts: ProcessRuntimeOptions, req: SpawnRequest): Promise<Spawned> {
+  if (opts.spawner === false) return spawnDirect(req);
+  for (let attempt = 1; ; attempt++) {
+    const spawner = await sharedSpawner(opts.log, opts.spawnerFile);
+    if (spawner === null) return spawnDirect(req);
+    try {
+      return await spawner.start(req);
+    } catch (err) {
+      // A spawner that died meanwhile is started again, once; a failed spawn (ENOENT…) is the run's.
+      if (spawner.alive || attempt > 1) throw err;
+    }
+  }
 }

@@ -21,10 +21,14 @@ function agentProcesses(): number[] {
   return pids;
 }
 
-runtimeConformance('process', () => ({
-  // Not `exec`: sh stays the parent, so killing the process group must reach node and its child too.
-  runtime: () => createProcessRuntime({ cmd: `node "${agent}"` }),
-  workdirSeenByAgent: (groupDir) => realpathSync(groupDir),
-  hostPids: true,
-  assertNothingLeft: async () => expect(agentProcesses()).toEqual([]),
-}));
+// Both ways of starting an agent: through the spawner (the default), and from gated itself (the way
+// without a spawner).
+for (const spawner of [true, false]) {
+  runtimeConformance(spawner ? 'process' : 'process, spawned by gated itself', () => ({
+    // Not `exec`: sh stays the parent, so killing the process group must reach node and its child too.
+    runtime: () => createProcessRuntime({ cmd: `node "${agent}"`, spawner }),
+    workdirSeenByAgent: (groupDir) => realpathSync(groupDir),
+    hostPids: true,
+    assertNothingLeft: async () => expect(agentProcesses()).toEqual([]),
+  }));
+}

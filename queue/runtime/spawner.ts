@@ -1,0 +1,257 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import type { Logger } from '../../core/log.js';
+import { packageFile } from '../../core/paths.js';
+import { STDERR_TAIL_BYTES } from './types.js';
+
+/**
+ * gated's side of the spawner (queue/runtime/spawner.mjs): a small Node process started once that starts
+ * the process runtime's agents, so that gated itself never forks (a fork's cost grows with gated's heap,
+ * and it is paid on the event loop). The agent's stdin and stdout reach gated as sockets passed over the
+ * IPC channel; its stderr stays with the spawner, which reports the tail with the exit. At the exit the
+ * spawner also kills the agent's process group and sweeps its run mark, so none of that is gated's work.
+ */
+
+/** What to start: argv, working directory and the whole environment (nothing else is inherited). */
+export interface SpawnRequest {
+  bin: string;
+  args: readonly string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** The variable of `env` whose value marks every process of the run: swept at its exit. */
+  markVar: string;
+  /** How long the exit report may wait for stderr to close after the exit. */
+  drainMs: number;
+}
+
+/** How a spawned process ended, as the spawner saw it. */
+export interface SpawnedExit {
+  code: number | null;
+  signal: string | null;
+  stderrTail: string;
+  /** How long after the exit the report waited for stderr (part of the drain already spent). */
+  waitedMs: number;
+}
+
+/** A process the spawner started: its own process group (pid), its stdin and stdout, its end. */
+export interface Spawned {
+  pid: number;
+  stdin: Socket;
+  stdout: Socket;
+  /** Never rejects: a spawner that dies ends its runs as killed (their groups are killed by gated). */
+  exit: Promise<SpawnedExit>;
+}
+
+/** The spawner's script, run by bare `node`. */
+export const SPAWNER_FILE = packageFile('queue', 'runtime', 'spawner.mjs');
+
+// How long the spawner may take to say it is ready before gated gives up on it.
+const READY_MS = 10_000;
+
+interface Pending {
+  resolve(s: Spawned): void;
+  reject(err: Error): void;
+  pid?: number;
+  stdin?: Socket;
+  spawned?: Spawned;
+  exited?(e: SpawnedExit): void;
+}
+
+type Message =
+  | { t: 'ready' }
+  | { t: 'stdin'; id: number; pid: number }
+  | { t: 'stdout'; id: number }
+  | { t: 'failed'; id: number; code: string | null; message: string }
+  | ({ t: 'exit'; id: number } & SpawnedExit);
+
+/** The spawner's own environment: what a Node process needs, nothing of gated's (tokens live there). */
+function spawnerEnv(): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+  };
+}
+
+/**
+ * One spawner process. `ready` resolves true once it answered, false when it could not be started (the
+ * caller falls back to spawning itself); after a later death of the process, `alive` is false and its
+ * live runs end as killed.
+ */
+export class Spawner {
+  readonly ready: Promise<boolean>;
+  private readonly child: ChildProcess;
+  private readonly runs = new Map<number, Pending>();
+  private nextId = 1;
+  private up = false;
+  private gone = false;
+  private stderr = '';
+
+  constructor(
+    private readonly log?: Logger,
+    file: string = SPAWNER_FILE,
+  ) {
+    // No execArgv (gated may run under a loader) and gated's environment left out. A process group of its
+    // own: a Ctrl-C meant for gated (which lets runs finish first) must not kill the spawner and its runs
+    // with it; the spawner ends when gated does.
+    this.child = spawn(process.execPath, [file], {
+      detached: true,
+      // stdin: a pipe never written to, whose end tells the spawner that gated is gone.
+      stdio: ['pipe', 'ignore', 'pipe', 'ipc'],
+      env: spawnerEnv(),
+      serialization: 'json',
+    });
+    this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + String(d)).slice(-4000)));
+    this.child.on('message', (m: Message, handle?: Socket) => this.onMessage(m, handle));
+    this.ready = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.log?.warn({ ms: READY_MS }, 'the spawner did not answer; killing it');
+        this.child.kill('SIGKILL');
+      }, READY_MS).unref();
+      this.child.once('message', () => {
+        clearTimeout(timer);
+        this.up = true;
+        if (this.runs.size === 0) this.idle();
+        resolve(true);
+      });
+      this.child.on('error', (err) => {
+        this.log?.warn({ err: err.message }, 'the spawner failed');
+        // A process that never started (no 'exit' follows).
+        if (this.child.pid === undefined) {
+          clearTimeout(timer);
+          this.gone = true;
+          resolve(false);
+        }
+      });
+      this.child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        this.onGone(code, signal);
+        resolve(false);
+      });
+    });
+    // Neither the process nor its stderr keeps gated alive; the channel does while an answer is awaited.
+    this.child.unref();
+    (this.child.stdin as Socket).unref();
+    (this.child.stderr as Socket).unref();
+  }
+
+  /** True while the process answers: starts may be asked of it. */
+  get alive(): boolean {
+    return this.up && !this.gone && this.child.connected;
+  }
+
+  /** The spawner's pid (tests look for it). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Starts a process; rejects like `spawn` would (ENOENT…) or when the spawner is gone. */
+  start(req: SpawnRequest): Promise<Spawned> {
+    if (!this.alive) return Promise.reject(new Error('the spawner is gone'));
+    const id = this.nextId++;
+    return new Promise<Spawned>((resolve, reject) => {
+      this.runs.set(id, { resolve, reject });
+      this.busy();
+      this.child.send({ t: 'spawn', id, ...req, tailBytes: STDERR_TAIL_BYTES }, (err) => {
+        if (err === null) return;
+        this.end(id);
+        reject(err);
+      });
+    });
+  }
+
+  /** Closes the channel: the spawner kills what it started and exits. For tests and shutdown. */
+  close(): void {
+    this.child.stdin?.end();
+    if (this.child.connected) this.child.disconnect();
+  }
+
+  private onMessage(m: Message, handle: Socket | undefined): void {
+    if (m.t === 'ready') return;
+    const run = this.runs.get(m.id);
+    if (run === undefined) {
+      handle?.destroy();
+      return;
+    }
+    if (m.t === 'stdin') {
+      run.pid = m.pid;
+      run.stdin = handle;
+    } else if (m.t === 'stdout') {
+      const exit = new Promise<SpawnedExit>((resolve) => (run.exited = resolve));
+      run.spawned = { pid: run.pid!, stdin: run.stdin!, stdout: handle!, exit };
+      run.resolve(run.spawned);
+    } else if (m.t === 'failed') {
+      this.end(m.id);
+      run.reject(Object.assign(new Error(m.message), { code: m.code ?? undefined }));
+    } else {
+      this.end(m.id);
+      run.exited?.({ code: m.code, signal: m.signal, stderrTail: m.stderrTail, waitedMs: m.waitedMs });
+    }
+  }
+
+  private end(id: number): void {
+    this.runs.delete(id);
+    if (this.runs.size === 0) this.idle();
+  }
+
+  // The channel keeps gated's event loop alive only while a start or an exit report is awaited.
+  private busy(): void {
+    this.child.channel?.ref();
+  }
+
+  private idle(): void {
+    this.child.channel?.unref();
+  }
+
+  /** The spawner is gone: its runs' agents are killed from here and end as killed; starts fail. */
+  private onGone(code: number | null, signal: string | null): void {
+    this.gone = true;
+    if (this.up || this.runs.size > 0) {
+      this.log?.warn({ code, signal, stderr: this.stderr.slice(-1000) }, 'the spawner exited');
+    }
+    for (const [id, run] of this.runs) {
+      this.runs.delete(id);
+      if (run.pid !== undefined) killGroup(run.pid);
+      run.reject(new Error('the spawner exited'));
+      run.stdin?.destroy();
+      run.exited?.({
+        code: null,
+        signal: 'SIGKILL',
+        stderrTail: 'gated: the spawner exited; the agent was killed',
+        waitedMs: 0,
+      });
+    }
+  }
+}
+
+/** SIGKILL to a process group; a group that is already gone is fine. */
+export function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // ESRCH: the group has no process left
+  }
+}
+
+const shared = new Map<string, Promise<Spawner | null>>();
+
+/**
+ * The spawner of this gated process (one per script file), started on first use and again after it died;
+ * null when one cannot be started, and from then on (logged once): the caller spawns agents itself.
+ */
+export async function sharedSpawner(log?: Logger, file: string = SPAWNER_FILE): Promise<Spawner | null> {
+  let current = shared.get(file);
+  if (current === undefined) shared.set(file, (current = launch(log, file)));
+  const s = await current;
+  if (s === null || s.alive) return s;
+  // It came up, then died: the first caller to notice starts another.
+  if (shared.get(file) === current) shared.set(file, launch(log, file));
+  return shared.get(file)!;
+}
+
+async function launch(log: Logger | undefined, file: string): Promise<Spawner | null> {
+  const s = new Spawner(log, file);
+  if (await s.ready) return s;
+  log?.warn({ file }, 'cannot start the spawner; gated spawns agents itself from now on');
+  return null;
+}
