@@ -7,6 +7,7 @@ import { loadConfig } from '../core/config.js';
 import { silentLogger } from '../core/log.js';
 import { packageFile } from '../core/paths.js';
 import { startGated, type Gated } from '../gated/app.js';
+import { sharedSpawner } from '../queue/runtime/spawner.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { BenchChannel } from './channel.js';
 import { countSql } from './sql-count.js';
@@ -17,11 +18,24 @@ export function pct(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** CPU seconds of this process's reaped children (the agents), from /proc. */
-function childCpuSeconds(): number {
-  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  // cutime and cstime are fields 16 and 17 of stat (1-based), 14 and 15 after the comm split.
-  return (Number(fields[13]) + Number(fields[14])) / 100;
+/** A process's own CPU seconds and those of its reaped children, from /proc. */
+function cpuOf(pid: number | 'self'): { own: number; children: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime, stime, cutime, cstime are fields 14–17 of stat (1-based), 12–15 after the comm split.
+  return {
+    own: (Number(fields[11]) + Number(fields[12])) / 100,
+    children: (Number(fields[13]) + Number(fields[14])) / 100,
+  };
+}
+
+/**
+ * CPU seconds of the agents (reaped by this process, or by the spawner that starts them: queue/runtime/
+ * spawner.ts) and of the spawner itself.
+ */
+async function childCpuSeconds(): Promise<{ agents: number; spawner: number }> {
+  const spawner = await sharedSpawner();
+  const s = spawner?.pid !== undefined ? cpuOf(spawner.pid) : { own: 0, children: 0 };
+  return { agents: cpuOf('self').children + s.children, spawner: s.own };
 }
 
 /**
@@ -233,9 +247,9 @@ export async function burst(
     peakWal = Math.max(peakWal, walBytes(inst.dbPath));
   }, 50);
   const health = healthProber(inst.gated.url!);
+  const child0 = await childCpuSeconds();
   const cpu0 = process.cpuUsage();
   const main0 = mainThreadCpuSeconds();
-  const child0 = childCpuSeconds();
   const t0 = Date.now();
   // gated's statement calls from the first insert to the last delivery (issue 30); BENCH_SQL_TOP=N also
   // prints the N most called statements, with the time spent in each, on stderr.
@@ -249,6 +263,7 @@ export async function burst(
     const wall = (Math.max(inst.channel.lastDelivery, t0) - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     sql.stop();
+    const child1 = await childCpuSeconds();
     const lines = sql
       .top(top)
       .map((s) => `${String(s.calls).padStart(8)} ${String(s.ms).padStart(6)} ms  ${s.sql}`);
@@ -288,7 +303,9 @@ export async function burst(
       // SQL statement calls per message, and how many of them are BEGIN/COMMIT/SAVEPOINT/RELEASE.
       sqlPerMessage: round(sql.total() / total),
       sqlControlPerMessage: round(sql.control() / total),
-      agentCpuSeconds: round(childCpuSeconds() - child0),
+      agentCpuSeconds: round(child1.agents - child0.agents),
+      // Each agent's start (its fork) is the spawner's work, no longer gated's.
+      spawnerCpuSeconds: round(child1.spawner - child0.spawner),
       peakRssMB: Math.round(peakRss / 2 ** 20),
       eventLoopDelayP99ms: round(loop.percentile(99) / 1e6),
       eventLoopDelayMaxMs: round(loop.max / 1e6),

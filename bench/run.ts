@@ -211,6 +211,22 @@ if (want('claude')) {
   );
 }
 
+if (want('spawn')) {
+  const { benchSpawn } = await import('./spawn.js');
+  const rows = await benchSpawn(quick ? 100 : 400, [0, 200]);
+  results.spawn = rows;
+  const loop = (mode: string, heap: number) => {
+    const rs = rows.filter((r) => r.mode === mode && (heap === 0 ? r.heapMB < 100 : r.heapMB >= 100));
+    return rs.reduce((a, r) => a + r.loopMsPerRun, 0) / rs.length;
+  };
+  const ok = loop('spawner', 200) * 2 <= loop('direct', 200);
+  table(
+    `11. spawn: an agent start's cost to gated's event loop, through the spawner vs gated itself — ${verdict(ok)}`,
+    rows.map((r) => ({ ...r })),
+    'through the spawner: at most half of gated itself with a 200 MB heap, flat with the heap',
+  );
+}
+
 if (want('memory')) {
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
   const rows = [1000, 10_000].map((n) =>
