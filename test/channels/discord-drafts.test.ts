@@ -10,12 +10,13 @@ import { afterEach, expect, test } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
 import { silentLogger } from '../../core/log.js';
 import { DiscordChannel } from '../../channels/discord/index.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
-import { e2eConfig } from './support.js';
-import { FILES_AGENT_CMD } from '../helpers/gated.js';
+import { startE2eGated } from './e2e.js';
+import { e2eConfig, type E2eSeed } from './support.js';
 
 const ada = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
 
@@ -24,30 +25,29 @@ let gated: Gated | undefined;
 let channel: DiscordChannel | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await channel?.stop();
   await api?.close();
   gated = api = channel = undefined;
 });
 
-function config(dir: string, server: DiscordApiServer, env: Record<string, string> = {}) {
-  return e2eConfig(
-    dir,
-    {
-      DISCORD_BOT_TOKEN: server.token,
-      DISCORD_API_ROOT: server.apiRoot,
-      GATED_AGENT_CMD: FILES_AGENT_CMD,
-      GATED_IDLE_TIMEOUT_MS: '2000',
-      ...env,
-    },
-    { groups: [['dc/stream', 'Stream']], routes: [[0, 'platform=discord', 'dc/stream']] },
-  );
+const SEED: E2eSeed = { groups: [['dc/stream', 'Stream']], routes: [[0, 'platform=discord', 'dc/stream']] };
+
+/** The settings of these tests for the local Discord server, with `env` over them. */
+function settings(server: DiscordApiServer, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    DISCORD_BOT_TOKEN: server.token,
+    DISCORD_API_ROOT: server.apiRoot,
+    GATED_AGENT_CMD: FILES_AGENT_CMD,
+    GATED_IDLE_TIMEOUT_MS: '2000',
+    ...env,
+  };
 }
 
+/** A local Discord server and the whole gateway in this process (startE2eGated), once it identified. */
 async function start(env: Record<string, string> = {}): Promise<{ api: DiscordApiServer; gated: Gated }> {
   api = await DiscordApiServer.start();
-  const cfg = config(tempDir('gated-dc-drafts-'), api, env);
-  gated = await startGated({ config: cfg, log: silentLogger(), http: false });
+  gated = await startE2eGated(settings(api, env), SEED);
   await api.waitForIdentify();
   return { api, gated };
 }
@@ -133,7 +133,7 @@ test('draft operations: removing a message already gone succeeds; editing one is
 async function crashBetweenDraftAndAnswer(text: string): Promise<DiscordApiServer> {
   api = await DiscordApiServer.start();
   const server = api;
-  const cfg = config(tempDir('gated-dc-crash-'), server);
+  const cfg = e2eConfig(tempDir('gated-dc-crash-'), settings(server), SEED);
   const env = {
     GATED_DB: cfg.db,
     GATED_GROUPS_DIR: cfg.groupsDir,

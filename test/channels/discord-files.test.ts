@@ -1,5 +1,5 @@
 /**
- * Discord files end to end: the whole gateway (startGated, process runtime) with real discord.js against the
+ * Discord files end to end: the whole gateway (startE2eGated, process runtime) with real discord.js against the
  * local Discord server. A file a user attaches is downloaded from its CDN URL into the routed group's folder
  * and the agent reads it there; a file the agent names is uploaded back as a message attachment (multipart),
  * and a crash after the upload was accepted does not upload it twice.
@@ -9,13 +9,13 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
-import { e2eConfig } from './support.js';
-import { FILES_AGENT_CMD } from '../helpers/gated.js';
+import { startE2eGated } from './e2e.js';
+import { e2eConfig, type E2eSeed } from './support.js';
 
 const ada = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
 const GROUP = 'dc/files';
@@ -24,31 +24,27 @@ let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await api?.close();
   gated = api = undefined;
 });
 
-function config(dir: string, server: DiscordApiServer, env: Record<string, string> = {}) {
-  return e2eConfig(
-    dir,
-    {
-      DISCORD_BOT_TOKEN: server.token,
-      DISCORD_API_ROOT: server.apiRoot,
-      GATED_AGENT_CMD: FILES_AGENT_CMD,
-      ...env,
-    },
-    { groups: [[GROUP, 'Files']], routes: [[0, 'platform=discord', GROUP]] },
-  );
+const SEED: E2eSeed = { groups: [[GROUP, 'Files']], routes: [[0, 'platform=discord', GROUP]] };
+
+/** The settings of these tests for the local Discord server, with `env` over them. */
+function settings(server: DiscordApiServer, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    DISCORD_BOT_TOKEN: server.token,
+    DISCORD_API_ROOT: server.apiRoot,
+    GATED_AGENT_CMD: FILES_AGENT_CMD,
+    ...env,
+  };
 }
 
+/** A local Discord server and the whole gateway in this process (startE2eGated), once it identified. */
 async function start(env: Record<string, string> = {}): Promise<{ api: DiscordApiServer; gated: Gated }> {
   api = await DiscordApiServer.start();
-  gated = await startGated({
-    config: config(tempDir('gated-dc-files-'), api, env),
-    log: silentLogger(),
-    http: false,
-  });
+  gated = await startE2eGated(settings(api, env), SEED);
   await api.waitForIdentify();
   return { api, gated };
 }
@@ -184,7 +180,7 @@ test(
   async () => {
     api = await DiscordApiServer.start();
     const server = api;
-    const cfg = config(tempDir('gated-dc-files-crash-'), server);
+    const cfg = e2eConfig(tempDir('gated-dc-files-crash-'), settings(server), SEED);
     const env = {
       GATED_DB: cfg.db,
       GATED_GROUPS_DIR: cfg.groupsDir,

@@ -7,13 +7,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { GithubApiServer, type GithubUser } from '../infra/github-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 const SECRET = 'approvals-webhook-secret';
 const olga: GithubUser = { login: 'olga', id: 61, type: 'User' };
@@ -23,7 +22,7 @@ const ISSUE = { owner: 'acme', repo: 'widgets', number: 9 };
 let api: GithubApiServer | undefined;
 let gated: Gated | undefined;
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   gated = undefined;
   await api?.close();
   api = undefined;
@@ -31,12 +30,10 @@ afterEach(async () => {
 
 test('GitHub: the question is a comment; the decision is followed up by a comment that says who decided', async () => {
   const gh = (api = await GithubApiServer.start());
-  const config = e2eConfig(
-    tempDir('gated-gh-approvals-'),
+  const g = (gated = await startE2eGated(
     { GITHUB_TOKEN: gh.token, GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_API_URL: gh.url },
     { groups: [['gh/ops', 'Ops']], routes: [[0, 'platform=github', 'gh/ops']] },
-  );
-  const g = (gated = await startGated({ config, log: silentLogger(), http: false }));
+  ));
   const hook = g.channels.find((c) => c.platform === 'github')?.webhook;
   expect(hook).toBeDefined();
   upsertMember(g.db, 'gh/ops', `github:${olga.id}`, 'owner');
@@ -68,7 +65,7 @@ test('GitHub: the question is a comment; the decision is followed up by a commen
   // The question was not edited (the platform has no buttons): it still reads as asked; nothing twice.
   expect(find('The agent wants to run Bash')).toEqual([question]);
   expect(find(`(${code}): approved`)).toHaveLength(1);
-  const runs = readFileSync(join(config.groupsDir, 'gh', 'ops', '.tool-runs.log'), 'utf8');
+  const runs = readFileSync(join(g.config.groupsDir, 'gh', 'ops', '.tool-runs.log'), 'utf8');
   expect(runs.trim().split('\n')).toEqual(['Bash {"command":"make deploy"}']);
   expect(g.db.prepare('SELECT state, decided_by, platform_id FROM tool_approvals').get()).toEqual({
     state: 'approved',

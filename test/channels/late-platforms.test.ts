@@ -1,23 +1,22 @@
 /**
- * Slack and GitHub unreachable when gated starts: the whole gateway (startGated, process runtime, example
+ * Slack and GitHub unreachable when gated starts: the whole gateway (startE2eGated, process runtime, example
  * agent) is started before the local Slack and GitHub servers exist on the ports it was given. Both
  * channels keep trying in the background and, once their servers are up, receive and answer.
  */
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import type { Gated } from '../../gated/app.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { freePort } from '../infra/atproto/proc.js';
 import { GithubApiServer, type GithubUser } from '../infra/github-api.js';
 import { SlackApiServer } from '../infra/slack-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 let gated: Gated | undefined;
 const servers: Array<{ close(): Promise<void> }> = [];
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   for (const s of servers.splice(0)) await s.close();
 });
 
@@ -31,23 +30,19 @@ test('Slack and GitHub down at start come up in the background and answer', { ti
   const githubUrl = `http://127.0.0.1:${githubPort}`;
   // The tokens the local servers will take (fixed in test/infra).
   const tokens = { slackBot: 'xoxb-test-bot-token', slackApp: 'xapp-test-app-token' };
-  const config = e2eConfig(
-    tempDir('gated-late-'),
-    {
-      SLACK_BOT_TOKEN: tokens.slackBot,
-      SLACK_APP_TOKEN: tokens.slackApp,
-      SLACK_API_URL: slackUrl,
-      GITHUB_TOKEN: 'ghp_testtoken0000000000000000000000000',
-      GITHUB_WEBHOOK_SECRET: SECRET,
-      GITHUB_API_URL: githubUrl,
-    },
-    {
-      groups: [['late/all', 'Late platforms']],
-      routes: [[10, 'verb=mention', 'late/all']],
-    },
-  );
+  const settings = {
+    SLACK_BOT_TOKEN: tokens.slackBot,
+    SLACK_APP_TOKEN: tokens.slackApp,
+    SLACK_API_URL: slackUrl,
+    GITHUB_TOKEN: 'ghp_testtoken0000000000000000000000000',
+    GITHUB_WEBHOOK_SECRET: SECRET,
+    GITHUB_API_URL: githubUrl,
+  };
   const started = Date.now();
-  gated = await startGated({ config, log: silentLogger(), http: false });
+  gated = await startE2eGated(settings, {
+    groups: [['late/all', 'Late platforms']],
+    routes: [[10, 'verb=mention', 'late/all']],
+  });
   // The start did not wait for the platforms, and both channels are kept (not left out until a restart).
   expect(Date.now() - started).toBeLessThan(10_000);
   expect(gated.channels.map((c) => c.platform)).toEqual(expect.arrayContaining(['slack', 'github']));

@@ -1,23 +1,22 @@
 /**
  * Slack threads as topics or as replies, as each group chooses (registered_groups.threads, docs/CHANNELS.md):
- * the whole gateway (startGated, process runtime, example agent) and the real Slack clients over Socket
+ * the whole gateway (startE2eGated, process runtime, example agent) and the real Slack clients over Socket
  * Mode against the local Slack server. Two channels, each routed to a group of its own: in `topics` each
  * thread is a session, in `replies` the channel is one session; both answer in the thread of the message.
  */
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { setThreadMode } from '../../store/groups.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { SlackApiServer } from '../infra/slack-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 let api: SlackApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await api?.close();
 });
 
@@ -25,8 +24,7 @@ const ADA = 'U0ADA001';
 
 test('a group with threads as topics runs a session per thread; one with replies runs the channel as one', async () => {
   api = await SlackApiServer.start();
-  const config = e2eConfig(
-    tempDir('gated-slack-threads-'),
+  gated = await startE2eGated(
     { SLACK_BOT_TOKEN: api.botToken, SLACK_APP_TOKEN: api.appToken, SLACK_API_URL: api.apiUrl },
     {
       groups: [
@@ -39,7 +37,6 @@ test('a group with threads as topics runs a session per thread; one with replies
       ],
     },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   expect(setThreadMode(gated.db, 'sl/replies', 'replies')).toBe(true);
   await api.waitConnected();
 

@@ -7,13 +7,13 @@
 import Database from 'better-sqlite3';
 import type { Chat, User } from 'telegraf/types';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
+import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { e2eConfig } from './support.js';
-import { FILES_AGENT_CMD } from '../helpers/gated.js';
+import { startE2eGated } from './e2e.js';
+import { e2eConfig, type E2eSeed } from './support.js';
 
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
@@ -22,34 +22,35 @@ let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   await api?.close();
   gated = api = undefined;
 });
 
-function config(dir: string, server: TelegramApiServer, env: Record<string, string> = {}) {
-  return e2eConfig(
-    dir,
-    {
-      TELEGRAM_BOT_TOKEN: server.token,
-      TELEGRAM_API_ROOT: server.url,
-      GATED_AGENT_CMD: FILES_AGENT_CMD,
-      GATED_IDLE_TIMEOUT_MS: '2000',
-      ...env,
-    },
-    { groups: [['tg/stream', 'Stream']], routes: [[0, 'platform=telegram', 'tg/stream']] },
-  );
+const SEED: E2eSeed = { groups: [['tg/stream', 'Stream']], routes: [[0, 'platform=telegram', 'tg/stream']] };
+
+/** The settings of these tests for the local Bot API `server`, with `env` over them. */
+function settings(server: TelegramApiServer, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    TELEGRAM_BOT_TOKEN: server.token,
+    TELEGRAM_API_ROOT: server.url,
+    GATED_AGENT_CMD: FILES_AGENT_CMD,
+    GATED_IDLE_TIMEOUT_MS: '2000',
+    ...env,
+  };
+}
+
+/** The whole gateway in this process (startE2eGated), once it polls the Bot API. */
+async function start(server: TelegramApiServer, env: Record<string, string> = {}): Promise<Gated> {
+  gated = await startE2eGated(settings(server, env), SEED);
+  await server.waitForPoll();
+  return gated;
 }
 
 test('a streamed turn edits one draft at least 3 times and ends as exactly one final text', async () => {
   api = await TelegramApiServer.start();
   api.addChat(chat);
-  gated = await startGated({
-    config: config(tempDir('gated-tg-drafts-'), api),
-    log: silentLogger(),
-    http: false,
-  });
-  await api.waitForPoll();
+  const gated = await start(api);
   api.message({ chat, from: ada, text: 'stream 4' });
   const final = 'final: word1 word2 word3 word4 done';
   await api.waitFor(() => api!.sent.some((m) => m.text === final));
@@ -72,9 +73,7 @@ test('a streamed turn edits one draft at least 3 times and ends as exactly one f
 test('in batch mode the same turn shows no draft: only the answer', async () => {
   api = await TelegramApiServer.start();
   api.addChat(chat);
-  const cfg = config(tempDir('gated-tg-batch-'), api, { GATED_STREAM_CHANNELS: 'none' });
-  gated = await startGated({ config: cfg, log: silentLogger(), http: false });
-  await api.waitForPoll();
+  await start(api, { GATED_STREAM_CHANNELS: 'none' });
   api.message({ chat, from: ada, text: 'stream 3' });
   const [sent] = await api.waitForSent(1);
   expect(sent!.text).toBe('final: word1 word2 word3 done');
@@ -88,7 +87,7 @@ test(
     api = await TelegramApiServer.start();
     api.addChat(chat);
     const dir = tempDir('gated-tg-crash-');
-    const cfg = config(dir, api);
+    const cfg = e2eConfig(dir, settings(api), SEED);
     const env = {
       GATED_DB: cfg.db,
       GATED_GROUPS_DIR: cfg.groupsDir,
