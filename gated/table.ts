@@ -88,6 +88,8 @@ export function resultTint(result: string | null): Tint | undefined {
     case 'stopped':
     case 'parked':
       return 'magenta';
+    case 'idle':
+      return 'cyan';
     default:
       return undefined;
   }

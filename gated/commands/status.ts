@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { runSplit, type RunSplit } from '../../http/queries.js';
 import type { Db } from '../../store/db.js';
 import { action } from '../context.js';
 import { formatTable, paint, resultTint, terminalStyle, type Cell, type TableStyle } from '../table.js';
@@ -20,15 +21,36 @@ function section(title: string, table: string[], style: TableStyle): string[] {
   return [paint(title, 'bold', style), ...table.map((l) => `  ${l}`)];
 }
 
-/** Runs without a result: agents working now (or interrupted by a crash, until the restart). */
+/**
+ * An open run's state in the dashboard's words: `running` while a turn is in progress (rows of it still
+ * `running`), `idle` once its agent answered and waits for a follow-up.
+ */
+const OPEN_STATE = `CASE WHEN EXISTS (SELECT 1 FROM messages m WHERE m.run_id = session_log.id AND m.state = 'running')
+                     THEN 'running' ELSE 'idle' END`;
+
+/** Runs without a result: agents working or waiting now (or interrupted by a crash, until the restart). */
 function runningRuns(db: Db, style: TableStyle): string[] {
   const running = db
     .prepare(
-      `SELECT id, group_folder, topic, chat_jid, started_at FROM session_log WHERE result IS NULL ORDER BY id`,
+      `SELECT id, group_folder, topic, chat_jid, started_at, ${OPEN_STATE} AS state
+       FROM session_log WHERE result IS NULL ORDER BY id`,
     )
-    .all() as { id: number; group_folder: string; topic: string; chat_jid: string; started_at: string }[];
-  const rows = running.map((r) => [`#${r.id}`, session(r.group_folder, r.topic), r.chat_jid, r.started_at]);
-  const table = running.length ? formatTable(['run', 'session', 'chat', 'since'], rows, style) : [];
+    .all() as {
+    id: number;
+    group_folder: string;
+    topic: string;
+    chat_jid: string;
+    started_at: string;
+    state: string;
+  }[];
+  const rows: Cell[][] = running.map((r) => [
+    `#${r.id}`,
+    { text: r.state, tint: resultTint(r.state) },
+    session(r.group_folder, r.topic),
+    r.chat_jid,
+    r.started_at,
+  ]);
+  const table = running.length ? formatTable(['run', 'state', 'session', 'chat', 'since'], rows, style) : [];
   return section(`runs (${running.length}):`, table, style);
 }
 
@@ -61,31 +83,57 @@ function outboxLine(db: Db, style: TableStyle): string {
   return `undelivered replies: ${count('pending')} pending, ${paint(failedText, failed > 0 ? 'red' : undefined, style)}`;
 }
 
-/** The last ten runs with their results. */
+/** The last ten runs: their result (or state while open), and their time worked and idle. */
 function recentRuns(db: Db, style: TableStyle): string[] {
   const recent = db
     .prepare(
-      `SELECT id, group_folder, topic, started_at, ended_at, result, error FROM session_log ORDER BY id DESC LIMIT 10`,
+      `SELECT id, group_folder, topic, started_at, ended_at, idle_ms, error,
+              coalesce(result, ${OPEN_STATE}) AS state
+       FROM session_log ORDER BY id DESC LIMIT 10`,
     )
     .all() as {
     id: number;
     group_folder: string;
     topic: string;
     started_at: string;
-    result: string | null;
+    ended_at: string | null;
+    idle_ms: number | null;
+    state: string;
     error: string | null;
   }[];
-  const rows: Cell[][] = recent.map((r) => [
-    `#${r.id}`,
-    session(r.group_folder, r.topic),
-    r.started_at,
-    { text: r.result ?? 'running', tint: resultTint(r.result) },
-    { text: r.error ?? '', tint: 'dim' },
-  ]);
+  const rows: Cell[][] = recent.map((r) => {
+    const split = runSplit(r.started_at, r.ended_at, r.idle_ms);
+    return [
+      `#${r.id}`,
+      session(r.group_folder, r.topic),
+      r.started_at,
+      { text: r.state, tint: resultTint(r.state) },
+      runTime(r.ended_at, split.work_ms),
+      runTime(r.ended_at, split.idle_ms),
+      { text: r.error ?? '', tint: 'dim' },
+    ];
+  });
   const table = recent.length
-    ? formatTable(['run', 'session', 'started', 'result', 'error'], rows, style)
+    ? formatTable(['run', 'session', 'started', 'state', 'worked', 'idle', 'error'], rows, style)
     : [];
   return section('recent runs:', table, style);
+}
+
+/**
+ * A run's time worked or idle as the dashboard writes it (web/common.js runTime): nothing while the run
+ * is open, `?` when it was not recorded (the run ended with a restart of gated).
+ */
+function runTime(endedAt: string | null, ms: RunSplit['work_ms']): string {
+  if (endedAt === null) return '';
+  return ms === null ? '?' : duration(ms);
+}
+
+/** Milliseconds as the dashboard writes a duration (web/common.js age): 450 ms, 3.2 s, 5 min, 1.5 h. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
 function session(group: string, topic: string | null): string {
@@ -96,7 +144,7 @@ function session(group: string, topic: string | null): string {
 export function statusCommand(program: Command): void {
   program
     .command('status')
-    .description('groups, runs, queues, undelivered replies, recent session_log rows')
+    .description('groups, runs, queues, undelivered replies, recent runs with their time worked and idle')
     .action(
       action((ctx) => {
         for (const line of statusLines(ctx.db({ readOnly: true }), terminalStyle())) ctx.out(line);
