@@ -16,8 +16,8 @@ import { join } from 'node:path';
 
 /** What the model reads when its cut-off turn goes on after its recorded tool results. */
 export const CONTINUE_NOTE =
-  '<system>The gateway restarted during this turn. Your tool calls above ran and their results are ' +
-  'kept; do not repeat them. Continue the turn and give your answer.</system>';
+  '<system>The gateway restarted during this turn. What you did above is kept (the tool calls ran and ' +
+  'their results are there): do not repeat it. Continue the turn and give your answer.</system>';
 
 /** How many ledgers a run without a session looks through for its messages (newest first). */
 const LEDGERS_SEARCHED = 20;
@@ -146,15 +146,17 @@ export function heldTurn(chain, sent, ids) {
     first = i;
   }
   if (first < 0) return null;
-  // The last entry after the prompt where every tool call so far has its result.
+  // The last piece of the turn's work (what the model wrote, a tool's result) after which every tool call
+  // so far has its result. Entries the CLI adds by itself (attachments, system lines) are not work.
   const open = new Set();
   let keep = -1;
   for (let i = first + 1; i < chain.length; i++) {
+    const work = chain[i].type === 'assistant' || (chain[i].type === 'user' && !isPrompt(chain[i]));
     for (const b of blocks(chain[i])) {
       if (chain[i].type === 'assistant' && b.type === 'tool_use') open.add(b.id);
       if (b.type === 'tool_result') open.delete(b.tool_use_id);
     }
-    if (open.size === 0 && chain[i].type !== 'system') keep = i;
+    if (work && open.size === 0) keep = i;
   }
   const said = chain
     .slice(first)
@@ -222,8 +224,12 @@ export function remainingPrompt(first, turn) {
  */
 export function findHeld(configDir, ledger, own, ids) {
   if (ids.length === 0) return null;
+  const run = new Set(ids);
   for (const session of own ? [own] : ledger.recent()) {
-    const turn = heldTurn(readChain(configDir, session), ledger.read(session), ids);
+    const sent = ledger.read(session);
+    // A transcript is read only when its ledger has a prompt of this run's messages.
+    if (![...sent.values()].some((theirs) => theirs.every((id) => run.has(id)))) continue;
+    const turn = heldTurn(readChain(configDir, session), sent, ids);
     if (turn) return { session, ...turn };
   }
   return null;

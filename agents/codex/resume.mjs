@@ -13,8 +13,8 @@ import { actionCall, SERVER } from './actions.mjs';
 
 /** What the model reads when its cut-off turn goes on. */
 export const CONTINUE_NOTE =
-  '<system>The gateway restarted during this turn. Your tool calls above ran and their outputs are ' +
-  'kept; do not repeat them. Continue the turn and give your answer.</system>';
+  '<system>The gateway restarted during this turn. What you did above is kept (the tool calls ran and ' +
+  'their outputs are there): do not repeat it. Continue the turn and give your answer.</system>';
 
 const ELEMENT = /<message [^>]*>[\s\S]*?<\/message>/g;
 const NOTE = /<system>[\s\S]*?<\/system>/g;

@@ -190,6 +190,7 @@ test('a turn cut off by kill -9 before any tool result is sent again once, witho
   const words = api.seenUserWords(resumed[0]!);
   expect(words).toEqual(['hello before the crash', asked]);
   expect(texts(resumed[0]!).join('\n')).not.toContain('No response requested');
+  expect(texts(resumed[0]!).join('\n')).not.toContain('Continue the turn');
   expect(w.replies(cut)).toEqual([slowText(8)]);
   expect(w.sessions()).toEqual([session]);
   w.close();
