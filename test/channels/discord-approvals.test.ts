@@ -9,19 +9,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
 
 afterEach(async () => {
-  await gated?.close(2000);
+  if (gated) await closeTestGated(gated);
   gated = undefined;
   await api?.close();
   api = undefined;
@@ -32,19 +31,17 @@ const bob = { id: '700000000000000062', username: 'bob', global_name: 'Bob' };
 
 test('a Discord approval: buttons, a member refused, the owner approves once, the message says who decided', async () => {
   const dc = (api = await DiscordApiServer.start());
-  const config = e2eConfig(
-    tempDir('gated-dc-approvals-'),
+  const g = (gated = await startE2eGated(
     { DISCORD_BOT_TOKEN: dc.token, DISCORD_API_ROOT: dc.apiRoot, GATED_STREAM_CHANNELS: 'none' },
     { groups: [['dc/ops', 'Ops']], routes: [[10, 'platform=discord verb=mention', 'dc/ops']] },
-  );
-  const g = (gated = await startGated({ config, log: silentLogger(), http: false }));
+  ));
   upsertMember(g.db, 'dc/ops', `discord:${olga.id}`, 'owner');
   upsertMember(g.db, 'dc/ops', `discord:${bob.id}`, 'member');
   g.db
     .prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('dc/ops', 1, 'Bash', 'ask')`)
     .run();
   const posted = (text: string) => dc.posted.filter((p) => p.content.includes(text));
-  const runsLog = join(config.groupsDir, 'dc', 'ops', '.tool-runs.log');
+  const runsLog = join(g.config.groupsDir, 'dc', 'ops', '.tool-runs.log');
 
   dc.push({
     channelId: dc.textChannelId,

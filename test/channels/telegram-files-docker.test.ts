@@ -1,5 +1,5 @@
 /**
- * Telegram files both ways with the agent in a container: the whole gateway (startGated, docker runtime on a
+ * Telegram files both ways with the agent in a container: the whole gateway (startE2eGated, docker runtime on a
  * private dockerd from test/infra/dockerd.ts) with real telegraf against the local Bot API server. The
  * agent (test/agents/files-agent.mjs, built into an image) reads the photo a user sent at the path its
  * input lists, relative to /workspace (the group's folder mounted), and answers with its size and hash; the
@@ -10,16 +10,15 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
-import { silentLogger } from '../../core/log.js';
 import { packageFile } from '../../core/paths.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import type { Gated } from '../../gated/app.js';
 import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { getState } from '../../store/state.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { e2eConfig } from './support.js';
+import { startE2eGated } from './e2e.js';
 
 const IMAGE = 'gated-files-agent:test';
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
@@ -35,7 +34,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterEach(async () => {
-  await gated?.close(5000);
+  if (gated) await closeTestGated(gated, 5000);
   await api?.close();
   gated = api = undefined;
 });
@@ -49,8 +48,7 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex').slice(0,
 test('a photo reaches the agent in its container as a file of its folder; its files reach Telegram', async () => {
   api = await TelegramApiServer.start();
   api.addChat(chat);
-  const config = e2eConfig(
-    tempDir('gated-tg-docker-files-'),
+  gated = await startE2eGated(
     {
       TELEGRAM_BOT_TOKEN: api.token,
       TELEGRAM_API_ROOT: api.url,
@@ -62,7 +60,6 @@ test('a photo reaches the agent in its container as a file of its folder; its fi
     },
     { groups: [['tg/files', 'Files']], routes: [[0, 'platform=telegram', 'tg/files']] },
   );
-  gated = await startGated({ config, log: silentLogger(), http: false });
   const g = gated;
   await api.waitForPoll();
 
@@ -84,7 +81,7 @@ test('a photo reaches the agent in its container as a file of its folder; its fi
   const info = await engine!.docker.getContainer(running!.Id).inspect();
   expect(info.Config.Image).toBe(IMAGE);
   expect(info.Mounts.find((m) => m.Destination === '/workspace')?.Source).toBe(
-    join(config.groupsDir, 'tg/files'),
+    join(g.config.groupsDir, 'tg/files'),
   );
 
   // A file that arrives while the container runs (the folder already handed to the agent's user) is
