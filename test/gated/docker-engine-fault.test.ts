@@ -5,18 +5,13 @@
  * with SIGKILL while runs are in flight, so nothing is cleaned up on its way down (a SIGTERM would make
  * dockerd remove its containers itself), then started again on the same data root.
  */
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { startGated, type Gated } from '../../gated/app.js';
 import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
-import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { getState } from '../../store/state.js';
-import { tempDir } from '../helpers/db.js';
+import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 
@@ -24,17 +19,11 @@ const IMAGE = 'gated-turn-agent:test';
 const GROUPS = ['g1', 'g2', 'g3', 'g4'];
 
 let engine: TestDockerd | undefined;
-let gated: Gated | undefined;
 
 beforeAll(async () => {
   engine = await startDockerd();
   await engine.buildAgentImage(IMAGE, packageFile('test', 'queue', 'agents'), 'turn-agent.mjs');
 }, 180_000);
-
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
 
 afterAll(async () => {
   await engine?.stop();
@@ -42,25 +31,25 @@ afterAll(async () => {
 
 describe('the docker engine killed during runs and started again', () => {
   it('fails the runs at once, retries them once it is back, answers every message once and removes the dead runs’ containers', async () => {
-    const dir = tempDir('gated-engine-fault-');
-    const config = loadConfig({
-      GATED_DB: join(dir, 'gated.db'),
-      GATED_GROUPS_DIR: join(dir, 'groups'),
-      GATED_POLL_MS: '50',
-      GATED_RUNTIME: 'docker',
-      DOCKER_HOST: engine!.host,
-      GATED_AGENT_IMAGE: IMAGE,
-      GATED_MAX_CONCURRENT: '4',
-      // Agents stay for follow-ups: the kill finds every run alive, with follow-up turns open.
-      GATED_IDLE_TIMEOUT_MS: '30000',
-      // Far longer than the test may take: a run that waits for its hard timeout fails the test.
-      GATED_RUN_TIMEOUT_MS: '600000',
+    const g = await startTestGated({
+      env: {
+        GATED_POLL_MS: '50',
+        GATED_RUNTIME: 'docker',
+        DOCKER_HOST: engine!.host,
+        GATED_AGENT_IMAGE: IMAGE,
+        GATED_MAX_CONCURRENT: '4',
+        // Agents stay for follow-ups: the kill finds every run alive, with follow-up turns open.
+        GATED_IDLE_TIMEOUT_MS: '30000',
+        // Far longer than the test may take: a run that waits for its hard timeout fails the test.
+        GATED_RUN_TIMEOUT_MS: '600000',
+      },
+      http: false,
+      graceMs: 2000,
+      seed: (db, config) => {
+        for (const group of GROUPS) addGroup(db, config.groupsDir, group, group);
+      },
     });
-    const setup = openDatabase(config.db);
-    for (const g of GROUPS) addGroup(setup, config.groupsDir, g, g);
-    setup.close();
-    gated = await startGated({ config, log: silentLogger(), http: false });
-    const g = gated;
+    const config = g.config;
     const instance = getState(g.db, 'instance_id')!;
     // Its own connection: the checks go on after gated is closed.
     const db = new Database(config.db, { readonly: true });
@@ -124,8 +113,7 @@ describe('the docker engine killed during runs and started again', () => {
     await engine!.startEngine();
     await until(() => answered() === sent.length, 120_000, 'every message answered');
     // Stopping gated ends the runs that came after the outage; their containers are removed as they end.
-    await g.close(10_000);
-    gated = undefined;
+    await closeTestGated(g, 10_000);
 
     // Every message answered exactly once: its echo is in exactly one reply row, and nothing failed.
     const replies = db
