@@ -147,11 +147,14 @@ export function heldTurn(chain, sent, ids) {
   }
   if (first < 0) return null;
   // The last piece of the turn's work (what the model wrote, a tool's result) after which every tool call
-  // so far has its result. Entries the CLI adds by itself (attachments, system lines) are not work.
+  // so far has its result. Entries the CLI adds by itself (attachments, system lines, an API error or a
+  // placeholder it wrote as the model) are not work: a turn that failed on the API is sent again whole.
   const open = new Set();
   let keep = -1;
   for (let i = first + 1; i < chain.length; i++) {
-    const work = chain[i].type === 'assistant' || (chain[i].type === 'user' && !isPrompt(chain[i]));
+    const e = chain[i];
+    const made = e.isApiErrorMessage === true || e.message?.model === '<synthetic>';
+    const work = (e.type === 'assistant' && !made) || (e.type === 'user' && !isPrompt(e));
     for (const b of blocks(chain[i])) {
       if (chain[i].type === 'assistant' && b.type === 'tool_use') open.add(b.id);
       if (b.type === 'tool_result') open.delete(b.tool_use_id);

@@ -20,7 +20,7 @@ import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
 import { MessagesApiServer, slowText, userWords, type RecordedRequest } from '../infra/messages-api.js';
 import { API_KEY } from './claude-support.js';
-import { killWorkingIn } from './crash-support.js';
+import { killRun } from './crash-support.js';
 
 let api: MessagesApiServer;
 
@@ -86,7 +86,7 @@ function world() {
       await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
       gated.kill('SIGKILL');
       await exited(gated);
-      expect(killWorkingIn(groupDir, /agent\.mjs|claude|mcp-demo-server/)).toBeGreaterThan(0);
+      await killRun(groupDir, /agent\.mjs|claude|mcp-demo-server/);
     },
     close() {
       watch.close();

@@ -16,7 +16,7 @@ import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
 import { ResponsesApiServer, type ResponsesRequest } from '../infra/responses-api.js';
-import { killWorkingIn } from './crash-support.js';
+import { killRun } from './crash-support.js';
 
 let openai: ResponsesApiServer;
 
@@ -78,7 +78,7 @@ test('a Codex turn cut off by kill -9 after its tool ran goes on once: its messa
   expect(afterTool).toBeDefined();
   first.kill('SIGKILL');
   await exited(first);
-  expect(killWorkingIn(groupDir, /agent\.mjs|codex|mcp-proxy/)).toBeGreaterThan(0);
+  await killRun(groupDir, /agent\.mjs|codex|mcp-proxy/);
   expect(replies(cut)).toEqual([]);
   const before = openai.requests.length;
 

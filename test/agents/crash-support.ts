@@ -3,6 +3,7 @@
  * would, every process a run left working in its group's folder after gated itself was killed with -9.
  */
 import { readFileSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { until } from '../helpers/process.js';
 
 /**
  * Kills with -9 the processes working in `folder` whose command line matches `command` (the agent, its
@@ -23,4 +24,12 @@ export function killWorkingIn(folder: string, command: RegExp): number {
     }
   }
   return killed;
+}
+
+/**
+ * After gated was killed: kills the run's processes left in `folder` (they may already be gone, ended with
+ * their PID namespace) and waits until none is left.
+ */
+export async function killRun(folder: string, command: RegExp): Promise<void> {
+  await until(() => killWorkingIn(folder, command) === 0, 10_000, `no process left in ${folder}`);
 }
