@@ -493,6 +493,28 @@ describe('failures', () => {
     expect(ch.did).toBe(acc.bot.did);
   });
 
+  test("the poll loop waits a 429's retry-after before it polls again, then takes the mention", async () => {
+    const { db } = freshDb();
+    const acc = await makeAccounts(net);
+    const proxy = await startFaultProxy(net.pdsUrl);
+    proxies.push(proxy);
+    const list = 'app.bsky.notification.listNotifications';
+    const polls = () => proxy.calls.filter((c) => c === list).length;
+    proxy.failNext(list, { status: 429, headers: { 'retry-after': '2' } });
+    const started = Date.now();
+    // The first poll belongs to start and is refused; at 20 ms a poll, only the 2 s asked for holds the next.
+    await startChannel(db, acc, { service: proxy.url, pollMs: 20 });
+    expect(polls()).toBe(1);
+    const mention = await postAs(acc.user.agent, `@${acc.bot.handle} after the limit`);
+    await net.processAll();
+    await new Promise((r) => setTimeout(r, Math.max(0, started + 1500 - Date.now())));
+    expect(polls()).toBe(1);
+    const row = await until(() => rows(db)[0], 10_000, 'the mention after the wait');
+    expect(row.platform_msg_id).toBe(mention.uri);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    expect(polls()).toBeGreaterThan(1);
+  });
+
   test('wrong credentials fail start with a reason that names no secret', async () => {
     const { db } = freshDb();
     const acc = await makeAccounts(net);
