@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The layout check: imports only point down the layers, no cycle between files, no source folder over a
 // quarter of the source lines, no logic file over 400 lines, no function over 120 lines. `npm run layout`
-// prints the table and exits 1 on any breach. See docs/ARCHITECTURE.md for the layers.
+// prints the table and exits 1 on any breach. It also reports, without failing, functions over the style
+// guide's aim of about 80 lines in queue/, gateway/, delivery/ and gated/. See docs/ARCHITECTURE.md.
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -23,6 +24,9 @@ const MAX_SHARE = 0.25;
 const MAX_LINES = 400;
 /** The hard limit of a function's length; the style guide aims at about 80 (docs/ARCHITECTURE.md). */
 const MAX_FUNCTION_LINES = 120;
+/** The aim, reported (not failed) for the folders that reached it (issue 21). */
+const AIM_FUNCTION_LINES = 80;
+const AIM_FOLDERS = new Set(['queue', 'gateway', 'delivery', 'gated']);
 
 function walk(dir) {
   const out = [];
@@ -122,12 +126,17 @@ for (const [d, n] of Object.entries(perFolder).sort((a, b) => b[1] - a[1])) {
 console.log(`total      ${String(total).padStart(5)}  (${files.length} files)`);
 for (const [f, n] of lines)
   if (n > MAX_LINES) problems.push(`${path.relative(root, f)} has ${n} lines (over ${MAX_LINES})`);
+const overAim = [];
 for (const f of files)
-  for (const fn of functionSizes(f))
-    if (fn.lines > MAX_FUNCTION_LINES)
-      problems.push(
-        `${path.relative(root, f)}:${fn.line} ${fn.name} has ${fn.lines} lines (over ${MAX_FUNCTION_LINES})`,
-      );
+  for (const fn of functionSizes(f)) {
+    const where = `${path.relative(root, f)}:${fn.line} ${fn.name} has ${fn.lines} lines`;
+    if (fn.lines > MAX_FUNCTION_LINES) problems.push(`${where} (over ${MAX_FUNCTION_LINES})`);
+    else if (fn.lines > AIM_FUNCTION_LINES && AIM_FOLDERS.has(folderOf(f))) overAim.push(where);
+  }
+for (const w of overAim) console.log(`layout (report only): ${w} (over the aim of ${AIM_FUNCTION_LINES})`);
+console.log(
+  `layout: ${overAim.length} function(s) over ${AIM_FUNCTION_LINES} lines in ${[...AIM_FOLDERS].join('/, ')}/ (reported, not failed)`,
+);
 for (const p of problems) console.log(`layout: ${p}`);
 console.log(
   problems.length === 0

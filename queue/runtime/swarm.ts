@@ -140,103 +140,123 @@ async function sweepServices(
   return dead.length;
 }
 
+/** What the start and cleanup paths of one swarm runtime share. */
+interface SwarmState {
+  opts: SwarmRuntimeOptions;
+  where: string;
+  /**
+   * Services of runs this process is serving; anything else with our instance label is a dead run's (one
+   * gated owns an instance id, so nobody else can be serving it).
+   */
+  live: Set<string>;
+  startLatencies: number[];
+  /** The sweep of dead runs' services, once per runtime; a failed one is tried again by the next start. */
+  sweptOnce: () => Promise<number>;
+}
+
 /** Creates the swarm runtime. */
 export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
   const { docker, log } = opts;
   const where = opts.where ?? 'the swarm manager';
-  const startLatencies: number[] = [];
-  const engineOf = async (nodeId: string | undefined) =>
-    nodeId && opts.nodeEngine ? await opts.nodeEngine(nodeId) : docker;
-
-  // Services of runs this process is serving; anything else with our instance label is a dead run's (one
-  // gated owns an instance id, so nobody else can be serving it).
   const live = new Set<string>();
   const sweep = () => sweepServices(docker, opts.instanceId, live, log);
-  // Once per runtime; a failed sweep (engine down) is tried again by the next start.
-  const sweptOnce = onceUntilDone(sweep);
+  const state: SwarmState = { opts, where, live, startLatencies: [], sweptOnce: onceUntilDone(sweep) };
   const stopSweeping = sweepEvery(opts.sweepEveryMs ?? 60_000, sweep, (err) =>
     log?.warn({ err: err.message }, 'swarm sweep failed'),
   );
-
   return {
     name: 'swarm',
     sweep,
-    startLatencies,
+    startLatencies: state.startLatencies,
     async close() {
       stopSweeping();
     },
     ping: () => pingManager(docker, opts.image, where),
     async start(spec: RunSpec): Promise<AgentHandle> {
       // An engine that is not there is named as such: the queue retries without blaming the messages.
-      return startTask(spec).catch((err: unknown) => {
+      return startTask(state, spec).catch((err: unknown) => {
         throw unreachableError(err, where) ?? err;
       });
     },
   };
+}
 
-  async function startTask(spec: RunSpec): Promise<AgentHandle> {
-    await sweptOnce();
-    const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
-    const t0 = performance.now();
-    const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
-    // The container's own labels name the run; on one engine they are listened for before the service
-    // exists, so its start cannot be missed.
-    const watched = { [INSTANCE_LABEL]: opts.instanceId, 'gated.run': String(spec.runId) };
-    let events = opts.nodeEngine ? undefined : await ContainerEvents.open(docker, watched);
-    let serviceId: string | undefined;
-    try {
-      const created = (await docker.createService(serviceSpec(opts, spec, groupDir, mounts))) as {
-        id?: string;
-        ID?: string;
-      };
-      serviceId = created.id ?? created.ID!;
-      live.add(serviceId);
-      let engine = docker;
-      if (!events) {
-        engine = await engineOf(await nodeOf(docker, serviceId, deadline));
-        events = await ContainerEvents.open(engine, watched);
-      }
-      const task = await startedTask(docker, serviceId, events, deadline);
-      events.close();
-      return await attachTask(spec, serviceId, engine, task, t0);
-    } catch (err) {
-      events?.close();
-      if (serviceId) await removeService(serviceId);
-      throw err;
+/** The engine that runs a task on the given node: the node's own, or the manager's. */
+async function engineOf(opts: SwarmRuntimeOptions, nodeId: string | undefined): Promise<Docker> {
+  return nodeId && opts.nodeEngine ? await opts.nodeEngine(nodeId) : opts.docker;
+}
+
+/** Creates the run's service, waits for its task to start and attaches to it; on failure, removes it. */
+async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle> {
+  const { opts } = state;
+  const { docker } = opts;
+  await state.sweptOnce();
+  const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
+  const t0 = performance.now();
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
+  // The container's own labels name the run; on one engine they are listened for before the service
+  // exists, so its start cannot be missed.
+  const watched = { [INSTANCE_LABEL]: opts.instanceId, 'gated.run': String(spec.runId) };
+  let events = opts.nodeEngine ? undefined : await ContainerEvents.open(docker, watched);
+  let serviceId: string | undefined;
+  try {
+    const created = (await docker.createService(serviceSpec(opts, spec, groupDir, mounts))) as {
+      id?: string;
+      ID?: string;
+    };
+    serviceId = created.id ?? created.ID!;
+    state.live.add(serviceId);
+    let engine = docker;
+    if (!events) {
+      engine = await engineOf(opts, await nodeOf(docker, serviceId, deadline));
+      events = await ContainerEvents.open(engine, watched);
     }
+    const task = await startedTask(docker, serviceId, events, deadline);
+    events.close();
+    return await attachTask(state, { spec, serviceId, engine, task, t0 });
+  } catch (err) {
+    events?.close();
+    if (serviceId) await removeService(state, serviceId);
+    throw err;
   }
+}
 
-  async function removeService(serviceId: string) {
-    await docker
-      .getService(serviceId)
-      .remove()
-      .catch(() => undefined);
-    live.delete(serviceId);
-  }
+/** Removes a run's service (gone already is fine) and forgets it as live. */
+async function removeService(state: SwarmState, serviceId: string): Promise<void> {
+  await state.opts.docker
+    .getService(serviceId)
+    .remove()
+    .catch(() => undefined);
+  state.live.delete(serviceId);
+}
 
-  /** Attaches to the started task's container; the handle removes the service when the run ends. */
-  async function attachTask(
-    spec: RunSpec,
-    serviceId: string,
-    engine: Docker,
-    task: StartedTask,
-    t0: number,
-  ): Promise<AgentHandle> {
-    const container = engine.getContainer(task.containerId);
-    // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
-    const socket = await attachRaw(engine, task.containerId, { logs: true });
-    const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
-    const ms = performance.now() - t0;
-    startLatencies.push(ms);
-    if (startLatencies.length > 1000) startLatencies.shift();
-    opts.onStarted?.(task.nodeId ?? 'unknown', ms);
-    log?.debug(
-      { runId: spec.runId, service: serviceId.slice(0, 12), node: task.nodeId },
-      'agent task started',
-    );
-    return handleOf(container, socket, waiting, () => removeService(serviceId), engine.modem, {
-      where,
-      endLine: END_OF_INPUT,
-    });
-  }
+/** A run whose task has started: its service, the engine of its node, and when its start began. */
+interface StartedRun {
+  spec: RunSpec;
+  serviceId: string;
+  engine: Docker;
+  task: StartedTask;
+  t0: number;
+}
+
+/** Attaches to the started task's container; the handle removes the service when the run ends. */
+async function attachTask(state: SwarmState, run: StartedRun): Promise<AgentHandle> {
+  const { opts, startLatencies } = state;
+  const { spec, serviceId, engine, task } = run;
+  const container = engine.getContainer(task.containerId);
+  // Attached after start: `logs` replays what the agent wrote before, so no output is missed.
+  const socket = await attachRaw(engine, task.containerId, { logs: true });
+  const waiting = container.wait({ condition: 'not-running' }) as Promise<{ StatusCode?: number }>;
+  const ms = performance.now() - run.t0;
+  startLatencies.push(ms);
+  if (startLatencies.length > 1000) startLatencies.shift();
+  opts.onStarted?.(task.nodeId ?? 'unknown', ms);
+  opts.log?.debug(
+    { runId: spec.runId, service: serviceId.slice(0, 12), node: task.nodeId },
+    'agent task started',
+  );
+  return handleOf(container, socket, waiting, () => removeService(state, serviceId), engine.modem, {
+    where: state.where,
+    endLine: END_OF_INPUT,
+  });
 }
