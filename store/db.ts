@@ -53,6 +53,8 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma(`busy_timeout = ${timeout}`);
     if (path !== ':memory:') db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
+    db.pragma('cache_size = -32768');
+    db.pragma('temp_store = MEMORY');
     db.pragma('foreign_keys = ON');
     if (!opts.noSchema) applySchema(db);
   } catch (err) {
