@@ -185,7 +185,9 @@ export class AskBroker {
   private check(): void {
     const t = this.now();
     this.guard('checking approvals', () => {
-      this.store.tx(() => this.store.expire(t));
+      // The checker wakes on every commit of another process: most looks find nothing to expire, and
+      // must not take the write lock (and a commit) to learn it.
+      if (this.store.overdue(t)) this.store.tx(() => this.store.expire(t));
       for (const id of [...this.waiting.keys()]) {
         const row = this.store.get(id);
         if (row && row.state !== 'pending') this.deliver(row);

@@ -98,6 +98,7 @@ export class ToolApprovalStore {
         `UPDATE tool_approvals SET state = @state, note = @note, decided_by = @by, decided_at = @now
          WHERE code = @code AND state = 'pending' RETURNING *`,
       ),
+      overdue: db.prepare(`SELECT 1 FROM tool_approvals WHERE state = 'pending' AND expires_at <= ? LIMIT 1`),
       expire: db.prepare(
         `UPDATE tool_approvals SET state = 'expired', note = 'no decision', decided_by = 'expiry',
            decided_at = @now WHERE state = 'pending' AND expires_at <= @now RETURNING *`,
@@ -189,6 +190,11 @@ export class ToolApprovalStore {
   /** Pending rows past their time become `expired` (deny, note "no decision"); returns them. */
   expire(now: number): ToolApproval[] {
     return this.s.expire.all({ now }) as ToolApproval[];
+  }
+
+  /** Whether a pending row is past its time: a read, so a look that finds none takes no write lock. */
+  overdue(now: number): boolean {
+    return this.s.overdue.get(now) !== undefined;
   }
 
   /** Marks a decided row used; true only for the one caller that did (a decision is used once). */
