@@ -166,28 +166,21 @@ function runInstruments(registers: Registry[]) {
     labelNames: ['result'] as const,
     registers,
   });
-  const runSeconds = new Histogram({
-    name: 'gated_run_duration_seconds',
-    help: 'Lifetime of agent runs (agent start to exit, the idle wait for follow-ups included), by result',
-    labelNames: ['result'] as const,
-    buckets: RUN_BUCKETS,
-    registers,
-  });
+  const runTime = (name: string, help: string) =>
+    new Histogram({ name, help, labelNames: ['result'] as const, buckets: RUN_BUCKETS, registers });
+  const runSeconds = runTime(
+    'gated_run_duration_seconds',
+    'Lifetime of agent runs (agent start to exit, the idle wait for follow-ups included), by result',
+  );
   // Lifetime = work + idle; both are observed for each run whose idle time is known, so their sums add up.
-  const workSeconds = new Histogram({
-    name: 'gated_run_work_seconds',
-    help: 'Time agents worked in a run (agent start to exit minus the idle waits for a follow-up), by result',
-    labelNames: ['result'] as const,
-    buckets: RUN_BUCKETS,
-    registers,
-  });
-  const idleSeconds = new Histogram({
-    name: 'gated_run_idle_seconds',
-    help: 'Time agents sat idle in a run, waiting for a follow-up until the idle timeout, by result',
-    labelNames: ['result'] as const,
-    buckets: RUN_BUCKETS,
-    registers,
-  });
+  const workSeconds = runTime(
+    'gated_run_work_seconds',
+    'Time agents worked in a run (agent start to exit minus the idle waits for a follow-up), by result',
+  );
+  const idleSeconds = runTime(
+    'gated_run_idle_seconds',
+    'Time agents sat idle in a run, waiting for a follow-up until the idle timeout, by result',
+  );
   // Read at scrape time from where the queue says (lanesFrom), or the values last reported (lanes).
   const lanes: { now: () => { active: number; waiting: number } } = {
     now: () => ({ active: 0, waiting: 0 }),
