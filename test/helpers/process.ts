@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -89,4 +90,18 @@ export async function until<T>(
     if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** Pids of live processes whose command line is exactly `sleep <n>`. */
+export function sleepers(n: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === `sleep\0${n}\0`) pids.push(Number(entry));
+    } catch {
+      // ended while we looked
+    }
+  }
+  return pids;
 }

@@ -4,6 +4,7 @@
  * that still works while vitest fakes the timers.
  */
 import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, expect, vi } from 'vitest';
 import type { Db } from '../../store/db.js';
 import { insertInbound } from '../../store/messages.js';
 import { silentLogger } from '../../core/log.js';
@@ -176,4 +177,23 @@ export function handQueue(
     ...(now ? { now } : {}),
   });
   return { queue, runtime, outbound };
+}
+
+/**
+ * Fakes the clock for each test of the file (it starts at 1,000,000) and closes the queues the test pushed
+ * into the returned list afterwards; with `leftTimers` false the file may end with timers still armed.
+ */
+export function useQueueClock(opts: { leftTimers?: boolean } = {}): WorkQueue[] {
+  const queues: WorkQueue[] = [];
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(async () => {
+    const closing = queues.splice(0).map((q) => q.close(0));
+    await vi.runOnlyPendingTimersAsync();
+    await Promise.all(closing);
+    if (opts.leftTimers !== false) expect(vi.getTimerCount()).toBe(0);
+    vi.useRealTimers();
+  });
+  return queues;
 }

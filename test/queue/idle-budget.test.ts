@@ -2,22 +2,11 @@
  * The idle budget (GATED_IDLE_AGENTS_MAX): each idle agent holds its memory until its idle timeout, so
  * beyond the budget the longest idle ones are closed first; agents at work are not counted.
  */
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { freshDb } from '../helpers/db.js';
-import { flush, handQueue, ready, type HandAgent } from './helpers.js';
-import type { WorkQueue } from '../../queue/types.js';
+import { flush, handQueue, ready, type HandAgent, useQueueClock } from './helpers.js';
 
-const queues: WorkQueue[] = [];
-beforeEach(() => {
-  vi.useFakeTimers({ now: 1_000_000 });
-});
-afterEach(async () => {
-  const closing = queues.splice(0).map((q) => q.close(0));
-  await vi.runOnlyPendingTimersAsync();
-  await Promise.all(closing);
-  expect(vi.getTimerCount()).toBe(0);
-  vi.useRealTimers();
-});
+const queues = useQueueClock();
 
 /** Three groups with a run each, agents started in order g1, g2, g3; a long idle timeout. */
 async function threeRuns(idleAgentsMax: number | null) {

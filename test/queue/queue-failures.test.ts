@@ -1,19 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { freshDb } from '../helpers/db.js';
-import { flush, handQueue, ready, states } from './helpers.js';
-import type { WorkQueue } from '../../queue/types.js';
+import { flush, handQueue, ready, states, useQueueClock } from './helpers.js';
 
-const queues: WorkQueue[] = [];
-beforeEach(() => {
-  vi.useFakeTimers({ now: 1_000_000 });
-});
-afterEach(async () => {
-  const closing = queues.splice(0).map((q) => q.close(0));
-  await vi.runOnlyPendingTimersAsync();
-  await Promise.all(closing);
-  expect(vi.getTimerCount()).toBe(0);
-  vi.useRealTimers();
-});
+const queues = useQueueClock();
 
 function setup(over: Parameters<typeof handQueue>[1] = {}) {
   const fresh = freshDb();

@@ -3,10 +3,9 @@
  * is info), and the run's session_log row names the session it served, also on the key's first run.
  */
 import pino from 'pino';
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it } from 'vitest';
 import { freshDb } from '../helpers/db.js';
-import { flush, handQueue, ready } from './helpers.js';
-import type { WorkQueue } from '../../queue/types.js';
+import { flush, handQueue, ready, useQueueClock } from './helpers.js';
 
 interface Line {
   level: number;
@@ -14,16 +13,7 @@ interface Line {
   [k: string]: unknown;
 }
 
-const queues: WorkQueue[] = [];
-beforeEach(() => {
-  vi.useFakeTimers({ now: 1_000_000 });
-});
-afterEach(async () => {
-  const closing = queues.splice(0).map((q) => q.close(0));
-  await vi.runOnlyPendingTimersAsync();
-  await Promise.all(closing);
-  vi.useRealTimers();
-});
+const queues = useQueueClock({ leftTimers: false });
 
 /** A hand-driven queue whose log lines (info and up) are kept. */
 function setup() {

@@ -1,26 +1,12 @@
 import { spawn } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createProcessRuntime } from '../../queue/runtime/process.js';
 import { sharedSpawner, SPAWNER_FILE } from '../../queue/runtime/spawner.js';
 import { tempDir } from '../helpers/db.js';
-import { until } from '../helpers/process.js';
-
-/** Pids of live processes whose command line is exactly `sleep <n>`. */
-function sleepers(n: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === `sleep\0${n}\0`) pids.push(Number(entry));
-    } catch {
-      // ended while we looked
-    }
-  }
-  return pids;
-}
+import { sleepers, until } from '../helpers/process.js';
 
 /** The parent pid of a live process, or null once it is gone. */
 function parentOf(pid: number): number | null {

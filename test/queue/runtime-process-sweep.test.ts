@@ -1,23 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createProcessRuntime, pidNamespacePrefix } from '../../queue/runtime/process.js';
 import { tempDir } from '../helpers/db.js';
-import { until } from '../helpers/process.js';
-
-/** Pids of live processes whose command line is exactly `sleep <n>`. */
-function sleepers(n: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8') === `sleep\0${n}\0`) pids.push(Number(entry));
-    } catch {
-      // ended while we looked
-    }
-  }
-  return pids;
-}
+import { sleepers, until } from '../helpers/process.js';
 
 // Through the spawner (which sweeps at the run's end) and from gated itself (which sweeps off its loop).
 for (const spawner of [true, false]) {
