@@ -5,7 +5,7 @@ import { Signal } from '../../core/signals.js';
 import { endSpan, inSpan, startMessage } from '../../core/trace.js';
 import { createWorker } from '../../core/worker.js';
 import { startTracing } from '../../gated/tracing.js';
-import { closeTestGated, startTestGated } from '../helpers/gated.js';
+import { closeTestGated, endedRunOf, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../infra/otlp.js';
 
@@ -69,18 +69,7 @@ describe('trace ids in the logs', () => {
       15_000,
       'the reply delivered',
     );
-    const runId = await until(
-      () =>
-        g.db
-          .prepare(
-            `SELECT l.id FROM session_log l JOIN messages m ON m.run_id = l.id
-                     WHERE m.id = ? AND l.result IS NOT NULL`,
-          )
-          .pluck()
-          .get(asked) as number | undefined,
-      15_000,
-      'the run to end after its idle timeout',
-    );
+    const { id: runId } = await endedRunOf(g, asked, 15_000);
     const lost = g.gateway.sink({ chat_jid: 'web:ghost', sender: 'me', content: 'anyone?' })!;
     await until(
       () => g.db.prepare(`SELECT state FROM messages WHERE id = ?`).pluck().get(lost) === 'unrouted',

@@ -7,6 +7,7 @@ import type { StartOptions } from '../../gated/base.js';
 import type { Runtime } from '../../queue/runtime/types.js';
 import { openDatabase, type Db } from '../../store/db.js';
 import { tempDir } from './db.js';
+import { until } from './process.js';
 
 // Each running gated with the grace its runs get when it is closed.
 const running = new Map<Gated, number>();
@@ -86,3 +87,21 @@ export function startDemoGated(env: Record<string, string> = {}): Promise<Gated>
 
 /** GATED_AGENT_CMD of test/agents/files-agent.mjs: slow, streaming drafts, reading and writing files. */
 export const FILES_AGENT_CMD = 'node "$GATED_HOME/test/agents/files-agent.mjs"';
+
+/** A run's row in session_log as the tests read it. */
+export interface EndedRun {
+  id: number;
+  result: string;
+  started_at: string;
+  ended_at: string;
+  idle_ms: number | null;
+}
+
+/** Waits until the run that took message `id` has ended (after its idle timeout) and returns its row. */
+export function endedRunOf(g: Gated, id: number, ms: number): Promise<EndedRun> {
+  const stmt = g.db.prepare(
+    `SELECT l.id, l.result, l.started_at, l.ended_at, l.idle_ms
+       FROM session_log l JOIN messages m ON m.run_id = l.id WHERE m.id = ? AND l.result IS NOT NULL`,
+  );
+  return until(() => stmt.get(id) as EndedRun | undefined, ms, 'the run to end after its idle timeout');
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../core/metrics.js';
-import { startTestGated } from '../helpers/gated.js';
+import { endedRunOf, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { postJson, startWebServer } from './harness.js';
 
@@ -161,17 +161,10 @@ describe('/metrics of a whole gated', () => {
     });
     const before = await scrape(g.url!);
     const id = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'take your time' })!;
-    const run = await until(
-      () =>
-        g.db
-          .prepare(
-            `SELECT l.started_at, l.ended_at, l.idle_ms FROM session_log l JOIN messages m ON m.run_id = l.id
-             WHERE m.id = ? AND l.result = 'ok'`,
-          )
-          .get(id) as { started_at: string; ended_at: string; idle_ms: number } | undefined,
-      20_000,
-      'the run to end after its idle timeout',
-    );
+    const run = await endedRunOf(g, id, 20_000);
+    expect(run.result).toBe('ok');
+    const idleMs = run.idle_ms!;
+    expect(idleMs).not.toBeNull();
     const after = await until(
       async () => {
         const m = await scrape(g.url!);
@@ -193,8 +186,8 @@ describe('/metrics of a whole gated', () => {
     expect(idle).toBeLessThan(idleTimeoutMs / 1000 + 0.5);
     // The same split as session_log's (and the dashboard's), adding up to the lifetime.
     const lifetimeMs = Date.parse(run.ended_at) - Date.parse(run.started_at);
-    expect(idle).toBeCloseTo(run.idle_ms / 1000, 9);
-    expect(work).toBeCloseTo((lifetimeMs - run.idle_ms) / 1000, 9);
+    expect(idle).toBeCloseTo(idleMs / 1000, 9);
+    expect(work).toBeCloseTo((lifetimeMs - idleMs) / 1000, 9);
     expect(work + idle).toBeCloseTo(delta('gated_run_duration_seconds_sum{result="ok"}'), 9);
     // A 1 s idle wait in the lifetime, none of it in the work: they fall in different buckets.
     expect(delta('gated_run_work_seconds_bucket{le="0.25",result="ok"}')).toBe(0);

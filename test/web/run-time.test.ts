@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startDemoGated } from '../helpers/gated.js';
-import { until } from '../helpers/process.js';
+import { endedRunOf, startDemoGated } from '../helpers/gated.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
 /** The agent of test/agents/slow-agent.mjs: 300 ms per turn. */
@@ -30,18 +29,7 @@ describe("a run's time split into work and idle", () => {
       GATED_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
     });
     const id = gated.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'take your time' })!;
-    const runId = await until(
-      () =>
-        gated.db
-          .prepare(
-            `SELECT l.id FROM session_log l JOIN messages m ON m.run_id = l.id
-                     WHERE m.id = ? AND l.result IS NOT NULL`,
-          )
-          .pluck()
-          .get(id) as number | undefined,
-      20_000,
-      'the run to end after its idle timeout',
-    );
+    const { id: runId } = await endedRunOf(gated, id, 20_000);
     const listed = (await (await fetch(`${gated.url}/api/dashboard/runs`)).json()) as {
       runs: Array<RunTimes & { id: number; result: string }>;
     };
