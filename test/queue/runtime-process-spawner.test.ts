@@ -49,9 +49,9 @@ describe('process runtime: agents start from the spawner, not from gated', () =>
       const handle = await runtime.start(spec(1));
       await new Promise<void>((resolve) => handle.stdout.once('data', () => resolve()));
       const spawner = (await sharedSpawner())!;
-      const [sleeper] = sleepers(n);
-      expect(sleeper).toBeDefined();
-      const chain = ancestors(sleeper!);
+      // `up` is written before the shell execs `sleep`: wait for the sleep itself, not only its first line.
+      const sleeper = await until(() => sleepers(n)[0], 5_000, 'the agent to exec sleep');
+      const chain = ancestors(sleeper);
       // The namespace's processes, then the spawner, then gated (this test process).
       expect(chain).toContain(spawner.pid);
       expect(chain.indexOf(process.pid)).toBe(chain.indexOf(spawner.pid!) + 1);
