@@ -200,11 +200,11 @@ describe('every page in chromium at 1280 and 390 px', () => {
       )
       .run(runId);
     await page.reload();
+    // The run list is filled by the page's script after load: wait for this run's row before reading it.
+    const row = page.locator('#runs tbody tr', { has: page.locator(`a[href="#run=${runId}"]`) });
+    await row.waitFor();
     const runHeads = await page.locator('#runs thead th').allTextContents();
-    const cells = await page
-      .locator('#runs tbody tr', { has: page.locator(`a[href="#run=${runId}"]`) })
-      .locator('td')
-      .allTextContents();
+    const cells = await row.locator('td').allTextContents();
     expect(cells[runHeads.indexOf('tokens in/out')]).toBe('12,500 / 340');
     expect(cells[runHeads.indexOf('cost')]).toBe('$0.00016');
 
