@@ -8,6 +8,11 @@ export type LivenessChecks = Record<string, string>;
 
 /** How many poll intervals the loop may go without a completed tick before it counts as stalled. */
 const STALE_INTERVALS = 3;
+/**
+ * ...and never less than this many ms: with a short poll interval (50–100 ms) one busy moment of the event
+ * loop (a large batch, a garbage collection on a loaded machine) is not a stalled loop.
+ */
+const STALE_FLOOR_MS = 2000;
 
 const runningStmts = new WeakMap<Db, { runIds: () => number[] }>();
 
@@ -24,7 +29,7 @@ function runningRunIds(db: Db): number[] {
 
 /**
  * The truth about a running gated for /healthz: the poll loop completed a tick within the last 3 poll
- * intervals (a failing or stuck loop answers nobody), and every row in state `running` belongs to a run
+ * intervals (at least 2 s) (a failing or stuck loop answers nobody), and every row in state `running` belongs to a run
  * the queue really has (a row running without a live run would never end: the queue is wedged).
  */
 export function liveness(opts: {
@@ -38,7 +43,7 @@ export function liveness(opts: {
   const checks: LivenessChecks = {};
   const h = opts.loop.health();
   const age = now - h.lastTickAt;
-  if (age > STALE_INTERVALS * opts.pollMs) {
+  if (age > Math.max(STALE_INTERVALS * opts.pollMs, STALE_FLOOR_MS)) {
     const why = h.failing ? `: ${h.failing}` : '';
     checks.loop = `no completed poll tick for ${age} ms (${h.failures} failed)${why}`;
   } else checks.loop = 'ok';

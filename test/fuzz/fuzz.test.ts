@@ -262,7 +262,8 @@ describe('fuzz: hostile rows, requests and agent output never stall gated', () =
     const p50 = sorted[Math.floor(sorted.length / 2)] ?? NaN;
     const max = sorted.at(-1) ?? NaN;
     const failed = g.db.prepare(`SELECT count(*) FROM messages WHERE state = 'failed'`).pluck().get();
-    const health = await fetch(`${g.url}/healthz`);
+    const healthRes = await fetch(`${g.url}/healthz`);
+    const health = { status: healthRes.status, body: await healthRes.text() };
     console.log(
       `fuzz seed=${seed}: ${rows} rows (${failed} failed alone), ${routes} route rows, ${requests} HTTP requests ` +
         `(${serverErrors} 5xx); canary ${canaryN} sent, ${latencies.length} timed, latency p50 ${p50} ms, max ${max} ms; ` +
@@ -270,7 +271,7 @@ describe('fuzz: hostile rows, requests and agent output never stall gated', () =
     );
     expect(stuck, `canaries unanswered (seed ${seed})`).toEqual([]);
     expect(max, `canary latency (seed ${seed})`).toBeLessThan(CANARY_BOUND_MS);
-    expect(health.status).toBe(200);
+    expect(health.status, `/healthz said ${health.body}`).toBe(200);
     expect(g.gateway.loop.health().failing).toBeUndefined();
     // Bounded growth: the 30 MB row, 2 MB contents and 1 MB session ids are never held whole per row.
     expect(rssMax - rssStart).toBeLessThan(400 * 2 ** 20);

@@ -84,7 +84,7 @@ describe('/healthz tells the truth', () => {
     expect(g.gateway.loop.health().failures).toBe(0);
   });
 
-  it('503 when the poll loop has not completed a tick in 3 poll intervals', async () => {
+  it('503 when the poll loop has not completed a tick in 3 poll intervals (at least 2 s)', async () => {
     const { g, health } = await start();
     expect((await health()).status).toBe(200);
     g.gateway.loop.stop();
