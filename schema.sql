@@ -93,7 +93,10 @@ CREATE INDEX IF NOT EXISTS idx_messages_ready
 -- Ready rows in readiness order, covering what the queue's walks filter on (store/queue.ts nextLanes).
 CREATE INDEX IF NOT EXISTS idx_messages_ready_walk
   ON messages(ready_at, id, group_folder, session_topic, not_before) WHERE state = 'ready';
-CREATE INDEX IF NOT EXISTS idx_messages_retry ON messages(not_before) WHERE state = 'ready';
+-- Ready rows in backoff (a retry, files still downloading): only those, so the rows that wait for nothing,
+-- nearly all of them, are not written into it when they become ready and out again when they run.
+CREATE INDEX IF NOT EXISTS idx_messages_backoff
+  ON messages(not_before) WHERE state = 'ready' AND not_before IS NOT NULL;
 CREATE INDEX IF NOT EXISTS idx_messages_running ON messages(run_id) WHERE state = 'running';
 CREATE INDEX IF NOT EXISTS idx_messages_parked
   ON messages(group_folder, session_topic, chat_jid, id) WHERE state = 'parked';

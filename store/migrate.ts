@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 15;
+export const SCHEMA_VERSION = 16;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -87,6 +87,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 14 → 15: a run's time split into work and idle (docs/WEB.md): how long its agent waited for a
   // follow-up. Older runs have NULL: their split is not known.
   14: (db) => addColumn(db, 'session_log', 'idle_ms', 'INTEGER'),
+  // 15 → 16: the cost of a row's state changes (issue 30). The backoff index holds only the ready rows that
+  // wait for one (schema.sql creates idx_messages_backoff): its predecessor took every ready row in and out.
+  15: (db) => db.exec('DROP INDEX IF EXISTS idx_messages_retry'),
 };
 
 /** The 12 → 13 step: the integer column `network` replaced by a text one of the same name. */

@@ -156,7 +156,7 @@ function runStatements(db: Db) {
     ),
     anyParked: db.prepare(`SELECT 1 FROM messages WHERE state = 'parked' AND attempts < ? LIMIT 1`).pluck(),
     nextRetry: db
-      .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_retry
+      .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_backoff
       .pluck(),
     group: db.prepare(`SELECT image, network, mounts, busy FROM registered_groups WHERE folder = ?`),
     openRuns: db.prepare(`SELECT id FROM session_log WHERE result IS NULL`).pluck(),

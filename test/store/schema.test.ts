@@ -139,7 +139,7 @@ describe('schema.sql', () => {
       [
         `SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`,
         [1],
-        /idx_messages_retry/,
+        /COVERING INDEX idx_messages_backoff/,
       ],
       [
         `SELECT group_folder FROM messages WHERE state = 'ready' AND group_folder IS NOT NULL AND (not_before IS NULL OR not_before <= ?) ORDER BY ready_at, id`,
