@@ -101,12 +101,16 @@ export function platformOf(chatJid: string): string {
   return at > 0 ? chatJid.slice(0, at) : chatJid;
 }
 
+const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+const entityOf = (c: string): string => ENTITIES[c]!;
+
+// Most text needs no escaping: one scan finds that, and only text that does is copied (once).
 function escapeText(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return /[&<>]/.test(s) ? s.replace(/[&<>]/g, entityOf) : s;
 }
 
 function escapeAttr(s: string): string {
-  return escapeText(s).replace(/"/g, '&quot;');
+  return /[&<>"]/.test(s) ? s.replace(/[&<>"]/g, entityOf) : s;
 }
 
 /**
