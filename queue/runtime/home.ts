@@ -11,11 +11,16 @@ export const AGENT_HOME_DIR = '.home';
  * at that name that is not a directory (a link to the operator's home, a file) is removed first, without
  * following it, and a directory made in its place. The agent runs as gated's user: this keeps its tools
  * away from the operator's dotfiles, it is no sandbox (untrusted agents belong in a container).
+ *
+ * Also makes the group's folder when it is missing. Checked on every run (the agent may have replaced
+ * `.home` since the last one); a run whose `.home` is already a directory costs one lstat.
  */
 export function agentHome(groupDir: string): string {
   const home = join(groupDir, AGENT_HOME_DIR);
   const st = lstatSync(home, { throwIfNoEntry: false });
-  if (st && !st.isDirectory()) rmSync(home, { force: true });
-  if (!st?.isDirectory()) mkdirSync(home, { mode: 0o700 });
+  if (st?.isDirectory()) return home;
+  if (st) rmSync(home, { force: true });
+  else mkdirSync(groupDir, { recursive: true });
+  mkdirSync(home, { mode: 0o700 });
   return home;
 }

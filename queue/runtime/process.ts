@@ -2,7 +2,6 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
-import { mkdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../core/log.js';
@@ -283,7 +282,6 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
   return {
     name: 'process',
     async start(spec: RunSpec): Promise<AgentHandle> {
-      mkdirSync(spec.groupDir, { recursive: true });
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
       const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
       const cmd = spec.command ?? opts.cmd;
