@@ -1,4 +1,11 @@
-import { ConfigFileError, isConfigDir, listConfigDir, readConfigFile } from './config-files.js';
+import {
+  ConfigFileError,
+  isConfigDir,
+  listConfigDir,
+  readConfigFile,
+  readTracked,
+  type ConfigSnapshot,
+} from './config-files.js';
 import { folderChain } from './types.js';
 
 /**
@@ -199,8 +206,30 @@ function readInstructions(root: string, from: string, problems: ConfigProblem[])
   return { text: texts.join('\n\n'), files };
 }
 
-/** Reads the configuration of `folder` under `root` (GATED_CONFIG_DIR). Never throws for file contents. */
+// Each group's configuration as last read, with what its files looked like then; most runs of a group
+// find them unchanged, and a check of their stamps costs a few lstat calls instead of the walk and reads.
+const cache = new Map<string, { config: GroupConfig; snapshot: ConfigSnapshot }>();
+const CACHE_MAX = 10_000;
+
+/**
+ * The configuration of `folder` under `root` (GATED_CONFIG_DIR). Never throws for file contents. Read
+ * again whenever any file or folder it came from, or looked for, changed (`ConfigSnapshot`): an edit is
+ * seen by the next call. The result is shared between callers: read it, do not change it.
+ */
 export function readGroupConfig(root: string, folder: string): GroupConfig {
+  const key = `${root}\0${folder}`;
+  const hit = cache.get(key);
+  if (hit?.snapshot.unchanged()) return hit.config;
+  cache.delete(key);
+  const { value, snapshot } = readTracked(root, () => readNow(root, folder));
+  if (snapshot.settled) {
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(key, { config: value, snapshot });
+  }
+  return value;
+}
+
+function readNow(root: string, folder: string): GroupConfig {
   const problems: ConfigProblem[] = [];
   const chain = folderChain(folder);
   const exists = (rel: string, dir: boolean) =>
