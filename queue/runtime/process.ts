@@ -72,6 +72,19 @@ const NAMESPACE_PREFIXES: readonly (readonly string[])[] = [
  */
 const NAMESPACE_INIT = 'sh -c "$1"; exit $?';
 
+/**
+ * The argv of a run: the agent's command in a shell, in the namespace's init where there is one. `shared`:
+ * the shell first puts its stdout on its stdin (`exec 1>&0`; stdin is a socket, both ways), so that the
+ * spawner hands gated one socket for both (SpawnRequest.stdoutOnStdin); what the agent reads and writes
+ * is the same.
+ */
+function argvOf(prefix: readonly string[], cmd: string, shared: boolean): string[] {
+  const dup = shared ? 'exec 1>&0\n' : '';
+  return prefix.length === 0
+    ? ['sh', '-c', `${dup}${cmd}`]
+    : [...prefix, 'sh', '-c', `${dup}${NAMESPACE_INIT}`, 'gated-run', cmd];
+}
+
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
 
 /** The agent's end as the namespace's shell tells it: `128 + n` is death by signal n. */
@@ -226,7 +239,8 @@ function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
   stdin.on('close', () => {
     stdinOpen = false;
   });
-  if (stdin.readable) stdin.resume();
+  // A socket of its own: read only to hear its end. One socket for both is read as stdout, by the run.
+  if (stdin !== stdout && stdin.readable) stdin.resume();
 
   const stdoutClosed = new Promise<void>((resolve) => {
     if (stdout.closed) resolve();
@@ -285,17 +299,13 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
       const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
       const cmd = spec.command ?? opts.cmd;
-      const [bin, ...args] =
-        prefix.length === 0 ? ['sh', '-c', cmd] : [...prefix, 'sh', '-c', NAMESPACE_INIT, 'gated-run', cmd];
-      const req: SpawnRequest = {
-        bin: bin!,
-        args,
-        cwd: spec.groupDir,
-        env: { ...agentEnv(opts.env), HOME: agentHome(spec.groupDir), [RUN_MARK_VAR]: mark },
-        markVar: RUN_MARK_VAR,
-        drainMs: DRAIN_MS,
+      const env = { ...agentEnv(opts.env), HOME: agentHome(spec.groupDir), [RUN_MARK_VAR]: mark };
+      const request = (shared: boolean): SpawnRequest => {
+        const [bin, ...args] = argvOf(prefix, cmd, shared);
+        const req = { bin: bin!, args, cwd: spec.groupDir, env, markVar: RUN_MARK_VAR, drainMs: DRAIN_MS };
+        return shared ? { ...req, stdoutOnStdin: true } : req;
       };
-      return handleOf(await startAgent(opts, req), prefix.length > 0);
+      return handleOf(await startAgent(opts, request), prefix.length > 0);
     },
     async ping() {
       // sh is always there on a machine that runs gated; nothing to reach.
@@ -303,14 +313,20 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
   };
 }
 
-/** Starts the agent through the spawner, or from gated itself where there is none. */
-async function startAgent(opts: ProcessRuntimeOptions, req: SpawnRequest): Promise<Spawned> {
-  if (opts.spawner === false) return spawnDirect(req);
+/**
+ * Starts the agent through the spawner (its stdin and stdout one socket), or from gated itself where there
+ * is none (two pipes, as `spawn` makes them).
+ */
+async function startAgent(
+  opts: ProcessRuntimeOptions,
+  request: (shared: boolean) => SpawnRequest,
+): Promise<Spawned> {
+  if (opts.spawner === false) return spawnDirect(request(false));
   for (let attempt = 1; ; attempt++) {
     const spawner = await sharedSpawner(opts.log, opts.spawnerFile);
-    if (spawner === null) return spawnDirect(req);
+    if (spawner === null) return spawnDirect(request(false));
     try {
-      return await spawner.start(req);
+      return await spawner.start(request(true));
     } catch (err) {
       // A spawner that died meanwhile is started again, once; a failed spawn (ENOENT…) is the run's.
       if (spawner.alive || attempt > 1) throw err;

@@ -4,14 +4,17 @@
 // runs on bare `node`, from the sources and from an installed package alike, and its heap stays small.
 //
 // Over the IPC channel (JSON messages; docs/SECURITY.md "Processes"):
-//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs }
+//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin }
 //   spawner → gated  { t: 'stdin', id, pid } with the agent's stdin socket as the message's handle,
 //                    { t: 'stdout', id } with its stdout socket, or { t: 'failed', id, code, message };
+//                    with `stdoutOnStdin` (the command itself writes its output on fd 0, which is a socket
+//                    and so both ways), only { t: 'stdio', id, pid } with that one socket;
 //                    { t: 'exit', id, code, signal, stderrTail, waitedMs } once it exited and its stderr
 //                    closed (or `drainMs` passed).
 // The agent's stdin and stdout are the socketpairs libuv made for it: once their handles are sent, the
 // spawner holds no copy, so they reach gated as streams and the agent sees gated's end close if gated dies.
-// Its stderr stays here: gated only ever keeps its tail.
+// One socket for both is one handle passed instead of two (each handle is a message gated must take and
+// acknowledge on its event loop). Its stderr stays here: gated only ever keeps its tail.
 //
 // At an agent's exit the spawner kills its process group and sweeps /proc for processes still carrying the
 // run's mark (`env[markVar]`, inherited by everything the run started, even after `setsid`): that work is
@@ -101,11 +104,12 @@ function send(message, handle) {
 }
 
 function start(req) {
+  const shared = req.stdoutOnStdin === true;
   const child = spawn(req.bin, req.args, {
     cwd: req.cwd,
     env: req.env,
     detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: ['pipe', shared ? 'ignore' : 'pipe', 'pipe'],
   });
   // Two hazards for the sockets on their way to gated (a handle waits in Node's queue until gated has
   // acknowledged the one before): the stdout socket starts reading as soon as it is made, and whatever it
@@ -113,8 +117,8 @@ function start(req) {
   // stdout. Nothing was read yet (no turn of the event loop has passed): stop the read now (`pause()`
   // does not stop a socket's handle, hence the handle itself), and take both sockets away from `child`.
   const { stdin, stdout } = child;
-  // (A spawn that failed has no handles: its 'error' follows.)
-  if (stdout._handle) {
+  // (A spawn that failed has no handles: its 'error' follows. The stdin socket is not read here.)
+  if (stdout?._handle) {
     stdout._handle.readStop();
     stdout._handle.reading = false;
   }
@@ -128,13 +132,14 @@ function start(req) {
     // Only a failed start: the spawner neither kills nor messages its children through `child`.
     if (started) return;
     stdin.destroy();
-    stdout.destroy();
+    stdout?.destroy();
     child.stderr.destroy();
     send({ t: 'failed', id: req.id, code: err.code ?? null, message: err.message });
   });
   child.once('spawn', () => {
     started = true;
     live.set(req.id, child.pid);
+    if (shared) return send({ t: 'stdio', id: req.id, pid: child.pid }, stdin);
     send({ t: 'stdin', id: req.id, pid: child.pid }, stdin);
     send({ t: 'stdout', id: req.id }, stdout);
   });

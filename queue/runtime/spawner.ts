@@ -22,6 +22,11 @@ export interface SpawnRequest {
   markVar: string;
   /** How long the exit report may wait for stderr to close after the exit. */
   drainMs: number;
+  /**
+   * The command writes its output on its fd 0 itself (`exec 1>&0`: fd 0 is a socket, both ways): its fd 1
+   * is /dev/null, and its stdin socket comes back as both `stdin` and `stdout`, one handle instead of two.
+   */
+  stdoutOnStdin?: boolean;
 }
 
 /** How a spawned process ended, as the spawner saw it. */
@@ -33,7 +38,10 @@ export interface SpawnedExit {
   waitedMs: number;
 }
 
-/** A process the spawner started: its own process group (pid), its stdin and stdout, its end. */
+/**
+ * A process the spawner started: its own process group (pid), its stdin and stdout (one socket when it was
+ * asked `stdoutOnStdin`), its end.
+ */
 export interface Spawned {
   pid: number;
   stdin: Socket;
@@ -61,6 +69,7 @@ type Message =
   | { t: 'ready' }
   | { t: 'stdin'; id: number; pid: number }
   | { t: 'stdout'; id: number }
+  | { t: 'stdio'; id: number; pid: number }
   | { t: 'failed'; id: number; code: string | null; message: string }
   | ({ t: 'exit'; id: number } & SpawnedExit);
 
@@ -176,7 +185,8 @@ export class Spawner {
     if (m.t === 'stdin') {
       run.pid = m.pid;
       run.stdin = handle;
-    } else if (m.t === 'stdout') {
+    } else if (m.t === 'stdout' || m.t === 'stdio') {
+      if (m.t === 'stdio') [run.pid, run.stdin] = [m.pid, handle];
       const exit = new Promise<SpawnedExit>((resolve) => (run.exited = resolve));
       run.spawned = { pid: run.pid!, stdin: run.stdin!, stdout: handle!, exit };
       run.resolve(run.spawned);

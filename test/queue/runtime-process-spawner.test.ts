@@ -68,6 +68,25 @@ describe('process runtime: agents start from the spawner, not from gated', () =>
     }
   });
 
+  it('hands gated one socket for the agent’s stdin and stdout, which still carries output after end of stdin', async () => {
+    // fd 0 and fd 1 of the agent's processes are the same socket; output written after gated closed its
+    // side (half-close) still arrives, and the agent saw the end of its input.
+    const runtime = createProcessRuntime({
+      cmd: 'readlink /proc/self/fd/0 /proc/self/fd/1; read x; echo "got $x"; read y || echo "end of stdin"',
+    });
+    const handle = await runtime.start(spec(7));
+    let out = '';
+    handle.stdout.on('data', (d: Buffer) => (out += String(d)));
+    expect(handle.write('hello\n')).toBe(true);
+    await until(() => out.includes('got hello'), 5000, 'the answer to the first line');
+    handle.closeStdin();
+    expect((await handle.exited).code).toBe(0);
+    const [fd0, fd1, ...rest] = out.split('\n');
+    expect(fd0).toMatch(/^socket:\[\d+\]$/);
+    expect(fd1).toBe(fd0);
+    expect(rest).toEqual(['got hello', 'end of stdin', '']);
+  });
+
   it('a spawner killed mid-run ends that run as killed, kills its agent, and the next start gets a new one', async () => {
     const n = sleepTag();
     try {
