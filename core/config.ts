@@ -29,6 +29,8 @@ export interface Config extends ChannelsConfig {
   dockerCertPath: string | undefined;
   /** Swarm: the port of every node's engine (same TLS settings), for attaching to the tasks it runs. */
   swarmNodePort: number | undefined;
+  /** Swarm: services made ahead of their lanes' next runs, at most this many at once (0: none). */
+  swarmSpares: number;
   /** Extra host paths a group may mount into its container (colon-separated GATED_MOUNT_ALLOW). */
   mountAllow: string[];
   httpPort: number;
@@ -172,6 +174,7 @@ function runSettings(env: Env) {
     dockerTlsVerify: str(env, 'DOCKER_TLS_VERIFY') === '1',
     dockerCertPath: str(env, 'DOCKER_CERT_PATH'),
     swarmNodePort: str(env, 'GATED_SWARM_NODE_PORT') ? int(env, 'GATED_SWARM_NODE_PORT', 2376, 1) : undefined,
+    swarmSpares: int(env, 'GATED_SWARM_SPARES', 8, 0),
     mountAllow: (str(env, 'GATED_MOUNT_ALLOW') ?? '').split(':').filter(Boolean),
     maxOutputBytes: int(env, 'GATED_MAX_OUTPUT_BYTES', 10 * 1024 * 1024, 1024),
     maxInputBytes: int(env, 'GATED_MAX_INPUT_BYTES', 256 * 1024, 1024),

@@ -45,6 +45,7 @@ export async function makeRuntime(config: Config, db: Db, log: Logger, metrics: 
       where,
       placement,
       nodeEngine: nodeEngines(docker, Docker, address, config.swarmNodePort),
+      spares: config.swarmSpares,
       log: slog,
       onStarted: (node, ms) => metrics.agentStarted('swarm', node, ms / 1000),
     });

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { attachRaw } from './attach.js';
 import { handleOf, pickUser } from './docker.js';
 import { checkEngine, EngineError, engineError, unreachableError } from './engine.js';
 import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
 import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
+import { SparePool } from './swarm-spare.js';
 import { ContainerEvents, nodeOf, startedTask, type StartedTask } from './swarm-task.js';
 import type { AgentHandle, Runtime, RunSpec } from './types.js';
 
@@ -37,6 +39,13 @@ export interface SwarmRuntimeOptions extends ContainerOptions {
   startTimeoutMs?: number;
   /** Told about each started task: its node and create → running time. */
   onStarted?: (node: string, ms: number) => void;
+  /**
+   * Spares: the service of a lane's next run made when a run of that lane starts, so that the next run
+   * skips the swarm's scheduling (swarm-spare.ts). At most this many at once; default 0 (none).
+   */
+  spares?: number;
+  /** How long a spare waits for its run before it is removed. Default 10 minutes. */
+  spareIdleMs?: number;
 }
 
 /** The swarm runtime, plus the sweep of this instance's leftover services. */
@@ -50,18 +59,25 @@ export interface SwarmRuntime extends Runtime {
 /** The line that ends a swarm agent's input. */
 export const END_OF_INPUT = '{"type":"end"}\n';
 
+/** Who a service is: its name and labels (a run's, or a spare's until a run takes it). */
+interface Identity {
+  name: string;
+  labels: Record<string, string>;
+}
+
 /** The service of one run: one replica, never restarted, the lockdown of every agent, placed as the group says. */
 function serviceSpec(
   opts: SwarmRuntimeOptions,
   spec: RunSpec,
-  groupDir: string,
-  mounts: ResolvedMount[],
+  where: { groupDir: string; mounts: ResolvedMount[] },
+  who: Identity,
 ): Docker.CreateServiceOptions {
+  const { groupDir, mounts } = where;
   const place = opts.placement?.(spec.group) ?? {};
-  const labels = runLabels(opts.instanceId, spec);
+  const labels = who.labels;
   const limits = limitsOf(opts);
   return {
-    Name: `gated-${opts.instanceId.slice(0, 12)}-run-${spec.runId}`,
+    Name: who.name,
     Labels: labels,
     TaskTemplate: {
       ContainerSpec: {
@@ -145,13 +161,17 @@ interface SwarmState {
   opts: SwarmRuntimeOptions;
   where: string;
   /**
-   * Services of runs this process is serving; anything else with our instance label is a dead run's (one
-   * gated owns an instance id, so nobody else can be serving it).
+   * Services of runs (and spares) this process is serving; anything else with our instance label is a dead
+   * run's (one gated owns an instance id, so nobody else can be serving it).
    */
   live: Set<string>;
   startLatencies: number[];
   /** The sweep of dead runs' services, once per runtime; a failed one is tried again by the next start. */
   sweptOnce: () => Promise<number>;
+  /** Services made ahead of their runs, one per lane (swarm-spare.ts). */
+  spares: SparePool<Launched>;
+  /** Names this runtime's spares apart from any other process's. */
+  spareTag: string;
 }
 
 /** Creates the swarm runtime. */
@@ -160,7 +180,17 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
   const where = opts.where ?? 'the swarm manager';
   const live = new Set<string>();
   const sweep = () => sweepServices(docker, opts.instanceId, live, log);
-  const state: SwarmState = { opts, where, live, startLatencies: [], sweptOnce: onceUntilDone(sweep) };
+  const state: SwarmState = {
+    opts,
+    where,
+    live,
+    startLatencies: [],
+    sweptOnce: onceUntilDone(sweep),
+    spareTag: randomBytes(4).toString('hex'),
+    spares: new SparePool<Launched>(opts.spares ?? 0, opts.spareIdleMs ?? 600_000, (l) =>
+      removeService(state, l.serviceId),
+    ),
+  };
   const stopSweeping = sweepEvery(opts.sweepEveryMs ?? 60_000, sweep, (err) =>
     log?.warn({ err: err.message }, 'swarm sweep failed'),
   );
@@ -170,6 +200,7 @@ export function createSwarmRuntime(opts: SwarmRuntimeOptions): SwarmRuntime {
     startLatencies: state.startLatencies,
     async close() {
       stopSweeping();
+      await state.spares.close();
     },
     ping: () => pingManager(docker, opts.image, where),
     async start(spec: RunSpec): Promise<AgentHandle> {
@@ -186,24 +217,31 @@ async function engineOf(opts: SwarmRuntimeOptions, nodeId: string | undefined): 
   return nodeId && opts.nodeEngine ? await opts.nodeEngine(nodeId) : opts.docker;
 }
 
-/** Creates the run's service, waits for its task to start and attaches to it; on failure, removes it. */
-async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle> {
+/** A service whose task's container started: the service, the engine of its node, the task. */
+interface Launched {
+  serviceId: string;
+  engine: Docker;
+  task: StartedTask;
+}
+
+/**
+ * Creates a service and waits for its task's container to start (on its node's events); on failure,
+ * removes it. `watched` are labels only this service's container carries.
+ */
+async function launch(
+  state: SwarmState,
+  body: Docker.CreateServiceOptions,
+  watched: Record<string, string>,
+): Promise<Launched> {
   const { opts } = state;
   const { docker } = opts;
-  await state.sweptOnce();
-  const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
-  const t0 = performance.now();
   const deadline = Date.now() + (opts.startTimeoutMs ?? 60_000);
-  // The container's own labels name the run; on one engine they are listened for before the service
-  // exists, so its start cannot be missed.
-  const watched = { [INSTANCE_LABEL]: opts.instanceId, 'gated.run': String(spec.runId) };
+  // On one engine the container's labels are listened for before the service exists, so its start cannot
+  // be missed.
   let events = opts.nodeEngine ? undefined : await ContainerEvents.open(docker, watched);
   let serviceId: string | undefined;
   try {
-    const created = (await docker.createService(serviceSpec(opts, spec, groupDir, mounts))) as {
-      id?: string;
-      ID?: string;
-    };
+    const created = (await docker.createService(body)) as { id?: string; ID?: string };
     serviceId = created.id ?? created.ID!;
     state.live.add(serviceId);
     let engine = docker;
@@ -213,12 +251,69 @@ async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle>
     }
     const task = await startedTask(docker, serviceId, events, deadline);
     events.close();
-    return await attachTask(state, { spec, serviceId, engine, task, t0 });
+    return { serviceId, engine, task };
   } catch (err) {
     events?.close();
     if (serviceId) await removeService(state, serviceId);
     throw err;
   }
+}
+
+/**
+ * Starts a run: on its lane's spare when there is one made with the same spec, else on a service created
+ * now; then attaches, and makes the lane's next spare.
+ */
+async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle> {
+  const { opts } = state;
+  await state.sweptOnce();
+  const where = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
+  const t0 = performance.now();
+  const lane = `${spec.group}\0${spec.topic}`;
+  const prefix = `gated-${opts.instanceId.slice(0, 12)}`;
+  // The spec without who it is for: a spare serves a run whose service would be the same but for that.
+  const key = JSON.stringify(serviceSpec(opts, spec, where, { name: '', labels: {} }));
+  const labels = runLabels(opts.instanceId, spec);
+  const launched =
+    (await fromSpare(state, state.spares.take(lane, key))) ??
+    (await launch(state, serviceSpec(opts, spec, where, { name: `${prefix}-run-${spec.runId}`, labels }), {
+      [INSTANCE_LABEL]: opts.instanceId,
+      'gated.run': String(spec.runId),
+    }));
+  const handle = await attachTask(state, { spec, ...launched, t0 }).catch(async (err: unknown) => {
+    await removeService(state, launched.serviceId);
+    throw err;
+  });
+  state.spares.offer(lane, key, (n) => {
+    // Until a run takes it, a spare's container is known by a label of its own (a container's labels
+    // cannot change later); unique across gated processes, as a dead process's spares may still be dying.
+    const tag = `${state.spareTag}-${n}`;
+    const { 'gated.run': _run, ...own } = labels;
+    const body = serviceSpec(opts, spec, where, {
+      name: `${prefix}-spare-${tag}`,
+      labels: { ...own, 'gated.spare': tag },
+    });
+    return launch(state, body, { [INSTANCE_LABEL]: opts.instanceId, 'gated.spare': tag });
+  });
+  return handle;
+}
+
+/**
+ * A taken spare, once its container runs; undefined (and the spare removed) when it could not start or its
+ * agent is gone already (then the run starts as if there had been no spare).
+ */
+async function fromSpare(
+  state: SwarmState,
+  spare: Promise<Launched> | undefined,
+): Promise<Launched | undefined> {
+  const launched = await spare?.catch(() => undefined);
+  if (!launched) return undefined;
+  const info = await launched.engine
+    .getContainer(launched.task.containerId)
+    .inspect()
+    .catch(() => undefined);
+  if (info?.State?.Running) return launched;
+  await removeService(state, launched.serviceId);
+  return undefined;
 }
 
 /** Removes a run's service (gone already is fine) and forgets it as live. */
@@ -231,11 +326,8 @@ async function removeService(state: SwarmState, serviceId: string): Promise<void
 }
 
 /** A run whose task has started: its service, the engine of its node, and when its start began. */
-interface StartedRun {
+interface StartedRun extends Launched {
   spec: RunSpec;
-  serviceId: string;
-  engine: Docker;
-  task: StartedTask;
   t0: number;
 }
 

@@ -13,6 +13,9 @@ describe('configuration', () => {
     expect(c.idleAgentsMax).toBeNull();
     expect(loadConfig({ GATED_IDLE_AGENTS_MAX: '3' }).idleAgentsMax).toBe(3);
     expect(loadConfig({ GATED_IDLE_AGENTS_MAX: '0' }).idleAgentsMax).toBe(0);
+    // Swarm: services made ahead of a lane's next run, unless turned off.
+    expect(c.swarmSpares).toBe(8);
+    expect(loadConfig({ GATED_SWARM_SPARES: '0' }).swarmSpares).toBe(0);
     expect(c.db).toMatch(/data\/gated\.db$/);
     expect([c.telegram, c.bluesky, c.discord]).toEqual([undefined, undefined, undefined]);
     expect(loadConfig({ TELEGRAM_BOT_TOKEN: '  ', DISCORD_BOT_TOKEN: '' }).telegram).toBeUndefined();

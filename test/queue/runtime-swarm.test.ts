@@ -285,3 +285,130 @@ describe('swarm runtime on a real swarm', () => {
     }
   }, 120_000);
 });
+
+describe('swarm runtime: services made ahead of a lane’s next run (spares)', () => {
+  const spareServices = () =>
+    engine!.docker.listServices({ filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`, 'gated.spare'] } });
+  const containerOf = async (label: string) => {
+    const [info] = await engine!.docker.listContainers({ filters: { label: [label] } });
+    return info?.Id;
+  };
+  const withSpares = (groupsDir: string) =>
+    createSwarmRuntime({
+      docker: engine!.docker,
+      image: IMAGE,
+      instanceId: INSTANCE,
+      groupsDir,
+      sweepEveryMs: 0,
+      spares: 4,
+    });
+  /** Runs one turn on `handle` and returns its output once the agent exited. */
+  const turn = async (handle: Awaited<ReturnType<ReturnType<typeof withSpares>['start']>>, text: string) => {
+    let out = '';
+    handle.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    handle.write(JSON.stringify({ sessionId: null, messages: [{ id: 1, content: text }] }) + '\n');
+    handle.closeStdin();
+    const exit = await handle.exited;
+    return { out, code: exit.code };
+  };
+
+  it("serves the lane's next run on the spare its run made, then makes the next one; close removes it", async () => {
+    const groups = tempDir('gated-swarm-spare-');
+    const rt = withSpares(groups);
+    try {
+      const first = await rt.start({ runId: 90, group: 'g', topic: 't', groupDir: join(groups, 'g') });
+      expect(await turn(first, 'echo one')).toMatchObject({
+        code: 0,
+        out: expect.stringContaining('echo: one'),
+      });
+      let spare = '';
+      await until(
+        async () => {
+          const [s] = await spareServices();
+          spare = s?.Spec?.Labels?.['gated.spare'] ?? '';
+          return spare !== '' && (await containerOf(`gated.spare=${spare}`)) !== undefined;
+        },
+        30_000,
+        'the spare of lane g/t running',
+      );
+      const [svc] = await spareServices();
+      expect(svc!.Spec!.Labels).toMatchObject({ 'gated.group': 'g', 'gated.topic': 't' });
+      expect(svc!.Spec!.Labels!['gated.run']).toBeUndefined();
+      const spareContainer = await containerOf(`gated.spare=${spare}`);
+      const c = await engine!.docker.getContainer(spareContainer!).inspect();
+      expect(c.HostConfig.CapDrop).toEqual(['ALL']);
+      expect(c.HostConfig.ReadonlyRootfs).toBe(true);
+
+      const second = await rt.start({ runId: 91, group: 'g', topic: 't', groupDir: join(groups, 'g') });
+      // The run took the spare's container: no service of its own was made.
+      expect(await engine!.docker.listServices({ filters: { label: ['gated.run=91'] } })).toEqual([]);
+      // The next run of the lane gets a spare of its own.
+      await until(
+        async () => (await spareServices()).some((x) => x.Spec?.Labels?.['gated.spare'] !== spare),
+        30_000,
+        'the next spare of lane g/t',
+      );
+      expect(await turn(second, 'echo two')).toMatchObject({
+        code: 0,
+        out: expect.stringContaining('echo: two'),
+      });
+      // Its service went with its end, as a run's own does.
+      await until(
+        async () => (await containerOf(`gated.spare=${spare}`)) === undefined,
+        15_000,
+        'spare gone',
+      );
+    } finally {
+      await rt.close?.();
+    }
+    expect(await spareServices()).toEqual([]);
+  });
+
+  it('does not use a spare made for another spec: the run gets its own service and the spare is removed', async () => {
+    const groups = tempDir('gated-swarm-spare-spec-');
+    const rt = withSpares(groups);
+    try {
+      const first = await rt.start({ runId: 92, group: 'h', topic: '', groupDir: join(groups, 'h') });
+      await turn(first, 'echo one');
+      await until(async () => (await spareServices()).length === 1, 30_000, 'a spare for lane h');
+      const [old] = await spareServices();
+      // The group now names a network: its spare, made without one, is not the service this run needs.
+      const second = await rt.start({
+        runId: 93,
+        group: 'h',
+        topic: '',
+        groupDir: join(groups, 'h'),
+        network: 'host',
+      });
+      try {
+        const [own] = await engine!.docker.listServices({ filters: { label: ['gated.run=93'] } });
+        expect(own!.Spec!.TaskTemplate?.Networks).toHaveLength(1);
+        await until(
+          async () => !(await spareServices()).some((x) => x.ID === old!.ID),
+          15_000,
+          'the spare of the old spec removed',
+        );
+      } finally {
+        second.kill();
+        await second.exited;
+      }
+    } finally {
+      await rt.close?.();
+    }
+    expect(await spareServices()).toEqual([]);
+  });
+
+  it("leaves no spare behind a process that died: the next process's sweep removes it", async () => {
+    const groups = tempDir('gated-swarm-spare-crash-');
+    const dead = withSpares(groups);
+    const run = await dead.start({ runId: 94, group: 'k', topic: '', groupDir: join(groups, 'k') });
+    await turn(run, 'echo one');
+    await until(async () => (await spareServices()).length === 1, 30_000, 'a spare for lane k');
+    // `dead` is never closed, as after a crash; a new runtime of the same instance serves nothing yet.
+    const next = withSpares(groups);
+    expect(await next.sweep()).toBe(1);
+    expect(await spareServices()).toEqual([]);
+    await next.close?.();
+    await dead.close?.();
+  });
+});
