@@ -98,23 +98,33 @@ export async function dockerOverhead(runs: number) {
 /**
  * `runs` one-message runs in a row through a real gated on the docker or swarm runtime (one warm-up run
  * first): per run, ingest → reply delivered and ingest → run ended, in ms; and each run's id and ingest time
- * (epoch ms), by which bench/swarm.ts places the engine's events of that run.
+ * (epoch ms), by which bench/swarm.ts places the engine's events of that run. Each run is a new group's
+ * first, unless `sameGroup`: then every run is the next one of one group (a conversation), its message sent
+ * `gapMs` after the previous run ended (a person answering). `env`: more settings (GATED_SWARM_SPARES).
  */
-export async function gatedCycles(kind: 'docker' | 'swarm', host: string, image: string, runs: number) {
+export async function gatedCycles(
+  kind: 'docker' | 'swarm',
+  host: string,
+  image: string,
+  runs: number,
+  opts: { sameGroup?: boolean; gapMs?: number; env?: Record<string, string> } = {},
+) {
   const inst = await benchInstance({
     groups: runs + 1,
     maxConcurrent: 1,
     idleMs: 0,
     runtime: { kind, host, image },
+    ...(opts.env ? { env: opts.env } : {}),
   });
   const reply: number[] = [];
   const cycle: number[] = [];
-  const traced: Array<{ runId: number; ingestAt: number }> = [];
+  const traced: Array<{ runId: number; ingestAt: number; cycleMs: number }> = [];
   try {
     const one = async (g: number, tok: number) => {
       const ingestAt = Date.now();
       const t0 = performance.now();
-      const id = inst.channel.sink!({ chat_jid: `bench:g${g}`, sender: 'bench', content: `tok-${tok}` })!;
+      const chat = `bench:g${opts.sameGroup ? 0 : g}`;
+      const id = inst.channel.sink!({ chat_jid: chat, sender: 'bench', content: `tok-${tok}` })!;
       await inst.channel.waitFor(tok + 1, 120_000);
       const replyMs = performance.now() - t0;
       const ended = () =>
@@ -129,10 +139,11 @@ export async function gatedCycles(kind: 'docker' | 'swarm', host: string, image:
     };
     await one(runs, 0);
     for (let i = 0; i < runs; i++) {
+      if (opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
       const r = await one(i, i + 1);
       reply.push(r.replyMs);
       cycle.push(r.cycleMs);
-      traced.push({ runId: r.runId, ingestAt: r.ingestAt });
+      traced.push({ runId: r.runId, ingestAt: r.ingestAt, cycleMs: r.cycleMs });
     }
   } finally {
     await inst.close();

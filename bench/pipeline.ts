@@ -99,6 +99,8 @@ export async function benchInstance(opts: {
   http?: boolean;
   /** Writes rows before gated starts (bench/scaling.ts: a history already stored). */
   prefill?: (db: Db) => void;
+  /** More settings (variables of .env.example) over the bench's own. */
+  env?: Record<string, string>;
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
@@ -132,6 +134,7 @@ export async function benchInstance(opts: {
           GATED_AGENT_IMAGE: opts.runtime.image,
         }
       : { GATED_RUNTIME: 'process' }),
+    ...opts.env,
   });
   const channel = new BenchChannel();
   const gated: Gated = await startGated({

@@ -50,22 +50,20 @@ const median = (xs: number[]) =>
     50,
   );
 
-/** One engine event of a run: `container.start`, `service.create`…, at epoch ms. */
-interface RunEvent {
-  runId: number;
+/** One engine event: `container.start`, `service.create`…, at epoch ms, with its object's id and attributes. */
+interface EngineEvent {
   what: string;
   at: number;
+  id: string;
+  attrs: Record<string, string>;
 }
 
-/**
- * Records the engine's container and service events while `body` runs, by run (the container's gated.run
- * label, the service's name): where a run's time goes, seen from the engine, for either runtime.
- */
+/** Records the engine's container and service events while `body` runs. */
 async function withEvents<T>(
   docker: Docker,
   body: () => Promise<T>,
-): Promise<{ value: T; events: RunEvent[] }> {
-  const events: RunEvent[] = [];
+): Promise<{ value: T; events: EngineEvent[] }> {
+  const events: EngineEvent[] = [];
   const stream = (await docker.getEvents({
     filters: { type: ['container', 'service'] },
   })) as NodeJS.ReadableStream & { destroy(): void };
@@ -80,13 +78,17 @@ async function withEvents<T>(
         Type: string;
         Action: string;
         timeNano: number;
-        Actor?: { Attributes?: Record<string, string> };
+        Actor?: { ID?: string; Attributes?: Record<string, string> };
       };
-      const attrs = e.Actor?.Attributes ?? {};
-      const run = attrs['gated.run'] ?? /-run-(\d+)$/.exec(attrs.name ?? '')?.[1];
       // exec_* and the like carry the command after a colon; the phase is the verb.
       const action = e.Action.split(':')[0]!;
-      if (run) events.push({ runId: Number(run), what: `${e.Type}.${action}`, at: e.timeNano / 1e6 });
+      const at = e.timeNano / 1e6;
+      events.push({
+        what: `${e.Type}.${action}`,
+        at,
+        id: e.Actor?.ID ?? '',
+        attrs: e.Actor?.Attributes ?? {},
+      });
     }
   });
   try {
@@ -99,16 +101,52 @@ async function withEvents<T>(
   }
 }
 
-/** Medians of `gatedCycles` on `kind`, and the median time of each engine event of a run from its ingest. */
-async function cycles(docker: Docker, kind: 'docker' | 'swarm', host: string, image: string, runs: number) {
-  const { value: r, events } = await withEvents(docker, () => gatedCycles(kind, host, image, runs));
+/**
+ * The engine events of one run: those of its container and of that container's service. The container is
+ * the one labelled with the run; a run served by a spare (made before the run, labelled as a spare) has the
+ * container that was attached to between its message's ingest and its end.
+ */
+function runEvents(events: EngineEvent[], run: { runId: number; ingestAt: number; cycleMs: number }) {
+  const labelled = events.find(
+    (e) => e.what.startsWith('container.') && e.attrs['gated.run'] === String(run.runId),
+  );
+  const attached = events.find(
+    (e) => e.what === 'container.attach' && e.at >= run.ingestAt && e.at <= run.ingestAt + run.cycleMs,
+  );
+  const container = labelled ?? attached;
+  if (!container) return [];
+  const service = container.attrs['com.docker.swarm.service.name'];
+  return events.filter(
+    (e) =>
+      (e.what.startsWith('container.') && e.id === container.id) ||
+      (service !== undefined && e.what.startsWith('service.') && e.attrs.name === service),
+  );
+}
+
+/** How one runtime is measured: docker or swarm, each run a new group's or one group's next. */
+type Kind = 'docker' | 'docker-next' | 'swarm' | 'swarm-spare';
+const KINDS: Kind[] = ['docker', 'swarm', 'docker-next', 'swarm-spare'];
+
+/** Medians of `gatedCycles` on `kind`, and the time of each engine event of a run from its ingest. */
+async function cycles(docker: Docker, kind: Kind, host: string, image: string, runs: number) {
+  const runtime = kind.startsWith('docker') ? 'docker' : 'swarm';
+  const next = kind.endsWith('-next') || kind === 'swarm-spare';
+  const opts = {
+    // A new group's first run (no spare can exist), or the next run of one group (on its spare, for swarm)
+    // a second after the previous one ended: with the default idle timeout (30 s) a group's next run starts
+    // at least that long after its last reply, so the spare made at its previous run's start is up by then.
+    sameGroup: next,
+    gapMs: next ? 1000 : 0,
+    env: { GATED_SWARM_SPARES: kind === 'swarm-spare' ? '8' : '0' },
+  };
+  const { value: r, events } = await withEvents(docker, () => gatedCycles(runtime, host, image, runs, opts));
   const phases = new Map<string, number[]>();
-  for (const { runId, ingestAt } of r.traced) {
+  for (const run of r.traced) {
     const seen = new Set<string>();
-    for (const e of events) {
-      if (e.runId !== runId || seen.has(e.what)) continue;
+    for (const e of runEvents(events, run)) {
+      if (seen.has(e.what)) continue;
       seen.add(e.what);
-      phases.set(e.what, [...(phases.get(e.what) ?? []), e.at - ingestAt]);
+      phases.set(e.what, [...(phases.get(e.what) ?? []), e.at - run.ingestAt]);
     }
   }
   return { reply: r.reply, cycle: r.cycle, phases };
@@ -116,29 +154,31 @@ async function cycles(docker: Docker, kind: 'docker' | 'swarm', host: string, im
 
 type Cycles = Awaited<ReturnType<typeof cycles>>;
 
-/** Rounds of docker and swarm runs taken in turn (the order swapped each round), merged per runtime. */
+/** Rounds of every kind taken in turn (the order rotated each round), merged per kind. */
 async function interleaved(dockerd: TestDockerd, image: string, runs: number) {
   const rounds = Math.min(3, runs);
-  const merged = { docker: [] as Cycles[], swarm: [] as Cycles[] };
+  const merged = new Map<Kind, Cycles[]>(KINDS.map((k) => [k, []]));
   for (let i = 0; i < rounds; i++) {
     const n = Math.ceil(runs / rounds);
-    const order: Array<'docker' | 'swarm'> = i % 2 ? ['swarm', 'docker'] : ['docker', 'swarm'];
-    for (const kind of order) merged[kind].push(await cycles(dockerd.docker, kind, dockerd.host, image, n));
+    const order = [...KINDS.slice(i % KINDS.length), ...KINDS.slice(0, i % KINDS.length)];
+    for (const kind of order)
+      merged.get(kind)!.push(await cycles(dockerd.docker, kind, dockerd.host, image, n));
   }
-  const flat = (cs: Cycles[]) => {
+  const flat = (cs: Cycles[]): Cycles => {
     const phases = new Map<string, number[]>();
     for (const c of cs) for (const [k, v] of c.phases) phases.set(k, [...(phases.get(k) ?? []), ...v]);
     return { reply: cs.flatMap((c) => c.reply), cycle: cs.flatMap((c) => c.cycle), phases };
   };
-  return { docker: flat(merged.docker), swarm: flat(merged.swarm) };
+  return new Map(KINDS.map((k) => [k, flat(merged.get(k)!)]));
 }
 
-// The phases of a run in the order they happen, each as ms from the message's ingest (medians).
+// The phases of a run in the order they happen, each as ms from the message's ingest (medians). A run on a
+// spare has its service and container made before its message: those phases are negative.
 const PHASES = [
   'service.create',
   'container.create',
-  'container.attach',
   'container.start',
+  'container.attach',
   'reply',
   'container.die',
   'cycle',
@@ -146,22 +186,16 @@ const PHASES = [
   'service.remove',
 ];
 
-/** The phase table: per phase, the median ms from ingest for each runtime, and swarm − docker. */
-function phaseTable(d: Cycles, s: Cycles) {
+/** The phase table: per phase, the median ms from ingest for each kind of run. */
+function phaseTable(all: Map<Kind, Cycles>) {
   const at = (c: Cycles, k: string) => {
     const xs = k === 'reply' ? c.reply : k === 'cycle' ? c.cycle : c.phases.get(k);
-    return xs?.length ? Math.round(median(xs)) : undefined;
+    return xs?.length ? Math.round(median(xs)) : '-';
   };
-  return PHASES.map((phase) => {
-    const docker = at(d, phase);
-    const swarm = at(s, phase);
-    return {
-      phase,
-      dockerMs: docker ?? '-',
-      swarmMs: swarm ?? '-',
-      swarmMinusDockerMs: docker !== undefined && swarm !== undefined ? swarm - docker : '-',
-    };
-  });
+  return PHASES.map((phase) => ({
+    phase,
+    ...Object.fromEntries(KINDS.map((k) => [`${k}Ms`, at(all.get(k)!, phase)])),
+  }));
 }
 
 /** Keeps `n` swarm runs alive at once (an idle timeout long enough), then reads their memory use. */
@@ -171,6 +205,8 @@ async function holdConcurrent(dockerd: TestDockerd, image: string, n: number) {
     maxConcurrent: n,
     idleMs: 120_000,
     runtime: { kind: 'swarm', host: dockerd.host, image },
+    // Runs only: spares would add an idle container per group.
+    env: { GATED_SWARM_SPARES: '0' },
   });
   try {
     const t0 = performance.now();
@@ -199,23 +235,31 @@ export async function swarmScale(runs: number, concurrent: number) {
   const dockerd = await swarmEngine();
   try {
     const image = await dockerd.buildAgentImage('gated-bench-agent:latest');
-    const { docker, swarm } = await interleaved(dockerd, image, runs);
+    const all = await interleaved(dockerd, image, runs);
     const held = await holdConcurrent(dockerd, image, concurrent);
     const round = (x: number) => Math.round(x * 100) / 100;
+    const med = (k: Kind, m: 'reply' | 'cycle') => median(all.get(k)![m]);
     return {
       scenario: 'swarm',
       runs,
-      dockerReplyMedianMs: Math.round(median(docker.reply)),
-      swarmReplyMedianMs: Math.round(median(swarm.reply)),
-      replyRatio: round(median(swarm.reply) / median(docker.reply)),
-      dockerCycleMedianMs: Math.round(median(docker.cycle)),
-      swarmCycleMedianMs: Math.round(median(swarm.cycle)),
-      cycleRatio: round(median(swarm.cycle) / median(docker.cycle)),
+      dockerReplyMedianMs: Math.round(med('docker', 'reply')),
+      swarmReplyMedianMs: Math.round(med('swarm', 'reply')),
+      replyRatio: round(med('swarm', 'reply') / med('docker', 'reply')),
+      dockerCycleMedianMs: Math.round(med('docker', 'cycle')),
+      swarmCycleMedianMs: Math.round(med('swarm', 'cycle')),
+      cycleRatio: round(med('swarm', 'cycle') / med('docker', 'cycle')),
+      // The next run of a conversation: docker as before, swarm on the spare the previous run made.
+      nextDockerReplyMedianMs: Math.round(med('docker-next', 'reply')),
+      nextSwarmReplyMedianMs: Math.round(med('swarm-spare', 'reply')),
+      nextReplyRatio: round(med('swarm-spare', 'reply') / med('docker-next', 'reply')),
+      nextDockerCycleMedianMs: Math.round(med('docker-next', 'cycle')),
+      nextSwarmCycleMedianMs: Math.round(med('swarm-spare', 'cycle')),
+      nextCycleRatio: round(med('swarm-spare', 'cycle') / med('docker-next', 'cycle')),
       concurrentAsked: concurrent,
       concurrentAlive: held.alive,
       concurrentAllAnsweredMs: Math.round(held.allAnsweredMs),
       memPerRunMiB: round(held.memPerRunMiB),
-      phases: phaseTable(docker, swarm),
+      phases: phaseTable(all),
     };
   } finally {
     await dockerd.docker.swarmLeave({ force: true }).catch(() => undefined);
