@@ -17,7 +17,8 @@ import { countSql } from './sql-count.js';
  * delivery; `rounds` times, each with perGroup / rounds messages per group. Prints per step the CPU and the
  * WAL pages written per row, and per statement its calls and µs per message.
  *
- * ROWS_SQL: SQL run after the schema (an index to try); ROWS_MMAP: PRAGMA mmap_size of gated's connection.
+ * ROWS_SQL: SQL run after the schema (an index to try); ROWS_MMAP: PRAGMA mmap_size of gated's connection;
+ * ROWS_PREFILL: answered rows stored before (a history, so that the file outgrows SQLite's page cache).
  */
 
 const [groups = 1000, perGroup = 100, rounds = 2] = process.argv.slice(2).map(Number);
@@ -34,6 +35,14 @@ const dir = mkdtempSync(join(tmpdir(), 'gated-rows-'));
 const path = join(dir, 'gated.db');
 const db = openDatabase(path);
 if (process.env.ROWS_SQL) db.exec(process.env.ROWS_SQL);
+// A history already stored (answered rows of the same groups), so that pages stop fitting the cache.
+const prefill = Number(process.env.ROWS_PREFILL ?? 0);
+if (prefill > 0)
+  db.prepare(
+    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+     INSERT INTO messages (chat_jid, sender, content, state, group_folder, session_topic)
+     SELECT 'bench:g' || (i % ?), 'bench', 'an older message ' || i, 'done', 'b/g' || (i % ?), '' FROM n`,
+  ).run(prefill, groups, groups);
 // Checkpoints happen between steps, untimed: each step's WAL growth is the pages its commits wrote.
 db.pragma('wal_autocheckpoint = 0');
 if (process.env.ROWS_MMAP) db.pragma(`mmap_size = ${Number(process.env.ROWS_MMAP)}`);

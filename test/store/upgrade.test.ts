@@ -165,6 +165,45 @@ describe('13 → 14', { timeout: 60_000 }, () => {
   });
 });
 
+describe('15 → 16', { timeout: 60_000 }, () => {
+  it('the backoff index of every ready row gives way to one of the rows that wait; retries are still found', () => {
+    const dir = tempDir();
+    const path = join(dir, 'v15.db');
+    const v15 = openDatabase(path);
+    v15.exec(`
+      DROP INDEX idx_messages_backoff;
+      CREATE INDEX idx_messages_retry ON messages(not_before) WHERE state = 'ready';
+      INSERT INTO messages (chat_jid, sender, content, state, group_folder, session_topic, ready_at, not_before)
+        VALUES ('web:club', 'ann', 'waits', 'ready', 'club', '', 1, 5000),
+               ('web:club', 'bob', 'goes', 'ready', 'club', '', 1, NULL);`);
+    v15.pragma('user_version = 15');
+    v15.close();
+
+    const db = openDatabase(path);
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+    const indexes = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name IN (?, ?)`)
+      .pluck()
+      .all('idx_messages_retry', 'idx_messages_backoff');
+    expect(indexes).toEqual(['idx_messages_backoff']);
+    // Only the row in its backoff is in the index; the retry timer still finds it.
+    expect(
+      db
+        .prepare(
+          `SELECT count(*) FROM messages INDEXED BY idx_messages_backoff WHERE state = 'ready' AND not_before > 0`,
+        )
+        .pluck()
+        .get(),
+    ).toBe(1);
+    const store = new QueueStore(db);
+    expect(store.nextRetry(1000)).toBe(5000);
+    expect(store.nextRetry(5000)).toBeNull();
+    db.close();
+  });
+});
+
 describe('going back', { timeout: 60_000 }, () => {
   it('gated run on a database from a newer gated exits 1 with one line that says the way back', async () => {
     const dir = tempDir();
