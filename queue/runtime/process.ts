@@ -213,7 +213,7 @@ async function spawnDirect(req: SpawnRequest): Promise<Spawned> {
       const at = Date.now();
       // The agent is over: what it left behind would hold its pipes open and outlive the run.
       killGroup(child.pid!);
-      void sweepMarked(req.env[req.markVar]!);
+      if (req.markVar !== undefined) void sweepMarked(req.env[req.markVar]!);
       const report = () =>
         resolve({ code, signal, stderrTail: stderr.toString(), waitedMs: Date.now() - at });
       if (child.stderr.closed) return report();
@@ -284,9 +284,9 @@ function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
  * The process runtime: each run is `sh -c "$GATED_AGENT_CMD"` in the group's folder, in a PID namespace of
  * its own where the machine allows one (`pidNamespacePrefix`: nothing it starts outlives it, even a child
  * that cleared its environment and called `setsid`), and in its own process group (detached) so that a kill
- * reaches every child it started; at the run's end the group is killed and every process still carrying
- * the run's mark (an environment variable all its descendants inherit, even after `setsid`) is swept, the
- * only net where no namespace can be had. It is a runtime for trusted local agents: they run as gated's
+ * reaches every child it started; at the run's end the group is killed and, only where no namespace can
+ * be had, every process still carrying the run's mark (an environment variable all its descendants
+ * inherit, even after `setsid`) is swept through /proc. It is a runtime for trusted local agents: they run as gated's
  * user with its file access. Untrusted agents belong in the docker runtime (docs/QUEUE.md).
  */
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
@@ -302,7 +302,9 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const env = { ...agentEnv(opts.env), HOME: agentHome(spec.groupDir), [RUN_MARK_VAR]: mark };
       const request = (shared: boolean): SpawnRequest => {
         const [bin, ...args] = argvOf(prefix, cmd, shared);
-        const req = { bin: bin!, args, cwd: spec.groupDir, env, markVar: RUN_MARK_VAR, drainMs: DRAIN_MS };
+        const req: SpawnRequest = { bin: bin!, args, cwd: spec.groupDir, env, drainMs: DRAIN_MS };
+        // In a PID namespace nothing of the run outlives its first process: no pass over /proc is needed.
+        if (prefix.length === 0) req.markVar = RUN_MARK_VAR;
         return shared ? { ...req, stdoutOnStdin: true } : req;
       };
       return handleOf(await startAgent(opts, request), prefix.length > 0);

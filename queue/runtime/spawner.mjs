@@ -16,9 +16,10 @@
 // One socket for both is one handle passed instead of two (each handle is a message gated must take and
 // acknowledge on its event loop). Its stderr stays here: gated only ever keeps its tail.
 //
-// At an agent's exit the spawner kills its process group and sweeps /proc for processes still carrying the
-// run's mark (`env[markVar]`, inherited by everything the run started, even after `setsid`): that work is
-// done here, off gated's event loop.
+// At an agent's exit the spawner kills its process group and, when the request names a `markVar` (a run
+// without a PID namespace of its own), sweeps /proc for processes still carrying the run's mark
+// (`env[markVar]`, inherited by everything the run started, even after `setsid`): that work is done here,
+// off gated's event loop.
 //
 // When gated goes away (its end of stdin or of the channel closes: gated exited or was killed), the
 // spawner kills the process group of every agent it started, then exits: no agent outlives gated through it.
@@ -148,7 +149,8 @@ function start(req) {
     live.delete(req.id);
     // The agent is over: what it left behind would hold its pipes open and outlive the run.
     killGroup(child.pid);
-    const mark = req.env[req.markVar];
+    // No mark to sweep for a run in a PID namespace: the kernel has already ended what it left.
+    const mark = req.markVar === undefined ? undefined : req.env[req.markVar];
     if (mark !== undefined) sweep(`${req.markVar}=${mark}`);
     void closedWithin(child.stderr, req.drainMs).then(() =>
       send({ t: 'exit', id: req.id, code, signal, stderrTail: stderrTail(), waitedMs: Date.now() - exitAt }),

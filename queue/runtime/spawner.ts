@@ -18,8 +18,11 @@ export interface SpawnRequest {
   args: readonly string[];
   cwd: string;
   env: Record<string, string>;
-  /** The variable of `env` whose value marks every process of the run: swept at its exit. */
-  markVar: string;
+  /**
+   * The variable of `env` whose value marks every process of the run: swept at its exit. None: no sweep
+   * (a run in a PID namespace of its own, which the kernel empties when its first process ends).
+   */
+  markVar?: string;
   /** How long the exit report may wait for stderr to close after the exit. */
   drainMs: number;
   /**
