@@ -92,6 +92,12 @@ export interface Signals {
   draftsEnd: Signal<DraftsEnd>;
   /** A chat's agent started or stopped working: the chat shows typing. */
   working: Signal<WorkingChange>;
+  /**
+   * The poll loop left inbound rows for its next step (true: it yields the event loop between slices of
+   * a large backlog) or has caught up (false). While it drains, more rows of the same sessions may come:
+   * the scheduler starts new runs less often meanwhile, so that batches stay whole.
+   */
+  backlog: Signal<boolean>;
 }
 
 /** Makes the signals of one process; a listener that throws is reported through `onError`. */
@@ -104,5 +110,6 @@ export function createSignals(onError: (signal: string, err: unknown) => void = 
     partial: new Signal<PartialText>('partial', onError),
     draftsEnd: new Signal<DraftsEnd>('draftsEnd', onError),
     working: new Signal<WorkingChange>('working', onError),
+    backlog: new Signal<boolean>('backlog', onError),
   };
 }

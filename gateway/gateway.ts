@@ -4,7 +4,7 @@ import { createSignals, type Signals } from '../core/signals.js';
 import type { NewInbound } from '../core/types.js';
 import { DaemonDispatcher } from './daemons.js';
 import type { QueueControl } from './layers/types.js';
-import { PollLoop } from './loop.js';
+import { PollLoop, type PollLoopOptions } from './loop.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
 import { Pipeline } from './pipeline.js';
 import type { Db } from '../store/db.js';
@@ -21,14 +21,16 @@ export interface GatewayOptions {
   queue: QueueControl;
   /**
    * The wake signals (core/signals.ts): the loop listens to `inbound`; the gateway fires `queued` when
-   * rows entered a lane and `outbound` when it wrote answer rows. Default: signals of its own.
+   * rows entered a lane, `outbound` when it wrote answer rows and `backlog` when the loop falls behind by
+   * more than a slice or catches up. Default: signals of its own.
    */
-  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound'>;
+  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound' | 'backlog'>;
   now?: () => number;
   metrics?: GatewayMetrics;
   /** This gateway's bot username on a platform, once its channel started (`/cmd@otherbot` is text). */
   botName?: (platform: string) => string | undefined;
-  batchSize?: number;
+  /** The poll loop's batch size and slice (gateway/loop.ts BATCH_SIZE, SLICE_MS), for tests. */
+  loop?: Pick<PollLoopOptions, 'batchSize' | 'sliceMs'>;
   fetch?: typeof fetch;
   /** Backoff bounds of daemon retries (defaults 1 s .. 5 min). */
   daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
@@ -101,13 +103,14 @@ export function createGateway(opts: GatewayOptions): Gateway {
     log: log.child({ part: 'loop' }),
     pollMs: opts.config.pollMs,
     ...(opts.config.maxInputBytes ? { maxContentChars: opts.config.maxInputBytes } : {}),
-    ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
+    ...opts.loop,
     ...(opts.now ? { now: opts.now } : {}),
     // Every tick also looks at tasks: one cheap read unless something is due or a task run moved on.
     onTick: (s: number) => {
       opts.metrics?.pollTick(s);
       tasks.check();
     },
+    onBacklog: (more) => signals.backlog.fire(more),
     onBatch: (outcome) => {
       if (outcome.released) signals.queued.fire();
       if (outcome.outbound) outbound();

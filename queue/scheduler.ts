@@ -1,3 +1,4 @@
+import { clearImmediate, setImmediate } from 'node:timers';
 import { coerceError } from '../core/errors.js';
 import { detached } from '../core/trace.js';
 import type { Signals } from '../core/signals.js';
@@ -15,6 +16,18 @@ import type { QueueOptions } from './types.js';
 
 /** When a dispatch found the write lock held by another process, the next pump, in ms. */
 const LOCKED_RETRY_MS = 2;
+/**
+ * While the poll loop drains a backlog larger than one of its slices (the `backlog` signal), new runs
+ * start at most once per this many ms. The rows of a session still behind the loop's cursor would
+ * otherwise make a run of part of a batch and another run, another agent start, for the rest; the loop's
+ * one long synchronous drain held the pump for all of it before. Live runs are fed meanwhile.
+ */
+export const BACKLOG_HOLD_MS = 50;
+/**
+ * A pump starts runs for at most about this long (ms; each start is a transaction, the first input line
+ * and the agent's start): the rest wait for the next pump, after the event loop had its turn.
+ */
+const PUMP_SLICE_MS = 8;
 
 /** What the scheduler is built from: the queue's options plus the parts the queue made once. */
 export interface SchedulerDeps {
@@ -42,12 +55,19 @@ export class Scheduler {
   private retryAt: number | null = null;
   private readonly now: () => number;
   private lockedTimer: NodeJS.Timeout | undefined;
+  /** While the poll loop is behind: when the current hold began (new runs start when it has lasted long enough). */
+  private holdFrom: number | undefined;
+  private holdTimer: NodeJS.Timeout | undefined;
+  /** The next pump, when one ran out of its slice with runs left to start. */
+  private goOn: NodeJS.Immediate | undefined;
+  private readonly unlisten: () => void;
   /** A batch taken into a new run, unless another process holds the write lock (then: a pump later). */
   private readonly take: (key: SessionKey, t: number) => Dispatched | null | typeof LOCKED;
 
   constructor(private readonly d: SchedulerDeps) {
     this.now = d.opts.now ?? Date.now;
     this.take = lockOrLater(d.opts.db, (key: SessionKey, t: number) => d.store.dispatch(key, t));
+    this.unlisten = d.signals.backlog.on((more) => this.backlog(more));
   }
 
   /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
@@ -61,8 +81,41 @@ export class Scheduler {
   /** No run starts after this. */
   close(): void {
     this.closed = true;
+    this.unlisten();
     clearTimeout(this.retryTimer);
     clearTimeout(this.lockedTimer);
+    clearTimeout(this.holdTimer);
+    if (this.goOn) clearImmediate(this.goOn);
+  }
+
+  /** The poll loop fell behind (a hold begins, unless one is on) or caught up (runs may start now). */
+  private backlog(more: boolean): void {
+    if (more) {
+      this.holdFrom ??= this.now();
+      return;
+    }
+    this.holdFrom = undefined;
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    this.wake();
+  }
+
+  /**
+   * True while new runs wait for the poll loop to catch up, at most BACKLOG_HOLD_MS at a time: the pump
+   * at the end of the hold starts runs, and the next hold begins with it. Arms the wake at the hold's end.
+   */
+  private holding(t: number): boolean {
+    if (this.holdFrom === undefined) return false;
+    const until = this.holdFrom + BACKLOG_HOLD_MS;
+    if (t >= until) {
+      this.holdFrom = t;
+      return false;
+    }
+    this.holdTimer ??= setTimeout(() => {
+      this.holdTimer = undefined;
+      this.wake();
+    }, until - t);
+    return true;
   }
 
   private pump(): void {
@@ -73,11 +126,15 @@ export class Scheduler {
     try {
       store.rejoinParked(this.d.maxFailures);
       for (const lane of lanes.all()) this.feedOrClose(lane, t);
+      // No run starts and no idle agent yields its slot while the loop is still placing rows.
+      if (this.holding(t)) return this.armRetryTimer(t);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
       // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       let i = 0;
+      const started = performance.now();
       while (lanes.free > 0 && i < next.length) {
+        if (i > 0 && performance.now() - started > PUMP_SLICE_MS) return this.later();
         if (!this.dispatch(next[i++]!, t)) return this.afterLock();
       }
       if (next.length > i) {
@@ -128,6 +185,15 @@ export class Scheduler {
         ),
       );
     }
+  }
+
+  /** The pump ran out of its slice: the next runs start in a pump of their own, after pending I/O. */
+  private later(): void {
+    // node:timers' setImmediate: the event loop's own check phase, whatever a test does to the global timers.
+    this.goOn ??= setImmediate(() => {
+      this.goOn = undefined;
+      this.wake();
+    });
   }
 
   /** Another process holds the write lock: the pump runs again shortly, when it may be free. */

@@ -39,7 +39,7 @@ describe('poll loop', () => {
     g2.stop();
   });
 
-  it('drains a backlog of many batches in one tick and leaves the cursor on the last row', async () => {
+  it('drains a backlog of many batches and leaves the cursor on the last row', async () => {
     const { db } = freshDb();
     loadExampleRoutes(db);
     const { gateway } = testGateway(db, { groups: EXAMPLE_GROUPS, batchSize: 7 });
@@ -58,6 +58,39 @@ describe('poll loop', () => {
     await vi.advanceTimersByTimeAsync(2000);
     expect(row(db, next).state).toBe('ready');
     expect(gateway.loop.cursor()).toBe(next);
+    gateway.stop();
+  });
+
+  it('lets the event loop run between slices of a backlog and says when it fell behind and caught up', async () => {
+    const { db } = freshDb();
+    loadExampleRoutes(db);
+    // A slice of 0 ms: each step takes one batch, then yields.
+    const { gateway, signals } = testGateway(db, {
+      groups: EXAMPLE_GROUPS,
+      batchSize: 7,
+      sliceMs: 0,
+      pollMs: 60_000,
+    });
+    const behind: boolean[] = [];
+    signals.backlog.on((more) => behind.push(more));
+    const ids = Array.from({ length: 20 }, (_, i) =>
+      insertInbound(db, { chat_jid: `discord:${i}`, sender: 's', content: `m${i}` })!,
+    );
+    const placed = () =>
+      db.prepare('SELECT count(*) FROM messages WHERE is_from_me = 0 AND state IS NOT NULL').pluck().get();
+    gateway.start();
+    // The first step takes one batch and asks to run again at once: a timer, so the one armed meanwhile
+    // runs between the two steps.
+    const seen: unknown[] = [];
+    setTimeout(() => seen.push(placed()), 0);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(seen).toEqual([7]);
+    expect(placed()).toBe(20);
+    expect(gateway.loop.cursor()).toBe(ids[19]);
+    // Behind once (7 of 20 taken), caught up once; a step that finds the backlog gone says so.
+    expect(behind).toEqual([true, false]);
+    gateway.loop.tick();
+    expect(behind).toEqual([true, false]);
     gateway.stop();
   });
 

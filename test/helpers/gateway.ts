@@ -47,6 +47,7 @@ export function testGateway(
     admins?: string[];
     pollMs?: number;
     batchSize?: number;
+    sliceMs?: number;
     daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
   } = {},
 ) {
@@ -62,7 +63,10 @@ export function testGateway(
     log: silentLogger(),
     queue,
     signals,
-    ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
+    loop: {
+      ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
+      ...(opts.sliceMs !== undefined ? { sliceMs: opts.sliceMs } : {}),
+    },
     ...(opts.daemonRetry ? { daemonRetry: opts.daemonRetry } : {}),
   });
   return { gateway, queue, groupsDir, signals };

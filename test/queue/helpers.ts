@@ -12,6 +12,7 @@ import { OUTPUT_END, OUTPUT_START } from '../../queue/protocol/parser.js';
 import { createQueue } from '../../queue/queue.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from '../../queue/runtime/types.js';
 import type { QueueOptions, WorkQueue } from '../../queue/types.js';
+import type { Signals } from '../../core/signals.js';
 import { recordingSignals } from '../helpers/signals.js';
 
 const realSetImmediate = globalThis.setImmediate;
@@ -152,11 +153,13 @@ export function handQueue(
     log?: QueueOptions['log'];
     /** The queue's clock (default: Date.now). */
     now?: () => number;
+    /** The action types each key's agent may use (default: the registered groups' own). */
+    capabilities?: QueueOptions['capabilities'];
   } = {},
-): { queue: WorkQueue; runtime: HandRuntime; outbound: number[] } {
+): { queue: WorkQueue; runtime: HandRuntime; outbound: number[]; signals: Signals } {
   const runtime = new HandRuntime();
   const { signals, outbound } = recordingSignals();
-  const { onOutbound, secrets, metrics, log, now, ...config } = over;
+  const { onOutbound, secrets, metrics, log, now, capabilities, ...config } = over;
   if (onOutbound) signals.outbound.on((id) => onOutbound(id!));
   const queue = createQueue({
     db,
@@ -175,8 +178,9 @@ export function handQueue(
     ...(secrets ? { secrets } : {}),
     ...(metrics ? { metrics } : {}),
     ...(now ? { now } : {}),
+    ...(capabilities ? { capabilities } : {}),
   });
-  return { queue, runtime, outbound };
+  return { queue, runtime, outbound, signals };
 }
 
 /**

@@ -1,0 +1,65 @@
+import { expect, it, vi } from 'vitest';
+import { BACKLOG_HOLD_MS } from '../../queue/scheduler.js';
+import { freshDb } from '../helpers/db.js';
+import { flush, handQueue, ready, useQueueClock } from './helpers.js';
+
+const queues = useQueueClock();
+
+function setup() {
+  const { db } = freshDb();
+  const h = handQueue(db, { maxConcurrent: 1, idleTimeoutMs: 3_600_000 });
+  queues.push(h.queue);
+  return { db, ...h };
+}
+
+it('starts no run while the poll loop is behind, then one run for the whole batch at the hold’s end', async () => {
+  const { db, queue, runtime, signals } = setup();
+  signals.backlog.fire(true);
+  const a = ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
+  queue.wake();
+  await flush();
+  // The loop's next slice places another row of the same session.
+  await vi.advanceTimersByTimeAsync(10);
+  const b = ready(db, { chat: 'tg:1', group: 'g1', content: 'b' });
+  queue.wake();
+  await flush();
+  await vi.advanceTimersByTimeAsync(BACKLOG_HOLD_MS - 11);
+  await flush();
+  expect(runtime.agents).toHaveLength(0);
+  // No wake needed: the hold's own timer pumps at its end.
+  await vi.advanceTimersByTimeAsync(1);
+  await flush();
+  expect(runtime.agents).toHaveLength(1);
+  expect(runtime.agents[0]!.inputs()[0]!.messages.map((m) => m.id)).toEqual([a, b]);
+  expect(db.prepare('SELECT count(*) FROM session_log').pluck().get()).toBe(1);
+});
+
+it('feeds a live run during a hold, keeps an idle agent’s slot, and pumps at once when the loop caught up', async () => {
+  const { db, queue, runtime, signals } = setup();
+  const a = ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
+  queue.wake();
+  await flush();
+  // Not behind: the run starts at once.
+  expect(runtime.agents).toHaveLength(1);
+  const agent = runtime.agents[0]!;
+  agent.reply('one');
+  await flush();
+
+  signals.backlog.fire(true);
+  const c = ready(db, { chat: 'tg:1', group: 'g1', content: 'c' });
+  ready(db, { chat: 'tg:2', group: 'g2', content: 'other group' });
+  queue.wake();
+  await flush();
+  expect(agent.inputs().map((i) => i.messages.map((m) => m.id))).toEqual([[a], [c]]);
+  agent.reply('two');
+  await flush();
+  // Idle, and another group waits: without the hold it would give its slot up now.
+  expect(agent.stdinClosed).toBe(false);
+
+  signals.backlog.fire(false);
+  await flush();
+  expect(agent.stdinClosed).toBe(true);
+  agent.finish();
+  await flush();
+  expect(runtime.agents.map((x) => x.spec.group)).toEqual(['g1', 'g2']);
+});

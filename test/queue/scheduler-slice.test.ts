@@ -1,0 +1,34 @@
+import { setImmediate } from 'node:timers';
+import { afterEach, expect, it } from 'vitest';
+import type { WorkQueue } from '../../queue/types.js';
+import { freshDb } from '../helpers/db.js';
+import { flush, handQueue, ready } from './helpers.js';
+
+// Real timers: the pump's slice is measured on the real clock.
+const queues: WorkQueue[] = [];
+afterEach(async () => {
+  for (const q of queues.splice(0)) await q.close(0);
+});
+
+it('starts runs for about a slice per pump and the rest after the event loop had its turn', async () => {
+  const { db } = freshDb();
+  // Each run's start takes 10 ms of the event loop here (its first input line is built synchronously).
+  const slow = () => {
+    const until = performance.now() + 10;
+    while (performance.now() < until);
+    return [];
+  };
+  const h = handQueue(db, { maxConcurrent: 5, capabilities: slow });
+  queues.push(h.queue);
+  for (let g = 1; g <= 5; g++) ready(db, { chat: `tg:${g}`, group: `g${g}` });
+  const runs = () => db.prepare('SELECT count(*) FROM session_log').pluck().get() as number;
+  const seen: number[] = [];
+  h.queue.wake();
+  // Armed before the pump runs: the event loop's next check phase sees how many runs had started.
+  setImmediate(() => seen.push(runs()));
+  await flush(20);
+  // One start per pump (each is over the slice), other work between pumps, and in the end all five.
+  expect(seen).toEqual([1]);
+  expect(runs()).toBe(5);
+  expect(h.runtime.agents.map((a) => a.spec.group).sort()).toEqual(['g1', 'g2', 'g3', 'g4', 'g5']);
+});
