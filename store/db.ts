@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { packageFile } from '../core/paths.js';
 import { installAuditTriggers } from './audit-triggers.js';
+import { groupCommitOf } from './group-commit.js';
 import { migrate, SCHEMA_VERSION } from './migrate.js';
 
 /** A better-sqlite3 connection with gated's schema applied. */
@@ -111,6 +112,9 @@ export function lockOrLater<A extends unknown[], T>(
     return fn(...args);
   });
   return (...args: A) => {
+    // With group commit the body joins the turn's group (docs/QUEUE.md), opened here with the same short
+    // wait for the lock when it is the turn's first write.
+    if (!db.inTransaction && groupCommitOf(db)?.tryJoin(waitMs) === false) return LOCKED;
     // Nested in a transaction already open, the lock is held: a savepoint, as better-sqlite3 makes.
     if (db.inTransaction) return tx(...args);
     full = db.pragma('busy_timeout', { simple: true }) as number;

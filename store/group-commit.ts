@@ -1,0 +1,191 @@
+import { clearImmediate, setImmediate } from 'node:timers';
+import type Database from 'better-sqlite3';
+
+/**
+ * Group commit (docs/QUEUE.md "Group commit"): the small writes of one turn of the event loop share one
+ * write transaction on gated's connection, committed at the end of that turn, so that N commits become one
+ * and a page dirtied by many of them is written to the WAL once.
+ *
+ * A hot write site calls `join()` before its transaction function: the first one of a turn opens the group
+ * (BEGIN IMMEDIATE) and schedules its COMMIT with setImmediate; better-sqlite3 runs every transaction
+ * function called while a transaction is open as a savepoint, so a write that throws still rolls back alone.
+ * Every other write on the connection in that turn joins the group too (it is the connection's transaction),
+ * and reads on the connection see the group's rows, so in-memory state and rows agree all along. What the
+ * outside world is told must wait for the COMMIT: `committed()` before a platform send based on rows,
+ * `flush()` after storing something a platform was told about (an accepted part, an inbound row it will
+ * not send again).
+ *
+ * The timers come from node:timers, not the globals: a test's fake clock must not hold a commit back.
+ */
+
+type Connection = Database.Database;
+
+/** What a group commit is told. */
+export interface GroupCommitOptions {
+  /**
+   * The group's COMMIT failed (disk full, an I/O error), or SQLite rolled the group back on an error before
+   * it: the writes of the turn are gone while their callers went on as if they were stored. Called once,
+   * after the rollback. gated logs it and exits, so that a restart's recovery redoes the work.
+   */
+  onFailed(err: Error): void;
+}
+
+/** One connection's group: at most one open at a time, committed at the end of the turn that opened it. */
+export class GroupCommit {
+  /** The group's transaction is open (the connection's transaction is ours, not a transaction function's). */
+  private open = false;
+  private closed = false;
+  private pending: NodeJS.Immediate | undefined;
+  private waiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
+  private readonly begin;
+  private readonly commit;
+  private readonly rollback;
+  /** Groups committed so far (the bench and tests read it). */
+  commits = 0;
+
+  constructor(
+    private readonly db: Connection,
+    private readonly opts: GroupCommitOptions,
+  ) {
+    this.begin = db.prepare('BEGIN IMMEDIATE');
+    this.commit = db.prepare('COMMIT');
+    this.rollback = db.prepare('ROLLBACK');
+  }
+
+  /** A group is open: writes made now commit at the end of this turn. */
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  /**
+   * Opens the turn's group unless one is open. Waits for another process's write lock as any write does
+   * (the connection's busy timeout). Inside a transaction function's own transaction it does nothing: that
+   * transaction commits itself.
+   */
+  join(): void {
+    this.checkAlive();
+    if (this.open || this.closed || this.db.inTransaction) return;
+    this.begin.run();
+    this.opened();
+  }
+
+  /**
+   * As `join`, but waits at most `waitMs` for another process's write lock: false when that process held it
+   * longer (nothing was opened; the caller tries again later), true otherwise.
+   */
+  tryJoin(waitMs: number): boolean {
+    this.checkAlive();
+    if (this.open || this.closed || this.db.inTransaction) return true;
+    const full = this.db.pragma('busy_timeout', { simple: true }) as number;
+    this.db.pragma(`busy_timeout = ${waitMs}`);
+    try {
+      this.begin.run();
+    } catch (err) {
+      if (String((err as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return false;
+      throw err;
+    } finally {
+      this.db.pragma(`busy_timeout = ${full}`);
+    }
+    this.opened();
+    return true;
+  }
+
+  /**
+   * Commits the open group now (nothing when none is open). Never call it from inside a transaction
+   * function: it would commit that function's savepoint half done.
+   */
+  flush(): void {
+    if (!this.open) return;
+    clearImmediate(this.pending);
+    this.pending = undefined;
+    this.open = false;
+    const waiters = this.waiters;
+    this.waiters = [];
+    if (!this.db.inTransaction) return this.failed(rolledBack(), waiters);
+    try {
+      this.commit.run();
+    } catch (err) {
+      if (this.db.inTransaction) this.rollback.run();
+      return this.failed(err instanceof Error ? err : new Error(String(err)), waiters);
+    }
+    this.commits += 1;
+    for (const w of waiters) w.resolve();
+  }
+
+  /**
+   * Resolves once what was written so far is committed: undefined when no group is open (it is already),
+   * else a promise of the group's COMMIT, rejected with its error when it fails.
+   */
+  committed(): Promise<void> | undefined {
+    if (!this.open) return undefined;
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /** Commits the open group and opens no other: writes after this commit on their own. Idempotent. */
+  close(): void {
+    this.flush();
+    this.closed = true;
+  }
+
+  private opened(): void {
+    this.open = true;
+    this.pending = setImmediate(() => this.flush());
+  }
+
+  /** SQLite rolled the open group back on an error of some statement (a full disk can): that is a failure. */
+  private checkAlive(): void {
+    if (this.open && !this.db.inTransaction) this.flush();
+  }
+
+  private failed(err: Error, waiters: GroupCommit['waiters']): void {
+    for (const w of waiters) w.reject(err);
+    this.opts.onFailed(err);
+  }
+}
+
+function rolledBack(): Error {
+  return new Error('the group of writes was rolled back by SQLite before its COMMIT');
+}
+
+const groups = new WeakMap<Connection, GroupCommit>();
+
+/** Turns group commit on for `db` (gated's connection); the other stores find it through the connection. */
+export function startGroupCommit(db: Connection, opts: GroupCommitOptions): GroupCommit {
+  const existing = groups.get(db);
+  if (existing) return existing;
+  const group = new GroupCommit(db, opts);
+  groups.set(db, group);
+  return group;
+}
+
+/** The group commit of `db`, when it was started. */
+export function groupCommitOf(db: Connection): GroupCommit | undefined {
+  return groups.get(db);
+}
+
+/** Joins the turn's group on `db` (no-op without group commit): call before a hot write's transaction. */
+export function joinGroup(db: Connection): void {
+  groups.get(db)?.join();
+}
+
+/**
+ * `db.transaction(fn)` that first joins the turn's group when `db` runs one: the transaction is then a
+ * savepoint of the group and commits with it. Made once, like any transaction function.
+ */
+export function grouped<A extends unknown[], T>(db: Connection, fn: (...args: A) => T): (...args: A) => T {
+  const tx = db.transaction(fn);
+  return (...args: A) => {
+    groups.get(db)?.join();
+    return tx(...args);
+  };
+}
+
+/** Commits `db`'s open group now (no-op without one): after storing what a platform was told about. */
+export function flushGroup(db: Connection): void {
+  groups.get(db)?.flush();
+}
+
+/** Resolves once `db`'s writes so far are committed; undefined when they are (no group open). */
+export function committed(db: Connection): Promise<void> | undefined {
+  return groups.get(db)?.committed();
+}
