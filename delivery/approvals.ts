@@ -5,6 +5,7 @@ import { clipText } from '../core/text.js';
 import { parseJid } from '../core/types.js';
 import type { ApprovalNotifier } from '../queue/asks.js';
 import type { Db } from '../store/db.js';
+import { committed } from '../store/group-commit.js';
 import { insertOutbound } from '../store/messages.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 
@@ -79,8 +80,9 @@ export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalN
         guard(opts.log, 'asking for an approval', () => plain(row));
         return;
       }
-      ch.approvals
-        .ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic)
+      // The approval's row first: a crash before its commit would have a redone run ask again.
+      Promise.resolve(committed(opts.db))
+        .then(() => ch.approvals!.ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic))
         .then((platformId) => store.asked(row.id, platformId, null))
         .catch((err: unknown) => {
           // The buttons failed: ask with the plain message instead, so the question is not lost.
@@ -92,10 +94,14 @@ export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalN
       const ch = channelOf(row.chat_jid);
       const text = decidedText(row);
       if (row.platform_id !== null && ch?.approvals) {
-        ch.approvals.decided(row.chat_jid, row.platform_id, text).catch((err: unknown) => {
-          opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
-          guard(opts.log, 'telling the decision', () => outbound(row, text));
-        });
+        const approvals = ch.approvals;
+        // The decision's row first, as for the question.
+        void Promise.resolve(committed(opts.db))
+          .then(() => approvals.decided(row.chat_jid, row.platform_id!, text))
+          .catch((err: unknown) => {
+            opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
+            guard(opts.log, 'telling the decision', () => outbound(row, text));
+          });
         return;
       }
       guard(opts.log, 'telling the decision', () => outbound(row, text));

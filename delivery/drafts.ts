@@ -6,6 +6,7 @@ import type { Channel } from '../channels/channel.js';
 import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
 import { DraftStore } from '../store/drafts.js';
+import { flushGroup } from '../store/group-commit.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
 import { partsFor } from './format.js';
 
@@ -235,6 +236,8 @@ class ChatDrafts {
         id = await ops.open(chatJid, text, thread, turn?.platform_msg_id ?? null);
       }
       this.store.save({ chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: this.now() });
+      // The platform shows it: its id durable now, or a crash leaves a draft nobody removes.
+      flushGroup(this.opts.db);
     } catch (err) {
       // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
       this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');

@@ -1,4 +1,5 @@
 import type { Db } from '../store/db.js';
+import { committed, flushGroup } from '../store/group-commit.js';
 
 /** One undelivered outbound row, as delivery needs it. */
 export interface OutboxRow {
@@ -33,7 +34,7 @@ export class Outbox {
   private readonly attemptStmt;
   private readonly recordPartTx;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.chatsStmt = db.prepare(
       `SELECT DISTINCT chat_jid FROM messages WHERE is_from_me = 1 AND delivery = 'pending'`,
     );
@@ -100,7 +101,18 @@ export class Outbox {
    * transaction. False when the row moved on meanwhile (another writer, an operator edit): the caller stops.
    */
   recordPart(messageId: number, part: number, platformId: string | null, last: boolean): boolean {
-    return this.recordPartTx.immediate(messageId, part, platformId, last);
+    const recorded = this.recordPartTx.immediate(messageId, part, platformId, last);
+    // Durable now, as without group commit: until it commits, a crash sends the part again.
+    flushGroup(this.db);
+    return recorded;
+  }
+
+  /**
+   * Resolves once every row this connection wrote so far is committed (undefined when they are): a send
+   * waits for it, so a platform never gets a reply whose row a crash could still take back.
+   */
+  committed(): Promise<void> | undefined {
+    return committed(this.db);
   }
 
   /** Marks a row delivered without sending (every part was recorded before, yet it was still pending). */

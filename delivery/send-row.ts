@@ -147,6 +147,10 @@ async function sendOne(
   partSpan: ReturnType<typeof startPart>,
 ): Promise<boolean> {
   const t0 = performance.now();
+  // The row (and the draft it may take over) must be committed before the platform sees it: with group
+  // commit it may still be in the turn's open group (docs/QUEUE.md "Group commit").
+  const pending = d.outbox.committed();
+  if (pending) await pending;
   const base = {
     messageId: row.id,
     chatJid: row.chat_jid,

@@ -9,6 +9,7 @@ import type { GatewayMetrics } from './metrics-hooks.js';
 import { Pipeline } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { insertInbound } from '../store/messages.js';
+import { flushGroup } from '../store/group-commit.js';
 import { RouteSource, type Catalog } from '../store/routes.js';
 import { TaskScheduler } from './tasks.js';
 
@@ -132,6 +133,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     tasks,
     sink(msg) {
       const id = insertInbound(db, msg);
+      flushGroup(db); // committed before a channel tells its platform it took the event (group commit)
       if (id !== null) signals.inbound.fire();
       return id;
     },

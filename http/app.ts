@@ -21,6 +21,7 @@ import { tasksAdminApi, tasksReadApi } from './tasks.js';
 import { toolApprovalsApi } from './tool-approvals.js';
 import { AccessSource } from '../store/access.js';
 import { RouteSource } from '../store/routes.js';
+import { committed } from '../store/group-commit.js';
 import type { HttpAppOptions } from './types.js';
 import { viewsApi } from './views.js';
 
@@ -74,6 +75,12 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.use('/api/chat/upload', admitUploads(bounds, maxAttachment + UPLOAD_OVERHEAD));
   useBodyLimits(app, maxAttachment);
   logRequests(app, httpLog);
+  // An answer leaves once what its handler wrote or read is committed: with group commit a post, an
+  // operator's edit or a row it shows may still be in the turn's open group (store/group-commit.ts).
+  app.use(async (_c, next) => {
+    await next();
+    await committed(db);
+  });
 
   app.route('/healthz', healthApi(q, opts.pingRuntime, opts.health));
   app.use('/metrics', auth.read);

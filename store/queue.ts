@@ -4,6 +4,7 @@ import type { Db } from './db.js';
 import { clipBytes } from '../core/text.js';
 import { inboundRowError, insertOutbound } from './messages.js';
 import { DEFAULT_MAX_INPUT, queueSql, type Statements } from './queue-sql.js';
+import { grouped } from './group-commit.js';
 
 /**
  * The queue's view of the database: lanes, batches, sessions, session_log. Statements are prepared once per
@@ -71,7 +72,7 @@ export interface Settled {
 /** The queue's statements on one connection. */
 export class QueueStore {
   private readonly s: Statements;
-  // The transaction functions, made once: better-sqlite3 builds four wrappers per db.transaction() call.
+  // Made once (better-sqlite3 builds four wrappers per transaction()); hot ones join the group commit.
   private readonly tx;
 
   /** `maxInputBytes`: most bytes of one message's text handed to an agent (the row keeps all). */
@@ -81,24 +82,24 @@ export class QueueStore {
   ) {
     this.s = queueSql(db, maxInputBytes);
     this.tx = {
-      dispatch: db.transaction((key: SessionKey, now: number) => this.dispatchIn(key, now)),
+      dispatch: grouped(db, (key: SessionKey, now: number) => this.dispatchIn(key, now)),
       followUps: db.transaction((key: SessionKey, chat: string, now: number) =>
         this.followUpsIn(key, chat, now),
       ),
-      joinTurn: db.transaction((runId: number, turn: number, rows: readonly BatchRow[]) =>
+      joinTurn: grouped(db, (runId: number, turn: number, rows: readonly BatchRow[]) =>
         this.joinTurnIn(runId, turn, rows),
       ),
-      saveSession: db.transaction((key: SessionKey, sessionId: string, now: number, runId: number) => {
+      saveSession: grouped(db, (key: SessionKey, sessionId: string, now: number, runId: number) => {
         this.s.upsertSession.run({ group: key.group, topic: key.topic, id: sessionId, at: isoNow(now) });
         this.s.runSession.run({ id: sessionId, runId });
       }),
-      commitBlock: db.transaction((c: BlockCommit, also?: () => void) => this.commitBlockIn(c, also)),
+      commitBlock: grouped(db, (c: BlockCommit, also?: () => void) => this.commitBlockIn(c, also)),
       takeNotes: db.transaction((key: SessionKey, now: number) => {
         const notes = this.s.notes.all(key.group, key.topic) as Array<{ id: number; content: string }>;
         for (const n of notes) this.s.consumeNote.run(isoNow(now), n.id);
         return notes;
       }),
-      settle: db.transaction((st: Settlement) => this.settleIn(st)),
+      settle: grouped(db, (st: Settlement) => this.settleIn(st)),
       recover: db.transaction((now: number, live: ReadonlySet<number>) => this.recoverIn(now, live)),
     };
   }
