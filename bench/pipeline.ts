@@ -125,6 +125,8 @@ export async function benchInstance(opts: {
     GATED_POLL_MS: String(opts.pollMs ?? 2000),
     GATED_HISTORY_DAYS: opts.history ? '14' : '0',
     GATED_HTTP_PORT: '0',
+    // GATED_GROUP_COMMIT=0 in the bench's environment measures without group commit (issue 30's A/B).
+    GATED_GROUP_COMMIT: process.env.GATED_GROUP_COMMIT ?? '1',
     // mawk buffers a piped stdin until it fills unless told it is interactive.
     GATED_AGENT_CMD: `exec awk -W interactive -f '${packageFile('bench', 'agent.awk')}'`,
     ...(opts.runtime
@@ -306,6 +308,9 @@ export async function burst(
       // SQL statement calls per message, and how many of them are BEGIN/COMMIT/SAVEPOINT/RELEASE.
       sqlPerMessage: round(sql.total() / total),
       sqlControlPerMessage: round(sql.control() / total),
+      // Write transactions committed (each writes the pages it dirtied to the WAL), with group commit or not.
+      groupCommit: inst.gated.config.groupCommit,
+      commits: sql.commits(),
       agentCpuSeconds: round(child1.agents - child0.agents),
       // Each agent's start (its fork) is the spawner's work, no longer gated's.
       spawnerCpuSeconds: round(child1.spawner - child0.spawner),

@@ -11,6 +11,8 @@ export interface SqlCounter {
   total(): number;
   /** Calls of transaction control (BEGIN, COMMIT, SAVEPOINT, RELEASE, ROLLBACK) among them. */
   control(): number;
+  /** Calls of COMMIT (or END) among them: the write transactions that reached the WAL, and read ones. */
+  commits(): number;
   /** The `n` most called (timed: costliest) statements, their text cut to 80 characters, ms when timed. */
   top(n: number): Array<{ sql: string; calls: number; ms?: number }>;
   /** Puts the methods back. */
@@ -60,6 +62,7 @@ export function countSql(opts: { timed?: boolean } = {}): SqlCounter {
   return {
     total: () => total,
     control: () => [...calls].reduce((a, [sql, n]) => a + (CONTROL.test(sql) ? n : 0), 0),
+    commits: () => [...calls].reduce((a, [sql, n]) => a + (/^\s*(COMMIT|END)\b/i.test(sql) ? n : 0), 0),
     top: (n) =>
       [...calls]
         // Timed: the costliest first; else the most called.

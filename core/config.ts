@@ -97,6 +97,8 @@ export interface Config extends ChannelsConfig {
   tasksPerGroup: number;
   /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
   historyDays: number;
+  /** The writes of one event-loop turn share one transaction (GATED_GROUP_COMMIT, default on; docs/QUEUE.md). */
+  groupCommit: boolean;
   /** An undecided tool approval is denied ("no decision") after this long (GATED_APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs: number;
   /** What a tool call no `tool_rules` row decides gets (GATED_TOOL_DEFAULT: allow | ask | deny). */
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...channelsConfig(env),
     ...limitSettings(env),
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
+    groupCommit: onOff(env, 'GATED_GROUP_COMMIT', true),
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),
     traces: tracesConfig(env),
@@ -238,6 +241,14 @@ function tracesConfig(env: Env): Config['traces'] {
   const key = full !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : baseKey;
   if (!/^https?:\/\/[^/]/.test(url)) throw new UsageError(`${key} must be an http(s) URL`);
   return { url, serviceName: str(env, 'OTEL_SERVICE_NAME') ?? 'gated' };
+}
+
+/** A switch: 1 on, 0 off, `dflt` when unset; anything else is a named error, not a guess. */
+function onOff(env: Env, key: string, dflt: boolean): boolean {
+  const v = str(env, key);
+  if (v === undefined) return dflt;
+  if (v === '1' || v === '0') return v === '1';
+  throw new UsageError(`${key} must be 0 or 1, got '${v}'`);
 }
 
 /** GATED_TOOL_DEFAULT checked: a typo must not silently allow every tool. */

@@ -81,6 +81,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     ['history', history],
     ['runtime', () => base.runtime.close?.()],
     ['traces', () => tracing?.shutdown()],
+    // What the last turn wrote commits before the owner row goes and before the database closes.
+    ['group commit', () => base.group?.close()],
     ['owner', () => base.owner?.release()],
     ['checkpoints', () => base.checkpoints.close()],
     ['database', () => db.close()],

@@ -9,6 +9,7 @@ import { startHttpServer, type HttpServer } from '../http/app.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpoint.js';
 import { openDatabase, type Db } from '../store/db.js';
+import { startGroupCommit, type GroupCommit } from '../store/group-commit.js';
 import { History } from '../store/history.js';
 import { badRowsLine, checkReadable } from './health.js';
 import { claimOwner } from './owner.js';
@@ -40,6 +41,8 @@ export interface Base {
   db: Db;
   /** The WAL checkpoints, on a worker thread: closed before the database. */
   checkpoints: Checkpointer;
+  /** The writes of a turn in one transaction (GATED_GROUP_COMMIT); undefined when off. Committed at close. */
+  group: GroupCommit | undefined;
   owner: { release(): void } | undefined;
   metrics: Metrics;
   signals: Signals;
@@ -61,6 +64,9 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   const db = openDatabase(config.db);
   for (const bad of checkReadable(db, config.db)) log.warn({ table: bad.table }, badRowsLine(config.db, bad));
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
+  const group = config.groupCommit
+    ? startGroupCommit(db, { onFailed: (err) => commitFailed(log, err) })
+    : undefined;
   const metrics = createMetrics({ processMetrics: true });
   const checkpoints = startCheckpointer(db, { log, onPass: (p) => metrics.walCheckpoint(p) });
   const signals = createSignals((signal, err) =>
@@ -76,15 +82,32 @@ export async function openBase(opts: StartOptions): Promise<Base> {
       log.info({ url: http.url }, 'web chat and dashboard listening');
     }
     const runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
-    return { config, log, db, checkpoints, owner, metrics, signals, web, history, http, runtime };
+    return { config, log, db, checkpoints, group, owner, metrics, signals, web, history, http, runtime };
   } catch (err) {
     await http?.close();
     owner?.release();
     await checkpoints.close();
+    group?.close();
     db.close();
     throw err;
   }
 }
+
+/**
+ * A group's COMMIT failed (disk full, an I/O error): the turn's writes are rolled back while the parts that
+ * made them went on as if they were stored (a run started, a block answered). No part can be told to take
+ * it back, so gated stops at once, as a kill would, and the restart's recovery redoes that work from the
+ * rows (docs/QUEUE.md "Group commit"). The supervisor (systemd, docker) restarts it.
+ */
+function commitFailed(log: Logger, err: Error): void {
+  log.fatal({ err: err.message }, 'a group commit failed; exiting so that a restart redoes its work');
+  // The logger may write through a worker that an exit cuts short: the reason also goes out directly.
+  process.stderr.write(`gated: a group commit failed (${err.message}); exiting\n`);
+  process.exit(EXIT_COMMIT_FAILED);
+}
+
+/** gated's exit status after a failed group commit (EX_IOERR). */
+export const EXIT_COMMIT_FAILED = 74;
 
 /** Writes the per-minute history on a timer; returns the shutdown step (a last flush). */
 export function startHistory(base: Base, everyMs: number): () => void {

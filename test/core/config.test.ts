@@ -16,6 +16,9 @@ describe('configuration', () => {
     // Swarm: services made ahead of a lane's next run, unless turned off.
     expect(c.swarmSpares).toBe(8);
     expect(loadConfig({ GATED_SWARM_SPARES: '0' }).swarmSpares).toBe(0);
+    // Group commit is on unless turned off.
+    expect(c.groupCommit).toBe(true);
+    expect(loadConfig({ GATED_GROUP_COMMIT: '0' }).groupCommit).toBe(false);
     expect(c.db).toMatch(/data\/gated\.db$/);
     expect([c.telegram, c.bluesky, c.discord]).toEqual([undefined, undefined, undefined]);
     expect(loadConfig({ TELEGRAM_BOT_TOKEN: '  ', DISCORD_BOT_TOKEN: '' }).telegram).toBeUndefined();
@@ -93,6 +96,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ GATED_RUNTIME: 'vm' })).toThrow(/GATED_RUNTIME/);
     expect(() => loadConfig({ GATED_IDLE_AGENTS_MAX: 'few' })).toThrow(
       /GATED_IDLE_AGENTS_MAX must be an integer >= 0/,
+    );
+    expect(() => loadConfig({ GATED_GROUP_COMMIT: 'yes' })).toThrow(
+      /GATED_GROUP_COMMIT must be 0 or 1, got 'yes'/,
     );
   });
 
