@@ -148,7 +148,14 @@ export class ConfigSnapshot {
       for (let i = 1; i <= parts.length; i++) all.add(parts.slice(0, i).join('/'));
     }
     const paths = [...all].sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0));
-    const stamps = paths.map((rel) => stampOf(join(root, rel), rel === ''));
+    // Below a path with nothing there, nothing is there either: stamped without asking.
+    const gone: string[] = [];
+    const stamps = paths.map((rel) => {
+      if (below(rel, gone)) return { key: 'absent', ctimeMs: null };
+      const stamp = stampOf(join(root, rel), rel === '');
+      if (stamp.ctimeMs === null) gone.push(rel);
+      return stamp;
+    });
     // ctime, not mtime: it cannot be set back, and moves with every change of content, name or mode.
     const settled = stamps.every((s) => s.ctimeMs === null || s.ctimeMs < readAt - RACY_MS);
     return new ConfigSnapshot(root, paths, stamps, settled);
@@ -164,13 +171,18 @@ export class ConfigSnapshot {
     const gone: string[] = [];
     for (let i = 0; i < this.paths.length; i++) {
       const rel = this.paths[i]!;
-      if (gone.some((g) => g === '' || rel.startsWith(`${g}/`))) continue;
+      if (below(rel, gone)) continue;
       const now = stampOf(join(this.root, rel), rel === '');
       if (now.key !== this.stamps[i]!.key) return false;
       if (now.ctimeMs === null) gone.push(rel);
     }
     return true;
   }
+}
+
+/** True when `rel` lies below one of `folders` ('' is the root). */
+function below(rel: string, folders: readonly string[]): boolean {
+  return folders.some((g) => g === '' || rel.startsWith(`${g}/`));
 }
 
 function depth(rel: string): number {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import {
   ConfigFileError,
   isConfigDir,
@@ -230,6 +231,11 @@ export function readGroupConfig(root: string, folder: string): GroupConfig {
 }
 
 function readNow(root: string, folder: string): GroupConfig {
+  // No configuration folder at all (the default ./data/config never made): nothing to walk or report.
+  if (!existsSync(root)) {
+    const none = { instructions: '', instructionFiles: [], skills: [], mcpServers: {}, mcpFile: null };
+    return { folder, ...none, commands: [], sources: [], problems: [] };
+  }
   const problems: ConfigProblem[] = [];
   const chain = folderChain(folder);
   const exists = (rel: string, dir: boolean) =>

@@ -13,14 +13,21 @@ export const AGENT_HOME_DIR = '.home';
  * away from the operator's dotfiles, it is no sandbox (untrusted agents belong in a container).
  *
  * Also makes the group's folder when it is missing. Checked on every run (the agent may have replaced
- * `.home` since the last one); a run whose `.home` is already a directory costs one lstat.
+ * `.home` since the last one); a run whose `.home` is already a directory costs one lstat, a group's first
+ * run one lstat and one mkdir.
  */
 export function agentHome(groupDir: string): string {
   const home = join(groupDir, AGENT_HOME_DIR);
   const st = lstatSync(home, { throwIfNoEntry: false });
   if (st?.isDirectory()) return home;
   if (st) rmSync(home, { force: true });
-  else mkdirSync(groupDir, { recursive: true });
-  mkdirSync(home, { mode: 0o700 });
+  try {
+    mkdirSync(home, { mode: 0o700 });
+  } catch (err) {
+    // The group's folder itself is missing (a group's first run): made, then its .home.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(groupDir, { recursive: true });
+    mkdirSync(home, { mode: 0o700 });
+  }
   return home;
 }
