@@ -188,13 +188,18 @@ if (want('swarm')) {
   const { swarmScale } = await import('./swarm.js');
   const r = await swarmScale(quick ? 3 : 15, quick ? 5 : 40);
   results.swarm = r;
-  const { phases, ...figures } = r;
+  const { phases, inside, ...figures } = r;
   table(
     `9. swarm: one-shot services vs plain containers on one engine, and runs held at once on one node — a new group's run ${verdict(r.replyRatio <= 1.3 && r.cycleRatio <= 1.3)}, a group's next run (on a spare) ${verdict(r.nextReplyRatio <= 1.3 && r.nextCycleRatio <= 1.3)}`,
     [figures],
     'reply and cycle ≤ 1.3 × the docker runtime; report the memory per run',
   );
   table('9b. swarm: where a run goes, ms from ingest (medians, engine events)', phases, 'report it');
+  table(
+    "9c. swarm: inside the swarm, a new group's run, ms from its service's create (engine debug log)",
+    inside,
+    'report it',
+  );
 }
 
 if (want('claude')) {

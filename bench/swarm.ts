@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import type Docker from 'dockerode';
 import { startDockerd, type TestDockerd } from '../test/infra/dockerd.js';
 import { gatedCycles } from './docker.js';
 import { benchInstance, pct } from './pipeline.js';
+import { EngineDebug, SWARM_STEPS, swarmSteps } from './swarm-log.js';
 
 /**
  * Scale-out: the swarm runtime against the docker runtime on the same engine (a single-node swarm on this
@@ -28,8 +30,11 @@ async function freePort(): Promise<number> {
  */
 const GWBRIDGE = '/sys/class/net/docker_gwbridge';
 
-async function swarmEngine(): Promise<TestDockerd> {
-  const dockerd = await startDockerd(60_000, { env: { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' } });
+async function swarmEngine(debug: EngineDebug): Promise<TestDockerd> {
+  const dockerd = await startDockerd(60_000, {
+    env: { DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: '1' },
+    args: debug.args,
+  });
   const port = await freePort();
   await dockerd.docker.swarmInit({
     ListenAddr: `127.0.0.1:${port}`,
@@ -198,6 +203,34 @@ function phaseTable(all: Map<Kind, Cycles>) {
   }));
 }
 
+/**
+ * Table 9c: `runs` new groups' runs on the swarm with the engine's debug log on, and per step of their
+ * tasks inside the swarm, the ms from the service's create (median, min, max).
+ */
+async function insideSwarm(dockerd: TestDockerd, debug: EngineDebug, image: string, runs: number) {
+  const pidFile = join(dockerd.dir, 'dockerd.pid');
+  await debug.set(true, pidFile);
+  try {
+    const { events } = await withEvents(dockerd.docker, () =>
+      gatedCycles('swarm', dockerd.host, image, runs, { env: { GATED_SWARM_SPARES: '0' } }),
+    );
+    const created = new Map(events.filter((e) => e.what === 'service.create').map((e) => [e.id, e.at]));
+    const steps = swarmSteps(readFileSync(join(dockerd.dir, 'dockerd.log'), 'utf8'), created);
+    return SWARM_STEPS.map((step) => {
+      const xs = steps.get(step) ?? [];
+      return {
+        step,
+        tasks: xs.length,
+        medianMs: xs.length ? Math.round(median(xs)) : '-',
+        minMs: xs.length ? Math.round(Math.min(...xs)) : '-',
+        maxMs: xs.length ? Math.round(Math.max(...xs)) : '-',
+      };
+    });
+  } finally {
+    await debug.set(false, pidFile);
+  }
+}
+
 /** Keeps `n` swarm runs alive at once (an idle timeout long enough), then reads their memory use. */
 async function holdConcurrent(dockerd: TestDockerd, image: string, n: number) {
   const inst = await benchInstance({
@@ -232,10 +265,15 @@ async function holdConcurrent(dockerd: TestDockerd, image: string, n: number) {
 /** The swarm scenario: ratio swarm / docker per run, and concurrent runs on one node. */
 export async function swarmScale(runs: number, concurrent: number) {
   const gwbridgeBefore = existsSync(GWBRIDGE);
-  const dockerd = await swarmEngine();
+  const debug = new EngineDebug();
+  const dockerd = await swarmEngine(debug).catch((err: unknown) => {
+    debug.remove();
+    throw err;
+  });
   try {
     const image = await dockerd.buildAgentImage('gated-bench-agent:latest');
     const all = await interleaved(dockerd, image, runs);
+    const inside = await insideSwarm(dockerd, debug, image, Math.min(runs, 9));
     const held = await holdConcurrent(dockerd, image, concurrent);
     const round = (x: number) => Math.round(x * 100) / 100;
     const med = (k: Kind, m: 'reply' | 'cycle') => median(all.get(k)![m]);
@@ -260,10 +298,12 @@ export async function swarmScale(runs: number, concurrent: number) {
       concurrentAllAnsweredMs: Math.round(held.allAnsweredMs),
       memPerRunMiB: round(held.memPerRunMiB),
       phases: phaseTable(all),
+      inside,
     };
   } finally {
     await dockerd.docker.swarmLeave({ force: true }).catch(() => undefined);
     await dockerd.stop();
+    debug.remove();
     if (!gwbridgeBefore && existsSync(GWBRIDGE)) execFileSync('ip', ['link', 'delete', 'docker_gwbridge']);
   }
 }

@@ -27,6 +27,8 @@ export interface StartDockerdOptions {
    * not with `tls` (its port would be inside that namespace).
    */
   ownNetwork?: boolean;
+  /** More dockerd flags (e.g. `--debug`, whose log the swarm bench reads for the swarm's own phases). */
+  args?: string[];
 }
 
 /** A running test engine. */
@@ -192,6 +194,7 @@ export async function startDockerd(
         '--bridge=none',
         '--storage-driver=overlay2',
         ...tlsArgs,
+        ...(extra.args ?? []),
       ],
       { stdio: ['ignore', logFd, logFd], env: { ...process.env, ...extra.env } },
     );
