@@ -398,6 +398,48 @@ describe('swarm runtime: services made ahead of a lane’s next run (spares)', (
     expect(await spareServices()).toEqual([]);
   });
 
+  it('does not use a spare whose agent is gone, and removes a spare nobody took in time', async () => {
+    const groups = tempDir('gated-swarm-spare-dead-');
+    const rt = createSwarmRuntime({
+      docker: engine!.docker,
+      image: IMAGE,
+      instanceId: INSTANCE,
+      groupsDir: groups,
+      sweepEveryMs: 0,
+      spares: 4,
+      spareIdleMs: 3000,
+    });
+    try {
+      await turn(
+        await rt.start({ runId: 95, group: 'm', topic: '', groupDir: join(groups, 'm') }),
+        'echo one',
+      );
+      let tag = '';
+      await until(
+        async () => {
+          tag = (await spareServices())[0]?.Spec?.Labels?.['gated.spare'] ?? '';
+          return tag !== '' && (await containerOf(`gated.spare=${tag}`)) !== undefined;
+        },
+        30_000,
+        'the spare of lane m running',
+      );
+      await engine!.docker.getContainer((await containerOf(`gated.spare=${tag}`))!).kill();
+      const second = await rt.start({ runId: 96, group: 'm', topic: '', groupDir: join(groups, 'm') });
+      // Its own service, not the dead spare's; the dead spare's service is gone.
+      expect(await engine!.docker.listServices({ filters: { label: ['gated.run=96'] } })).toHaveLength(1);
+      expect(await turn(second, 'echo two')).toMatchObject({
+        code: 0,
+        out: expect.stringContaining('echo: two'),
+      });
+      expect((await spareServices()).map((x) => x.Spec?.Labels?.['gated.spare'])).not.toContain(tag);
+      // The spare run 96 made is removed once it waited 3 s for a run that never came.
+      await until(async () => (await spareServices()).length === 1, 30_000, 'the spare of run 96');
+      await until(async () => (await spareServices()).length === 0, 15_000, 'the unused spare removed');
+    } finally {
+      await rt.close?.();
+    }
+  });
+
   it("leaves no spare behind a process that died: the next process's sweep removes it", async () => {
     const groups = tempDir('gated-swarm-spare-crash-');
     const dead = withSpares(groups);
