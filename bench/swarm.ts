@@ -138,8 +138,9 @@ async function cycles(docker: Docker, kind: Kind, host: string, image: string, r
   const next = kind.endsWith('-next') || kind === 'swarm-spare';
   const opts = {
     // A new group's first run (no spare can exist), or the next run of one group (on its spare, for swarm)
-    // a second after the previous one ended: with the default idle timeout (30 s) a group's next run starts
-    // at least that long after its last reply, so the spare made at its previous run's start is up by then.
+    // a second after the previous one ended, the time a spare needs to be up here. (With an idle timeout, a
+    // message while a run lives goes to that run; a new run is for a message after it ended, 30 s after its
+    // last reply by default.)
     sameGroup: next,
     gapMs: next ? 1000 : 0,
     env: { GATED_SWARM_SPARES: kind === 'swarm-spare' ? '8' : '0' },

@@ -3,7 +3,7 @@
  * its task reaching the node (the scheduler waits 50 ms after the store's last change, the dispatcher 100 ms
  * after a node's last assignment change; neither is a setting), so a run whose service is created when its
  * message arrives always answers that much later than a plain container. A spare moves that wait out of
- * the reply path: when a lane (a group and topic) starts a run, the runtime creates the service of that
+ * the reply path: when a run of a lane (a group and topic) ends, the runtime creates the service of that
  * lane's next run, with the same spec, and its task starts and waits on stdin; the lane's next run takes it.
  *
  * What does not change: one container per run (a spare serves one run, then it is removed like any run's
@@ -64,7 +64,9 @@ export class SparePool<T> {
    */
   offer(lane: string, key: string, launch: (n: number) => Promise<T>): void {
     if (this.closed || this.lanes.has(lane) || this.lanes.size >= this.max) return;
-    const launched = launch(++this.seq);
+    const n = ++this.seq;
+    // A launch that throws at once (the group's folder is gone) is a spare that failed, like any other.
+    const launched = (async () => launch(n))();
     const spare: Spare<T> = {
       key,
       launched,

@@ -40,7 +40,7 @@ export interface SwarmRuntimeOptions extends ContainerOptions {
   /** Told about each started task: its node and create → running time. */
   onStarted?: (node: string, ms: number) => void;
   /**
-   * Spares: the service of a lane's next run made when a run of that lane starts, so that the next run
+   * Spares: the service of a lane's next run made when a run of that lane ends, so that the next run
    * skips the swarm's scheduling (swarm-spare.ts). At most this many at once; default 0 (none).
    */
   spares?: number;
@@ -261,7 +261,7 @@ async function launch(
 
 /**
  * Starts a run: on its lane's spare when there is one made with the same spec, else on a service created
- * now; then attaches, and makes the lane's next spare.
+ * now; then attaches. When the run ends, the lane's next spare is made.
  */
 async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle> {
   const { opts } = state;
@@ -283,16 +283,21 @@ async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle>
     await removeService(state, launched.serviceId);
     throw err;
   });
-  state.spares.offer(lane, key, (n) => {
-    // Until a run takes it, a spare's container is known by a label of its own (a container's labels
-    // cannot change later); unique across gated processes, as a dead process's spares may still be dying.
-    const tag = `${state.spareTag}-${n}`;
-    const { 'gated.run': _run, ...own } = labels;
-    const body = serviceSpec(opts, spec, where, {
-      name: `${prefix}-spare-${tag}`,
-      labels: { ...own, 'gated.spare': tag },
+  // The lane's next run gets a spare made when this one ends: its start then competes with no run of the
+  // lane, and a lane holds one container at a time (its run's or its spare).
+  void handle.exited.then((exit) => {
+    if (exit.engineLost) return;
+    state.spares.offer(lane, key, (n) => {
+      // Until a run takes it, a spare's container is known by a label of its own (a container's labels
+      // cannot change later); unique across gated processes, as a dead process's spares may still be dying.
+      const tag = `${state.spareTag}-${n}`;
+      const { 'gated.run': _run, ...own } = labels;
+      const body = serviceSpec(opts, spec, where, {
+        name: `${prefix}-spare-${tag}`,
+        labels: { ...own, 'gated.spare': tag },
+      });
+      return launch(state, body, { [INSTANCE_LABEL]: opts.instanceId, 'gated.spare': tag });
     });
-    return launch(state, body, { [INSTANCE_LABEL]: opts.instanceId, 'gated.spare': tag });
   });
   return handle;
 }

@@ -342,16 +342,18 @@ describe('swarm runtime: services made ahead of a lane’s next run (spares)', (
       const second = await rt.start({ runId: 91, group: 'g', topic: 't', groupDir: join(groups, 'g') });
       // The run took the spare's container: no service of its own was made.
       expect(await engine!.docker.listServices({ filters: { label: ['gated.run=91'] } })).toEqual([]);
-      // The next run of the lane gets a spare of its own.
+      // While it runs, the lane has no other container: its next spare is made when it ends.
+      expect((await spareServices()).map((x) => x.Spec?.Labels?.['gated.spare'])).toEqual([spare]);
+      expect(await turn(second, 'echo two')).toMatchObject({
+        code: 0,
+        out: expect.stringContaining('echo: two'),
+      });
+      // At its end, the next run of the lane gets a spare of its own.
       await until(
         async () => (await spareServices()).some((x) => x.Spec?.Labels?.['gated.spare'] !== spare),
         30_000,
         'the next spare of lane g/t',
       );
-      expect(await turn(second, 'echo two')).toMatchObject({
-        code: 0,
-        out: expect.stringContaining('echo: two'),
-      });
       // Its service went with its end, as a run's own does.
       await until(
         async () => (await containerOf(`gated.spare=${spare}`)) === undefined,
