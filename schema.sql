@@ -494,6 +494,9 @@ CREATE TABLE IF NOT EXISTS attachments (
   UNIQUE (message_id, seq)
 );
 CREATE INDEX IF NOT EXISTS idx_attachments_pending ON attachments(message_id) WHERE state = 'pending';
+-- The inbox's next downloads, oldest first (store/attachments.ts `due`): without it the planner reads the
+-- whole table in id order to find the few pending rows, on every step of the inbox.
+CREATE INDEX IF NOT EXISTS idx_attachments_due ON attachments(id) WHERE state = 'pending';
 
 -- Files an agent's block named (`files`), sent after the reply's text parts. Each file is one more part of
 -- its reply: part number = text parts + seq, recorded in outbound_parts like text, so a restart neither

@@ -181,6 +181,15 @@ describe('schema.sql', () => {
         ['x', 'y'],
         /idx_messages_platform|idx_messages_chat/,
       ],
+      // the inbox's next downloads: pending attachments in id order, not a walk of every file ever stored
+      [
+        `SELECT a.*, m.chat_jid, m.group_folder FROM attachments a JOIN messages m ON m.id = a.message_id
+         WHERE a.state = 'pending' AND m.group_folder IS NOT NULL
+           AND (m.state IS NULL OR m.state NOT IN ('denied', 'pending', 'limited'))
+           AND (a.not_before IS NULL OR a.not_before <= ?) ORDER BY a.id LIMIT ?`,
+        [1, 10],
+        /SCAN a USING INDEX idx_attachments_due/,
+      ],
       // routes in order
       ['SELECT * FROM routes ORDER BY seq', [], /idx_routes_seq/],
       // session log of a key
