@@ -104,6 +104,8 @@ CREATE INDEX IF NOT EXISTS idx_messages_daemon ON messages(id, not_before) WHERE
 -- Undelivered replies, per chat in order.
 CREATE INDEX IF NOT EXISTS idx_messages_outbox
   ON messages(chat_jid, id) WHERE is_from_me = 1 AND delivery = 'pending';
+-- Replies given up on (the dashboard's outbox view): only those, so a delivered reply never enters it.
+CREATE INDEX IF NOT EXISTS idx_messages_failed ON messages(id) WHERE is_from_me = 1 AND delivery = 'failed';
 -- A chat's history (web chat replay, /ping facts).
 CREATE INDEX IF NOT EXISTS idx_messages_chat ON messages(chat_jid, id);
 

@@ -144,9 +144,18 @@ export class Queries {
            FROM session_log ORDER BY id DESC LIMIT ?`,
       ),
       outbox: db.prepare<[number], OutboxView>(
-        `SELECT id, chat_jid, topic, kind, substr(content, 1, 200) AS preview, delivery, delivery_attempts,
-                delivery_error, parts_sent, timestamp
-           FROM messages WHERE is_from_me = 1 AND delivery IN ('pending', 'failed') ORDER BY id DESC LIMIT ?`,
+        // Each state from its own partial index (the pending ones named: for the ORDER BY the planner would
+        // rather read the table backwards): with `delivery IN (…)` no index applied, and the table was read
+        // from its newest row until enough were found, all of it when few replies are undelivered.
+        `SELECT * FROM (
+           SELECT id, chat_jid, topic, kind, substr(content, 1, 200) AS preview, delivery, delivery_attempts,
+                  delivery_error, parts_sent, timestamp
+             FROM messages INDEXED BY idx_messages_outbox WHERE is_from_me = 1 AND delivery = 'pending'
+           UNION ALL
+           SELECT id, chat_jid, topic, kind, substr(content, 1, 200) AS preview, delivery, delivery_attempts,
+                  delivery_error, parts_sent, timestamp
+             FROM messages WHERE is_from_me = 1 AND delivery = 'failed')
+         ORDER BY id DESC LIMIT ?`,
       ),
       // The files of chat rows with ids in a range: the rows' own attachments and the replies' files.
       filesIn: db.prepare<[number, number, number, number], FileListRow>(
