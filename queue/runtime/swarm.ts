@@ -273,16 +273,19 @@ async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle>
   // The spec without who it is for: a spare serves a run whose service would be the same but for that.
   const key = JSON.stringify(serviceSpec(opts, spec, where, { name: '', labels: {} }));
   const labels = runLabels(opts.instanceId, spec);
+  const spare = await fromSpare(state, state.spares.take(lane, key));
   const launched =
-    (await fromSpare(state, state.spares.take(lane, key))) ??
+    spare ??
     (await launch(state, serviceSpec(opts, spec, where, { name: `${prefix}-run-${spec.runId}`, labels }), {
       [INSTANCE_LABEL]: opts.instanceId,
       'gated.run': String(spec.runId),
     }));
-  const handle = await attachTask(state, { spec, ...launched, t0 }).catch(async (err: unknown) => {
-    await removeService(state, launched.serviceId);
-    throw err;
-  });
+  const handle = await attachTask(state, { spec, ...launched, t0, onSpare: spare !== undefined }).catch(
+    async (err: unknown) => {
+      await removeService(state, launched.serviceId);
+      throw err;
+    },
+  );
   // The lane's next run gets a spare made when this one ends: its start then competes with no run of the
   // lane, and a lane holds one container at a time (its run's or its spare).
   void handle.exited.then((exit) => {
@@ -334,6 +337,8 @@ async function removeService(state: SwarmState, serviceId: string): Promise<void
 interface StartedRun extends Launched {
   spec: RunSpec;
   t0: number;
+  /** The run took its lane's spare (made before its message). */
+  onSpare: boolean;
 }
 
 /** Attaches to the started task's container; the handle removes the service when the run ends. */
@@ -349,7 +354,7 @@ async function attachTask(state: SwarmState, run: StartedRun): Promise<AgentHand
   if (startLatencies.length > 1000) startLatencies.shift();
   opts.onStarted?.(task.nodeId ?? 'unknown', ms);
   opts.log?.debug(
-    { runId: spec.runId, service: serviceId.slice(0, 12), node: task.nodeId },
+    { runId: spec.runId, service: serviceId.slice(0, 12), node: task.nodeId, onSpare: run.onSpare, ms },
     'agent task started',
   );
   return handleOf(container, socket, waiting, () => removeService(state, serviceId), engine.modem, {
