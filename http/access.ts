@@ -40,9 +40,11 @@ export function accessApi(opts: AccessApiOptions): Hono {
   const { db, log, now } = opts;
   const approvals = new ApprovalStore(db);
   const cols = 'id, chat_jid, sender, sender_name, content, timestamp, state, group_folder, error AS reason';
+  // The withheld states from their partial indexes, named: for the ORDER BY the planner would rather read
+  // the whole table backwards from its newest row (all of it when fewer than 100 rows are withheld).
   const withheld = db.prepare(
-    `SELECT ${cols} FROM messages WHERE state = 'pending'
-     UNION ALL SELECT ${cols} FROM messages WHERE state = 'limited'
+    `SELECT ${cols} FROM messages INDEXED BY idx_messages_pending WHERE state = 'pending'
+     UNION ALL SELECT ${cols} FROM messages INDEXED BY idx_messages_limited WHERE state = 'limited'
      UNION ALL SELECT ${cols} FROM messages WHERE id > ? AND state = 'denied'
      ORDER BY id DESC LIMIT 100`,
   );
