@@ -85,6 +85,13 @@ function mainThreadCpuSeconds(): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Bytes this process (gated, its checkpoint thread) sent to storage, and its write calls, from /proc. */
+function ioCounts(): { bytes: number; calls: number } {
+  const io = readFileSync('/proc/self/io', 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1] ?? NaN);
+  return { bytes: field('write_bytes'), calls: field('syscw') };
+}
+
 /** A bench instance: `groups` groups b/gN, each fed by chat bench:gN through one route per group. */
 export async function benchInstance(opts: {
   groups: number;
@@ -255,6 +262,7 @@ export async function burst(
   const child0 = await childCpuSeconds();
   const cpu0 = process.cpuUsage();
   const main0 = mainThreadCpuSeconds();
+  const io0 = ioCounts();
   const t0 = Date.now();
   // gated's statement calls from the first insert to the last delivery (issue 30); BENCH_SQL_TOP=N also
   // prints the N most called statements, with the time spent in each, on stderr.
@@ -311,6 +319,9 @@ export async function burst(
       // Write transactions committed (each writes the pages it dirtied to the WAL), with group commit or not.
       groupCommit: inst.gated.config.groupCommit,
       commits: sql.commits(),
+      // What reached the disk per message (the WAL's frames, the checkpoints' copies) and the write calls.
+      writeKBPerMessage: round((ioCounts().bytes - io0.bytes) / 1024 / total),
+      writeCallsPerMessage: round((ioCounts().calls - io0.calls) / total),
       agentCpuSeconds: round(child1.agents - child0.agents),
       // Each agent's start (its fork) is the spawner's work, no longer gated's.
       spawnerCpuSeconds: round(child1.spawner - child0.spawner),
