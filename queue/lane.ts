@@ -137,12 +137,14 @@ export class Lanes {
 
   /**
    * Fairness: while `waiting` lanes want a slot, idle agents give theirs up, longest idle first (closing
-   * ones already count as given up).
+   * ones already count as given up), except those `keep` names.
    */
-  yieldIdle(waiting: number): Run[] {
+  yieldIdle(waiting: number, keep: (run: Run) => boolean = () => false): Run[] {
     const runs = this.all().map((l) => l.run);
     let need = waiting - runs.filter((r) => r.closing).length;
-    const idle = runs.filter((r) => r.idle).sort((a, b) => (a.lastOutputMs ?? 0) - (b.lastOutputMs ?? 0));
+    const idle = runs
+      .filter((r) => r.idle && !keep(r))
+      .sort((a, b) => (a.lastOutputMs ?? 0) - (b.lastOutputMs ?? 0));
     const yielded: Run[] = [];
     for (const run of idle) {
       if (need-- <= 0) break;

@@ -24,6 +24,13 @@ const LOCKED_RETRY_MS = 2;
  */
 export const BACKLOG_HOLD_MS = 50;
 /**
+ * While the poll loop is behind, or was within the last BACKLOG_RECENT_MS, an agent that has just answered
+ * keeps its slot this long (ms) before it yields to a waiting lane: the next rows of its session, placed a
+ * slice at a time, join it as a follow-up instead of needing another run. Otherwise it yields at once.
+ */
+export const YIELD_GRACE_MS = 100;
+const BACKLOG_RECENT_MS = 1000;
+/**
  * A pump starts runs for at most about this long (ms; each start is a transaction, the first input line
  * and the agent's start): the rest wait for the next pump, after the event loop had its turn.
  */
@@ -58,6 +65,9 @@ export class Scheduler {
   /** While the poll loop is behind: when the current hold began (new runs start when it has lasted long enough). */
   private holdFrom: number | undefined;
   private holdTimer: NodeJS.Timeout | undefined;
+  /** When the poll loop last said it was behind or had caught up (undefined: never behind). */
+  private backlogAt: number | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
   /** The next pump, when one ran out of its slice with runs left to start. */
   private goOn: NodeJS.Immediate | undefined;
   private readonly unlisten: () => void;
@@ -85,11 +95,13 @@ export class Scheduler {
     clearTimeout(this.retryTimer);
     clearTimeout(this.lockedTimer);
     clearTimeout(this.holdTimer);
+    clearTimeout(this.graceTimer);
     if (this.goOn) clearImmediate(this.goOn);
   }
 
   /** The poll loop fell behind (a hold begins, unless one is on) or caught up (runs may start now). */
   private backlog(more: boolean): void {
+    this.backlogAt = this.now();
     if (more) {
       this.holdFrom ??= this.now();
       return;
@@ -137,18 +149,34 @@ export class Scheduler {
         if (i > 0 && performance.now() - started > PUMP_SLICE_MS) return this.later();
         if (!this.dispatch(next[i++]!, t)) return this.afterLock();
       }
-      if (next.length > i) {
-        for (const run of lanes.yieldIdle(next.length - i)) {
-          run.trace.within(() =>
-            this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot'),
-          );
-        }
-      }
+      if (next.length > i) this.yieldIdle(next.length - i, t);
       this.keepIdleBudget();
       this.armRetryTimer(t);
     } catch (err) {
       this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
     }
+  }
+
+  /**
+   * Asks idle agents to give their slots to `waiting` lanes; during a burst (YIELD_GRACE_MS) not those that
+   * have just answered, and a pump is armed for when the first of them may.
+   */
+  private yieldIdle(waiting: number, t: number): void {
+    const recent = this.backlogAt !== undefined && t - this.backlogAt < BACKLOG_RECENT_MS;
+    const graceEnd = (run: Run) => (run.lastOutputMs ?? run.startedMs) + YIELD_GRACE_MS;
+    const keep = (run: Run) => recent && graceEnd(run) > t;
+    for (const run of this.d.lanes.yieldIdle(waiting, keep)) {
+      run.trace.within(() =>
+        this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot'),
+      );
+    }
+    const kept = this.d.lanes.all().filter((l) => l.run.idle && !l.run.closing && keep(l.run));
+    if (kept.length === 0 || this.graceTimer) return;
+    const at = Math.min(...kept.map((l) => graceEnd(l.run)));
+    this.graceTimer = setTimeout(() => {
+      this.graceTimer = undefined;
+      this.wake();
+    }, at - t);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { expect, it, vi } from 'vitest';
-import { BACKLOG_HOLD_MS } from '../../queue/scheduler.js';
+import { BACKLOG_HOLD_MS, YIELD_GRACE_MS } from '../../queue/scheduler.js';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready, useQueueClock } from './helpers.js';
 
@@ -34,7 +34,7 @@ it('starts no run while the poll loop is behind, then one run for the whole batc
   expect(db.prepare('SELECT count(*) FROM session_log').pluck().get()).toBe(1);
 });
 
-it('feeds a live run during a hold, keeps an idle agent’s slot, and pumps at once when the loop caught up', async () => {
+it('feeds a live run during a hold and keeps an idle agent’s slot while the loop is behind', async () => {
   const { db, queue, runtime, signals } = setup();
   const a = ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
   queue.wake();
@@ -56,10 +56,41 @@ it('feeds a live run during a hold, keeps an idle agent’s slot, and pumps at o
   // Idle, and another group waits: without the hold it would give its slot up now.
   expect(agent.stdinClosed).toBe(false);
 
+  // Caught up: the agent yields once it has been idle for the burst's grace (it answered just now).
   signals.backlog.fire(false);
+  await flush();
+  await vi.advanceTimersByTimeAsync(YIELD_GRACE_MS);
   await flush();
   expect(agent.stdinClosed).toBe(true);
   agent.finish();
   await flush();
   expect(runtime.agents.map((x) => x.spec.group)).toEqual(['g1', 'g2']);
+});
+
+it('during a burst, an agent that has just answered keeps its slot a moment before it yields', async () => {
+  const { db, queue, runtime, signals } = setup();
+  ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
+  queue.wake();
+  await flush();
+  const agent = runtime.agents[0]!;
+  // The loop was behind a moment ago and has caught up.
+  signals.backlog.fire(true);
+  signals.backlog.fire(false);
+  ready(db, { chat: 'tg:2', group: 'g2', content: 'waits' });
+  queue.wake();
+  await flush();
+  agent.reply('done');
+  await flush();
+  // Its session's next rows may still be coming: it is not asked to yield yet.
+  expect(agent.stdinClosed).toBe(false);
+  await vi.advanceTimersByTimeAsync(YIELD_GRACE_MS - 1);
+  await flush();
+  expect(agent.stdinClosed).toBe(false);
+  // The grace's own timer pumps at its end.
+  await vi.advanceTimersByTimeAsync(1);
+  await flush();
+  expect(agent.stdinClosed).toBe(true);
+  agent.finish();
+  await flush();
+  expect(runtime.agents.map((a) => a.spec.group)).toEqual(['g1', 'g2']);
 });
