@@ -6,7 +6,7 @@ import { DaemonDispatcher } from './daemons.js';
 import type { QueueControl } from './layers/types.js';
 import { PollLoop, type PollLoopOptions } from './loop.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
-import { Pipeline } from './pipeline.js';
+import { Pipeline, type BatchOutcome } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { insertInbound } from '../store/messages.js';
 import { flushGroup } from '../store/group-commit.js';
@@ -67,11 +67,32 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
   );
 }
 
+/**
+ * What a committed batch tells the other stages: released chats to the scheduler, answers to delivery, rows
+ * for daemons to their dispatcher; a command's side effects run after it, each followed by delivery.
+ */
+function afterBatch(
+  outcome: BatchOutcome,
+  signals: Pick<Signals, 'queued' | 'outbound'>,
+  daemons: DaemonDispatcher,
+  log: Logger,
+): void {
+  const outbound = () => signals.outbound.fire(undefined);
+  if (outcome.released) signals.queued.fire();
+  if (outcome.outbound) outbound();
+  if (outcome.daemon) daemons.wake();
+  for (const effect of outcome.effects) {
+    Promise.resolve()
+      .then(effect)
+      .then(outbound)
+      .catch((err) => log.error({ err }, 'command side effect failed'));
+  }
+}
+
 /** Wires the gateway together. Nothing runs until start(). */
 export function createGateway(opts: GatewayOptions): Gateway {
   const { db, log, queue } = opts;
   const signals = opts.signals ?? createSignals();
-  const outbound = () => signals.outbound.fire(undefined);
   const routes = new RouteSource(db, (c) => reportCatalog(log, c));
   const pipeline = new Pipeline({
     db,
@@ -112,17 +133,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       tasks.check();
     },
     onBacklog: (more) => signals.backlog.fire(more),
-    onBatch: (outcome) => {
-      if (outcome.released) signals.queued.fire();
-      if (outcome.outbound) outbound();
-      if (outcome.daemon) daemons.wake();
-      for (const effect of outcome.effects) {
-        Promise.resolve()
-          .then(effect)
-          .then(outbound)
-          .catch((err) => log.error({ err }, 'command side effect failed'));
-      }
-    },
+    onBatch: (outcome) => afterBatch(outcome, signals, daemons, log),
   });
   const unlisten = signals.inbound.on(() => loop.wake());
   return {
