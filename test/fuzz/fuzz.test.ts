@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { openDatabase } from '../../store/db.js';
+import { politely, sideConnection } from '../helpers/db.js';
 import { addGroup } from '../../store/groups.js';
 import { startTestGated } from '../helpers/gated.js';
 
@@ -49,13 +49,15 @@ describe('fuzz: hostile rows, requests and agent output never stall gated', () =
     for (const f of ['canary', 'g1', 'g2']) addGroup(g.db, config.groupsDir, f);
 
     // Another connection, as any program with sqlite3 would write: an older database's rules (no CHECKs).
-    const ext = openDatabase(config.db);
+    // It writes politely (test/helpers/db.ts): it shares this thread with gated, which holds the write lock
+    // until the end of its turn.
+    const ext = sideConnection(config.db);
     ext.pragma('ignore_check_constraints = ON');
     for (const t of ext
       .prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'audit_%'`)
       .pluck()
       .all())
-      ext.exec(`DROP TRIGGER "${String(t)}"`);
+      await politely(() => ext.exec(`DROP TRIGGER "${String(t)}"`));
     const insMsg = ext.prepare(
       `INSERT INTO messages (chat_jid, sender, content, verb, topic, platform_msg_id) VALUES (?, ?, ?, ?, ?, ?)`,
     );
@@ -154,7 +156,7 @@ describe('fuzz: hostile rows, requests and agent output never stall gated', () =
     let canaryN = 0;
 
     // A 30 MB message once: memory must stay flat (it is cut in SQLite, never read whole).
-    insMsg.run('web:g1', 'u', 'M'.repeat(30 * 1024 * 1024), 'message', '', null);
+    await politely(() => insMsg.run('web:g1', 'u', 'M'.repeat(30 * 1024 * 1024), 'message', '', null));
     rows += 1;
     const rssStart = process.memoryUsage().rss;
     let rssMax = rssStart;
@@ -174,42 +176,48 @@ describe('fuzz: hostile rows, requests and agent output never stall gated', () =
       const t = Date.now();
       if (t >= nextCanary) {
         nextCanary = t + CANARY_EVERY_MS;
+        const text = `ping ${canaryN++}`;
         const id = Number(
-          insMsg.run('web:canary', 'canary', `ping ${canaryN++}`, 'message', '', null).lastInsertRowid,
+          (await politely(() => insMsg.run('web:canary', 'canary', text, 'message', '', null)))
+            .lastInsertRowid,
         );
         pendingCanary.set(id, t);
       }
       // A burst of hostile rows.
       for (let i = 0; i < 5; i++) {
+        const row = [
+          value(pick(chats)),
+          value(pick(['u', 'blob', 'int', 'junk'])),
+          value(pick(contents)),
+          value(pick(verbs)),
+          value(pick(['', 't', 'blob', 'junk'])),
+          r() < 0.2 ? value(pick(['dup', 'blob', 'int'])) : null,
+        ];
         try {
-          insMsg.run(
-            value(pick(chats)),
-            value(pick(['u', 'blob', 'int', 'junk'])),
-            value(pick(contents)),
-            value(pick(verbs)),
-            value(pick(['', 't', 'blob', 'junk'])),
-            r() < 0.2 ? value(pick(['dup', 'blob', 'int'])) : null,
-          );
+          await politely(() => insMsg.run(...row));
           rows += 1;
         } catch {
           // NOT NULL, the dedup index: refused at the door like any writer's bad insert
         }
       }
       if (r() < 0.3) {
+        const route = [
+          value(pick<string | number>(['int', 'real', 'junk', 'blob', 5]) as string),
+          value(pick(matches)),
+          value(pick(targets)),
+          r() < 0.2 ? value(pick(['{"threshold":1}', 'junk', 'blob', '{"weights":5}'])) : null,
+        ];
         try {
-          insRoute.run(
-            value(pick<string | number>(['int', 'real', 'junk', 'blob', 5]) as string),
-            value(pick(matches)),
-            value(pick(targets)),
-            r() < 0.2 ? value(pick(['{"threshold":1}', 'junk', 'blob', '{"weights":5}'])) : null,
-          );
+          await politely(() => insRoute.run(...route));
           routes += 1;
         } catch {
           // refused at the door
         }
       }
       if (r() < 0.05)
-        ext.exec(`DELETE FROM routes WHERE id IN (SELECT id FROM routes ORDER BY random() LIMIT 3)`);
+        await politely(() =>
+          ext.exec(`DELETE FROM routes WHERE id IN (SELECT id FROM routes ORDER BY random() LIMIT 3)`),
+        );
       // Hostile HTTP.
       // At most 10 requests in flight; the loop never waits for them.
       Array.from({ length: Math.min(3, Math.max(0, 10 - inflight)) }, () => {

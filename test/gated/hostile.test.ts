@@ -2,8 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../store/db.js';
-import { tempDir } from '../helpers/db.js';
+import { politely, sideConnection, tempDir } from '../helpers/db.js';
 import { startTestGated } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 
@@ -69,16 +68,16 @@ describe('/healthz tells the truth', () => {
     const { g, health, file } = await start();
     expect((await health()).status).toBe(200);
     // Another connection, as sqlite3 or a crashed writer would leave it.
-    const other = openDatabase(file);
-    const id = other
-      .prepare(
-        `INSERT INTO messages (chat_jid, content, state, run_id, is_from_me) VALUES ('x:1', 'hi', 'running', 424242, 1)`,
-      )
-      .run().lastInsertRowid;
+    const other = sideConnection(file);
+    const insert = other.prepare(
+      `INSERT INTO messages (chat_jid, content, state, run_id, is_from_me) VALUES ('x:1', 'hi', 'running', 424242, 1)`,
+    );
+    const id = (await politely(() => insert.run())).lastInsertRowid;
     const bad = await health();
     expect(bad.status).toBe(503);
     expect(bad.body.reason).toMatch(/queue: rows running without a live run \(run 424242\)/);
-    other.prepare(`UPDATE messages SET state = 'done' WHERE id = ?`).run(id);
+    const done = other.prepare(`UPDATE messages SET state = 'done' WHERE id = ?`);
+    await politely(() => done.run(id));
     other.close();
     expect((await health()).status).toBe(200);
     expect(g.gateway.loop.health().failures).toBe(0);

@@ -39,3 +39,31 @@ export function freshDb(): { db: Db; path: string; reopen: () => Db } {
   cleanups.push(() => opened.forEach((d) => d.open && d.close()));
   return { db: open(), path, reopen: open };
 }
+
+/**
+ * A second connection to a running gated's file, opened in the test's own thread, as another program
+ * (sqlite3, an adapter) would write to it. Its writes must go through `politely`: with group commit gated
+ * holds the write lock until the end of its event-loop turn, and a write sleeping in SQLite's busy handler
+ * here would block that very turn, so the lock could never be released (a deadlock until the busy timeout).
+ */
+export function sideConnection(file: string): Db {
+  const db = openDatabase(file);
+  db.pragma('busy_timeout = 0');
+  return db;
+}
+
+/**
+ * Runs a write of a `sideConnection`: when gated holds the lock, yields to the event loop (so gated's turn
+ * can end and commit) and tries again, for up to `ms`; any other error, or the lock still held, is thrown.
+ */
+export async function politely<T>(write: () => T, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return write();
+    } catch (err) {
+      if (!String((err as { code?: unknown }).code).startsWith('SQLITE_BUSY') || Date.now() > end) throw err;
+    }
+    await new Promise((res) => setImmediate(res));
+  }
+}
