@@ -9,9 +9,12 @@
  * Bot API server (test/infra/telegram-api.ts), which records every message the bot sends. Half of the
  * messages come through that channel (updates gated fetches), half from an external writer process that
  * inserts rows the way another adapter would.
+ *
+ * To look into a failed campaign: CRASH_KEEP=1 keeps its folder (database, gated's log, the agents' events)
+ * when a message was answered twice or never and prints where; CRASH_LOG_LEVEL sets gated's log level.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +81,13 @@ export interface CrashReport {
   /** With steering: turns the agents answered early because gated interrupted them, and steered lines. */
   interruptedTurns: number;
   steeredLines: number;
+  /**
+   * Messages never answered (the first 20): the row's state and gate columns, to tell a lost row (held with
+   * nothing to release it, say) from a drain that ran out of time.
+   */
+  unanswered: Array<{ token: string } & Record<string, unknown>>;
+  /** Rows still open when the drain ended (0 unless it ran out of time). */
+  stillOpen: number;
 }
 
 const TOKEN = '123456:CRASH-token';
@@ -141,7 +151,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     GATED_RUN_TIMEOUT_MS: '8000',
     GATED_MAX_CONCURRENT: '12',
     GATED_RUNTIME: 'process',
-    GATED_LOG_LEVEL: 'error',
+    GATED_LOG_LEVEL: process.env.CRASH_LOG_LEVEL ?? 'error',
     GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' CRASH_EVENTS='${eventsFile}' exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
     TELEGRAM_BOT_TOKEN: TOKEN,
     TELEGRAM_API_ROOT: api.url,
@@ -153,7 +163,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
       : ['--import', 'tsx', packageFile('gated', 'cli.ts')];
     gated = spawn(process.execPath, [...cli, 'run'], {
       env,
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', process.env.CRASH_KEEP ? openSync(join(dir, 'gated.log'), 'a') : 'ignore', 'pipe'],
     });
     gated.stderr!.on('data', (d) => o.verbose && process.stderr.write(`[gated] ${d}`));
     return gated;
@@ -258,15 +268,17 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   watch.pragma('busy_timeout = 5000');
   const count = (sql: string) => watch.prepare(sql).pluck().get() as number;
   const deadline = Date.now() + o.drainMs;
-  while (Date.now() < deadline) {
-    const open = count(
+  const openRows = () =>
+    count(
       `SELECT count(*) FROM messages WHERE (is_from_me = 0 AND (state IS NULL OR state NOT IN ('done', 'parked', 'stopped', 'command'))) OR (is_from_me = 1 AND delivery = 'pending')`,
     );
+  while (Date.now() < deadline) {
     // Rows with a token (a bare /interrupt has none and is not counted).
     const stored = count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND content LIKE '%tok-%'`);
-    if (open === 0 && stored >= o.messages) break;
+    if (openRows() === 0 && stored >= o.messages) break;
     await sleep(250);
   }
+  const stillOpen = openRows();
   gated!.kill('SIGTERM');
   await exitOf(gated!);
   killAll();
@@ -288,9 +300,20 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   let twice = 0;
   let never = 0;
   let notStored = 0;
+  const unanswered: CrashReport['unanswered'] = [];
+  const rowOf = watch.prepare(
+    `SELECT id, chat_jid, state, error, group_folder, weight, threshold, max_hold_ms, held_at, ready_at
+     FROM messages WHERE is_from_me = 0 AND content LIKE ?`,
+  );
   for (let i = 0; i < o.messages; i++) {
     const n = answered.get(`tok-${i}`) ?? 0;
     if (!stored.has(`tok-${i}`)) notStored++;
+    if (n === 0 && unanswered.length < 20) {
+      unanswered.push({
+        token: `tok-${i}`,
+        ...(rowOf.get(`%tok-${i}`) as Record<string, unknown> | undefined),
+      });
+    }
     if (n === 0) never++;
     else if (n === 1) once++;
     else twice++;
@@ -340,9 +363,12 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     runsInterrupted: count(`SELECT count(*) FROM session_log WHERE error LIKE 'interrupted%'`),
     interruptedTurns: agentEvents.filter((e) => e === 'interrupted').length,
     steeredLines: agentEvents.filter((e) => e === 'steered').length,
+    unanswered,
+    stillOpen,
   };
   watch.close();
   await api.close();
-  rmSync(dir, { recursive: true, force: true });
+  if (process.env.CRASH_KEEP && (never || twice)) process.stderr.write(`KEPT ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
   return report;
 }

@@ -87,6 +87,8 @@ export type PolledRow = Message & { sticky_group?: string | null; sticky_topic?:
 /** One batch in progress: see the top of this file. Made per poll batch, inside its transaction. */
 export class BatchWork {
   private guarded = false;
+  /** finish() ran: the rows are written, and nothing of the batch is written again. */
+  private finished = false;
   private rowHit: number | undefined;
   private rowPlaced: Placed | undefined;
   private readonly hits = new Map<number, number>();
@@ -131,7 +133,9 @@ export class BatchWork {
    * the rows placed so far are written (held), and the row gets a savepoint. Once per row.
    */
   guard(): void {
-    if (this.guarded) return;
+    // After finish() the batch's rows are written: a command's effect that answers once the batch committed
+    // (an /interrupt's reply) must not write them again, as held, over their released state.
+    if (this.guarded || this.finished) return;
     this.write(this.placed, () => ({ state: 'held', readyAt: null }));
     this.placed = [];
     this.s.savepoint.run();
@@ -179,6 +183,8 @@ export class BatchWork {
    */
   finish(chats: ReadonlySet<string>, onGateError: (err: unknown) => void): number {
     const released = this.gate(chats, onGateError);
+    this.placed = [];
+    this.finished = true;
     if (this.hits.size > 0) {
       this.s.hits.run(new Date(this.now).toISOString(), JSON.stringify(Object.fromEntries(this.hits)));
     }
