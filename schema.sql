@@ -65,6 +65,8 @@ CREATE TABLE IF NOT EXISTS messages (
   agent_content     TEXT,
   -- 1: the text of an /interrupt: it interrupts its session's turn in progress and becomes the next turn.
   interrupts        INTEGER,
+  -- 1: routed to a group that limits messages per sender per hour, so the row counts toward that limit.
+  counted           INTEGER,
   -- Columns the layers read must hold text: a BLOB content used to stop every later message. Older
   -- databases lack this CHECK; the poll loop validates the same types when it reads a row.
   CHECK (typeof(chat_jid) = 'text' AND typeof(sender) = 'text' AND typeof(content) = 'text'
@@ -327,11 +329,13 @@ CREATE TABLE IF NOT EXISTS limit_notices (
 -- Rows withheld by access, per group (approve releases a sender's pending rows; the dashboard counts).
 CREATE INDEX IF NOT EXISTS idx_messages_pending ON messages(group_folder, sender, id) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS idx_messages_limited ON messages(chat_jid, id) WHERE state = 'limited';
--- Messages per sender per hour: one group's rows of one sender since the window began, answered from the
--- index alone (chat_jid gives the platform; every column here is written once per row).
+-- Messages per sender per hour: the index idx_messages_sender_counted of the counted rows (migration 16 → 17
+-- in store/migrate.ts creates it, as it needs the column `counted` that older databases get there). Its
+-- predecessors took in every routed row, whether its group had that limit or not.
 DROP INDEX IF EXISTS idx_messages_group_sender;
-CREATE INDEX IF NOT EXISTS idx_messages_sender_hour
-  ON messages(group_folder, sender, timestamp, chat_jid) WHERE group_folder IS NOT NULL;
+DROP INDEX IF EXISTS idx_messages_sender_hour;
+-- The inbound rows of a time window (the access report's last 24 hours): appended at its end as rows arrive.
+CREATE INDEX IF NOT EXISTS idx_messages_time ON messages(timestamp) WHERE is_from_me = 0;
 
 -- A running gated caches groups' access modes, members and limits; any change bumps this counter.
 INSERT OR IGNORE INTO router_state(key, value) VALUES ('access_version', '0');

@@ -47,15 +47,16 @@ export class AccessGate {
     readonly source: AccessSource,
   ) {
     this.approvals = new ApprovalStore(db);
-    // Every message the sender sent the group this hour counts, limited ones included (a sender who keeps
-    // writing past the limit stays limited until the window ends); denied and pending rows never reach
-    // a limit check. The index covers the query.
+    // Every message the sender sent the group this hour while it had the limit counts (rows are marked
+    // `counted` when routed), limited ones included (a sender who keeps writing past the limit stays
+    // limited until the window ends); denied and pending rows never reach a limit check. The partial index
+    // of the counted rows covers the query; the rows of groups without the limit are not in it.
     this.senderCountStmt = db
       .prepare(
         // Counting stops at the limit: the cost is bounded by it, not by how much the sender wrote.
         `SELECT count(*) FROM (
            SELECT 1 FROM messages
-           WHERE group_folder = @group AND sender = @id AND timestamp >= @since
+           WHERE counted = 1 AND group_folder = @group AND sender = @id AND timestamp >= @since
              AND chat_jid >= @lo AND chat_jid < @hi
            LIMIT @limit)`,
       )
@@ -88,6 +89,15 @@ export class AccessGate {
     if (isTaskRow(msg)) return true;
     const snap = this.snap ?? this.source.current();
     return this.source.mode(folder, snap) !== 'approval' && this.source.limits(folder, snap) === undefined;
+  }
+
+  /**
+   * Whether a row of `msg`'s sender routed to `folder` now counts toward the group's messages per sender
+   * per hour: the group has that limit (a task's row never counts). Only counted rows are indexed.
+   */
+  countsSenders(msg: Message, folder: string): boolean {
+    if (isTaskRow(msg)) return false;
+    return (this.source.limits(folder, this.snap ?? this.source.current())?.senderPerHour ?? null) !== null;
   }
 
   /** What a platform thread is to the group (registered_groups.threads), from the batch's snapshot. */

@@ -28,6 +28,8 @@ export interface Placement {
   route_id: number | null;
   weight: number;
   interrupts: 1 | null;
+  /** 1: the row counts toward its group's messages per sender per hour (the group has that limit). */
+  counted: 1 | null;
   threshold: number;
   max_hold_ms: number;
 }
@@ -42,7 +44,7 @@ export class BatchStatements {
   readonly savepoint;
   readonly release;
   readonly rollbackTo;
-  /** Every placed row of a batch in one UPDATE (a JSON array of arrays, in PLACE_COLUMNS order). */
+  /** Every placed row of a batch in one UPDATE (a JSON array of arrays, in the order of `values` in write()). */
   readonly place;
   /** The batch's route hits, one upsert for all routes (a JSON object route id → hits). */
   readonly hits;
@@ -58,11 +60,11 @@ export class BatchStatements {
       `UPDATE messages SET state = v.state, group_folder = v.grp, session_topic = v.topic,
          agent_content = v.content, target = v.target, route_id = v.route_id, weight = v.weight,
          threshold = v.threshold, max_hold_ms = v.max_hold_ms, held_at = v.held_at, ready_at = v.ready_at,
-         error = NULL, interrupts = v.interrupts
+         error = NULL, interrupts = v.interrupts, counted = v.counted
        FROM (SELECT value ->> 0 AS id, value ->> 1 AS state, value ->> 2 AS grp, value ->> 3 AS topic,
                value ->> 4 AS content, value ->> 5 AS target, value ->> 6 AS route_id, value ->> 7 AS weight,
                value ->> 8 AS threshold, value ->> 9 AS max_hold_ms, value ->> 10 AS held_at,
-               value ->> 11 AS ready_at, value ->> 12 AS interrupts
+               value ->> 11 AS ready_at, value ->> 12 AS interrupts, value ->> 13 AS counted
              FROM json_each(?)) AS v
        WHERE messages.id = v.id`,
     );
@@ -253,6 +255,7 @@ export class BatchWork {
         p.held_at,
         g.readyAt,
         p.interrupts,
+        p.counted,
       ];
     };
     try {

@@ -36,7 +36,8 @@ export class StepWrites {
     this.hold = db.prepare(
       `UPDATE messages SET state = @state, group_folder = @group, session_topic = @topic, agent_content = @content,
          target = @target, route_id = @route_id, weight = @weight, threshold = @threshold,
-         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error, interrupts = @interrupts
+         max_hold_ms = @max_hold_ms, held_at = @held_at, error = @error, interrupts = @interrupts,
+         counted = @counted
        WHERE id = @id`,
     );
     this.end = db.prepare(
@@ -205,6 +206,7 @@ function placement(r: RowWork, state: string, error: string | null): Placement {
     // An /interrupt is meant for now: it fills the gate at once.
     weight: passage.interrupts ? d.impulse.threshold : weightOf(d.impulse, msg.verb),
     interrupts: passage.interrupts ? 1 : null,
+    counted: r.access.countsSenders(msg, d.folder) ? 1 : null,
     threshold: d.impulse.threshold,
     max_hold_ms: d.impulse.maxHoldMs,
   };

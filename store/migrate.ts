@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 16;
+export const SCHEMA_VERSION = 17;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -90,7 +90,24 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 15 → 16: the cost of a row's state changes (issue 30). The backoff index holds only the ready rows that
   // wait for one (schema.sql creates idx_messages_backoff): its predecessor took every ready row in and out.
   15: (db) => db.exec('DROP INDEX IF EXISTS idx_messages_retry'),
+  // 16 → 17: only rows routed to a group that limits messages per sender per hour are counted and indexed
+  // for that limit (issue 30: every routed row used to enter the index). The rows of the current hour of
+  // such groups are marked, so an upgrade keeps the windows in progress.
+  16: (db) => countedRows(db),
 };
+
+/** The 16 → 17 step: the column `counted`, the current hour's rows of limited groups, and its index. */
+function countedRows(db: Database.Database): void {
+  addColumn(db, 'messages', 'counted', 'INTEGER');
+  const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+  db.prepare(
+    `UPDATE messages SET counted = 1
+     WHERE is_from_me = 0 AND timestamp >= ? AND counted IS NULL
+       AND group_folder IN (SELECT group_folder FROM limits WHERE sender_per_hour IS NOT NULL)`,
+  ).run(hour);
+  db.exec(`CREATE INDEX IF NOT EXISTS idx_messages_sender_counted
+             ON messages(group_folder, sender, timestamp, chat_jid) WHERE counted = 1`);
+}
 
 /** The 12 → 13 step: the integer column `network` replaced by a text one of the same name. */
 function networkAsName(db: Database.Database): void {

@@ -259,6 +259,20 @@ describe('access: limits', () => {
     gateway.stop();
   });
 
+  it('messages per sender per hour count what was routed while the limit was set; only those are indexed', async () => {
+    const { db, send, state, gateway } = setup();
+    const before = await send('zero', 'chatty');
+    setLimits(db, 'club', { senderPerHour: 2, runsPerDay: null, costPerDayUsd: null });
+    const after = [await send('one', 'chatty'), await send('two', 'chatty'), await send('three', 'chatty')];
+    expect([before, ...after].map(state)).toEqual(['ready', 'ready', 'ready', 'limited']);
+    const counted = db
+      .prepare(`SELECT id FROM messages INDEXED BY idx_messages_sender_counted WHERE counted = 1 ORDER BY id`)
+      .pluck()
+      .all();
+    expect(counted).toEqual(after);
+    gateway.stop();
+  });
+
   it('runs per day and cost per day count the group’s session_log rows of the day', async () => {
     const { db, send, state, gateway } = setup();
     const now = new Date().toISOString();

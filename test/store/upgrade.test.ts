@@ -204,6 +204,45 @@ describe('15 → 16', { timeout: 60_000 }, () => {
   });
 });
 
+describe('16 → 17', { timeout: 60_000 }, () => {
+  it('rows count toward a sender limit only in limited groups: this hour of those is marked, the index shrinks', () => {
+    const dir = tempDir();
+    const path = join(dir, 'v16.db');
+    const v16 = openDatabase(path);
+    const old = new Date(Date.now() - 2 * 3_600_000).toISOString();
+    const hourOf = () => Math.floor(Date.now() / 3_600_000);
+    const insertedIn = hourOf();
+    v16.exec(`
+      DROP INDEX idx_messages_sender_counted;
+      ALTER TABLE messages DROP COLUMN counted;
+      CREATE INDEX idx_messages_sender_hour
+        ON messages(group_folder, sender, timestamp, chat_jid) WHERE group_folder IS NOT NULL;
+      INSERT INTO limits (group_folder, sender_per_hour) VALUES ('club', 5);
+      INSERT INTO messages (chat_jid, sender, content, state, group_folder, timestamp)
+        VALUES ('web:club', 'ann', 'now', 'done', 'club', strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+               ('web:club', 'ann', 'earlier', 'done', 'club', '${old}'),
+               ('web:open', 'bob', 'now', 'done', 'open', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));`);
+    v16.pragma('user_version = 16');
+    v16.close();
+
+    const db = openDatabase(path);
+    const upgradedIn = hourOf();
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+    const counted = db
+      .prepare(`SELECT content FROM messages INDEXED BY idx_messages_sender_counted WHERE counted = 1`)
+      .pluck()
+      .all();
+    // The current hour of the limited group only (an upgrade just after the turn of the hour marks nothing).
+    expect(counted).toEqual(insertedIn === upgradedIn ? ['now'] : []);
+    expect(
+      db.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'idx_messages_sender_hour'`).pluck().get(),
+    ).toBe(0);
+    db.close();
+  });
+});
+
 describe('going back', { timeout: 60_000 }, () => {
   it('gated run on a database from a newer gated exits 1 with one line that says the way back', async () => {
     const dir = tempDir();
