@@ -75,6 +75,9 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
   app.use('/api/chat/upload', admitUploads(bounds, maxAttachment + UPLOAD_OVERHEAD));
   useBodyLimits(app, maxAttachment);
   logRequests(app, httpLog);
+  // Before the wait below: /healthz writes nothing and shows no row, so its answer does not wait for the
+  // turn's COMMIT (a load balancer's probe would otherwise time the group commit, not gated's liveness).
+  app.route('/healthz', healthApi(q, opts.pingRuntime, opts.health));
   // An answer leaves once what its handler wrote or read is committed: with group commit a post, an
   // operator's edit or a row it shows may still be in the turn's open group (store/group-commit.ts).
   app.use(async (_c, next) => {
@@ -82,7 +85,6 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
     await committed(db);
   });
 
-  app.route('/healthz', healthApi(q, opts.pingRuntime, opts.health));
   app.use('/metrics', auth.read);
   app.route('/metrics', metricsApi(metrics));
   const readers = new ChatReaders(new AccessSource(db, config.admins ?? []));

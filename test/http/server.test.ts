@@ -2,7 +2,8 @@ import { createServer } from 'node:net';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../http/app.js';
-import { startWebServer } from './harness.js';
+import { joinGroup, startGroupCommit } from '../../store/group-commit.js';
+import { startWebServer, type WebServer } from './harness.js';
 import { SseClient } from './sse-client.js';
 
 describe('startHttpServer', () => {
@@ -71,6 +72,27 @@ describe('/healthz', () => {
       db: 'ok',
       runtime: 'connect ENOENT /run/docker.sock',
     });
+  });
+
+  it("answers without waiting for the COMMIT of its turn's writes (a failing one here)", async () => {
+    const failures: Error[] = [];
+    const opened: { db?: WebServer['db'] } = {};
+    const s = await startWebServer({
+      pingRuntime: async () => {
+        // Other work of this turn opened the group and wrote a row its COMMIT refuses (a foreign key
+        // checked only then): an answer that waited for that COMMIT would be an error.
+        joinGroup(opened.db!);
+        opened.db!.prepare('INSERT INTO owed VALUES (999999)').run();
+      },
+    });
+    opened.db = s.db;
+    s.db.exec('CREATE TABLE owed (m INTEGER REFERENCES messages(id) DEFERRABLE INITIALLY DEFERRED)');
+    startGroupCommit(s.db, { onFailed: (err) => failures.push(err) });
+    const r = await fetch(`${s.url}/healthz`);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: 'ok', db: 'ok', runtime: 'ok' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(failures.map((e) => e.message)).toEqual([expect.stringMatching(/FOREIGN KEY/)]);
   });
 
   it('answers 503 when the database is gone', async () => {
