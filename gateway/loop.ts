@@ -3,6 +3,7 @@ import type { BatchOutcome, Pipeline } from './pipeline.js';
 import type { PolledRow } from './batch.js';
 import { lockOrLater, LOCKED, type Db } from '../store/db.js';
 import { stateOf, type StateStore } from '../store/state.js';
+import { turnWorkMs } from '../store/group-commit.js';
 import { createWorker, type Worker } from '../core/worker.js';
 
 /** Options of the poll loop. */
@@ -169,6 +170,8 @@ export class PollLoop {
    */
   private step(): number | undefined {
     const started = process.hrtime.bigint();
+    // What this turn already wrote before the step (a reply, a run started) counts against the slice.
+    const sliceStart = started - BigInt(Math.round(turnWorkMs(this.opts.db) * 1e6));
     let locked = false;
     let more = false;
     try {
@@ -178,7 +181,7 @@ export class PollLoop {
       while ((n = this.batch()) === this.batchSize) {
         const at = process.hrtime.bigint();
         // Another batch only if one more like the last still ends within the slice.
-        if (at - started + (at - from) < this.sliceNs) {
+        if (at - sliceStart + (at - from) < this.sliceNs) {
           from = at;
           continue;
         }

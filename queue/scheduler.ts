@@ -10,6 +10,7 @@ import { agentMessage, defaultSenderRole } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
 import { runSpecOf } from './spec.js';
 import { lockOrLater, LOCKED } from '../store/db.js';
+import { turnWorkMs } from '../store/group-commit.js';
 import type { Dispatched, QueueStore, ReadyLane } from '../store/queue.js';
 import { sessionsOf } from '../store/sessions.js';
 import type { QueueOptions } from './types.js';
@@ -70,6 +71,8 @@ export class Scheduler {
   private graceTimer: NodeJS.Timeout | undefined;
   /** The next pump, when one ran out of its slice with runs left to start. */
   private goOn: NodeJS.Immediate | undefined;
+  /** A pump left runs to start for lack of time: the pump it armed starts at least one, whatever its turn did. */
+  private owed = false;
   private readonly unlisten: () => void;
   /** A batch taken into a new run, unless another process holds the write lock (then: a pump later). */
   private readonly take: (key: SessionKey, t: number) => Dispatched | null | typeof LOCKED;
@@ -144,9 +147,13 @@ export class Scheduler {
       // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       let i = 0;
-      const started = performance.now();
+      // What this turn did before (a poll slice, replies) counts against the pump's slice: a pump that finds
+      // it spent starts nothing and leaves the runs to the next turn, whose first pump starts at least one.
+      const started = performance.now() - turnWorkMs(this.d.opts.db);
+      const owed = this.owed;
+      this.owed = false;
       while (lanes.free > 0 && i < next.length) {
-        if (i > 0 && performance.now() - started > PUMP_SLICE_MS) return this.later();
+        if ((i > 0 || !owed) && performance.now() - started > PUMP_SLICE_MS) return this.later();
         if (!this.dispatch(next[i++]!, t)) return this.afterLock();
       }
       if (next.length > i) this.yieldIdle(next.length - i, t);
@@ -215,12 +222,20 @@ export class Scheduler {
     }
   }
 
-  /** The pump ran out of its slice: the next runs start in a pump of their own, after pending I/O. */
+  /**
+   * The pump ran out of its slice: the next runs start in a pump of their own, in the event loop's next
+   * turn, after its timers and I/O (one immediate would run in this turn's check phase, making it longer;
+   * one armed from there runs in the next turn's).
+   */
   private later(): void {
+    if (this.goOn) return;
     // node:timers' setImmediate: the event loop's own check phase, whatever a test does to the global timers.
-    this.goOn ??= setImmediate(() => {
-      this.goOn = undefined;
-      this.wake();
+    this.goOn = setImmediate(() => {
+      this.goOn = setImmediate(() => {
+        this.goOn = undefined;
+        this.owed = true;
+        this.wake();
+      });
     });
   }
 

@@ -36,6 +36,8 @@ export class GroupCommit {
   private open = false;
   private closed = false;
   private pending: NodeJS.Immediate | undefined;
+  /** performance.now() when the open group began: about when this turn's work began. */
+  private openedAt = 0;
   private waiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
   private readonly begin;
   private readonly commit;
@@ -55,6 +57,14 @@ export class GroupCommit {
   /** A group is open: writes made now commit at the end of this turn. */
   get isOpen(): boolean {
     return this.open;
+  }
+
+  /**
+   * Milliseconds since the open group began (0 when none is open): the work this turn has done since its
+   * first write, which the sliced stages (the poll loop, the scheduler's pump) count against their slice.
+   */
+  get ageMs(): number {
+    return this.open ? performance.now() - this.openedAt : 0;
   }
 
   /**
@@ -129,6 +139,7 @@ export class GroupCommit {
 
   private opened(): void {
     this.open = true;
+    this.openedAt = performance.now();
     this.pending = setImmediate(() => this.flush());
   }
 
@@ -178,6 +189,15 @@ export function grouped<A extends unknown[], T>(db: Connection, fn: (...args: A)
     groups.get(db)?.join();
     return tx(...args);
   };
+}
+
+/**
+ * How long this turn has been writing on `db`, in ms: the age of its open group (0 without one, or without
+ * group commit). A stage that works in slices counts it, so that the slices of the poll loop, the pump and
+ * whatever else ran in the turn add up to about one slice, not one each.
+ */
+export function turnWorkMs(db: Connection): number {
+  return groups.get(db)?.ageMs ?? 0;
 }
 
 /** Commits `db`'s open group now (no-op without one): after storing what a platform was told about. */

@@ -1,6 +1,7 @@
 import { setImmediate } from 'node:timers';
 import { afterEach, expect, it } from 'vitest';
 import type { WorkQueue } from '../../queue/types.js';
+import { joinGroup, startGroupCommit } from '../../store/group-commit.js';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready } from './helpers.js';
 
@@ -31,4 +32,27 @@ it('starts runs for about a slice per pump and the rest after the event loop had
   expect(seen).toEqual([1]);
   expect(runs()).toBe(5);
   expect(h.runtime.agents.map((a) => a.spec.group).sort()).toEqual(['g1', 'g2', 'g3', 'g4', 'g5']);
+});
+
+it("counts the turn's earlier work against the slice: a pump in a spent turn leaves its runs to the next", async () => {
+  const { db } = freshDb();
+  const failures: Error[] = [];
+  startGroupCommit(db, { onFailed: (err) => failures.push(err) });
+  const h = handQueue(db, { maxConcurrent: 5 });
+  queues.push(h.queue);
+  for (let g = 1; g <= 3; g++) ready(db, { chat: `tg:${g}`, group: `g${g}` });
+  const runs = () => db.prepare('SELECT count(*) FROM session_log').pluck().get() as number;
+  await flush(2);
+  // This turn wrote (its group is open) and then worked for more than a slice before the pump.
+  joinGroup(db);
+  const until = performance.now() + 12;
+  while (performance.now() < until);
+  const seen: number[] = [];
+  h.queue.wake();
+  setImmediate(() => seen.push(runs()));
+  await flush(20);
+  // Nothing started in the spent turn; the next turn's pump started all three (its slice was free).
+  expect(seen).toEqual([0]);
+  expect(runs()).toBe(3);
+  expect(failures).toEqual([]);
 });

@@ -8,6 +8,7 @@ import {
   grouped,
   groupCommitOf,
   startGroupCommit,
+  turnWorkMs,
   type GroupCommit,
 } from '../../store/group-commit.js';
 import { freshDb } from '../helpers/db.js';
@@ -79,6 +80,18 @@ describe('group commit', () => {
     expect(committed(plain)).toBeUndefined();
     grouped(plain, () => plain.prepare(`INSERT INTO router_state (key, value) VALUES ('k', 'v')`).run())();
     expect(plain.inTransaction).toBe(false);
+  });
+
+  it("tells how long the turn's open group has been writing: 0 without one", async () => {
+    const { db, insert } = setup();
+    expect(turnWorkMs(db)).toBe(0);
+    insert('a');
+    const until = performance.now() + 5;
+    while (performance.now() < until);
+    expect(turnWorkMs(db)).toBeGreaterThanOrEqual(5);
+    await nextTurn();
+    expect(turnWorkMs(db)).toBe(0);
+    expect(turnWorkMs(freshDb().db)).toBe(0);
   });
 
   it("is not held back by a test's fake clock", async () => {
