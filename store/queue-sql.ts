@@ -52,8 +52,15 @@ function laneStatements(db: Db, maxChars: number) {
        GROUP BY group_folder, coalesce(session_topic, '') ORDER BY ready_at, first_id`,
     ),
     chatOf: db.prepare(`SELECT chat_jid FROM messages WHERE id = ?`).pluck(),
+    // The chat of the key's oldest eligible row, from the indexes alone: idx_messages_ready holds the key's
+    // ready rows with their chat and id, and the few in a backoff come from idx_messages_backoff. Reading
+    // not_before from the table instead cost a read of every ready row of the key (one page each).
     oldestChat: db
-      .prepare(`SELECT chat_jid FROM messages WHERE ${ELIGIBLE} AND ${KEY} ORDER BY id LIMIT 1`)
+      .prepare(
+        `SELECT chat_jid FROM messages WHERE state = 'ready' AND ${KEY} AND id NOT IN (
+           SELECT id FROM messages WHERE state = 'ready' AND not_before IS NOT NULL AND not_before > @now)
+         ORDER BY id LIMIT 1`,
+      )
       .pluck(),
     // The oldest row of a chat of the key other than @chat (§20: it must not wait for another chat's run).
     otherChat: db
@@ -99,6 +106,11 @@ function sessionStatements(db: Db) {
     notes: db.prepare(
       `SELECT id, content FROM system_messages WHERE group_folder = ? AND topic = ? AND consumed_at IS NULL ORDER BY id`,
     ),
+    anyNote: db
+      .prepare(
+        `SELECT 1 FROM system_messages WHERE group_folder = ? AND topic = ? AND consumed_at IS NULL LIMIT 1`,
+      )
+      .pluck(),
     consumeNote: db.prepare(`UPDATE system_messages SET consumed_at = ? WHERE id = ?`),
     restoreNote: db.prepare(`UPDATE system_messages SET consumed_at = NULL WHERE id = ?`),
   };

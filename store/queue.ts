@@ -83,9 +83,10 @@ export class QueueStore {
     this.s = queueSql(db, maxInputBytes);
     this.tx = {
       dispatch: grouped(db, (key: SessionKey, now: number) => this.dispatchIn(key, now)),
-      followUps: db.transaction((key: SessionKey, chat: string, now: number) =>
-        this.followUpsIn(key, chat, now),
-      ),
+      followUps: db.transaction((key: SessionKey, chat: string, now: number) => {
+        const p = { group: key.group, topic: key.topic, now, chat };
+        return this.usable(this.s.batch.all(p) as BatchRow[]).rows;
+      }),
       joinTurn: grouped(db, (runId: number, turn: number, rows: readonly BatchRow[]) =>
         this.joinTurnIn(runId, turn, rows),
       ),
@@ -116,7 +117,7 @@ export class QueueStore {
       if (error) {
         this.s.failRow.run({ id: r.id, error });
         failed.push({ id: r.id, error });
-      } else ok.push({ ...r, content: clipBytes(r.content, this.maxInputBytes) });
+      } else ok.push(Object.assign(r, { content: clipBytes(r.content, this.maxInputBytes) }));
     }
     return { rows: ok, failed };
   }
@@ -231,12 +232,12 @@ export class QueueStore {
 
   /** Eligible rows of `key` from `chat`: follow-up candidates for a run serving that chat. */
   followUps(key: SessionKey, chat: string, now: number): BatchRow[] {
-    return this.tx.followUps(key, chat, now);
-  }
-
-  private followUpsIn(key: SessionKey, chat: string, now: number): BatchRow[] {
-    const p = { group: key.group, topic: key.topic, now, chat };
-    return this.usable(this.s.batch.all(p) as BatchRow[]).rows;
+    // Asked for every live lane at every pump: a plain read; a transaction (reading again) only for a row
+    // that must end 'failed'.
+    const rows = this.s.batch.all({ group: key.group, topic: key.topic, now, chat }) as BatchRow[];
+    if (rows.some((r) => inboundRowError(r as unknown as Record<string, unknown>) !== null))
+      return this.tx.followUps(key, chat, now);
+    return this.usable(rows).rows;
   }
 
   /**
@@ -309,20 +310,16 @@ export class QueueStore {
 
   /**
    * Pending system notes of a key, consumed: they go into the line about to be written (a follow-up turn).
-   * Given back with restoreNotes when that write fails.
+   * Given back with restoreNotes when that write fails. Most turns find none: one read, no transaction.
    */
   takeNotes(key: SessionKey, now: number): Array<{ id: number; content: string }> {
+    if (this.s.anyNote.get(key.group, key.topic) === undefined) return [];
     return this.tx.takeNotes(key, now);
   }
 
   /** Notes taken for a line that was never written are pending again. */
   restoreNotes(ids: readonly number[]): void {
     for (const id of ids) this.s.restoreNote.run(id);
-  }
-
-  /** Highest attempts count among the rows a run still holds. */
-  maxAttempts(runId: number): number {
-    return (this.s.maxAttempts.get(runId) as number | null) ?? 0;
   }
 
   /** Ends a run: session_log closed and the rows it still holds settled, in one transaction. */
@@ -342,7 +339,8 @@ export class QueueStore {
       const max = st.retry.maxFailures;
       const firstTime = this.s.reachingLimit.get({ runId, max }) as number;
       parked = this.s.parkAtLimit.run({ runId, max }).changes > 0;
-      const attempt = this.maxAttempts(runId) + 1;
+      // The highest attempts count among the rows the run still holds, plus this failure.
+      const attempt = ((this.s.maxAttempts.get(runId) as number | null) ?? 0) + 1;
       this.s.retry.run({ runId, notBefore: st.retry.notBefore(attempt) });
       if (firstTime > 0) {
         const to = st.retry.parkReply.replyTo;

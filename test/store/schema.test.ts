@@ -169,6 +169,14 @@ describe('schema.sql', () => {
         ['g', '', 'x'],
         /idx_messages_ready/,
       ],
+      // the chat a dispatch takes (store/queue-sql.ts oldestChat): from the indexes alone, no table row read
+      [
+        `SELECT chat_jid FROM messages WHERE state = 'ready' AND group_folder = ? AND session_topic = ? AND id NOT IN (
+           SELECT id FROM messages WHERE state = 'ready' AND not_before IS NOT NULL AND not_before > ?)
+         ORDER BY id LIMIT 1`,
+        ['g', '', 1],
+        /COVERING INDEX idx_messages_ready \(group_folder=\? AND session_topic=\?\)[\s\S]*COVERING INDEX idx_messages_backoff/,
+      ],
       // the outbox of a chat
       [
         `SELECT id FROM messages WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id`,
