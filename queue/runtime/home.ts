@@ -14,7 +14,8 @@ export const AGENT_HOME_DIR = '.home';
  *
  * Also makes the group's folder when it is missing. Checked on every run (the agent may have replaced
  * `.home` since the last one); a run whose `.home` is already a directory costs one lstat, a group's first
- * run one lstat and one mkdir.
+ * run one lstat and one mkdir. Through the spawner (SpawnRequest.home) the spawner does the same steps
+ * (queue/runtime/spawner.mjs `makeHome`), so this runs in gated only when it spawns agents itself.
  */
 export function agentHome(groupDir: string): string {
   const home = join(groupDir, AGENT_HOME_DIR);

@@ -6,7 +6,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../core/log.js';
 import { PACKAGE_ROOT } from '../../core/paths.js';
-import { agentHome } from './home.js';
+import { join } from 'node:path';
+import { AGENT_HOME_DIR, agentHome } from './home.js';
 import { killGroup, sharedSpawner, type SpawnedExit, type Spawned, type SpawnRequest } from './spawner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
@@ -196,6 +197,7 @@ async function sweepPass(marks: ReadonlySet<string>): Promise<void> {
  * the spawner does, its group is killed and its mark swept (here off the event loop, in libuv's pool).
  */
 async function spawnDirect(req: SpawnRequest): Promise<Spawned> {
+  if (req.home !== undefined) agentHome(req.cwd);
   const child: Child = spawn(req.bin, req.args, {
     cwd: req.cwd,
     env: req.env,
@@ -299,10 +301,12 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
       const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
       const cmd = spec.command ?? opts.cmd;
-      const env = { ...agentEnv(opts.env), HOME: agentHome(spec.groupDir), [RUN_MARK_VAR]: mark };
+      // HOME is made (or checked) by whoever starts the agent, just before it starts (SpawnRequest.home).
+      const home = join(spec.groupDir, AGENT_HOME_DIR);
+      const env = { ...agentEnv(opts.env), HOME: home, [RUN_MARK_VAR]: mark };
       const request = (shared: boolean): SpawnRequest => {
         const [bin, ...args] = argvOf(prefix, cmd, shared);
-        const req: SpawnRequest = { bin: bin!, args, cwd: spec.groupDir, env, drainMs: DRAIN_MS };
+        const req: SpawnRequest = { bin: bin!, args, cwd: spec.groupDir, env, drainMs: DRAIN_MS, home };
         // In a PID namespace nothing of the run outlives its first process: no pass over /proc is needed.
         if (prefix.length === 0) req.markVar = RUN_MARK_VAR;
         return shared ? { ...req, stdoutOnStdin: true } : req;

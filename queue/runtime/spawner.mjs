@@ -4,7 +4,7 @@
 // runs on bare `node`, from the sources and from an installed package alike, and its heap stays small.
 //
 // Over the IPC channel (JSON messages; docs/SECURITY.md "Processes"):
-//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin }
+//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin, home }
 //   spawner → gated  { t: 'stdin', id, pid } with the agent's stdin socket as the message's handle,
 //                    { t: 'stdout', id } with its stdout socket, or { t: 'failed', id, code, message };
 //                    with `stdoutOnStdin` (the command itself writes its output on fd 0, which is a socket
@@ -21,10 +21,15 @@
 // (`env[markVar]`, inherited by everything the run started, even after `setsid`): that work is done here,
 // off gated's event loop.
 //
+// Before a start that names a `home`, the agent's HOME is made or checked here, as queue/runtime/home.ts
+// does it (a directory private to gated's user; whatever else is at that path removed without being
+// followed; the group's folder made when missing): that file work is the spawner's, not gated's event loop's.
+// A HOME that cannot be made fails the start like a spawn that fails.
+//
 // When gated goes away (its end of stdin or of the channel closes: gated exited or was killed), the
 // spawner kills the process group of every agent it started, then exits: no agent outlives gated through it.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 
 /** id → the live agent's pid (its process group: agents start detached). */
 const live = new Map();
@@ -104,7 +109,28 @@ function send(message, handle) {
   if (process.connected) process.send(message, handle);
 }
 
+/** The agent's HOME at `home` in the folder `dir` (queue/runtime/home.ts agentHome, the same steps). */
+function makeHome(home, dir) {
+  const st = lstatSync(home, { throwIfNoEntry: false });
+  if (st?.isDirectory()) return;
+  if (st) rmSync(home, { force: true });
+  try {
+    mkdirSync(home, { mode: 0o700 });
+  } catch (err) {
+    if (err.code !== 'ENOENT') throw err;
+    mkdirSync(dir, { recursive: true });
+    mkdirSync(home, { mode: 0o700 });
+  }
+}
+
 function start(req) {
+  if (req.home !== undefined) {
+    try {
+      makeHome(req.home, req.cwd);
+    } catch (err) {
+      return send({ t: 'failed', id: req.id, code: err.code ?? null, message: err.message });
+    }
+  }
   const shared = req.stdoutOnStdin === true;
   const child = spawn(req.bin, req.args, {
     cwd: req.cwd,

@@ -26,6 +26,12 @@ export interface SpawnRequest {
   /** How long the exit report may wait for stderr to close after the exit. */
   drainMs: number;
   /**
+   * The agent's own HOME (queue/runtime/home.ts), made or checked just before the start by whoever
+   * starts it: a directory private to gated's user, whatever was at that path replaced, the folder `cwd`
+   * made when missing. The check is the spawner's own file work, off gated's event loop.
+   */
+  home?: string;
+  /**
    * The command writes its output on its fd 0 itself (`exec 1>&0`: fd 0 is a socket, both ways): its fd 1
    * is /dev/null, and its stdin socket comes back as both `stdin` and `stdout`, one handle instead of two.
    */
