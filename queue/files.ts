@@ -18,6 +18,8 @@ export const MAX_PATH_CHARS = 4096;
  * is the early answer; delivery checks the file again when it reads it.
  */
 export function resolveFiles(groupDir: string, paths: readonly string[]): ResolvedFile[] {
+  // Most blocks name no file: then the folder's real path (an lstat per component) is not looked up.
+  if (paths.length === 0) return [];
   let root: string;
   try {
     root = realpathSync(groupDir);
