@@ -109,13 +109,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
       if (!key) return env.answer(passage.msg, NO_GROUP);
       const refused = env.access.refusal(passage.msg, key.group);
       if (refused) return env.answer(passage.msg, `/interrupt refused: ${refused}`);
-      const { msg } = passage;
-      env.afterCommit(() => {
-        const asked = env.queue.interrupt(key, msg.chat_jid);
-        env.db.transaction(() =>
-          env.answer(msg, asked ? `interrupting ${sessionKeyId(key)}` : 'no turn in progress'),
-        )();
-      });
+      // Now, while the batch is processed: the turn in progress is the one the sender saw. Once the batch is
+      // done, a message after this one in the batch may already be written as the next turn, and an
+      // interrupt names the newest turn written (the agent would stop that message unread). The line goes
+      // to the agent only; if the batch rolled back, the row would interrupt again when taken again.
+      const asked = env.queue.interrupt(key, passage.msg.chat_jid);
+      env.answer(passage.msg, asked ? `interrupting ${sessionKeyId(key)}` : 'no turn in progress');
     },
   },
   status: {

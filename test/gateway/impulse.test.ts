@@ -125,26 +125,26 @@ describe('impulse gate', () => {
     gateway.stop();
   });
 
-  it("a command answered after its batch committed (a bare /interrupt) leaves the batch's released rows ready", async () => {
-    // One batch: a message, a bare /interrupt (answered once the batch committed), then messages of other
-    // chats. The late answer once wrote those last rows back as held, where nothing released them.
+  it("a command answered after its batch committed (a bare /stop) leaves the batch's released rows ready", async () => {
+    // One batch: a message, a bare /stop (answered once the run stopped, after the batch), then messages
+    // of other chats. The late answer once wrote those last rows back as held, where nothing released them.
     const { db } = freshDb();
     db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, '', 'g')`).run();
     const { gateway, queue } = testGateway(db, { groups: ['g'], pollMs: 3_600_000 });
     const ins = (chat: string, content: string) =>
       insertInbound(db, { chat_jid: chat, sender: 'u', content })!;
     const first = ins('discord:1', 'hello');
-    const command = ins('discord:1', '/interrupt');
+    const command = ins('discord:1', '/stop');
     const after = [ins('discord:2', 'one'), ins('discord:3', 'two'), ins('discord:1', 'three')];
     gateway.start();
     await vi.advanceTimersByTimeAsync(0);
-    expect(queue.interrupts).toHaveLength(1);
+    expect(queue.stops).toHaveLength(1);
     expect(row(db, command).state).toBe('command');
     const replies = db
       .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
       .pluck()
       .all(command);
-    expect(replies).toHaveLength(1);
+    expect(replies).toEqual(['nothing is running']);
     for (const id of [first, ...after]) expect(row(db, id).state, `row ${id}`).toBe('ready');
     expect(gateway.pipeline.gate.heldCount()).toBe(0);
     gateway.stop();
