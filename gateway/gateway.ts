@@ -9,7 +9,7 @@ import type { GatewayMetrics } from './metrics-hooks.js';
 import { Pipeline, type BatchOutcome } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { insertInbound } from '../store/messages.js';
-import { flushGroup } from '../store/group-commit.js';
+import { committed, flushGroup } from '../store/group-commit.js';
 import { RouteSource, type Catalog } from '../store/routes.js';
 import { TaskScheduler } from './tasks.js';
 
@@ -68,21 +68,25 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
 }
 
 /**
- * What a committed batch tells the other stages: released chats to the scheduler, answers to delivery, rows
- * for daemons to their dispatcher; a command's side effects run after it, each followed by delivery.
+ * What a processed batch tells the other stages: released chats to the scheduler, answers to delivery, rows
+ * for daemons to their dispatcher; a command's side effects run once the batch is committed (with group
+ * commit, at the end of the turn), each followed by delivery.
  */
 function afterBatch(
   outcome: BatchOutcome,
   signals: Pick<Signals, 'queued' | 'outbound'>,
   daemons: DaemonDispatcher,
   log: Logger,
+  db: Db,
 ): void {
   const outbound = () => signals.outbound.fire(undefined);
   if (outcome.released) signals.queued.fire();
   if (outcome.outbound) outbound();
   if (outcome.daemon) daemons.wake();
+  if (outcome.effects.length === 0) return;
+  const batchCommitted = Promise.resolve(committed(db));
   for (const effect of outcome.effects) {
-    Promise.resolve()
+    batchCommitted
       .then(effect)
       .then(outbound)
       .catch((err) => log.error({ err }, 'command side effect failed'));
@@ -133,7 +137,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       tasks.check();
     },
     onBacklog: (more) => signals.backlog.fire(more),
-    onBatch: (outcome) => afterBatch(outcome, signals, daemons, log),
+    onBatch: (outcome) => afterBatch(outcome, signals, daemons, log, db),
   });
   const unlisten = signals.inbound.on(() => loop.wake());
   return {

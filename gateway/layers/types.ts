@@ -53,7 +53,7 @@ export interface LayerEnv {
   answer(msg: Message, text: string): void;
   /** Marks the message handled by the gateway itself. */
   finish(msg: Message, state: 'command' | 'done' | 'dropped' | 'unrouted', error?: string): void;
-  /** Runs after the batch commits (side effects outside the database, such as stopping an agent). */
+  /** Runs once the batch is committed (side effects outside the database, such as stopping an agent). */
   afterCommit(fn: () => void | Promise<void>): void;
   /** This gateway's own bot username on the chat's platform (learned at start), when known. */
   botName(chatJid: string): string | undefined;
