@@ -5,7 +5,7 @@ import { clipText } from '../core/text.js';
 import { parseJid } from '../core/types.js';
 import type { ApprovalNotifier } from '../queue/asks.js';
 import type { Db } from '../store/db.js';
-import { committed } from '../store/group-commit.js';
+import { committed, flushGroup } from '../store/group-commit.js';
 import { insertOutbound } from '../store/messages.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 
@@ -83,7 +83,11 @@ export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalN
       // The approval's row first: a crash before its commit would have a redone run ask again.
       Promise.resolve(committed(opts.db))
         .then(() => ch.approvals!.ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic))
-        .then((platformId) => store.asked(row.id, platformId, null))
+        .then((platformId) => {
+          store.asked(row.id, platformId, null);
+          // Durable now, as a delivered part is: the platform has the buttons, and the decision edits them.
+          flushGroup(opts.db);
+        })
         .catch((err: unknown) => {
           // The buttons failed: ask with the plain message instead, so the question is not lost.
           opts.log.warn({ code: row.code, err: coerceError(err).message }, 'approval buttons failed');
