@@ -49,7 +49,7 @@ test('a bare /interrupt in one batch with the next message interrupts the turn i
     // are sent interrupts); the second is in progress when the batch comes.
     insert.run(CHAT, 'hello #slow=10');
     await until(() => events().some((e) => e.ev === 'answer' && e.turn === 1), 15_000, 'turn 1 answered');
-    insert.run(CHAT, 'write a long essay');
+    insert.run(CHAT, 'write a long essay #slow=8000');
     await until(() => events().some((e) => e.ev === 'line' && e.turn === 2), 15_000, 'turn 2 read');
     const ids = adapter.transaction(() => [
       Number(insert.run(CHAT, '/interrupt').lastInsertRowid),
