@@ -12,6 +12,8 @@ import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.j
 import { INTERRUPT_GRACE_MS, Interrupts } from './interrupts.js';
 import { Turns } from './turns.js';
 import { RunTrace } from '../core/trace.js';
+import { Inbox } from './inbox.js';
+import type { CloseReason, KillReason, RunEnd } from './run-end.js';
 
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
@@ -19,35 +21,7 @@ import { RunTrace } from '../core/trace.js';
  * database itself: the queue turns its callbacks into rows, so every write stays in one place.
  */
 
-/** Why the queue ended a run early. */
-export type KillReason = 'stop' | 'timeout' | 'shutdown';
-
-/** Why gated closed an agent's stdin: the session was idle (or yielded its slot), /new, or shutdown. */
-export type CloseReason = 'idle' | 'reset' | 'shutdown';
-
-/** How a run ended, for the queue to settle its rows. */
-export interface RunEnd {
-  exit: AgentExit | null;
-  /** The agent could not be started or fed its input. */
-  startError: string | null;
-  /**
-   * The container engine could not be reached: the start was refused, or the engine vanished while the
-   * agent ran. Not the messages' fault: they wait for the engine without losing an attempt.
-   */
-  unreachable: string | null;
-  killed: KillReason | null;
-  /** Why gated closed stdin before the end, if it did. */
-  closedFor: CloseReason | null;
-  /** Answer blocks received (any status; drafts not counted). */
-  blocks: number;
-  replies: number;
-  /** Turns answered (1..answered). */
-  answered: number;
-  /** Turns written and never answered: their rows are still 'running'. */
-  open: number;
-  /** Why the agent said it could not serve its turns now (a `retry` block), if it did. */
-  retryReason: string | null;
-}
+export type { CloseReason, KillReason, RunEnd } from './run-end.js';
 
 /** What a run needs from the queue. */
 export interface RunHooks {
@@ -59,6 +33,11 @@ export interface RunHooks {
   interruptGraceMs?: number;
   maxOutputBytes: number;
   now: () => number;
+  /**
+   * True when gated's connection can write now without waiting for another process's write lock (it
+   * opens the turn's group commit, docs/QUEUE.md); absent: always. False: the run's events wait.
+   */
+  writable?: () => boolean;
   /** A stored row as this run's agent receives it. */
   message(run: Run, row: BatchRow): AgentMessage;
   /** The files a block names, checked against the group's folder (refused ones keep their reason). */
@@ -124,6 +103,11 @@ export class Run {
   private hardDeadline = 0;
   /** Questions waiting for a decision: while any waits, the hard timeout stands still. */
   private holds = 0;
+  /** The agent's events wait here while another process holds the write lock (queue/inbox.ts). */
+  private readonly inbox = new Inbox(
+    () => this.hooks.writable?.() ?? true,
+    (fn) => this.trace.within(fn),
+  );
   private settled!: () => void;
   /** Resolves once the run has ended and the queue has settled it. */
   readonly done = new Promise<void>((r) => (this.settled = r));
@@ -178,7 +162,7 @@ export class Run {
     this.handle = handle;
     const parser = createOutputParser({
       maxBlockBytes: this.hooks.maxOutputBytes,
-      onBlock: (b) => this.onBlock(b),
+      onBlock: (b) => this.inbox.handle(() => this.onBlock(b)),
       onProblem: (kind, detail) =>
         this.hooks.log.warn({ runId: this.runId, kind, detail }, 'agent output problem'),
     });
@@ -193,7 +177,7 @@ export class Run {
     else if (!handle.write(input)) {
       handle.kill();
       const exit = await handle.exited;
-      return this.end(exit, 'the agent closed its stdin before reading its input');
+      return this.inbox.handle(() => this.end(exit, 'the agent closed its stdin before reading its input'));
     } else {
       this.phase = 'running';
       if (this.closedFor !== null) this.shut();
@@ -201,7 +185,7 @@ export class Run {
     const exit = await handle.exited;
     await stdoutDone;
     parser.end();
-    this.end(exit, null);
+    this.inbox.handle(() => this.end(exit, null));
   }
 
   /**

@@ -86,8 +86,12 @@ export { SCHEMA_VERSION };
 /** What a `lockOrLater` transaction returns when another connection held the write lock. */
 export const LOCKED: unique symbol = Symbol('the write lock is held by another connection');
 
-/** How long a `lockOrLater` transaction waits for the write lock before it gives up until later. */
-export const LOCK_TRY_MS = 1;
+/**
+ * How long a `lockOrLater` transaction waits for the write lock before it gives up until later: not at
+ * all. SQLite's busy handler sleeps on the event loop (its first sleep is 1 ms); a caller that finds the
+ * lock held tries again a moment later, with /healthz, timers and I/O served in between.
+ */
+export const LOCK_TRY_MS = 0;
 
 /**
  * Makes `fn` a BEGIN IMMEDIATE transaction that waits at most `waitMs` for the write lock: when another

@@ -42,6 +42,9 @@ export class GroupCommit {
   private readonly begin;
   private readonly commit;
   private readonly rollback;
+  private readonly busyTimeout;
+  /** PRAGMA busy_timeout = N, prepared once per N (a pragma() call prepares its statement every time). */
+  private readonly timeouts = new Map<number, Database.Statement>();
   /** Groups committed so far (the bench and tests read it). */
   commits = 0;
 
@@ -52,6 +55,7 @@ export class GroupCommit {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
+    this.busyTimeout = db.prepare('PRAGMA busy_timeout').pluck();
   }
 
   /** A group is open: writes made now commit at the end of this turn. */
@@ -86,15 +90,15 @@ export class GroupCommit {
   tryJoin(waitMs: number): boolean {
     this.checkAlive();
     if (this.open || this.closed || this.db.inTransaction) return true;
-    const full = this.db.pragma('busy_timeout', { simple: true }) as number;
-    this.db.pragma(`busy_timeout = ${waitMs}`);
+    const full = this.busyTimeout.get() as number;
+    if (full !== waitMs) this.setBusyTimeout(waitMs);
     try {
       this.begin.run();
     } catch (err) {
       if (String((err as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return false;
       throw err;
     } finally {
-      this.db.pragma(`busy_timeout = ${full}`);
+      if (full !== waitMs) this.setBusyTimeout(full);
     }
     this.opened();
     return true;
@@ -135,6 +139,12 @@ export class GroupCommit {
   close(): void {
     this.flush();
     this.closed = true;
+  }
+
+  private setBusyTimeout(ms: number): void {
+    let st = this.timeouts.get(ms);
+    if (!st) this.timeouts.set(ms, (st = this.db.prepare(`PRAGMA busy_timeout = ${Math.trunc(ms)}`)));
+    st.run();
   }
 
   private opened(): void {
