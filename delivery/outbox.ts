@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.js';
-import { committed, flushGroup } from '../store/group-commit.js';
+import { committed, flushGroup, writable } from '../store/group-commit.js';
 
 /** One undelivered outbound row, as delivery needs it. */
 export interface OutboxRow {
@@ -105,6 +105,14 @@ export class Outbox {
     // Durable now, as without group commit: until it commits, a crash sends the part again.
     flushGroup(this.db);
     return recorded;
+  }
+
+  /**
+   * Resolves once `recordPart` can write without waiting for another process's write lock (store/group-
+   * commit.ts `writable`): a delivery awaits it, so the event loop never sleeps in SQLite's busy handler.
+   */
+  writable(): Promise<void> {
+    return writable(this.db);
   }
 
   /**

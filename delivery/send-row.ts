@@ -169,6 +169,8 @@ async function sendOne(
     ? await channel.react!(row.chat_jid, row.reply_to!, row.content).then(() => null)
     : (draft ?? (await sendPart(channel, base, part, p.texts, p.files, { parts: d.replyParts, log: rlog })));
   partSpan?.end();
+  // No await between the lock had and the write: the part's record joins the group just opened.
+  await d.outbox.writable();
   if (!d.outbox.recordPart(row.id, part, platformId, part === p.total - 1)) {
     rlog.warn({ partIndex: part }, 'row changed while it was being delivered; leaving it');
     return false;

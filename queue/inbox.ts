@@ -1,7 +1,5 @@
 import { setTimeout as realTimeout } from 'node:timers';
-
-/** An event that found the write lock held by another process is tried again after this, in ms. */
-export const LOCK_RETRY_MS = 2;
+import { LOCK_RETRY_MS } from '../store/group-commit.js';
 
 /**
  * A run's inbox (docs/QUEUE.md "Lock waits"): the agent's events (its blocks, its end) are handled at once

@@ -1,4 +1,4 @@
-import { clearImmediate, setImmediate } from 'node:timers';
+import { clearImmediate, setImmediate, setTimeout as realTimeout } from 'node:timers';
 import type Database from 'better-sqlite3';
 
 /**
@@ -218,4 +218,18 @@ export function flushGroup(db: Connection): void {
 /** Resolves once `db`'s writes so far are committed; undefined when they are (no group open). */
 export function committed(db: Connection): Promise<void> | undefined {
   return groups.get(db)?.committed();
+}
+
+/** A write that found another process's write lock held tries again after this, in ms (docs/QUEUE.md). */
+export const LOCK_RETRY_MS = 2;
+
+/**
+ * Resolves once a write on `db` can begin without waiting for another process's write lock: the turn's
+ * group is open then, and a write made synchronously right after joins it. Meanwhile it tries again every
+ * LOCK_RETRY_MS, so the event loop never sleeps in SQLite's busy handler. At once without group commit.
+ */
+export async function writable(db: Connection): Promise<void> {
+  const group = groups.get(db);
+  if (!group) return;
+  while (!group.tryJoin(0)) await new Promise<void>((r) => realTimeout(r, LOCK_RETRY_MS));
 }

@@ -5,7 +5,10 @@ import { createDelivery, type Delivery, type DeliveryOptions } from '../../deliv
 import { backoffDelay } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { insertOutbound } from '../../store/messages.js';
+import { startGroupCommit } from '../../store/group-commit.js';
 import { freshDb } from '../helpers/db.js';
+import Database from 'better-sqlite3';
+import { setTimeout as realTimeout } from 'node:timers/promises';
 import { manualSleep, ScriptChannel } from './script-channel.js';
 
 interface OutRow {
@@ -271,5 +274,41 @@ describe('backoffDelay', () => {
       [1, 2, 3, 4].map((n) => backoffDelay(n, { baseMs: 1000, maxMs: 5000, random: () => 0.999 })),
     ).toEqual([1000, 1999, 3998, 4998]);
     expect(backoffDelay(50, { baseMs: 1000, maxMs: 60_000, random: () => 0 })).toBe(30_000);
+  });
+
+  it('records an accepted part once another connection lets go of the write lock, the event loop free meanwhile', async () => {
+    const { db, path } = freshDb();
+    startGroupCommit(db, {
+      onFailed: (err) => {
+        throw err;
+      },
+    });
+    const ch = new ScriptChannel();
+    const id = out(db, 'test:a', 'hello');
+    const release = ch.hold();
+    const d = deliver({ db, channels: [ch] });
+    d.start();
+    for (let i = 0; i < 50 && ch.calls.length === 0; i++) await realTimeout(5);
+    expect(ch.calls).toHaveLength(1);
+    // The platform takes the part while another connection of this thread holds the lock: a record that
+    // slept in the busy handler would sleep its whole timeout (30 s), since the holder waits for this loop.
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    release();
+    const ticks: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const t = performance.now();
+      await realTimeout(10);
+      ticks.push(performance.now() - t);
+    }
+    expect(Math.max(...ticks)).toBeLessThan(500);
+    expect(ch.accepted).toHaveLength(1);
+    expect(row(db, id)).toMatchObject({ delivery: 'pending', parts_sent: 0 });
+    other.exec('COMMIT');
+    other.close();
+    await d.idle();
+    expect(row(db, id)).toMatchObject({ delivery: 'sent', parts_sent: 1, delivery_attempts: 0 });
+    expect(parts(db, id)).toEqual([{ part: 0, platform_msg_id: 'test-1' }]);
+    expect(ch.calls).toHaveLength(1);
   });
 });
