@@ -30,6 +30,12 @@ export const BACKLOG_HOLD_MS = 50;
  * slice at a time, join it as a follow-up instead of needing another run. Otherwise it yields at once.
  */
 export const YIELD_GRACE_MS = 100;
+/**
+ * …but only in the first this many ms of its run: a session whose rows keep coming (one every 60 ms, say,
+ * each answered at once) has had its share by then, and yields at its next idle moment to the lanes that
+ * wait, instead of keeping its slot for as long as the stream lasts.
+ */
+export const YIELD_GRACE_RUN_MS = 300;
 const BACKLOG_RECENT_MS = 1000;
 /**
  * A pump starts runs for at most about this long (ms; each start is a transaction, the first input line
@@ -166,11 +172,13 @@ export class Scheduler {
 
   /**
    * Asks idle agents to give their slots to `waiting` lanes; during a burst (YIELD_GRACE_MS) not those that
-   * have just answered, and a pump is armed for when the first of them may.
+   * have just answered in their run's first YIELD_GRACE_RUN_MS, and a pump is armed for when the first of
+   * them may.
    */
   private yieldIdle(waiting: number, t: number): void {
     const recent = this.backlogAt !== undefined && t - this.backlogAt < BACKLOG_RECENT_MS;
-    const graceEnd = (run: Run) => (run.lastOutputMs ?? run.startedMs) + YIELD_GRACE_MS;
+    const graceEnd = (run: Run) =>
+      Math.min((run.lastOutputMs ?? run.startedMs) + YIELD_GRACE_MS, run.startedMs + YIELD_GRACE_RUN_MS);
     const keep = (run: Run) => recent && graceEnd(run) > t;
     for (const run of this.d.lanes.yieldIdle(waiting, keep)) {
       run.trace.within(() =>

@@ -1,5 +1,5 @@
 import { expect, it, vi } from 'vitest';
-import { BACKLOG_HOLD_MS, YIELD_GRACE_MS } from '../../queue/scheduler.js';
+import { BACKLOG_HOLD_MS, YIELD_GRACE_MS, YIELD_GRACE_RUN_MS } from '../../queue/scheduler.js';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready, useQueueClock } from './helpers.js';
 
@@ -90,6 +90,42 @@ it('during a burst, an agent that has just answered keeps its slot a moment befo
   await vi.advanceTimersByTimeAsync(1);
   await flush();
   expect(agent.stdinClosed).toBe(true);
+  agent.finish();
+  await flush();
+  expect(runtime.agents.map((a) => a.spec.group)).toEqual(['g1', 'g2']);
+});
+
+it('a session whose rows keep coming keeps the grace for the first part of its run only', async () => {
+  const { db, queue, runtime, signals } = setup();
+  ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
+  queue.wake();
+  await flush();
+  const agent = runtime.agents[0]!;
+  ready(db, { chat: 'tg:2', group: 'g2', content: 'waits' });
+  // A burst: the loop keeps falling behind and catching up, and g1's rows come every 60 ms, each answered
+  // at once, so that its agent is always within the grace of its last answer.
+  let elapsed = 0;
+  let answered = 0;
+  while (!agent.stdinClosed && elapsed < 2_000) {
+    signals.backlog.fire(true);
+    signals.backlog.fire(false);
+    await flush();
+    if (agent.inputs().length > answered) {
+      agent.reply(`answer ${++answered}`);
+      await flush();
+    }
+    if (agent.stdinClosed) break;
+    await vi.advanceTimersByTimeAsync(60);
+    elapsed += 60;
+    ready(db, { chat: 'tg:1', group: 'g1', content: `more ${elapsed}` });
+    queue.wake();
+    await flush();
+  }
+  // Fed and kept through its first YIELD_GRACE_RUN_MS, then it yields at its next idle moment.
+  expect(answered).toBeGreaterThanOrEqual(Math.floor(YIELD_GRACE_RUN_MS / 60));
+  expect(agent.stdinClosed).toBe(true);
+  expect(elapsed).toBeGreaterThanOrEqual(YIELD_GRACE_RUN_MS - 60);
+  expect(elapsed).toBeLessThan(YIELD_GRACE_RUN_MS + 120);
   agent.finish();
   await flush();
   expect(runtime.agents.map((a) => a.spec.group)).toEqual(['g1', 'g2']);
