@@ -17,6 +17,8 @@ import type { QueueOptions } from './types.js';
 
 /** When a dispatch found the write lock held by another process, the next pump, in ms. */
 const LOCKED_RETRY_MS = 2;
+/** When a pump failed (logged), the next one, in ms: ready rows never wait for a wake that may not come. */
+export const PUMP_FAILED_RETRY_MS = 1000;
 /**
  * While the poll loop drains a backlog larger than one of its slices (the `backlog` signal), new runs
  * start at most once per this many ms. The rows of a session still behind the loop's cursor would
@@ -69,6 +71,7 @@ export class Scheduler {
   private retryAt: number | null = null;
   private readonly now: () => number;
   private lockedTimer: NodeJS.Timeout | undefined;
+  private failedTimer: NodeJS.Timeout | undefined;
   /** While the poll loop is behind: when the current hold began (new runs start when it has lasted long enough). */
   private holdFrom: number | undefined;
   private holdTimer: NodeJS.Timeout | undefined;
@@ -103,6 +106,7 @@ export class Scheduler {
     this.unlisten();
     clearTimeout(this.retryTimer);
     clearTimeout(this.lockedTimer);
+    clearTimeout(this.failedTimer);
     clearTimeout(this.holdTimer);
     clearTimeout(this.graceTimer);
     if (this.goOn) clearImmediate(this.goOn);
@@ -167,6 +171,10 @@ export class Scheduler {
       this.armRetryTimer(t);
     } catch (err) {
       this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
+      this.failedTimer ??= setTimeout(() => {
+        this.failedTimer = undefined;
+        this.wake();
+      }, PUMP_FAILED_RETRY_MS);
     }
   }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready, states, useQueueClock } from './helpers.js';
+import { PUMP_FAILED_RETRY_MS } from '../../queue/scheduler.js';
 
 const queues = useQueueClock();
 
@@ -266,5 +267,30 @@ describe('queue: timeouts, stop, restart, shutdown', () => {
     queue.wake();
     await flush();
     expect(runtime.agents).toHaveLength(2);
+  });
+
+  it('a pump that failed runs again by itself, with no wake from anything else', async () => {
+    const { db, queue, runtime } = setup();
+    // A parked row the pump gives back (a newer row of its chat is ready), and a statement that fails on
+    // it: the whole pump throws.
+    const parked = ready(db, { chat: 'tg:A' });
+    db.prepare(`UPDATE messages SET state = 'parked', attempts = 0 WHERE id = ?`).run(parked);
+    db.exec(`CREATE TEMP TRIGGER fail_rejoin BEFORE UPDATE OF state ON messages
+             WHEN OLD.state = 'parked' BEGIN SELECT RAISE(ABORT, 'disk trouble'); END`);
+    const id = ready(db, { chat: 'tg:A' });
+    queue.wake();
+    await flush();
+    expect(runtime.agents).toHaveLength(0);
+    expect(states(db, [id, parked])).toEqual(['ready', 'parked']);
+    // The trouble passes; nothing new arrives, nobody wakes the queue.
+    db.exec('DROP TRIGGER fail_rejoin');
+    await vi.advanceTimersByTimeAsync(PUMP_FAILED_RETRY_MS - 1);
+    await flush();
+    expect(runtime.agents).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    await flush();
+    expect(runtime.agents).toHaveLength(1);
+    expect(runtime.agents[0]!.inputs()[0]!.messages.map((m) => m.id)).toEqual([parked, id]);
+    expect(states(db, [id, parked])).toEqual(['running', 'running']);
   });
 });
