@@ -69,6 +69,34 @@ function healthProber(url: string, everyMs = 50) {
   };
 }
 
+/**
+ * The same questions from a process of its own (bench/health-probe.mjs), as a supervisor asks: its latency
+ * is gated's wait alone, where the in-process prober's also waits for its own turns of this event loop.
+ */
+function externalHealthProber(url: string, everyMs = 50) {
+  const child = spawn(process.execPath, [packageFile('bench', 'health-probe.mjs'), url, String(everyMs)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += String(d)));
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let result: Promise<{ latencies: number[]; failed: number }> | undefined;
+  return {
+    stop() {
+      result ??= (async () => {
+        child.stdin.end();
+        await closed;
+        const r = JSON.parse(out || '{"latencies":[],"failed":-1}') as {
+          latencies: number[];
+          failed: number;
+        };
+        return { latencies: r.latencies.sort((a, b) => a - b), failed: r.failed };
+      })();
+      return result;
+    },
+  };
+}
+
 /** Size of the database's WAL file in bytes (0 when there is none). */
 function walBytes(dbPath: string): number {
   try {
@@ -259,6 +287,7 @@ export async function burst(
     peakWal = Math.max(peakWal, walBytes(inst.dbPath));
   }, 50);
   const health = healthProber(inst.gated.url!);
+  const outside = externalHealthProber(inst.gated.url!);
   const child0 = await childCpuSeconds();
   const cpu0 = process.cpuUsage();
   const main0 = mainThreadCpuSeconds();
@@ -282,6 +311,7 @@ export async function burst(
       .map((s) => `${String(s.calls).padStart(8)} ${String(s.ms).padStart(6)} ms  ${s.sql}`);
     if (top > 0) console.error(lines.join('\n'));
     const healthz = await health.stop();
+    const healthzOut = await outside.stop();
     const t = trace(inst, total);
     const h = inst.gated.history;
     // A last flush far enough ahead that every minute is closed: the history must count every message.
@@ -333,6 +363,11 @@ export async function burst(
       healthzFailed: healthz.failed,
       healthzP99ms: round(pct(healthz.latencies, 99)),
       healthzMaxMs: round(healthz.latencies.at(-1) ?? NaN),
+      // The same from another process, as a supervisor asks (bench/health-probe.mjs).
+      healthzOutsideAsked: healthzOut.latencies.length,
+      healthzOutsideFailed: healthzOut.failed,
+      healthzOutsideP99ms: round(pct(healthzOut.latencies, 99)),
+      healthzOutsideMaxMs: round(healthzOut.latencies.at(-1) ?? NaN),
       peakWalMB: round(peakWal / 2 ** 20),
       // Runs started: each costs a spawn, so messages per run is what batching buys.
       runs: inst.gated.db.prepare('SELECT count(*) FROM session_log').pluck().get() as number,
@@ -350,6 +385,7 @@ export async function burst(
     clearInterval(sampler);
     loop.disable();
     await health.stop();
+    await outside.stop();
     await inst.close();
   }
 }
