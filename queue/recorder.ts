@@ -7,7 +7,7 @@ import { resolveFiles } from './files.js';
 import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
-import type { BatchRow, BlockCommit, QueueStore } from '../store/queue.js';
+import type { BatchRow, BlockCommit, QueueStore, Settlement } from '../store/queue.js';
 import { groupCommitOf } from '../store/group-commit.js';
 import type { QueueOptions, RunResult } from './types.js';
 
@@ -116,7 +116,13 @@ class EngineWatch {
   }
 }
 
-/** Settles the rows of an ended run in one transaction; a failure is logged (the rows stay running). */
+/**
+ * A settle that failed (logged) is tried again after each of these delays in turn: the run's rows must not
+ * stay `running` without a run until gated restarts. After the last, they wait for the next start's recovery.
+ */
+export const SETTLE_RETRY_MS: readonly number[] = [1000, 5000, 30_000];
+
+/** Settles the rows of an ended run in one transaction; a failure is logged and tried again later. */
 function settleRun(
   d: RecorderDeps,
   engineRetryMs: number | undefined,
@@ -124,14 +130,28 @@ function settleRun(
   end: RunEnd,
   t: number,
 ): void {
-  const { opts, store } = d;
+  const { opts } = d;
+  let st: Settlement;
   try {
-    const st = settlementOf(run, end, t, {
+    st = settlementOf(run, end, t, {
       ...opts.config,
       maxFailures: d.maxFailures,
       random: opts.random,
       ...(engineRetryMs !== undefined ? { engineRetryMs } : {}),
     });
+  } catch (err) {
+    const error = coerceError(err).message;
+    run.trace.end('error', error, t);
+    opts.log.error({ runId: run.runId, err: error }, 'settling a run failed');
+    return;
+  }
+  settleRows(d, run, end, st, 0);
+}
+
+function settleRows(d: RecorderDeps, run: Run, end: RunEnd, st: Settlement, attempt: number): void {
+  const { opts, store } = d;
+  const t = st.endedAt;
+  try {
     const settled = store.settle(st);
     run.trace.end(st.result, st.error, t);
     const fields = {
@@ -156,8 +176,12 @@ function settleRun(
     if (settled.replyId !== null) d.signals.outbound.fire(settled.replyId);
   } catch (err) {
     const error = coerceError(err).message;
-    run.trace.end('error', error, t);
-    opts.log.error({ runId: run.runId, err: error }, 'settling a run failed');
+    const retryMs = SETTLE_RETRY_MS[attempt];
+    opts.log.error({ runId: run.runId, err: error, retryMs: retryMs ?? null }, 'settling a run failed');
+    if (retryMs === undefined) return run.trace.end('error', error, t);
+    setTimeout(() => {
+      if (opts.db.open) settleRows(d, run, end, st, attempt + 1);
+    }, retryMs).unref();
   }
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready, states, useQueueClock } from './helpers.js';
 import { PUMP_FAILED_RETRY_MS } from '../../queue/scheduler.js';
+import { SETTLE_RETRY_MS } from '../../queue/recorder.js';
 
 const queues = useQueueClock();
 
@@ -292,5 +293,36 @@ describe('queue: timeouts, stop, restart, shutdown', () => {
     expect(runtime.agents).toHaveLength(1);
     expect(runtime.agents[0]!.inputs()[0]!.messages.map((m) => m.id)).toEqual([parked, id]);
     expect(states(db, [id, parked])).toEqual(['running', 'running']);
+  });
+
+  it('a settle that failed is tried again, so the rows do not stay running without a run', async () => {
+    const { db, queue, runtime } = setup();
+    const id = ready(db, { chat: 'tg:A' });
+    queue.wake();
+    await flush();
+    const agent = runtime.agents[0]!;
+    agent.reply('answer');
+    await flush();
+    // A follow-up joins the run as its second turn; the agent exits without answering it.
+    const next = ready(db, { chat: 'tg:A', content: 'and another thing' });
+    queue.wake();
+    await flush();
+    expect(agent.inputs()).toHaveLength(2);
+    // The run's end cannot be stored for now (a full disk would do the same).
+    db.exec(`CREATE TEMP TRIGGER fail_settle BEFORE UPDATE OF result ON session_log
+             BEGIN SELECT RAISE(ABORT, 'disk trouble'); END`);
+    agent.finish({ code: 3 });
+    await flush();
+    expect(lastRun(db).result).toBeNull();
+    expect(states(db, [id, next])).toEqual(['done', 'running']);
+    db.exec('DROP TRIGGER fail_settle');
+    await vi.advanceTimersByTimeAsync(SETTLE_RETRY_MS[0]! - 1);
+    await flush();
+    expect(lastRun(db).result).toBeNull();
+    await vi.advanceTimersByTimeAsync(1);
+    await flush();
+    // Settled by the retry, as it would have been at once: the unanswered turn is retried later.
+    expect(lastRun(db)).toMatchObject({ result: 'error', exit_code: 3 });
+    expect(row(db, next)).toMatchObject({ state: 'ready', attempts: 0 });
   });
 });
