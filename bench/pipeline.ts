@@ -11,6 +11,7 @@ import { sharedSpawner } from '../queue/runtime/spawner.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { BenchChannel } from './channel.js';
 import { countSql } from './sql-count.js';
+import { probeHealth } from './health-probe.mjs';
 
 /** Percentile of sorted numbers. */
 export function pct(sorted: readonly number[], p: number): number {
@@ -39,32 +40,17 @@ async function childCpuSeconds(): Promise<{ agents: number; spawner: number }> {
 }
 
 /**
- * Asks `url`/healthz every `everyMs` (the next ask when the last answered), as a load balancer would, until
- * `stop()`: the answers' latencies (ms, sorted) and how many were not 200.
+ * Asks `url`/healthz every `everyMs` (the next ask when the last answered) from this process, until `stop()`:
+ * the answers' latencies (ms, sorted) and how many were not 200. Its wait includes this process's own turns.
  */
 function healthProber(url: string, everyMs = 50) {
-  const ms: number[] = [];
-  let failed = 0;
   let stopped = false;
-  const asking = (async () => {
-    while (!stopped) {
-      const t = performance.now();
-      try {
-        const res = await fetch(`${url}/healthz`);
-        await res.arrayBuffer();
-        if (res.status !== 200) failed += 1;
-      } catch {
-        failed += 1;
-      }
-      ms.push(performance.now() - t);
-      await new Promise((r) => setTimeout(r, everyMs));
-    }
-  })();
+  const asking = probeHealth(url, everyMs, () => stopped);
   return {
     async stop() {
       stopped = true;
-      await asking;
-      return { latencies: ms.sort((a, b) => a - b), failed };
+      const r = await asking;
+      return { latencies: r.latencies.sort((a, b) => a - b), failed: r.failed };
     },
   };
 }
