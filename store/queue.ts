@@ -237,7 +237,9 @@ export class QueueStore {
     const rows = this.s.batch.all({ group: key.group, topic: key.topic, now, chat }) as BatchRow[];
     if (rows.some((r) => inboundRowError(r as unknown as Record<string, unknown>) !== null))
       return this.tx.followUps(key, chat, now);
-    return this.usable(rows).rows;
+    // Every row checked already: only their content is cut to the byte bound.
+    for (const r of rows) r.content = clipBytes(r.content, this.maxInputBytes);
+    return rows;
   }
 
   /**

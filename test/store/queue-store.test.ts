@@ -56,4 +56,19 @@ describe('QueueStore', () => {
     expect(Buffer.byteLength(rows[0]!.content)).toBeLessThanOrEqual(16);
     expect(db.prepare('SELECT state FROM messages WHERE id = ?').pluck().get(bad)).toBe('failed');
   });
+
+  it('follow-ups without a bad row are read plainly and still cut to the bound', () => {
+    const { db } = freshDb();
+    const store = new QueueStore(db, 1024);
+    const key = { group: 'g1', topic: '' };
+    const long = ready(db, { chat: 'tg:A', content: 'é'.repeat(1000) });
+    const short = ready(db, { chat: 'tg:A', content: 'hi' });
+    const rows = store.followUps(key, 'tg:A', 1000);
+    expect(rows.map((r) => r.id)).toEqual([long, short]);
+    expect(Buffer.byteLength(rows[0]!.content)).toBeLessThanOrEqual(1024);
+    expect(rows[0]!.content).toMatch(/^é{400,}\n\[… \d+ bytes in all, cut to 1024\]$/);
+    expect(rows[1]!.content).toBe('hi');
+    // The row keeps all of it.
+    expect(db.prepare('SELECT length(content) FROM messages WHERE id = ?').pluck().get(long)).toBe(1000);
+  });
 });
