@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.js';
-import { committed, flushGroup, writable } from '../store/group-commit.js';
+import { committed, flushGroup, writableNow } from '../store/group-commit.js';
 
 /** One undelivered outbound row, as delivery needs it. */
 export interface OutboxRow {
@@ -108,11 +108,12 @@ export class Outbox {
   }
 
   /**
-   * Resolves once `recordPart` can write without waiting for another process's write lock (store/group-
-   * commit.ts `writable`): a delivery awaits it, so the event loop never sleeps in SQLite's busy handler.
+   * True when `recordPart` can write now without waiting for another process's write lock, else a promise
+   * of when it can (store/group-commit.ts `writableNow`): a delivery awaits it, so the event loop never
+   * sleeps in SQLite's busy handler.
    */
-  writable(): Promise<void> {
-    return writable(this.db);
+  writable(): true | Promise<void> {
+    return writableNow(this.db);
   }
 
   /**

@@ -8,7 +8,7 @@ import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
 import type { BatchRow, BlockCommit, QueueStore, Settlement } from '../store/queue.js';
-import { groupCommitOf } from '../store/group-commit.js';
+import { writableNow } from '../store/group-commit.js';
 import type { QueueOptions, RunResult } from './types.js';
 
 /** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
@@ -51,7 +51,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     maxOutputBytes: config.maxOutputBytes,
     now,
     // Another process's write lock is waited for by a later try, never by sleeping on the event loop.
-    writable: () => groupCommitOf(opts.db)?.tryJoin(0) ?? true,
+    writable: () => writableNow(opts.db),
     message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),
     resolveFiles(run, paths) {
       // Checked on disk before the block's transaction: a reply never commits without its files' verdicts.

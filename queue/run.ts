@@ -35,9 +35,10 @@ export interface RunHooks {
   now: () => number;
   /**
    * True when gated's connection can write now without waiting for another process's write lock (it
-   * opens the turn's group commit, docs/QUEUE.md); absent: always. False: the run's events wait.
+   * opens the turn's group commit, docs/QUEUE.md), else a promise of when it can, meanwhile the run's
+   * events wait; absent: always true.
    */
-  writable?: () => boolean;
+  writable?: () => true | Promise<void>;
   /** A stored row as this run's agent receives it. */
   message(run: Run, row: BatchRow): AgentMessage;
   /** The files a block names, checked against the group's folder (refused ones keep their reason). */

@@ -224,12 +224,17 @@ export function committed(db: Connection): Promise<void> | undefined {
 export const LOCK_RETRY_MS = 2;
 
 /**
- * Resolves once a write on `db` can begin without waiting for another process's write lock: the turn's
- * group is open then, and a write made synchronously right after joins it. Meanwhile it tries again every
- * LOCK_RETRY_MS, so the event loop never sleeps in SQLite's busy handler. At once without group commit.
+ * Whether a write on `db` can begin now without waiting for another process's write lock: true when it
+ * can (the turn's group is open then, and a write made synchronously right after joins it; always true
+ * without group commit), else a promise that resolves once it can, after tries LOCK_RETRY_MS apart. The
+ * event loop never sleeps in SQLite's busy handler for it. The retries run on node:timers' own clock: a
+ * test's fake clock must not hold them back.
  */
-export async function writable(db: Connection): Promise<void> {
+export function writableNow(db: Connection): true | Promise<void> {
   const group = groups.get(db);
-  if (!group) return;
-  while (!group.tryJoin(0)) await new Promise<void>((r) => realTimeout(r, LOCK_RETRY_MS));
+  if (!group || group.tryJoin(0)) return true;
+  return (async () => {
+    do await new Promise<void>((r) => realTimeout(r, LOCK_RETRY_MS));
+    while (!group.tryJoin(0));
+  })();
 }
