@@ -9,11 +9,15 @@ export class Inbox {
 
   /**
    * `writable`: true when a write can start now (it opens the turn's group commit), else a promise of when
-   * it can; `within`: runs the kept events in the run's trace.
+   * it can; `within`: runs the kept events in the run's trace; `flow`: false while events are kept, true
+   * once they are all handled, so that the run stops reading the agent's output meanwhile (its pipe fills
+   * and the agent waits, as when gated itself was waiting): an agent cannot grow gated's memory by
+   * printing while the lock is held elsewhere.
    */
   constructor(
     private readonly writable: () => true | Promise<void>,
     private readonly within: (fn: () => void) => void,
+    private readonly flow: (on: boolean) => void = () => undefined,
   ) {}
 
   /** Handles `event` now if nothing waits before it and the lock is had; else keeps it for later. */
@@ -21,6 +25,7 @@ export class Inbox {
     if (this.kept.length === 0) {
       const now = this.writable();
       if (now === true) return event();
+      this.flow(false);
       this.waitFor(now);
     }
     this.kept.push(event);
@@ -37,5 +42,6 @@ export class Inbox {
       if (now !== true) return this.waitFor(now);
       this.kept.shift()!();
     }
+    this.flow(true);
   }
 }

@@ -108,6 +108,7 @@ export class Run {
   private readonly inbox = new Inbox(
     () => this.hooks.writable?.() ?? true,
     (fn) => this.trace.within(fn),
+    (on) => (on ? this.handle?.stdout.resume() : this.handle?.stdout.pause()),
   );
   private settled!: () => void;
   /** Resolves once the run has ended and the queue has settled it. */

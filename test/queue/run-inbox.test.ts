@@ -52,6 +52,8 @@ it("keeps an agent's blocks and its end while the write lock is held, and handle
   expect(db.prepare('SELECT count(*) FROM messages WHERE is_from_me = 1').pluck().get()).toBe(0);
   expect(db.prepare('SELECT result FROM session_log').pluck().get()).toBeNull();
   expect(outbound).toEqual([]);
+  // Nor is more of its output read meanwhile: its pipe fills and the agent waits, as it would for gated.
+  expect(agent.stdout.isPaused()).toBe(true);
 
   other.exec('COMMIT');
   other.close();
@@ -64,4 +66,5 @@ it("keeps an agent's blocks and its end while the write lock is held, and handle
   expect(replies).toEqual(['first', 'second']);
   expect(outbound).toHaveLength(2);
   expect(db.prepare('SELECT result FROM session_log').pluck().get()).toBe('ok');
+  expect(agent.stdout.isPaused()).toBe(false);
 });
