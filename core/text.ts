@@ -209,13 +209,16 @@ function chooseCut(s: string, limit: number, unit: LimitUnit, minProgress: numbe
 
 /**
  * `text` cut to at most `maxBytes` bytes of UTF-8, on a code point boundary, with a note saying how much
- * was left out (the note fits inside the bound). Text already within the bound is returned as is.
+ * was left out (the note fits inside the bound; under a bound too small for it, a bare `…`, and under 3
+ * bytes no mark at all). Text already within the bound is returned as is.
  */
 export function clipBytes(text: string, maxBytes: number): string {
   const size = Buffer.byteLength(text, 'utf8');
-  if (size <= maxBytes) return text;
-  const note = `\n[… ${size} bytes in all, cut to ${maxBytes}]`;
-  const room = Math.max(0, maxBytes - Buffer.byteLength(note, 'utf8'));
+  const bound = Math.max(0, Math.floor(maxBytes));
+  if (size <= bound) return text;
+  const full = `\n[… ${size} bytes in all, cut to ${bound}]`;
+  const note = [full, '…', ''].find((n) => Buffer.byteLength(n, 'utf8') <= bound) ?? '';
+  const room = bound - Buffer.byteLength(note, 'utf8');
   const buf = Buffer.from(text.slice(0, room), 'utf8').subarray(0, room);
   // Drop a code point cut in half at the end (a continuation byte run without its end).
   let end = buf.length;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { graphemeLength, measure, splitText, type LimitUnit } from '../../core/text.js';
+import { clipBytes, graphemeLength, measure, splitText, type LimitUnit } from '../../core/text.js';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -124,3 +124,28 @@ function checkPartsRaw(text: string, limit: number, unit: LimitUnit): string[] {
   for (const p of parts) expect(measure(p, unit)).toBeLessThanOrEqual(limit);
   return parts;
 }
+
+describe('clipBytes', () => {
+  const texts = ['a'.repeat(200), 'é'.repeat(100), '😀'.repeat(60), 'ab😀cé'.repeat(30)];
+
+  it('never returns more bytes than the bound, whatever the bound', () => {
+    for (const text of texts) {
+      for (let bound = 0; bound <= 120; bound++) {
+        const cut = clipBytes(text, bound);
+        expect(Buffer.byteLength(cut, 'utf8'), `${bound} bytes of ${text.slice(0, 6)}…`).toBeLessThanOrEqual(
+          bound,
+        );
+        // Whole code points only: nothing decodes to the replacement character.
+        expect(cut).not.toContain('\uFFFD');
+      }
+    }
+  });
+
+  it('says how much was left out when the note fits, and returns text within the bound as is', () => {
+    const cut = clipBytes('é'.repeat(100), 100);
+    expect(cut).toMatch(/\[… 200 bytes in all, cut to 100\]$/);
+    expect(cut.startsWith('é'.repeat(10))).toBe(true);
+    expect(clipBytes('short', 5)).toBe('short');
+    expect(clipBytes('a'.repeat(20), 10)).toBe('a'.repeat(7) + '…');
+  });
+});
