@@ -57,10 +57,10 @@ describe('traces', () => {
     receiver = await startOtlpReceiver();
     const g = await start({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'gated-test' });
     expect(tracingOn()).toBe(true);
-    const first = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'first words 7f3a' })!;
+    const first = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'first words zqxj' })!;
     const firstReply = await delivered(g, first);
     // The agent waits for follow-ups (idle timeout 5 s): the second message is turn 2 of the same run.
-    const second = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'second words 9c1e' })!;
+    const second = g.gateway.sink({ chat_jid: 'web:demo', sender: 'me', content: 'second words wvkq' })!;
     await delivered(g, second);
     await g.close(1000);
     gated = undefined;
@@ -123,11 +123,12 @@ describe('traces', () => {
     expect(one(t2, 'deliver part').parentSpanId).toBe(one(t2, 'deliver').spanId);
     expect(byName(t2, 'run')).toEqual([]);
 
-    // No message text (nor the agent's echo of it) ever leaves in a span.
+    // No message text (nor the agent's echo of it) ever leaves in a span. The texts' marks have letters
+    // past `f`: a hex mark (`7f3a`) turned up by chance inside an exported trace or span id now and then.
     const exported = receiver.bodies.join('\n');
     expect(exported).toContain(r1.traceId);
-    expect(exported).not.toContain('7f3a');
-    expect(exported).not.toContain('9c1e');
+    expect(exported).not.toContain('zqxj');
+    expect(exported).not.toContain('wvkq');
   });
 
   it('a collector that never answers holds back no message, and the stop waits for it 5 s at most', async () => {
