@@ -7,13 +7,15 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
  * reported is the lateness alone, the wait a timer or a request's callback sees.
  */
 export interface LoopDelay {
-  /** Percentile `p` (0–100) of the lateness since `start`, in ms. */
+  /** Percentile `p` (0–100) of the lateness since the monitor was made, in ms. */
   percentile(p: number): number;
-  /** The greatest lateness since `start`, in ms. */
+  /** The greatest lateness since the monitor was made, in ms. */
   max(): number;
+  /** Stops the monitor; what it measured stays readable. */
   stop(): void;
 }
 
+/** Starts measuring now, with a timer of period `resolutionMs`. */
 export function monitorLoopDelay(resolutionMs = 10): LoopDelay {
   const h = monitorEventLoopDelay({ resolution: resolutionMs });
   h.enable();
