@@ -44,7 +44,10 @@ export class BatchStatements {
   readonly savepoint;
   readonly release;
   readonly rollbackTo;
-  /** Every placed row of a batch in one UPDATE (a JSON array of arrays, in the order of `values` in write()). */
+  /**
+   * One placed row. A statement per row, not one for the batch: SQLite takes about 5 µs a row this way and
+   * 8.5 µs through one UPDATE joined to json_each of the batch (its ->> reads parse each row's JSON again).
+   */
   readonly place;
   /** The batch's route hits, one upsert for all routes (a JSON object route id → hits). */
   readonly hits;
@@ -57,16 +60,10 @@ export class BatchStatements {
     this.release = db.prepare('RELEASE gated_row');
     this.rollbackTo = db.prepare('ROLLBACK TO gated_row');
     this.place = db.prepare(
-      `UPDATE messages SET state = v.state, group_folder = v.grp, session_topic = v.topic,
-         agent_content = v.content, target = v.target, route_id = v.route_id, weight = v.weight,
-         threshold = v.threshold, max_hold_ms = v.max_hold_ms, held_at = v.held_at, ready_at = v.ready_at,
-         error = NULL, interrupts = v.interrupts, counted = v.counted
-       FROM (SELECT value ->> 0 AS id, value ->> 1 AS state, value ->> 2 AS grp, value ->> 3 AS topic,
-               value ->> 4 AS content, value ->> 5 AS target, value ->> 6 AS route_id, value ->> 7 AS weight,
-               value ->> 8 AS threshold, value ->> 9 AS max_hold_ms, value ->> 10 AS held_at,
-               value ->> 11 AS ready_at, value ->> 12 AS interrupts, value ->> 13 AS counted
-             FROM json_each(?)) AS v
-       WHERE messages.id = v.id`,
+      `UPDATE messages SET state = ?, group_folder = ?, session_topic = ?, agent_content = ?, target = ?,
+         route_id = ?, weight = ?, threshold = ?, max_hold_ms = ?, held_at = ?, ready_at = ?, error = NULL,
+         interrupts = ?, counted = ?
+       WHERE id = ?`,
     );
     this.hits = db.prepare(
       `INSERT INTO route_hits (route_id, hits, last_hit_at)
@@ -235,40 +232,30 @@ export class BatchWork {
     else this.hits.delete(route);
   }
 
-  /** Writes placed rows in one statement; if it refuses, each alone, and a row refused alone fails. */
+  /** Writes placed rows, each alone: a row the database refuses fails alone and the others go on. */
   private write(rows: readonly Placed[], gate: (msg: Message) => { state: string; readyAt: number | null }) {
-    if (rows.length === 0) return;
-    const values = (r: Placed) => {
+    for (const r of rows) {
       const { p } = r;
       const g = gate(r.msg);
-      return [
-        p.id,
-        g.state,
-        p.group,
-        p.topic,
-        p.content,
-        p.target,
-        p.route_id,
-        p.weight,
-        p.threshold,
-        p.max_hold_ms,
-        p.held_at,
-        g.readyAt,
-        p.interrupts,
-        p.counted,
-      ];
-    };
-    try {
-      this.s.place.run(JSON.stringify(rows.map(values)));
-      return;
-    } catch (err) {
-      // A failure that ended the transaction (a full disk) fails the batch; anything else is one row's.
-      if (!this.s.db.inTransaction) throw err;
-    }
-    for (const r of rows) {
       try {
-        this.s.place.run(JSON.stringify([values(r)]));
+        this.s.place.run(
+          g.state,
+          p.group,
+          p.topic,
+          p.content,
+          p.target,
+          p.route_id,
+          p.weight,
+          p.threshold,
+          p.max_hold_ms,
+          p.held_at,
+          g.readyAt,
+          p.interrupts,
+          p.counted,
+          p.id,
+        );
       } catch (err) {
+        // A failure that ended the transaction (a full disk) fails the batch; anything else is one row's.
         if (!this.s.db.inTransaction) throw err;
         // The row ends failed: its route's hit goes with it.
         this.unhit(r.p.route_id);

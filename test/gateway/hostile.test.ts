@@ -63,7 +63,7 @@ describe('a poisoned row in a batch of plain ones', () => {
     // Answers 'pong' (an outbound row), then its own row's write is refused: the answer must go too.
     const pinged = send('telegram:-7', 'ping me');
     const middle = plain(20);
-    // A plain row whose placement the database refuses: written with the batch, then alone, then failed.
+    // A plain row whose placement the database refuses: it fails alone, and the rows after it are placed.
     const refused = send('telegram:-1', 'refused');
     const after = plain(20);
     db.exec(`
