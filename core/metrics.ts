@@ -110,19 +110,49 @@ function platformLabel(platform: string): string {
   return PLATFORM_RE.test(platform) ? platform : 'other';
 }
 
+/**
+ * Counts per label set kept in a Map and added to their counter when it is read (a scrape): a counter
+ * counted once per message would hash its labels in prom-client on every message.
+ */
+class Tally {
+  private readonly counts = new Map<string, { labels: Record<string, string>; n: number }>();
+
+  add(key: string, labels: Record<string, string>): void {
+    const c = this.counts.get(key);
+    if (c) c.n += 1;
+    else this.counts.set(key, { labels, n: 1 });
+  }
+
+  /** Adds what was counted since the last read to `counter`. */
+  flush(counter: { inc(labels: Record<string, string>, n: number): void }): void {
+    for (const c of this.counts.values()) {
+      if (c.n > 0) counter.inc(c.labels, c.n);
+      c.n = 0;
+    }
+  }
+}
+
 /** The counters of the inbound side: what the poll loop saw, where it went, what failed. */
 function inboundInstruments(registers: Registry[]) {
-  const messagesIn = new Counter({
+  const seen = new Tally();
+  const routes = new Tally();
+  new Counter({
     name: 'gated_messages_in_total',
     help: 'Inbound messages seen by the poll loop, by platform and verb',
     labelNames: ['platform', 'verb'] as const,
     registers,
+    collect() {
+      seen.flush(this);
+    },
   });
-  const routed = new Counter({
+  new Counter({
     name: 'gated_routed_total',
     help: 'Messages routed, by target',
     labelNames: ['target'] as const,
     registers,
+    collect() {
+      routes.flush(this);
+    },
   });
   const unrouted = new Counter({
     name: 'gated_unrouted_total',
@@ -152,7 +182,7 @@ function inboundInstruments(registers: Registry[]) {
     registers,
   });
   for (const stage of ['gateway', 'queue']) rowsFailed.inc({ stage }, 0);
-  return { messagesIn, routed, unrouted, held, pollTick, rowsFailed };
+  return { seen, routes, unrouted, held, pollTick, rowsFailed };
 }
 
 /** The buckets of a run's lifetime, work and idle time, in seconds. */
@@ -307,9 +337,12 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
 
   return {
     registry,
-    messagesIn: (platform, verb) =>
-      inbound.messagesIn.inc({ platform: platformLabel(platform), verb: verbLabel(verb) }),
-    routed: (target) => inbound.routed.inc({ target }),
+    messagesIn: (platform, verb) => {
+      // Keyed by the labels, not the raw values: a stranger's made-up verbs all count as one.
+      const labels = { platform: platformLabel(platform), verb: verbLabel(verb) };
+      inbound.seen.add(`${labels.platform}\0${labels.verb}`, labels);
+    },
+    routed: (target) => inbound.routes.add(target, { target }),
     unrouted: () => inbound.unrouted.inc(),
     heldFrom: (count) => {
       inbound.held.count = count;
