@@ -101,6 +101,25 @@ describe('/metrics', () => {
     const withProcess = createMetrics({ processMetrics: true });
     expect(parse(await withProcess.text()).has('gated_process_cpu_seconds_total')).toBe(true);
   });
+
+  it('adds the messages counted between two scrapes once: none again at the next scrape', async () => {
+    const m = createMetrics();
+    const read = async () => parse(await m.text());
+    const key = 'gated_messages_in_total{platform="web",verb="message"}';
+    m.messagesIn('web', 'message');
+    m.messagesIn('web', 'message');
+    m.routed('demo');
+    expect((await read()).get(key)).toBe(2);
+    expect((await read()).get(key)).toBe(2);
+    expect((await read()).get('gated_routed_total{target="demo"}')).toBe(1);
+    m.messagesIn('web', 'message');
+    // Made-up verbs on one platform are one label set, whatever their number.
+    for (let i = 0; i < 5; i++) m.messagesIn('web', `verb-${i}`);
+    const third = await read();
+    expect(third.get(key)).toBe(3);
+    expect(third.get('gated_messages_in_total{platform="web",verb="other"}')).toBe(5);
+    expect([...third.keys()].filter((k) => k.startsWith('gated_messages_in_total{'))).toHaveLength(2);
+  });
 });
 
 /** The agent of test/agents/slow-agent.mjs: 300 ms per turn. */
