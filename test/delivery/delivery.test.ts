@@ -5,7 +5,7 @@ import { createDelivery, type Delivery, type DeliveryOptions } from '../../deliv
 import { backoffDelay } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { insertOutbound } from '../../store/messages.js';
-import { startGroupCommit } from '../../store/group-commit.js';
+import { startGroupCommit, type GroupCommit } from '../../store/group-commit.js';
 import { freshDb } from '../helpers/db.js';
 import Database from 'better-sqlite3';
 import { setTimeout as realTimeout } from 'node:timers/promises';
@@ -21,8 +21,11 @@ interface OutRow {
 }
 
 const live: Delivery[] = [];
+const commits: GroupCommit[] = [];
 afterEach(async () => {
   while (live.length) await live.pop()!.stop();
+  // Before the helper closes the database: a connection closed under an open group rolls it back.
+  for (const g of commits.splice(0)) g.close();
   vi.useRealTimers();
 });
 
@@ -278,11 +281,13 @@ describe('backoffDelay', () => {
 
   it('records an accepted part once another connection lets go of the write lock, the event loop free meanwhile', async () => {
     const { db, path } = freshDb();
-    startGroupCommit(db, {
-      onFailed: (err) => {
-        throw err;
-      },
-    });
+    commits.push(
+      startGroupCommit(db, {
+        onFailed: (err) => {
+          throw err;
+        },
+      }),
+    );
     const ch = new ScriptChannel();
     const id = out(db, 'test:a', 'hello');
     const release = ch.hold();

@@ -48,6 +48,8 @@ it("a bare /stop's effect runs after the batch's group COMMIT: another connectio
     expect(seen[0]).toEqual({ open: false, state: 'command' });
   } finally {
     await gateway.stop();
+    // Before the helper closes the database: a connection closed under an open group rolls it back.
+    group.close();
     other.close();
   }
 });
