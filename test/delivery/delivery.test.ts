@@ -5,8 +5,7 @@ import { createDelivery, type Delivery, type DeliveryOptions } from '../../deliv
 import { backoffDelay } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { insertOutbound } from '../../store/messages.js';
-import { startGroupCommit, type GroupCommit } from '../../store/group-commit.js';
-import { freshDb } from '../helpers/db.js';
+import { freshDb, throwingGroupCommit } from '../helpers/db.js';
 import Database from 'better-sqlite3';
 import { setTimeout as realTimeout } from 'node:timers/promises';
 import { manualSleep, ScriptChannel } from './script-channel.js';
@@ -21,11 +20,8 @@ interface OutRow {
 }
 
 const live: Delivery[] = [];
-const commits: GroupCommit[] = [];
 afterEach(async () => {
   while (live.length) await live.pop()!.stop();
-  // Before the helper closes the database: a connection closed under an open group rolls it back.
-  for (const g of commits.splice(0)) g.close();
   vi.useRealTimers();
 });
 
@@ -281,13 +277,7 @@ describe('backoffDelay', () => {
 
   it('records an accepted part once another connection lets go of the write lock, the event loop free meanwhile', async () => {
     const { db, path } = freshDb();
-    commits.push(
-      startGroupCommit(db, {
-        onFailed: (err) => {
-          throw err;
-        },
-      }),
-    );
+    throwingGroupCommit(db);
     const ch = new ScriptChannel();
     const id = out(db, 'test:a', 'hello');
     const release = ch.hold();

@@ -9,16 +9,16 @@ import { expect, it } from 'vitest';
 import { createSignals } from '../../core/signals.js';
 import { silentLogger } from '../../core/log.js';
 import { createGateway } from '../../gateway/gateway.js';
-import { groupCommitOf, startGroupCommit } from '../../store/group-commit.js';
+import { groupCommitOf } from '../../store/group-commit.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
-import { freshDb, tempDir } from '../helpers/db.js';
+import { freshDb, tempDir, throwingGroupCommit } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { RecordingQueue } from '../helpers/gateway.js';
 
 it("a bare /stop's effect runs after the batch's group COMMIT: another connection sees the command row", async () => {
   const { db, path } = freshDb();
-  const group = startGroupCommit(db, { onFailed: (err) => expect.fail(err.message) });
+  const group = throwingGroupCommit(db);
   addGroup(db, tempDir(), 'g');
   db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, '', 'g')`).run();
   const other = new Database(path, { readonly: true });
@@ -48,8 +48,6 @@ it("a bare /stop's effect runs after the batch's group COMMIT: another connectio
     expect(seen[0]).toEqual({ open: false, state: 'command' });
   } finally {
     await gateway.stop();
-    // Before the helper closes the database: a connection closed under an open group rolls it back.
-    group.close();
     other.close();
   }
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { openDatabase, type Db } from '../../store/db.js';
+import { startGroupCommit, type GroupCommit } from '../../store/group-commit.js';
 
 const cleanups: Array<() => void> = [];
 
@@ -38,6 +39,22 @@ export function freshDb(): { db: Db; path: string; reopen: () => Db } {
   };
   cleanups.push(() => opened.forEach((d) => d.open && d.close()));
   return { db: open(), path, reopen: open };
+}
+
+/**
+ * Group commit on `db`, as gated runs it, whose failure throws (a COMMIT that fails, or finds its group
+ * rolled back, is a failed test). After the test it is closed before the database is: cleanups run last
+ * first, and the test's own `afterEach` (stopping a queue, a delivery) runs before them, so a write still
+ * in the turn's open group is committed, not rolled back under it by the connection's close.
+ */
+export function throwingGroupCommit(db: Db): GroupCommit {
+  const group = startGroupCommit(db, {
+    onFailed: (err) => {
+      throw err;
+    },
+  });
+  cleanups.push(() => group.close());
+  return group;
 }
 
 /**

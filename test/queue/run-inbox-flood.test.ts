@@ -16,8 +16,7 @@ import { createQueue } from '../../queue/queue.js';
 import { createProcessRuntime } from '../../queue/runtime/process.js';
 import type { WorkQueue } from '../../queue/types.js';
 import { addGroup } from '../../store/groups.js';
-import { startGroupCommit, type GroupCommit } from '../../store/group-commit.js';
-import { freshDb, tempDir } from '../helpers/db.js';
+import { freshDb, tempDir, throwingGroupCommit } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { recordingSignals } from '../helpers/signals.js';
 import { ready } from './helpers.js';
@@ -40,23 +39,13 @@ const FLOOD = `read -r line; while [ ! -e go ]; do sleep 0.02; done; exec awk 'B
 }'`;
 
 const queues: WorkQueue[] = [];
-const commits: GroupCommit[] = [];
 afterEach(async () => {
   for (const q of queues.splice(0)) await q.close(2000);
-  // Before the helper closes the database: a write of the queue's close may still be in the turn's open
-  // group, and a connection closed under it rolls it back (the group's COMMIT then fails, and throws here).
-  for (const g of commits.splice(0)) g.close();
 });
 
 it('stops reading a flooding agent while its blocks wait for the lock, and stores them all after', async () => {
   const { db, path } = freshDb();
-  commits.push(
-    startGroupCommit(db, {
-      onFailed: (err) => {
-        throw err;
-      },
-    }),
-  );
+  throwingGroupCommit(db);
   const groups = tempDir('gated-flood-');
   const dir = join(groups, 'g1');
   mkdirSync(dir);

@@ -1,18 +1,13 @@
 import Database from 'better-sqlite3';
 import { setTimeout as realTimeout } from 'node:timers/promises';
 import { afterEach, expect, it } from 'vitest';
-import { startGroupCommit, type GroupCommit } from '../../store/group-commit.js';
-import { freshDb } from '../helpers/db.js';
+import { freshDb, throwingGroupCommit } from '../helpers/db.js';
 import { flush, handQueue, ready, states } from './helpers.js';
 
 // Real timers on purpose: the run's inbox tries again on node:timers, and the point is the event loop.
 const open: Array<{ close(graceMs: number): Promise<void> }> = [];
-const commits: GroupCommit[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((q) => q.close(0)));
-  // Before the helper closes the database: a write of the queue's close may still be in the turn's open
-  // group, and a connection closed under it rolls it back (the group's COMMIT then fails, and throws here).
-  for (const g of commits.splice(0)) g.close();
 });
 
 /**
@@ -22,13 +17,7 @@ afterEach(async () => {
  */
 it("keeps an agent's blocks and its end while the write lock is held, and handles them in order after", async () => {
   const { db, path } = freshDb();
-  commits.push(
-    startGroupCommit(db, {
-      onFailed: (err) => {
-        throw err;
-      },
-    }),
-  );
+  throwingGroupCommit(db);
   const { queue, runtime, outbound } = handQueue(db, { maxConcurrent: 1, idleTimeoutMs: 3_600_000 });
   open.push(queue);
   const a = ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
