@@ -21,6 +21,21 @@ describe('startHttpServer', () => {
     await expect(fetch(`${srv.url}/x`)).rejects.toThrow();
   });
 
+  it('compiles the app router when the app is served, before the first request', async () => {
+    const srv = await startHttpServer(undefined, { host: '127.0.0.1', port: 0 });
+    try {
+      expect((await fetch(`${srv.url}/x`)).status).toBe(503);
+      const app = new Hono().get('/x', (c) => c.text('ok'));
+      expect(app.router.name).toBe('SmartRouter');
+      srv.serve(app);
+      // Hono names the router it chose once it has compiled the routes.
+      expect(app.router.name).toMatch(/^SmartRouter \+ \w+Router$/);
+      expect(await (await fetch(`${srv.url}/x`)).text()).toBe('ok');
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('rejects with the address when the port is taken', async () => {
     const blocker = createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
