@@ -238,3 +238,66 @@ export function writableNow(db: Connection): true | Promise<void> {
     while (!group.tryJoin(0));
   })();
 }
+
+/**
+ * Runs the write `fn` on `db` once the write lock can be had without the event loop waiting for it in
+ * SQLite's busy handler: at once (synchronously) when it can, else after `writableNow`'s tries, joining the
+ * group again right before `fn` (a group committed in between is opened anew, or waited for again).
+ * Resolves with what `fn` returned, rejects with what it threw.
+ */
+export function whenWritable<T>(db: Connection, fn: () => T): Promise<T> {
+  try {
+    const now = writableNow(db);
+    if (now === true) return Promise.resolve(fn());
+    return now.then(() => (groups.get(db)?.tryJoin(0) === false ? whenWritable(db, fn) : fn()));
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+/**
+ * Writes in the order they were asked for, each made as `whenWritable` makes it: one asked for while an
+ * earlier one still waits for the lock goes after it, so that rows keep their arrival order (an inbound
+ * message's id is its place in the chat).
+ */
+export class OrderedWrites {
+  private tail: Promise<unknown> | undefined;
+
+  constructor(private readonly db: Connection) {}
+
+  run<T>(fn: () => T): Promise<T> {
+    const p = this.tail ? this.tail.then(() => whenWritable(this.db, fn)) : whenWritable(this.db, fn);
+    const settled = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tail = settled;
+    void settled.then(() => {
+      if (this.tail === settled) this.tail = undefined;
+    });
+    return p;
+  }
+}
+
+/**
+ * Runs the write `fn` on `db` every `ms`, each as `whenWritable` makes it: while another process holds the
+ * write lock the event loop goes on, and a period whose write still waits is skipped. A failed write goes
+ * to `onError` and the next period tries again. The timer does not keep the process alive.
+ */
+export function writeEvery(
+  db: Connection,
+  ms: number,
+  fn: () => unknown,
+  onError: (err: unknown) => void,
+): NodeJS.Timeout {
+  let waiting = false;
+  const timer = setInterval(() => {
+    if (waiting) return;
+    waiting = true;
+    whenWritable(db, fn)
+      .catch(onError)
+      .finally(() => (waiting = false));
+  }, ms);
+  timer.unref();
+  return timer;
+}
