@@ -3,9 +3,11 @@ import type { Jid, NewInbound } from '../core/types.js';
 
 /**
  * Writes one inbound event into `messages` (deduplicated on chat_jid + platform_msg_id) and wakes the
- * poll loop. Returns the new row id, or null when the event was already stored.
+ * poll loop. Gives, once the row is committed, the new row id, or null when the event was already stored;
+ * throws (or rejects) when it could not be stored, and then the platform must not be told it was taken.
+ * gated's sink gives a promise (it may wait for another process's write lock): a channel awaits it.
  */
-export type InboundSink = (msg: NewInbound) => number | null;
+export type InboundSink = (msg: NewInbound) => number | null | Promise<number | null>;
 
 /** What a channel needs to send one part of an outbound row. */
 export interface SendPart {

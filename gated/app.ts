@@ -67,7 +67,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const { queue, gateway, asks } = makeStages(base, channels, () => started);
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
-  started = await startChannels(channels, gateway.sink, log);
+  started = await startChannels(channels, gateway.inbound, log);
   base.metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
   const stop = startOutbound(base, started, { queue, gateway, asks });
   base.http?.serve(webApp({ ...base, channels: started, gateway, queue, asks }));

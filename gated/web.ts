@@ -47,7 +47,7 @@ export function webApp(p: WebParts): Hono {
     log: p.log.child({ part: 'http' }),
     metrics: p.metrics,
     web: p.web,
-    sink: (m) => gateway.sink(m),
+    sink: (m) => gateway.inbound(m),
     status: () => ({
       lanes: queue.snapshot(),
       held: gateway.pipeline.gate.held().map((h) => ({ ...h, oldest_ms: h.oldest })),

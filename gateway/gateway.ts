@@ -9,7 +9,7 @@ import type { GatewayMetrics } from './metrics-hooks.js';
 import { Pipeline, type BatchOutcome } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { insertInbound } from '../store/messages.js';
-import { committed, flushGroup } from '../store/group-commit.js';
+import { committed, flushGroup, OrderedWrites } from '../store/group-commit.js';
 import { RouteSource, type Catalog } from '../store/routes.js';
 import { TaskScheduler } from './tasks.js';
 
@@ -44,7 +44,16 @@ export interface Gateway {
   readonly pipeline: Pipeline;
   readonly daemons: DaemonDispatcher;
   readonly tasks: TaskScheduler;
-  /** Stores an inbound event from an in-process adapter and wakes the loop (null: a redelivery). */
+  /**
+   * Stores an inbound event and wakes the loop (null: a redelivery), committed when it resolves: what
+   * channels are given. While another process holds the write lock (an operator's open transaction in
+   * `sqlite3`) the event waits for it off the event loop, behind the events that came before it.
+   */
+  inbound(msg: NewInbound): Promise<number | null>;
+  /**
+   * `inbound` at once: waits for another process's write lock on the event loop, as any plain write does.
+   * For tests and tools that hold no chat up; channels use `inbound`.
+   */
   sink(msg: NewInbound): number | null;
   start(): void;
   /** Stops the loop, daemons and tasks; resolves when the steps in flight have ended. */
@@ -140,18 +149,21 @@ export function createGateway(opts: GatewayOptions): Gateway {
     onBatch: (outcome) => afterBatch(outcome, signals, daemons, log, db),
   });
   const unlisten = signals.inbound.on(() => loop.wake());
+  const store = (msg: NewInbound): number | null => {
+    const id = insertInbound(db, msg);
+    flushGroup(db); // committed before a channel tells its platform it took the event (group commit)
+    if (id !== null) signals.inbound.fire();
+    return id;
+  };
+  const inOrder = new OrderedWrites(db);
   return {
     routes,
     loop,
     pipeline,
     daemons,
     tasks,
-    sink(msg) {
-      const id = insertInbound(db, msg);
-      flushGroup(db); // committed before a channel tells its platform it took the event (group commit)
-      if (id !== null) signals.inbound.fire();
-      return id;
-    },
+    inbound: (msg) => inOrder.run(() => store(msg)),
+    sink: store,
     start() {
       routes.current();
       loop.start();

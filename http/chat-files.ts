@@ -89,7 +89,7 @@ async function upload(deps: ChatFilesDeps, c: Context): Promise<Response> {
       const source = await web.uploads.put(new Uint8Array(await f.arrayBuffer()));
       staged.push({ kind: kindOf(mime), name, mime, size: f.size, source });
     }
-    const id = web.post({ ...post, attachments: staged });
+    const id = await web.post({ ...post, attachments: staged });
     if (id === null) {
       await dropAll();
       return c.json({ id: null, duplicate: true }, 200);

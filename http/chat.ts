@@ -147,7 +147,7 @@ export function chatRoutes(deps: ChatDeps): Hono {
     if (isValidFolder(post.folder) && !q.hasGroup(post.folder))
       return c.json({ error: `no group '${post.folder}'` }, 404);
     try {
-      const id = web.post(post);
+      const id = await web.post(post);
       return id === null ? c.json({ id: null, duplicate: true }, 200) : c.json({ id }, 201);
     } catch (err) {
       if (err instanceof UsageError) return c.json({ error: err.message }, 400);

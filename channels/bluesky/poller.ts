@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/log.js';
 import type { Db } from '../../store/db.js';
+import { whenWritable } from '../../store/group-commit.js';
 import { stateOf, type StateStore } from '../../store/state.js';
 import type { InboundSink } from '../channel.js';
 import { toInbound, type Notification } from './map.js';
@@ -82,7 +83,7 @@ export class NotificationPoller {
     let newest = cursor;
     for (const n of fresh.reverse()) {
       const row = toInbound(n, botDid);
-      if (row && sink(row) !== null) stored += 1;
+      if (row && (await sink(row)) !== null) stored += 1;
       this.handled.set(n.uri, Date.parse(n.indexedAt));
       if (Date.parse(n.indexedAt) > Date.parse(newest)) newest = n.indexedAt;
     }
@@ -90,7 +91,7 @@ export class NotificationPoller {
     for (const [uri, at] of this.handled) if (at <= floor) this.handled.delete(uri);
     this.lastWritten = newest;
     if (newest !== cursor) {
-      this.state.set(SEEN_KEY, newest);
+      await whenWritable(this.opts.db, () => this.state.set(SEEN_KEY, newest));
       // Best effort: the server's seen marker only serves other clients and a first start elsewhere.
       await session
         .call((a) => a.app.bsky.notification.updateSeen({ seenAt: newest }))

@@ -110,16 +110,17 @@ export class DiscordChannel implements Channel {
       partials: [Partials.Channel],
       ...(this.opts.apiRoot ? { rest: { api: this.opts.apiRoot } } : {}),
     });
-    client.on(Events.MessageCreate, (m) => {
+    // The sink is called before any await of the handler: rows keep the order their events came in.
+    client.on(Events.MessageCreate, async (m) => {
       try {
         const msg = messageToInbound(m, client.user!.id, client.user!.username);
-        if (msg) sink(msg);
+        if (msg) await sink(msg);
       } catch (err) {
         this.opts.log.error({ message: m.id, err: coerceError(err).message }, 'discord message not stored');
       }
     });
-    client.on(Events.InteractionCreate, (i) => {
-      if (i.isButton()) this.pressed(i, sink);
+    client.on(Events.InteractionCreate, async (i) => {
+      if (i.isButton()) await this.pressed(i, sink);
     });
     client.on(Events.Error, (err) => this.opts.log.warn({ err: err.message }, 'discord client error'));
     // A gateway that closes for good (bad token, intents not enabled) never sends READY, and login's error
@@ -148,11 +149,11 @@ export class DiscordChannel implements Channel {
    * A button press: stored as a `button` row, then acknowledged with a deferred update (Discord wants an
    * answer within 3 s; the row, not the answer, is what counts). Components that are not ours are left alone.
    */
-  private pressed(i: ButtonInteraction, sink: InboundSink): void {
+  private async pressed(i: ButtonInteraction, sink: InboundSink): Promise<void> {
     let msg;
     try {
       msg = buttonToInbound(i);
-      if (msg) sink(msg);
+      if (msg) await sink(msg);
     } catch (err) {
       this.opts.log.error({ interaction: i.id, err: coerceError(err).message }, 'discord press not stored');
       return;

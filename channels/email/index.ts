@@ -6,6 +6,7 @@ import { FileTooLarge } from '../../core/files.js';
 import type { Logger } from '../../core/log.js';
 import type { Db } from '../../store/db.js';
 import { EmailStore } from '../../store/email.js';
+import { whenWritable } from '../../store/group-commit.js';
 import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
 import { MailboxReader, type RawMail } from './mailbox.js';
 import { mailToInbound } from './map.js';
@@ -88,8 +89,9 @@ export class EmailChannel implements Channel {
     }
     if (!mapped) return;
     const { row, thread } = mapped;
-    this.store.put(row.chat_jid, row.platform_msg_id!, thread);
-    sink(row);
+    // Off the event loop while another process holds the write lock, as the sink's own write is.
+    await whenWritable(this.opts.db, () => this.store.put(row.chat_jid, row.platform_msg_id!, thread));
+    await sink(row);
   }
 
   async send(part: SendPart): Promise<string | null> {

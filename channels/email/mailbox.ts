@@ -4,6 +4,7 @@ import type { MailServer } from '../../core/config.js';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Db } from '../../store/db.js';
+import { whenWritable } from '../../store/group-commit.js';
 import { getState, setState } from '../../store/state.js';
 
 /** router_state key of the mailbox cursor: `{"validity":"…","uid":N,"at":"ISO"}`. */
@@ -117,7 +118,11 @@ export class MailboxReader {
     if (getState(this.opts.db, EMAIL_CURSOR_KEY) === undefined) {
       // A first start reads mail from now on, not the mailbox's whole past. Saved here, before start()
       // resolves, so a mail that arrives right after is read, not taken for the past.
-      this.save({ validity: this.validity, uid: Number(mailbox.uidNext) - 1, at: new Date().toISOString() });
+      await this.save({
+        validity: this.validity,
+        uid: Number(mailbox.uidNext) - 1,
+        at: new Date().toISOString(),
+      });
       this.opts.log.info('email: first start, reading mail that arrives from now on');
     }
     this.client = client;
@@ -213,12 +218,13 @@ export class MailboxReader {
       } else {
         cursor = { ...cursor, validity, uid };
       }
-      this.save(cursor);
+      await this.save(cursor);
     }
   }
 
-  private save(cursor: Cursor): void {
-    setState(this.opts.db, EMAIL_CURSOR_KEY, JSON.stringify(cursor));
+  /** Moves the cursor, waiting for another process's write lock off the event loop. */
+  private async save(cursor: Cursor): Promise<void> {
+    await whenWritable(this.opts.db, () => setState(this.opts.db, EMAIL_CURSOR_KEY, JSON.stringify(cursor)));
   }
 }
 

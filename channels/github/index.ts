@@ -75,10 +75,10 @@ export class GithubChannel implements Channel {
     if (this.tokens) useInstallationTokens(this.octokit, this.tokens);
     this.drafts = githubDrafts(this.octokit);
     this.webhooks = new Webhooks({ secret: opts.webhookSecret });
-    this.webhooks.on(['issue_comment.created', 'pull_request_review_comment.created'], (ev) => {
-      // A throw here fails the delivery with 503, so it can be delivered again.
+    this.webhooks.on(['issue_comment.created', 'pull_request_review_comment.created'], async (ev) => {
+      // A throw here fails the delivery with 503, so it can be delivered again; `receive` awaits it.
       const msg = commentToInbound(ev.payload as CommentPayload, this.self!);
-      if (msg) this.sink!(msg);
+      if (msg) await this.sink!(msg);
     });
     this.webhook = (req) => this.receive(req);
   }

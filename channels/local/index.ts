@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import { DeliveryError } from '../../core/errors.js';
+import { coerceError, DeliveryError } from '../../core/errors.js';
 import type { Jid } from '../../core/types.js';
 import type { Channel, InboundSink, SendPart } from '../channel.js';
 
@@ -83,7 +83,19 @@ export class LocalChannel implements Channel {
     this.rl.on('line', (line) => {
       const content = line.trim();
       if (content === '') return;
-      sink({ chat_jid: this.jid, sender: this.sender, sender_name: this.sender, content, verb: 'message' });
+      const row = {
+        chat_jid: this.jid,
+        sender: this.sender,
+        sender_name: this.sender,
+        content,
+        verb: 'message',
+      };
+      // Said in the terminal, where the line was typed: it is not in the chat, and typing it again is safe.
+      Promise.resolve()
+        .then(() => sink(row))
+        .catch((err: unknown) =>
+          this.opts.output.write(`(not stored: ${coerceError(err).message}; type it again)\n`),
+        );
       this.showPrompt();
     });
     this.showPrompt();

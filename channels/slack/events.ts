@@ -41,26 +41,26 @@ export interface SlackInbound {
 }
 
 /**
- * Stores what one Events API callback or interaction carries. Throws when the store fails, so the caller
+ * Stores what one Events API callback or interaction carries. Rejects when the store fails, so the caller
  * withholds its ack (Socket Mode) or its 2xx (HTTP) and Slack delivers the event again.
  */
-export function handleSlackPayload(
+export async function handleSlackPayload(
   body: unknown,
   kind: 'events_api' | 'interactive',
   io: SlackInbound,
-): void {
+): Promise<void> {
   const self = io.self();
   if (!self) throw new Error('slack channel not started');
   const b = body as { type?: string; event?: SlackMessageEvent } | null;
   if (kind === 'interactive') {
     const press = pressToInbound(body as SlackBlockActions);
-    if (press) io.sink(press);
+    if (press) await io.sink(press);
     else io.log.debug({ type: b?.type }, 'slack interaction ignored: not an approval button');
     return;
   }
   if (b?.type !== 'event_callback' || !b.event) return;
   const msg = eventToInbound(b.event, self);
-  if (msg) io.sink(msg);
+  if (msg) await io.sink(msg);
 }
 
 /**
@@ -91,7 +91,7 @@ export function slackWebhook(secret: string, io: SlackInbound, now: () => number
     const b = body as { type?: string; challenge?: string } | null;
     if (b?.type === 'url_verification') return Response.json({ challenge: b.challenge ?? '' });
     try {
-      handleSlackPayload(body, kind, io);
+      await handleSlackPayload(body, kind, io);
     } catch (err) {
       io.log.error({ err: coerceError(err).message }, 'slack event not stored; slack will retry');
       return Response.json({ error: 'not stored' }, { status: 503 });

@@ -163,7 +163,11 @@ export class SlackChannel implements Channel {
   private async onEnvelope(e: { ack: () => Promise<void>; type: string; body: unknown }): Promise<void> {
     if (e.type !== 'events_api' && e.type !== 'interactive') return;
     try {
-      handleSlackPayload(e.body, e.type, { sink: this.sink!, self: () => this.self, log: this.opts.log });
+      await handleSlackPayload(e.body, e.type, {
+        sink: this.sink!,
+        self: () => this.self,
+        log: this.opts.log,
+      });
       await e.ack();
     } catch (err) {
       this.opts.log.error({ err: coerceError(err).message }, 'slack event not stored; slack will retry');

@@ -5,6 +5,7 @@ import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import { abortableSleep, backoffDelay, retryInBackground, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
+import { whenWritable } from '../../store/group-commit.js';
 import { botUsernameKey, getState, setState } from '../../store/state.js';
 import type {
   ApprovalOps,
@@ -159,7 +160,7 @@ export class TelegramChannel implements Channel {
       }
       try {
         for (const u of updates) {
-          this.store(u, bot, sink);
+          await this.store(u, bot, sink);
           offset = u.update_id + 1;
         }
       } catch (err) {
@@ -168,12 +169,15 @@ export class TelegramChannel implements Channel {
         this.log.error({ err: coerceError(err).message, offset }, 'telegram update not stored; retrying');
         await this.sleep(backoffDelay(++failures), signal);
       } finally {
-        if (offset !== saved) setState(this.opts.db, TELEGRAM_OFFSET_KEY, String((saved = offset)));
+        if (offset !== saved) {
+          const next = String((saved = offset));
+          await whenWritable(this.opts.db, () => setState(this.opts.db, TELEGRAM_OFFSET_KEY, next));
+        }
       }
     }
   }
 
-  private store(u: Update, bot: TelegramBotIdentity, sink: InboundSink): void {
+  private async store(u: Update, bot: TelegramBotIdentity, sink: InboundSink): Promise<void> {
     let msg;
     try {
       msg = 'callback_query' in u ? this.pressed(u) : updateToInbound(u, bot);
@@ -182,7 +186,7 @@ export class TelegramChannel implements Channel {
       this.log.warn({ update: u.update_id, err: coerceError(err).message }, 'telegram update skipped');
       return;
     }
-    if (msg) sink(msg);
+    if (msg) await sink(msg);
   }
 
   /** A button press: its row, and the acknowledgement Telegram wants (best effort: the row is what counts). */

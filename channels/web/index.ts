@@ -117,9 +117,10 @@ export class WebChannel implements Channel {
 
   /**
    * Stores a browser's message as an inbound row of `web:<folder>` with the tab's topic and echoes it to
-   * the other tabs on that topic. Returns the row id, or null when this clientMsgId was stored before.
+   * the other tabs on that topic. Resolves with the row id once it is committed, or null when this
+   * clientMsgId was stored before; a bad post rejects with a UsageError.
    */
-  post(p: WebPost): number | null {
+  async post(p: WebPost): Promise<number | null> {
     if (!this.sink) throw new UsageError('web chat is not started');
     if (!isValidFolder(p.folder)) throw new UsageError(`bad group folder '${p.folder}'`);
     if (p.topic !== '' && !TOPIC_RE.test(p.topic)) throw new UsageError(`bad topic '${p.topic}'`);
@@ -136,7 +137,7 @@ export class WebChannel implements Channel {
     const chat_jid = webJid(p.folder);
     const timestamp = isoNow();
     const sender_name = p.senderName?.trim().slice(0, 64) || null;
-    const id = this.sink({
+    const id = await this.sink({
       chat_jid,
       sender,
       sender_name,

@@ -58,22 +58,22 @@ describe('the docker engine killed during runs and started again', () => {
     });
     const count = (sql: string) => db.prepare(sql).pluck().get() as number;
     const sent: Array<{ id: number; content: string }> = [];
-    const post = (group: string, content: string) => {
-      const id = g.web.post({ folder: group, topic: '', content })!;
+    const post = async (group: string, content: string) => {
+      const id = (await g.web.post({ folder: group, topic: '', content }))!;
       sent.push({ id, content });
     };
-    const wave = (name: string, n: number) => {
-      for (const grp of GROUPS) for (let i = 0; i < n; i++) post(grp, `${name}-${grp}-${i}`);
+    const wave = async (name: string, n: number) => {
+      for (const grp of GROUPS) for (let i = 0; i < n; i++) await post(grp, `${name}-${grp}-${i}`);
     };
     const answered = () => count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND state = 'done'`);
 
     // A run per chat answers its first turn and stays for follow-ups (30 s idle timeout).
-    wave('before', 2);
+    await wave('before', 2);
     await until(() => answered() === sent.length, 60_000, 'the first turns answered');
     const inFlight = count(`SELECT count(*) FROM session_log WHERE result IS NULL`);
     expect(inFlight).toBe(GROUPS.length);
     // Follow-ups are written to the live agents, which think 300 ms per turn: the engine dies under them.
-    wave('during', 2);
+    await wave('during', 2);
     await until(
       () => count(`SELECT count(*) FROM messages WHERE state = 'running'`) >= GROUPS.length,
       30_000,
@@ -91,7 +91,7 @@ describe('the docker engine killed during runs and started again', () => {
       'the runs of the outage ended',
     );
     const endedWithin = Date.now() - killedAt;
-    wave('outage', 1);
+    await wave('outage', 1);
     // Starts tried while the engine is gone fail the same way and lose nothing.
     await until(
       () => count(`SELECT count(*) FROM session_log WHERE error LIKE 'engine unreachable%'`) > inFlight,

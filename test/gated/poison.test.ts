@@ -45,16 +45,16 @@ describe('a poison message', () => {
       db
         .prepare(`SELECT kind, content, delivery FROM messages WHERE is_from_me = 1 ORDER BY id`)
         .all() as Array<{ kind: string; content: string; delivery: string }>;
-    const post = (content: string) => g.web.post({ folder: 'team', topic: '', content })!;
+    const post = async (content: string) => (await g.web.post({ folder: 'team', topic: '', content }))!;
 
-    const poison = post('POISON pill');
+    const poison = await post('POISON pill');
     await until(() => state(poison) === 'parked', 30_000, 'the poison message parked');
     expect(out().map((o) => o.kind)).toEqual(['error']);
 
     // Later messages of the same chat are answered; the poison never takes them down with it.
-    const later = [post('hello'), post('still there?')];
+    const later = [await post('hello'), await post('still there?')];
     for (const id of later) await until(() => state(id) === 'done', 30_000, `message ${id} answered`);
-    const third = post('and a third');
+    const third = await post('and a third');
     await until(() => state(third) === 'done', 30_000, 'the third message answered');
 
     const replies = out();
