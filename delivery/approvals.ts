@@ -5,7 +5,7 @@ import { clipText } from '../core/text.js';
 import { parseJid } from '../core/types.js';
 import type { ApprovalNotifier } from '../queue/asks.js';
 import type { Db } from '../store/db.js';
-import { committed, flushGroup } from '../store/group-commit.js';
+import { committed, flushGroup, whenWritable } from '../store/group-commit.js';
 import { insertOutbound } from '../store/messages.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 
@@ -83,16 +83,22 @@ export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalN
       // The approval's row first: a crash before its commit would have a redone run ask again.
       Promise.resolve(committed(opts.db))
         .then(() => ch.approvals!.ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic))
-        .then((platformId) => {
-          store.asked(row.id, platformId, null);
+        .then((platformId) =>
           // Durable now, as a delivered part is: the platform has the buttons, and the decision edits them.
-          flushGroup(opts.db);
-        })
+          // Written once another process's write lock is had, off the event loop.
+          whenWritable(opts.db, () => {
+            store.asked(row.id, platformId, null);
+            flushGroup(opts.db);
+          }),
+        )
         .catch((err: unknown) => {
           // The buttons failed: ask with the plain message instead, so the question is not lost.
           opts.log.warn({ code: row.code, err: coerceError(err).message }, 'approval buttons failed');
-          guard(opts.log, 'asking for an approval', () => plain(row));
-        });
+          return whenWritable(opts.db, () => guard(opts.log, 'asking for an approval', () => plain(row)));
+        })
+        .catch((err: unknown) =>
+          opts.log.error({ err: coerceError(err).message }, 'asking for an approval failed'),
+        );
     },
     decided(row) {
       const ch = channelOf(row.chat_jid);
@@ -104,8 +110,13 @@ export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalN
           .then(() => approvals.decided(row.chat_jid, row.platform_id!, text))
           .catch((err: unknown) => {
             opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
-            guard(opts.log, 'telling the decision', () => outbound(row, text));
-          });
+            return whenWritable(opts.db, () =>
+              guard(opts.log, 'telling the decision', () => outbound(row, text)),
+            );
+          })
+          .catch((err: unknown) =>
+            opts.log.error({ err: coerceError(err).message }, 'telling the decision failed'),
+          );
         return;
       }
       guard(opts.log, 'telling the decision', () => outbound(row, text));

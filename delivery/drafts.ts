@@ -6,7 +6,7 @@ import type { Channel } from '../channels/channel.js';
 import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
 import { DraftStore } from '../store/drafts.js';
-import { flushGroup } from '../store/group-commit.js';
+import { flushGroup, whenWritable } from '../store/group-commit.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
 import { partsFor } from './format.js';
 
@@ -235,9 +235,13 @@ class ChatDrafts {
         const turn = this.store.turnOf(d.runId, chatJid);
         id = await ops.open(chatJid, text, thread, turn?.platform_msg_id ?? null);
       }
-      this.store.save({ chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: this.now() });
-      // The platform shows it: its id durable now, or a crash leaves a draft nobody removes.
-      flushGroup(this.opts.db);
+      const shown = { chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: this.now() };
+      // The platform shows it: its id durable now, or a crash leaves a draft nobody removes. Another
+      // process's write lock is waited for off the event loop.
+      await whenWritable(this.opts.db, () => {
+        this.store.save(shown);
+        flushGroup(this.opts.db);
+      });
     } catch (err) {
       // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
       this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');

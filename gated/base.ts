@@ -9,7 +9,7 @@ import { startHttpServer, type HttpServer } from '../http/app.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpoint.js';
 import { openDatabase, type Db } from '../store/db.js';
-import { startGroupCommit, type GroupCommit } from '../store/group-commit.js';
+import { startGroupCommit, writeEvery, type GroupCommit } from '../store/group-commit.js';
 import { History } from '../store/history.js';
 import { badRowsLine, checkReadable } from './health.js';
 import { claimOwner } from './owner.js';
@@ -111,17 +111,20 @@ export const EXIT_COMMIT_FAILED = 74;
 
 /** Writes the per-minute history on a timer; returns the shutdown step (a last flush). */
 export function startHistory(base: Base, everyMs: number): () => void {
-  const { history, log } = base;
-  const flush = () => {
+  const { history, log, db } = base;
+  const failed = (err: unknown) =>
+    log.error({ err: coerceError(err).message }, 'writing the history failed; the next flush retries');
+  // A flush that waits for another process's write lock waits off the event loop (it writes the same
+  // minutes as the one it would have been followed by).
+  const timer = history ? writeEvery(db, everyMs, () => history.flush(Date.now()), failed) : undefined;
+  return () => {
+    clearInterval(timer);
     try {
       history?.flush(Date.now());
     } catch (err) {
-      log.error({ err: coerceError(err).message }, 'writing the history failed; the next flush retries');
+      failed(err);
     }
   };
-  const timer = history ? setInterval(flush, everyMs) : undefined;
-  timer?.unref();
-  return () => (clearInterval(timer), flush());
 }
 
 /** Runs every shutdown step in order, each despite the failure of one before it. */

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { UsageError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
+import { writeEvery } from '../store/group-commit.js';
 import { getState, setState, stateOf } from '../store/state.js';
 
 /** Who runs the gateway on a database: one `gated run` at a time may own it. */
@@ -82,15 +83,17 @@ export function claimOwner(db: Db): { release(): void } {
     }
     setState(db, KEY, JSON.stringify(me));
   }).immediate();
-  const timer = setInterval(() => {
-    me.heartbeat = Date.now();
-    try {
+  // A beat waits for another process's write lock off the event loop (an operator's open transaction
+  // must not stop gated); a failed beat is skipped, the next one catches up.
+  const timer = writeEvery(
+    db,
+    OWNER_STALE_MS / 3,
+    () => {
+      me.heartbeat = Date.now();
       setState(db, KEY, JSON.stringify(me));
-    } catch {
-      // a busy database skips one beat; the next one catches up
-    }
-  }, OWNER_STALE_MS / 3);
-  timer.unref();
+    },
+    () => undefined,
+  );
   return {
     release() {
       clearInterval(timer);

@@ -4,6 +4,7 @@ import { dueRange } from '../core/schedule.js';
 import type { Signals } from '../core/signals.js';
 import { createWorker, type Worker } from '../core/worker.js';
 import type { Db } from '../store/db.js';
+import { whenWritable } from '../store/group-commit.js';
 import { getTask, scheduleOf, TaskStore, type OpenTaskRun } from '../store/tasks.js';
 
 /** What the scheduler needs; the clock is injectable, timers are real. */
@@ -57,8 +58,17 @@ export class TaskScheduler {
     if (this.started) this.worker.runNow();
   }
 
-  /** One step: each half logs its own failure, so one cannot starve the other. */
-  private step(): number | null {
+  /**
+   * One step. What it will write waits for another process's write lock off the event loop (an operator's
+   * open transaction in `sqlite3` must not stop gated); a step with nothing to write takes no lock.
+   */
+  private step(): number | null | Promise<number | null> {
+    const writes = this.store.due(this.now()).length > 0 || this.store.openRuns().some(moved);
+    return writes ? whenWritable(this.opts.db, () => this.work()) : this.work();
+  }
+
+  /** Fires and follows: each half logs its own failure, so one cannot starve the other. */
+  private work(): number | null {
     try {
       if (this.fireDue() > 0) this.opts.signals?.queued.fire();
     } catch (err) {
@@ -115,7 +125,8 @@ export class TaskScheduler {
    * failed, with one notice to its chat. Returns the number of notices written.
    */
   followRuns(): number {
-    const open = this.store.openRuns();
+    // Only firings whose runs moved on: an open firing with nothing new takes no write lock.
+    const open = this.store.openRuns().filter(moved);
     if (open.length === 0) return 0;
     const { db, log, maxFailures } = this.opts;
     let notices = 0;
@@ -123,7 +134,6 @@ export class TaskScheduler {
       const touched = new Set<number>();
       for (const run of open) {
         const verdict = verdictOf(run);
-        if (verdict.outcome === null && verdict.seen === run.failures_seen) continue;
         this.store.recordRun(run, verdict.outcome, verdict.seen);
         touched.add(run.task_id);
       }
@@ -142,6 +152,12 @@ export class TaskScheduler {
     }).immediate();
     return notices;
   }
+}
+
+/** Whether an open firing has news to record: an outcome, or more failed runs than recorded. */
+function moved(run: OpenTaskRun): boolean {
+  const verdict = verdictOf(run);
+  return verdict.outcome !== null || verdict.seen !== run.failures_seen;
 }
 
 /**
