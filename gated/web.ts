@@ -11,8 +11,9 @@ import type { WorkQueue } from '../queue/queue.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { retryParked } from '../store/admin.js';
 import { releaseLimited } from '../store/approvals.js';
-import { withActor } from '../store/audit.js';
+import { withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
+import { whenWritable } from '../store/group-commit.js';
 import type { History } from '../store/history.js';
 import { liveness } from './health.js';
 
@@ -60,13 +61,14 @@ export function webApp(p: WebParts): Hono {
         if (!live) return false;
         return queue.stop({ group: live.group, topic: live.topic }, live.chat_jid ?? undefined);
       },
-      retryChat(chatJid) {
-        const n = retryParked(db, chatJid, Date.now());
+      // An operator's edit waits for another process's write lock off the event loop.
+      async retryChat(chatJid) {
+        const n = await whenWritable(db, () => retryParked(db, chatJid, Date.now()));
         if (n > 0) signals.queued.fire();
         return n;
       },
-      releaseChat(chatJid) {
-        const n = withActor(db, 'dashboard', () => releaseLimited(db, chatJid, Date.now()));
+      async releaseChat(chatJid) {
+        const n = await withActorWhenWritable(db, 'dashboard', () => releaseLimited(db, chatJid, Date.now()));
         if (n > 0) signals.inbound.fire();
         return n;
       },

@@ -3,7 +3,7 @@ import type { Logger } from '../core/log.js';
 import { describeDecision } from '../gateway/access.js';
 import { accessReport } from '../store/access-report.js';
 import { ApprovalStore, releaseLimited } from '../store/approvals.js';
-import { listAudit, withActor } from '../store/audit.js';
+import { listAudit, withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import type { Auth } from './auth.js';
 
@@ -67,7 +67,9 @@ export function accessApi(opts: AccessApiOptions): Hono {
     app.post(approve ? '/approve' : '/reject', opts.auth.admin, async (c) => {
       const code = await fieldOf(c, 'code');
       if (!code) return c.json({ error: 'code is required' }, 400);
-      const d = withActor(db, DASHBOARD_ACTOR, () => approvals.decide(code, approve, DASHBOARD_ACTOR, now()));
+      const d = await withActorWhenWritable(db, DASHBOARD_ACTOR, () =>
+        approvals.decide(code, approve, DASHBOARD_ACTOR, now()),
+      );
       const text = describeDecision(d, approve);
       if (!d.ok) return c.json({ error: text }, d.approval ? 409 : 404);
       log.info(
@@ -81,7 +83,7 @@ export function accessApi(opts: AccessApiOptions): Hono {
   app.post('/release', opts.auth.admin, async (c) => {
     const chat = await fieldOf(c, 'chat_jid');
     if (!chat) return c.json({ error: 'chat_jid is required' }, 400);
-    const n = withActor(db, DASHBOARD_ACTOR, () => releaseLimited(db, chat, now()));
+    const n = await withActorWhenWritable(db, DASHBOARD_ACTOR, () => releaseLimited(db, chat, now()));
     return c.json({ ok: true, released: n });
   });
 

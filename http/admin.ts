@@ -5,10 +5,10 @@ import type { Logger } from '../core/log.js';
 export interface AdminActions {
   /** Ends a live run (as /stop does). False when that run is not running here. */
   stopRun(runId: number): Promise<boolean>;
-  /** Puts a chat's parked rows back in the queue. Returns how many. */
-  retryChat(chatJid: string): number;
+  /** Puts a chat's parked rows back in the queue. Gives how many. */
+  retryChat(chatJid: string): number | Promise<number>;
   /** Puts a chat's `limited` rows back into the pipeline; absent until access limits exist. */
-  releaseChat?: (chatJid: string) => number;
+  releaseChat?: (chatJid: string) => number | Promise<number>;
 }
 
 async function chatOf(body: Promise<unknown>): Promise<string | undefined> {
@@ -36,7 +36,7 @@ export function adminApi(actions: AdminActions | undefined, log: Logger): Hono {
   app.post('/chats/retry', async (c) => {
     const jid = await chatOf(c.req.json());
     if (!jid) return c.json({ error: 'send JSON {"chat_jid":"…"}' }, 400);
-    const rows = actions!.retryChat(jid);
+    const rows = await actions!.retryChat(jid);
     log.info({ chat: jid, rows }, 'admin: retry parked rows');
     return c.json({ retried: rows });
   });
@@ -50,7 +50,7 @@ export function adminApi(actions: AdminActions | undefined, log: Logger): Hono {
     }
     const jid = await chatOf(c.req.json());
     if (!jid) return c.json({ error: 'send JSON {"chat_jid":"…"}' }, 400);
-    const rows = actions!.releaseChat(jid);
+    const rows = await actions!.releaseChat(jid);
     log.info({ chat: jid, rows }, 'admin: release limited rows');
     return c.json({ released: rows });
   });

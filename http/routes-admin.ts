@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { withActor } from '../store/audit.js';
+import { withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { addCheckedRoute, removeRoute } from '../store/routes.js';
 
@@ -46,7 +46,7 @@ export function routesAdminApi(db: Db, log: Logger): Hono {
         // An empty form field means "no impulse_config", as an omitted --impulse does.
         impulse_config: impulse?.trim() ? impulse : null,
       };
-      const id = withActor(db, 'dashboard', () => addCheckedRoute(db, row));
+      const id = await withActorWhenWritable(db, 'dashboard', () => addCheckedRoute(db, row));
       log.info(
         { route: id, seq: row.seq, match: row.match, target: row.target },
         'route added from the dashboard',
@@ -58,11 +58,11 @@ export function routesAdminApi(db: Db, log: Logger): Hono {
     }
   });
 
-  const remove = (c: Context) => {
+  const remove = async (c: Context) => {
     const raw = c.req.param('id') ?? '';
     if (!/^\d+$/.test(raw)) return c.json({ error: `bad route id '${raw}'` }, 400);
     const id = Number(raw);
-    if (!withActor(db, 'dashboard', () => removeRoute(db, id)))
+    if (!(await withActorWhenWritable(db, 'dashboard', () => removeRoute(db, id))))
       return c.json({ error: `no route with id ${id}` }, 404);
     log.info({ route: id }, 'route removed from the dashboard');
     return c.json({ id, removed: true });

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { Logger } from '../core/log.js';
 import type { Db } from '../store/db.js';
+import { whenWritable } from '../store/group-commit.js';
 import { getTask, listTasks, pauseTask, resumeTask, type TaskRow } from '../store/tasks.js';
 
 /** What the tasks endpoints need. */
@@ -63,11 +64,13 @@ export function tasksReadApi(db: Db): Hono {
 export function tasksAdminApi(opts: TasksApiOptions): Hono {
   const app = new Hono();
   const change = (verb: 'pause' | 'resume') =>
-    app.post(`/:id/${verb}`, (c) => {
+    app.post(`/:id/${verb}`, async (c) => {
       const id = Number(c.req.param('id'));
       if (!Number.isSafeInteger(id)) return c.json({ error: `bad task id '${c.req.param('id')}'` }, 400);
       if (!getTask(opts.db, id)) return c.json({ error: `no task with id ${id}` }, 404);
-      const ok = verb === 'pause' ? pauseTask(opts.db, id) : resumeTask(opts.db, id, opts.now(), opts.tz);
+      const ok = await whenWritable(opts.db, () =>
+        verb === 'pause' ? pauseTask(opts.db, id) : resumeTask(opts.db, id, opts.now(), opts.tz),
+      );
       if (!ok) return c.json({ error: `task ${id} is not ${verb === 'pause' ? 'active' : 'paused'}` }, 409);
       opts.log.info({ task: id }, `task ${verb}d from the dashboard`);
       return c.json({ task: view(getTask(opts.db, id)!) });

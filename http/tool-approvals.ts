@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from '../core/log.js';
-import { withActor } from '../store/audit.js';
+import { withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import { DASHBOARD_ACTOR } from './access.js';
@@ -66,7 +66,7 @@ export function toolApprovalsApi(opts: ToolApprovalsApiOptions): Hono {
       const row = code === undefined ? undefined : store.byCode(code);
       if (!code || !row) return c.json({ error: `no tool approval ${c.req.param('code')}` }, 404);
       const note = approve ? null : await noteOf(c);
-      const done = withActor(db, DASHBOARD_ACTOR, () =>
+      const done = await withActorWhenWritable(db, DASHBOARD_ACTOR, () =>
         store.decide(code, approve, DASHBOARD_ACTOR, note, now()),
       );
       if (!done) return c.json({ error: `${code} was already decided (${store.byCode(code)?.state})` }, 409);

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { whenWritable } from './group-commit.js';
 
 /**
  * The audit trail (docs/ACCESS.md, "Audit"). Triggers generated from the list in audit-triggers.ts write
@@ -68,6 +69,15 @@ export function withActor<T>(db: Db, actor: string, fn: () => T): T {
     depth.set(db, level);
     if (level === 0) db.pragma('cell_size_check = OFF');
   }
+}
+
+/**
+ * `withActor` once the write lock can be had without the event loop waiting for another process's
+ * (`whenWritable`): for an operator's edit through the HTTP API while, say, a `sqlite3` session keeps a
+ * transaction open.
+ */
+export function withActorWhenWritable<T>(db: Db, actor: string, fn: () => T): Promise<T> {
+  return whenWritable(db, () => withActor(db, actor, fn));
 }
 
 /** Audit rows at or after `since` (ISO-8601; a date alone works), newest first, at most `limit`. */

@@ -41,7 +41,8 @@ function lockHolder(dbPath: string) {
 
 describe('another process holding the write lock', () => {
   it('does not stop the event loop: /healthz answers while posts wait, and they are stored in order after', async () => {
-    const g = await startDemoGated();
+    const token = 'a-test-admin-token-of-some-length';
+    const g = await startDemoGated({ GATED_ADMIN_TOKEN: token });
     const first = await fetch(`${g.url}/`);
     const cookie = (first.headers.get('set-cookie') ?? '').split(';')[0]!;
     const holder = lockHolder(g.config.db);
@@ -57,6 +58,12 @@ describe('another process holding the write lock', () => {
       settled += 1;
       return { status: r.status, body: (await r.json()) as { id: number } };
     });
+    // An operator's edit through the HTTP API waits the same way.
+    const route = fetch(`${g.url}/api/routes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ seq: 7, match: 'chat_jid=web:elsewhere', target: 'demo' }),
+    }).then((r) => ((settled += 1), r.status));
     const a = g.web.post({ folder: 'demo', topic: '', content: 'a' }).finally(() => (settled += 1));
     const b = g.web.post({ folder: 'demo', topic: '', content: 'b' }).finally(() => (settled += 1));
 
@@ -77,8 +84,10 @@ describe('another process holding the write lock', () => {
     expect(settled).toBe(0);
 
     await holder.release();
-    const [http, idA, idB] = await Promise.all([viaHttp, a, b]);
+    const [http, idA, idB, routeStatus] = await Promise.all([viaHttp, a, b, route]);
     expect(http.status).toBe(201);
+    expect(routeStatus).toBe(201);
+    expect(g.db.prepare(`SELECT count(*) FROM routes WHERE seq = 7`).pluck().get()).toBe(1);
     expect(idA).toBeLessThan(idB!);
     const rows = g.db
       .prepare(`SELECT content FROM messages WHERE is_from_me = 0 ORDER BY id`)
