@@ -264,6 +264,20 @@ function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
+// An operator's open transaction: runs only when named (`--only=lock`); it starts the compiled CLI.
+if (only?.has('lock')) {
+  const { lockBench } = await import('./lock.js');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
+  const r = await lockBench(quick ? 5000 : 15_000);
+  results.lock = r;
+  const ok = r.healthzFailed === 0 && r.healthzMaxMs <= 50 && r.storedInOrder;
+  table(
+    `12. lock: another process holds the write lock ${r.holdMs / 1000} s while the web chat posts — ${verdict(ok)}`,
+    [{ ...r }],
+    '/healthz within 50 ms throughout; every post stored once, in order, and answered after',
+  );
+}
+
 // The crash campaign takes minutes: it runs only when named (`--only=crash`).
 if (only?.has('crash')) {
   const { crashCampaign } = await import('./crash.js');
