@@ -36,6 +36,11 @@ export interface CrashOptions {
   trafficMs: number;
   /** After the traffic: how long the last gated may take to answer and deliver everything. */
   drainMs: number;
+  /**
+   * A restarted gated not healthy after this long (ms) fails the campaign, saying why: its last /healthz
+   * answer and the end of its stderr. Default 120 s.
+   */
+  recoveryBoundMs?: number;
   /** Progress lines (stderr) while it runs. */
   verbose?: boolean;
   /** Run the compiled gated (dist/, `npm run build` first) instead of the sources through tsx. */
@@ -94,7 +99,7 @@ const TOKEN = '123456:CRASH-token';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const chatId = (c: number) => -1_000_000 - c;
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   const port = (srv.address() as { port: number }).port;
@@ -116,6 +121,7 @@ function percentile(xs: number[], p: number): number {
 
 /** Runs one campaign and returns its report. */
 export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
+  const recoveryBound = o.recoveryBoundMs ?? 120_000;
   const say = (s: string) => o.verbose && process.stderr.write(`[crash] ${s}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'gated-crash-'));
   const dbPath = join(dir, 'gated.db');
@@ -157,6 +163,8 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     TELEGRAM_API_ROOT: api.url,
   };
   let gated: ChildProcess | undefined;
+  // What the gated processes printed last: a restart that never becomes healthy says why with it.
+  let stderrTail = '';
   const startGated = () => {
     const cli = o.compiled
       ? [packageFile('dist', 'gated', 'cli.js')]
@@ -165,7 +173,10 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
       env,
       stdio: ['ignore', process.env.CRASH_KEEP ? openSync(join(dir, 'gated.log'), 'a') : 'ignore', 'pipe'],
     });
-    gated.stderr!.on('data', (d) => o.verbose && process.stderr.write(`[gated] ${d}`));
+    gated.stderr!.on('data', (d) => {
+      stderrTail = (stderrTail + String(d)).slice(-4000);
+      if (o.verbose) process.stderr.write(`[gated] ${d}`);
+    });
     return gated;
   };
   const killAll = () => {
@@ -256,7 +267,20 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     await exitOf(gated!);
     startGated();
     unhealthy = '';
-    while (!(await healthy())) await sleep(25);
+    while (!(await healthy())) {
+      if (Date.now() - killedAt > recoveryBound) {
+        const exited = gated!.exitCode ?? gated!.signalCode;
+        killAll();
+        if (writer.exitCode === null) writer.kill('SIGKILL');
+        await api.close();
+        throw new Error(
+          `after kill ${k + 1} (${kind}) gated was not healthy within ${recoveryBound} ms` +
+            ` (${exited === null ? 'still running' : `exited: ${exited}`}; last /healthz: ${unhealthy}); ` +
+            `its stderr ended with: ${stderrTail.slice(-1500)} (folder ${dir})`,
+        );
+      }
+      await sleep(25);
+    }
     recoveries.push(Date.now() - killedAt);
     if (recoveries.at(-1)! > slowest.ms) slowest = { ms: recoveries.at(-1)!, kind, waitedOn: unhealthy };
     say(`kill ${k + 1}/${o.kills} (${kind}): healthy again after ${recoveries.at(-1)} ms`);

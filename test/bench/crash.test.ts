@@ -8,7 +8,14 @@ import { crashCampaign } from '../../bench/crash.js';
 
 describe('crash campaign (small)', () => {
   it('loses no message and stores no reply twice across repeated kill -9', async () => {
-    const r = await crashCampaign({ messages: 300, chats: 10, kills: 3, trafficMs: 12_000, drainMs: 30_000 });
+    const r = await crashCampaign({
+      messages: 300,
+      chats: 10,
+      kills: 3,
+      trafficMs: 12_000,
+      drainMs: 30_000,
+      recoveryBoundMs: 30_000,
+    });
     expect(r.kills).toBe(4);
     expect(r.notStored).toBe(0);
     expect(r.neverAnswered, JSON.stringify({ stillOpen: r.stillOpen, unanswered: r.unanswered })).toBe(0);
@@ -31,6 +38,7 @@ describe('crash campaign (small)', () => {
       kills: 3,
       trafficMs: 10_000,
       drainMs: 30_000,
+      recoveryBoundMs: 30_000,
       steering: true,
     });
     expect(r.kills).toBe(4);
