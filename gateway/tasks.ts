@@ -60,11 +60,12 @@ export class TaskScheduler {
 
   /**
    * One step. What it will write waits for another process's write lock off the event loop (an operator's
-   * open transaction in `sqlite3` must not stop gated); a step with nothing to write takes no lock.
+   * open transaction in `sqlite3` must not stop gated); a step with nothing to write (nearly every poll
+   * tick) takes no lock and reads no more than these two lookups and the next due time.
    */
   private step(): number | null | Promise<number | null> {
     const writes = this.store.due(this.now()).length > 0 || this.store.openRuns().some(moved);
-    return writes ? whenWritable(this.opts.db, () => this.work()) : this.work();
+    return writes ? whenWritable(this.opts.db, () => this.work()) : this.store.nextDueAt();
   }
 
   /** Fires and follows: each half logs its own failure, so one cannot starve the other. */
