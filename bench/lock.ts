@@ -33,6 +33,49 @@ export interface LockResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Another process that takes a database's write lock on `hold()` and keeps it until `release()`. */
+export interface LockHolder {
+  hold(): Promise<void>;
+  release(): Promise<void>;
+  /** Ends the process (SIGKILL) if it still runs: the lock goes with it. */
+  kill(): void;
+}
+
+/**
+ * Starts that process: bare node with better-sqlite3, as an operator's `sqlite3` session with a
+ * transaction left open (`BEGIN IMMEDIATE`) would hold the lock.
+ */
+export function lockHolder(dbPath: string): LockHolder {
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const db = new (require('better-sqlite3'))(process.argv[1]);
+       process.stdin.once('data', () => { db.exec('BEGIN IMMEDIATE'); console.log('held');
+         process.stdin.once('data', () => { db.exec('COMMIT'); console.log('released'); db.close(); }); });`,
+      dbPath,
+    ],
+    { cwd: packageFile(), stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const said = createInterface({ input: child.stdout! });
+  const next = () => new Promise<void>((resolve) => said.once('line', () => resolve()));
+  return {
+    async hold() {
+      const held = next();
+      child.stdin!.write('hold\n');
+      await held;
+    },
+    async release() {
+      const released = next();
+      child.stdin!.write('release\n');
+      await released;
+    },
+    kill() {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted.length === 0
     ? 0
@@ -55,19 +98,7 @@ export async function lockBench(holdMs: number): Promise<LockResult> {
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const holder = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const db = new (require('better-sqlite3'))(process.argv[1]);
-       process.stdin.once('data', () => { db.exec('BEGIN IMMEDIATE'); console.log('held');
-         process.stdin.once('data', () => { db.exec('COMMIT'); console.log('released'); db.close(); }); });`,
-      dbPath,
-    ],
-    { cwd: packageFile(), stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const said = createInterface({ input: holder.stdout! });
-  const next = () => new Promise<string>((resolve) => said.once('line', resolve));
+  const holder = lockHolder(dbPath);
   try {
     for (let t = Date.now(); ; await sleep(100)) {
       const ok = await fetch(`${url}/healthz`).then(
@@ -82,8 +113,7 @@ export async function lockBench(holdMs: number): Promise<LockResult> {
     const latencies: number[] = [];
     let failed = 0;
     const posts: Array<Promise<{ id: number | null; ms: number }>> = [];
-    holder.stdin!.write('hold\n');
-    await next();
+    await holder.hold();
     const end = Date.now() + holdMs;
     let postAt = 0;
     while (Date.now() < end) {
@@ -111,8 +141,7 @@ export async function lockBench(holdMs: number): Promise<LockResult> {
       if (!ok) failed += 1;
       await sleep(50);
     }
-    holder.stdin!.write('release\n');
-    await next();
+    await holder.release();
     const released = performance.now();
     const stored = await Promise.all(posts);
     const ids = stored.map((p) => p.id);
@@ -154,7 +183,7 @@ export async function lockBench(holdMs: number): Promise<LockResult> {
       db.close();
     }
   } finally {
-    if (holder.exitCode === null) holder.kill('SIGKILL');
+    holder.kill();
     if (gated.exitCode === null) {
       gated.kill('SIGTERM');
       await new Promise((r) => gated.once('exit', r));

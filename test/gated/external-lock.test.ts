@@ -1,43 +1,7 @@
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { packageFile } from '../../core/paths.js';
+import { lockHolder } from '../../bench/lock.js';
 import { startDemoGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
-
-/**
- * Another process that takes the database's write lock and keeps it until told on stdin: an operator's
- * `sqlite3` with a transaction left open while they type. It prints `held`, then `released`.
- */
-function lockHolder(dbPath: string) {
-  const child = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const db = new (require('better-sqlite3'))(process.argv[1]);
-       db.exec('BEGIN IMMEDIATE');
-       console.log('held');
-       process.stdin.once('data', () => { db.exec('COMMIT'); console.log('released'); db.close(); });`,
-      dbPath,
-    ],
-    { cwd: packageFile(), stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  onTestFinished(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const said = (word: string) =>
-    new Promise<void>((resolve) => lines.on('line', (l) => l === word && resolve()));
-  const held = said('held');
-  const released = said('released');
-  return {
-    held,
-    async release(): Promise<void> {
-      child.stdin!.end('release\n');
-      await released;
-    },
-  };
-}
 
 describe('another process holding the write lock', () => {
   it('does not stop the event loop: /healthz answers while posts wait, and they are stored in order after', async () => {
@@ -45,8 +9,10 @@ describe('another process holding the write lock', () => {
     const g = await startDemoGated({ GATED_ADMIN_TOKEN: token });
     const first = await fetch(`${g.url}/`);
     const cookie = (first.headers.get('set-cookie') ?? '').split(';')[0]!;
+    // Another process takes the write lock, as an operator's `sqlite3` with a transaction left open does.
     const holder = lockHolder(g.config.db);
-    await holder.held;
+    onTestFinished(() => holder.kill());
+    await holder.hold();
 
     // Posts made while the lock is held: through HTTP, and two straight into the web channel, in order.
     let settled = 0;
