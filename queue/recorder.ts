@@ -9,6 +9,7 @@ import type { Run, RunEnd, RunHooks } from './run.js';
 import { engineRetryDelayMs, settlementOf } from './settle.js';
 import type { BatchRow, BlockCommit, QueueStore, Settlement } from '../store/queue.js';
 import { writableNow } from '../store/group-commit.js';
+import { sessionsOf } from '../store/sessions.js';
 import type { QueueOptions, RunResult } from './types.js';
 
 /** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
@@ -199,6 +200,7 @@ function recordBlock(
   rows: readonly BatchRow[],
 ): boolean {
   const { store, applier, signals } = d;
+  const sessions = sessionsOf(d.opts.db);
   const ctx = {
     runId: run.runId,
     group: run.key.group,
@@ -216,6 +218,10 @@ function recordBlock(
   let id: number | null;
   try {
     id = store.commitBlock(delegated ? { ...commit, reply: null } : commit, () => {
+      // A file refused as the block arrived (§17): the session learns it in its next line, as it does
+      // for a file refused at delivery (delivery/files.ts).
+      for (const f of delegated ? [] : (reply?.files ?? []))
+        if (f.refused !== null) sessions.note(run.key, `the file ${f.path} was not sent: ${f.refused}`);
       if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
       if (actions !== undefined) done = applier.apply(ctx, actions);
     });

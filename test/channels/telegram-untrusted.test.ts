@@ -177,7 +177,7 @@ describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
   );
 
   test(
-    'a FIFO named in a block is refused when the block arrives, without being opened',
+    'a FIFO named in a block is refused when the block arrives, without being opened, and the session gets a note',
     async () => {
       const { api, gated } = await start(rt);
       expect(await say(api, 'send-fifo p.txt', 1)).toBe('sending a fifo');
@@ -187,6 +187,10 @@ describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
         error: 'not a regular file',
       });
       expect(api.sentFiles).toEqual([]);
+      // The session is told (§17), and the canary's line carried the note to it.
+      expect(
+        gated.db.prepare(`SELECT content, consumed_at IS NOT NULL AS consumed FROM system_messages`).all(),
+      ).toEqual([{ content: 'the file out/p.txt was not sent: not a regular file', consumed: 1 }]);
     },
     rt.ms(60_000),
   );
