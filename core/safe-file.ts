@@ -10,7 +10,7 @@ import {
   type Dirent,
   type Stats,
 } from 'node:fs';
-import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 
 /**
@@ -25,7 +25,9 @@ import { isAbsolute, join, relative } from 'node:path';
  * - the last component is first opened with O_PATH, which never opens the file itself: its type is checked
  *   with fstat on that descriptor, and only a regular file is then reopened for reading through it. A FIFO,
  *   socket or device is therefore never opened, and what is read is the inode that was checked;
- * - a file with more than one name (a hard link to a file elsewhere) is refused too;
+ * - a file with more than one name (a hard link to a file elsewhere) is refused too, on the descriptor that
+ *   is read; a reader that sends the file on takes the entry into gated's spool first (openInFolder), so
+ *   that a hard link cannot be raced past that check;
  * - writes go to a fresh name created with O_EXCL|O_NOFOLLOW and are renamed into place inside the same
  *   opened directory, so a link planted at the target is replaced, never written through.
  */
@@ -122,6 +124,19 @@ async function openDir(root: string, parts: readonly string[], rel: string, crea
   }
 }
 
+/**
+ * The checks of a file: no link, a regular file, one name. Made twice: on the O_PATH descriptor, before
+ * the file itself is opened (a FIFO or device never is), and on the descriptor that is then read, after
+ * its open, so that what passed is exactly what is read, whatever the agent links or renames meanwhile (a
+ * hard link made between the two is seen by the second). Returns the stat.
+ */
+function checkFile(stat: Stats, rel: string): Stats {
+  if (stat.isSymbolicLink()) throw new FileRefused('symlink', rel);
+  if (!stat.isFile()) throw new FileRefused('not a regular file', rel);
+  if (stat.nlink > 1) throw new FileRefused('hard link', rel);
+  return stat;
+}
+
 /** A regular file of a group folder, opened for reading; close `handle` when done. */
 export interface OpenedFile {
   handle: FileHandle;
@@ -131,32 +146,110 @@ export interface OpenedFile {
 /**
  * Opens `rel` below `root` for reading, under every rule above; throws FileRefused with the reason. The
  * type is checked before the file is opened, so a FIFO never blocks and a device is never touched.
+ *
+ * `spool` (a directory of gated's own on the folder's filesystem that no agent can write, `spoolOf`)
+ * closes the hard-link race: a descriptor's link count alone cannot tell a file of the agent's from a
+ * decoy outside that the agent linked in and unlinked again around the check (the decoy then has one name,
+ * outside). So the entry is first moved into the spool (one rename: the name the agent had is now gated's,
+ * and no agent can add or remove it), opened and checked there, and put back: a link count of 1 then means
+ * the spool's name is the file's only one, and nothing outside the folder names it. Readers that send a
+ * file to someone (delivery, the web chat's file endpoint) pass one.
  */
-export async function openInFolder(root: string, rel: string): Promise<OpenedFile> {
+export async function openInFolder(root: string, rel: string, spool?: string): Promise<OpenedFile> {
   const parts = componentsOf(rel);
   const name = parts.pop()!;
   const dir = await openDir(root, parts, rel, false);
-  let pathFd: FileHandle | undefined;
   try {
-    pathFd = await open(at(dir, name), O_PATH | O_NOFOLLOW).catch((err) => {
-      throw refusalOf(err, rel);
-    });
-    const stat = await pathFd.stat();
-    if (stat.isSymbolicLink()) throw new FileRefused('symlink', rel);
-    if (!stat.isFile()) throw new FileRefused('not a regular file', rel);
-    if (stat.nlink > 1) throw new FileRefused('hard link', rel);
-    // Reopening the O_PATH descriptor's magic link opens exactly the inode just checked.
-    const handle = await open(`/proc/self/fd/${pathFd.fd}`, O_RDONLY);
-    return { handle, stat };
+    // The entry as it is, checked without opening it; then, with a spool, the same entry taken.
+    const first = await openChecked(at(dir, name), rel, spool !== undefined);
+    if (spool === undefined || first.handle) return first as OpenedFile;
+    const held = await open(spool, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+    const tmp = `${randomBytes(8).toString('hex')}`;
+    try {
+      const taken = await rename(at(dir, name), at(held, tmp)).then(
+        () => true,
+        (err: NodeJS.ErrnoException) => {
+          // A folder on another filesystem than its spool: the descriptor's checks are all there is.
+          if (err.code === 'EXDEV') return false;
+          throw refusalOf(err, rel);
+        },
+      );
+      if (!taken) return (await openChecked(at(dir, name), rel, false)) as OpenedFile;
+      try {
+        return (await openChecked(at(held, tmp), rel, false)) as OpenedFile;
+      } finally {
+        await putBack(at(held, tmp), at(dir, name));
+      }
+    } finally {
+      await held.close().catch(() => undefined);
+    }
   } finally {
-    await pathFd?.close().catch(() => undefined);
     await dir.close().catch(() => undefined);
   }
 }
 
+/**
+ * `path` checked on an O_PATH descriptor (no link, a regular file, one name), then, unless `checkOnly`,
+ * opened through that descriptor and checked again on the descriptor that is read.
+ */
+async function openChecked(path: string, rel: string, checkOnly: boolean): Promise<Partial<OpenedFile>> {
+  const pathFd = await open(path, O_PATH | O_NOFOLLOW).catch((err) => {
+    throw refusalOf(err, rel);
+  });
+  try {
+    const stat = checkFile(await pathFd.stat(), rel);
+    if (checkOnly) return { stat };
+    // Reopening the O_PATH descriptor's magic link opens exactly the inode just checked.
+    const handle = await open(`/proc/self/fd/${pathFd.fd}`, O_RDONLY);
+    try {
+      return { handle, stat: checkFile(await handle.stat(), rel) };
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      throw err;
+    }
+  } finally {
+    await pathFd.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Gives a taken entry back its name. Linked, not renamed, so that a file the agent wrote at that name
+ * meanwhile stays (as it would have replaced this one); then the spool's name is removed.
+ */
+async function putBack(taken: string, name: string): Promise<void> {
+  await link(taken, name).catch(async (err: NodeJS.ErrnoException) => {
+    // A directory cannot be linked (it was swapped in after the first check): renamed back instead.
+    if (err.code !== 'EEXIST') await rename(taken, name).catch(() => undefined);
+  });
+  await unlink(taken).catch(() => undefined);
+}
+
+/** The spool of a groups folder (openInFolder): `.gated-spool` in it, which no group folder name can be. */
+export const SPOOL_DIR = '.gated-spool';
+
+/**
+ * The spool of the groups folder `groupsDir` (its real path), made private to gated's user when missing;
+ * a spool that is not a directory of gated's own that only gated can write is refused (throws).
+ */
+export async function spoolOf(groupsDir: string): Promise<string> {
+  const spool = join(groupsDir, SPOOL_DIR);
+  await mkdir(spool, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  const st = lstatSync(spool);
+  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0)
+    throw new Error(`${spool} is not a directory of gated's own that only gated can write`);
+  return spool;
+}
+
 /** Reads `rel` below `root` whole (at most `maxBytes`), under every rule above. */
-export async function readInFolder(root: string, rel: string, maxBytes: number): Promise<Buffer> {
-  const { handle, stat } = await openInFolder(root, rel);
+export async function readInFolder(
+  root: string,
+  rel: string,
+  maxBytes: number,
+  spool?: string,
+): Promise<Buffer> {
+  const { handle, stat } = await openInFolder(root, rel, spool);
   try {
     if (stat.size > maxBytes) throw new FileRefused('too large', rel);
     const data = await handle.readFile();
@@ -295,12 +388,10 @@ export function readInFolderSync(root: string, rel: string, maxBytes: number): B
   let fd: number | undefined;
   try {
     pathFd = openSyncOr(atFd(dir, name), O_PATH | O_NOFOLLOW, rel);
-    const stat = fstatSync(pathFd);
-    if (stat.isSymbolicLink()) throw new FileRefused('symlink', rel);
-    if (!stat.isFile()) throw new FileRefused('not a regular file', rel);
-    if (stat.nlink > 1) throw new FileRefused('hard link', rel);
-    if (stat.size > maxBytes) throw new FileRefused('too large', rel);
+    checkFile(fstatSync(pathFd), rel);
     fd = openSync(`/proc/self/fd/${pathFd}`, O_RDONLY);
+    const stat = checkFile(fstatSync(fd), rel);
+    if (stat.size > maxBytes) throw new FileRefused('too large', rel);
     const data = readFileSync(fd);
     if (data.length > maxBytes) throw new FileRefused('too large', rel);
     return data;

@@ -1,7 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { sendAsOf } from '../core/files.js';
 import type { Logger } from '../core/log.js';
-import { FileRefused, readInFolder, relativeInside } from '../core/safe-file.js';
+import { FileRefused, readInFolder, relativeInside, spoolOf } from '../core/safe-file.js';
 import type { Channel, SendPart } from '../channels/channel.js';
 import type { Db } from '../store/db.js';
 import { SessionStore } from '../store/sessions.js';
@@ -64,7 +64,9 @@ export class ReplyParts {
     try {
       if (!this.groupsDir) throw new FileRefused('outside the folder', f.path);
       const root = await realpath(this.groupsDir);
-      return await readInFolder(root, relativeInside(root, f.abs_path), this.maxBytes);
+      // Taken through the spool: a hard link to a file outside cannot be raced past the check.
+      const spool = await spoolOf(root);
+      return await readInFolder(root, relativeInside(root, f.abs_path), this.maxBytes, spool);
     } catch (err) {
       if (!(err instanceof FileRefused)) throw err;
       const refused = new FileRefused(err.reason, f.path);

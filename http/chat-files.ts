@@ -5,7 +5,7 @@ import { Hono, type Context } from 'hono';
 import { UsageError } from '../core/errors.js';
 import { mimeOf, safeFileName, type AttachmentKind, type NewAttachment } from '../core/files.js';
 import type { Logger } from '../core/log.js';
-import { FileRefused, openInFolder, relativeInside, type OpenedFile } from '../core/safe-file.js';
+import { FileRefused, openInFolder, relativeInside, spoolOf, type OpenedFile } from '../core/safe-file.js';
 import { isValidFolder } from '../core/types.js';
 import {
   INLINE_IMAGE_RE,
@@ -138,7 +138,13 @@ async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
   // request) and a link the agent swapped in since the file was listed is refused, not followed.
   let opened: OpenedFile;
   try {
-    opened = await openInFolder(root, isAbsolute(row.path) ? relativeInside(root, row.path) : row.path);
+    // Taken through the groups folder's spool: a hard link to a file outside cannot be raced past the check.
+    const spool = await spoolOf(await realpath(deps.groupsDir));
+    opened = await openInFolder(
+      root,
+      isAbsolute(row.path) ? relativeInside(root, row.path) : row.path,
+      spool,
+    );
   } catch (err) {
     if (!(err instanceof FileRefused)) throw err;
     if (err.reason === 'missing') return c.json({ error: 'no such file' }, 404);
