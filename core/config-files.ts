@@ -1,6 +1,7 @@
 import { lstatSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { FileRefused, listInFolderSync, readInFolderSync, statInFolderSync } from './safe-file.js';
+import { FileRefused } from './safe-file.js';
+import { listInFolderSync, readInFolderSync, statInFolderSync } from './safe-file-sync.js';
 
 /**
  * Reading the operator's per-group configuration (docs/AGENTS.md, "Each group its own agent") through the

@@ -1,15 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  type Dirent,
-  type Stats,
-} from 'node:fs';
+import { constants, lstatSync, type Stats } from 'node:fs';
 import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 
@@ -54,7 +44,7 @@ export class FileRefused extends Error {
 }
 
 // O_PATH is Linux's "a descriptor for the name, the file itself not opened"; Node does not export it.
-const O_PATH = 0o10000000;
+export const O_PATH = 0o10000000;
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY } = constants;
 
 const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
@@ -77,7 +67,7 @@ export function relativeInside(root: string, abs: string): string {
   return rel;
 }
 
-function refusalOf(err: unknown, path: string): unknown {
+export function refusalOf(err: unknown, path: string): unknown {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === 'ELOOP') return new FileRefused('symlink', path);
   if (code === 'ENOTDIR') return new FileRefused('not a directory', path);
@@ -85,7 +75,7 @@ function refusalOf(err: unknown, path: string): unknown {
   return err;
 }
 
-function isLink(path: string): boolean {
+export function isLink(path: string): boolean {
   try {
     return lstatSync(path).isSymbolicLink();
   } catch {
@@ -130,7 +120,7 @@ async function openDir(root: string, parts: readonly string[], rel: string, crea
  * its open, so that what passed is exactly what is read, whatever the agent links or renames meanwhile (a
  * hard link made between the two is seen by the second). Returns the stat.
  */
-function checkFile(stat: Stats, rel: string): Stats {
+export function checkFile(stat: Stats, rel: string): Stats {
   if (stat.isSymbolicLink()) throw new FileRefused('symlink', rel);
   if (!stat.isFile()) throw new FileRefused('not a regular file', rel);
   if (stat.nlink > 1) throw new FileRefused('hard link', rel);
@@ -312,102 +302,4 @@ export function checkInFolderSync(root: string, rel: string): void {
     if (last && !st.isFile()) throw new FileRefused('not a regular file', rel);
     if (last && st.nlink > 1) throw new FileRefused('hard link', rel);
   });
-}
-
-// The synchronous twins, for readers that run inside a synchronous step (a group's configuration, read
-// when a run starts or a chat command expands). Same walk, same checks, same refusals.
-
-const atFd = (dir: number, name: string): string => `/proc/self/fd/${dir}/${name}`;
-
-function openSyncOr(path: string, flags: number, rel: string): number {
-  try {
-    return openSync(path, flags);
-  } catch (err) {
-    throw refusalOf(err, rel);
-  }
-}
-
-/** The directory `parts` below `root` opened (O_PATH) without following a link; the caller closes it. */
-function openDirSync(root: string, parts: readonly string[], rel: string): number {
-  let dir = openSyncOr(root, O_PATH | O_DIRECTORY, rel);
-  try {
-    for (const part of parts) {
-      let next: number;
-      try {
-        next = openSync(atFd(dir, part), O_PATH | O_DIRECTORY | O_NOFOLLOW);
-      } catch (err) {
-        const link = (err as NodeJS.ErrnoException).code === 'ENOTDIR' && isLink(atFd(dir, part));
-        throw link ? new FileRefused('symlink', rel) : refusalOf(err, rel);
-      }
-      closeSync(dir);
-      dir = next;
-    }
-    return dir;
-  } catch (err) {
-    closeSync(dir);
-    throw err;
-  }
-}
-
-/**
- * What `rel` below `root` is, looked at without following a link at any component (its own type, as
- * lstat says it, on an O_PATH descriptor); null when it or a folder on the way does not exist.
- */
-export function statInFolderSync(root: string, rel: string): Stats | null {
-  const parts = componentsOf(rel);
-  const name = parts.pop()!;
-  let dir: number;
-  try {
-    dir = openDirSync(root, parts, rel);
-  } catch (err) {
-    if (err instanceof FileRefused && (err.reason === 'missing' || err.reason === 'not a directory'))
-      return null;
-    throw err;
-  }
-  try {
-    const fd = openSync(atFd(dir, name), O_PATH | O_NOFOLLOW);
-    try {
-      return fstatSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw refusalOf(err, rel);
-  } finally {
-    closeSync(dir);
-  }
-}
-
-/** Reads `rel` below `root` whole (at most `maxBytes`), synchronously, under every rule of openInFolder. */
-export function readInFolderSync(root: string, rel: string, maxBytes: number): Buffer {
-  const parts = componentsOf(rel);
-  const name = parts.pop()!;
-  const dir = openDirSync(root, parts, rel);
-  let pathFd: number | undefined;
-  let fd: number | undefined;
-  try {
-    pathFd = openSyncOr(atFd(dir, name), O_PATH | O_NOFOLLOW, rel);
-    checkFile(fstatSync(pathFd), rel);
-    fd = openSync(`/proc/self/fd/${pathFd}`, O_RDONLY);
-    const stat = checkFile(fstatSync(fd), rel);
-    if (stat.size > maxBytes) throw new FileRefused('too large', rel);
-    const data = readFileSync(fd);
-    if (data.length > maxBytes) throw new FileRefused('too large', rel);
-    return data;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-    if (pathFd !== undefined) closeSync(pathFd);
-    closeSync(dir);
-  }
-}
-
-/** The entries of the folder `rel` below `root`, opened without following a link at any component. */
-export function listInFolderSync(root: string, rel: string): Dirent[] {
-  const dir = openDirSync(root, componentsOf(rel), rel);
-  try {
-    return readdirSync(`/proc/self/fd/${dir}`, { withFileTypes: true });
-  } finally {
-    closeSync(dir);
-  }
 }
