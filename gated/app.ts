@@ -3,6 +3,7 @@ import type { Logger } from '../core/log.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Signals } from '../core/signals.js';
 import { parseJid } from '../core/types.js';
+import type { ShellParser } from '../router/shell.js';
 import type { Channel } from '../channels/channel.js';
 import { createInbox } from '../channels/inbox.js';
 import { createChannels, startChannels } from '../channels/registry.js';
@@ -22,6 +23,7 @@ import { addGroup, listGroups } from '../store/groups.js';
 import { History } from '../store/history.js';
 import { openBase, runSteps, startHistory, type Base, type StartOptions } from './base.js';
 import { startTracing } from './tracing.js';
+import { loadShellParser } from './shell-parser.js';
 import { createTypingKeeper } from './typing.js';
 import { webApp } from './web.js';
 
@@ -64,7 +66,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Tool questions are asked through the channels that started; none has before startChannels.
   let started: Channel[] = [];
-  const { queue, gateway, asks } = makeStages(base, channels, () => started);
+  const shell = await loadShellParser();
+  const { queue, gateway, asks } = makeStages(base, channels, () => started, shell);
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
   started = await startChannels(channels, gateway.inbound, log);
@@ -116,7 +119,12 @@ interface Stages {
 }
 
 /** The queue, its tool question broker and the gateway (nothing runs yet). */
-function makeStages(base: Base, channels: readonly Channel[], started: () => Channel[]): Stages {
+function makeStages(
+  base: Base,
+  channels: readonly Channel[],
+  started: () => Channel[],
+  shell: ShellParser,
+): Stages {
   const { config, log, db, metrics, signals } = base;
   // Each message's sender_role in agent input comes from the live access rules.
   const access = new AccessSource(db, config.admins);
@@ -126,6 +134,7 @@ function makeStages(base: Base, channels: readonly Channel[], started: () => Cha
     log: log.child({ part: 'asks' }),
     timeoutMs: config.approvalTimeoutMs,
     toolDefault: config.toolDefault,
+    shell,
     checkMs: Math.min(config.pollMs, 500),
     notifier: createApprovalNotifier({
       db,

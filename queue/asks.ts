@@ -1,7 +1,8 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { createWorker, type Worker } from '../core/worker.js';
-import { renderToolInput, ToolRuleTable, type ToolDecision } from '../router/tool-rules.js';
+import type { ShellParser } from '../router/shell.js';
+import { renderToolInput, ToolRuleTable, type ToolDecision, type ToolVerdict } from '../router/tool-rules.js';
 import type { Db } from '../store/db.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import type { ToolAsk } from './protocol/parser.js';
@@ -37,6 +38,8 @@ export interface AskBrokerOptions {
   timeoutMs: number;
   /** GATED_TOOL_DEFAULT. */
   toolDefault: ToolDecision;
+  /** Splits shell commands for the rules (gated/shell-parser.ts). */
+  shell: ShellParser;
   /** How often decisions made elsewhere and expiries are looked for. */
   checkMs: number;
   notifier?: ApprovalNotifier;
@@ -91,7 +94,7 @@ export class AskBroker {
   rules(): ToolRuleTable {
     const v = this.store.rulesVersion();
     if (!this.table || v !== this.tableVersion) {
-      this.table = new ToolRuleTable(this.store.rules(), this.opts.toolDefault);
+      this.table = new ToolRuleTable(this.store.rules(), this.opts.toolDefault, this.opts.shell);
       this.tableVersion = v;
       for (const bad of this.table.invalid)
         this.opts.log.warn(
@@ -124,10 +127,16 @@ export class AskBroker {
   ask(run: Run, ask: ToolAsk): void {
     const t0 = this.now();
     const inputLine = renderToolInput(ask.tool, ask.input);
-    const verdict = this.rules().decide(run.key.group, ask.tool, inputLine);
-    const log = { runId: run.runId, ask: ask.id, tool: ask.tool, rule: verdict.rule?.id ?? null };
+    const verdict = this.rules().decide(run.key.group, ask.tool, ask.input);
+    const log = {
+      runId: run.runId,
+      ask: ask.id,
+      tool: ask.tool,
+      rule: verdict.rule?.id ?? null,
+      why: verdict.why,
+    };
     if (verdict.decision !== 'ask') {
-      const note = verdict.decision === 'deny' ? denyNote(verdict.rule?.id ?? null) : null;
+      const note = verdict.decision === 'deny' ? denyNote(verdict) : null;
       run.writeControl(permissionLine(ask.id, verdict.decision, note, 'rules'));
       this.opts.log.debug(
         { ...log, decision: verdict.decision, ms: this.now() - t0 },
@@ -225,6 +234,7 @@ export class AskBroker {
   }
 }
 
-function denyNote(ruleId: number | null): string {
-  return ruleId === null ? 'denied by GATED_TOOL_DEFAULT' : `denied by tool rule ${ruleId}`;
+/** The note a denial by the rules carries: what decided, and for a shell tool which command. */
+function denyNote(v: ToolVerdict): string {
+  return `denied by ${v.why}${v.command !== null ? ` (command: ${v.command})` : ''}`;
 }

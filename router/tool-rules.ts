@@ -1,5 +1,7 @@
 import { folderChain } from '../core/types.js';
 import { tryCompileGlob, type GlobTest } from './glob.js';
+import { splitShell, type ShellParser } from './shell.js';
+import { canonicalPattern, quoteWord } from './shell-words.js';
 
 /**
  * Tool rules (docs/APPROVALS.md): which tool calls of a group's agent run without a question (`allow`),
@@ -30,7 +32,10 @@ export interface ToolRuleRow {
 export interface ToolRule {
   row: ToolRuleRow;
   tool: GlobTest;
+  /** Over the input line of a tool that is not a shell. */
   input: GlobTest;
+  /** Over one simple command of a shell tool, in canonical form (router/shell-words.ts). */
+  command: GlobTest;
   decision: ToolDecision;
   approvers: Approvers;
 }
@@ -46,6 +51,10 @@ export interface ToolVerdict {
   decision: ToolDecision;
   approvers: Approvers;
   rule: ToolRuleRow | null;
+  /** For a shell tool, the simple command (canonical) whose verdict decided; null otherwise. */
+  command: string | null;
+  /** What decided, in words: `tool rule 4`, `GATED_TOOL_DEFAULT`, or why the command was not provable. */
+  why: string;
 }
 
 /** explain's verdict on one row, in the order rows were considered. */
@@ -53,6 +62,22 @@ export type ToolExplainLine =
   | { row: ToolRuleRow; verdict: 'matched' | 'shadowed' }
   | { row: ToolRuleRow; verdict: 'no-match'; field: 'tool' | 'input' }
   | { row: ToolRuleRow; verdict: 'invalid'; reason: string };
+
+/** explain's account of one input line: the whole input, or one simple command of a shell tool. */
+export interface ToolExplainPart {
+  /** The line the rules were matched against. */
+  line: string;
+  lines: ToolExplainLine[];
+  verdict: ToolVerdict;
+}
+
+/** explain's account of a whole call. */
+export interface ToolExplanation {
+  parts: ToolExplainPart[];
+  /** For a shell tool: what the parser could not prove simple (any of it makes the call an ask). */
+  unproven: string[];
+  verdict: ToolVerdict;
+}
 
 /** Why a row is unusable, or null; `gated tools add` refuses a row for the same reasons. */
 export function checkToolRule(row: Omit<ToolRuleRow, 'id'>): string | null {
@@ -71,6 +96,8 @@ function compileRow(row: ToolRuleRow): ToolRule | InvalidToolRule {
   if (typeof inputGlob !== 'string') return bad('input is not text');
   const input = tryCompileGlob(inputGlob === '' ? '*' : inputGlob, { slash: true });
   if (typeof input !== 'function') return bad(`input: ${input.error}`);
+  const command = commandGlob(inputGlob === '' ? '*' : inputGlob);
+  if (typeof command !== 'function') return bad(`input: ${command.error}`);
   if (!(TOOL_DECISIONS as readonly string[]).includes(row.decision)) {
     return bad(`decision '${String(row.decision)}' is not one of ${TOOL_DECISIONS.join(', ')}`);
   }
@@ -78,7 +105,26 @@ function compileRow(row: ToolRuleRow): ToolRule | InvalidToolRule {
   if (!(APPROVERS as readonly string[]).includes(approvers)) {
     return bad(`approvers '${String(approvers)}' is not one of ${APPROVERS.join(', ')}`);
   }
-  return { row, tool, input, decision: row.decision as ToolDecision, approvers: approvers as Approvers };
+  return {
+    row,
+    tool,
+    input,
+    command,
+    decision: row.decision as ToolDecision,
+    approvers: approvers as Approvers,
+  };
+}
+
+/**
+ * The input glob as a shell rule matches a simple command: in canonical form, and `prog *` also matching
+ * `prog` alone (what anyone writing `allow 'ls *'` means).
+ */
+function commandGlob(glob: string): GlobTest | { error: string } {
+  const canon = canonicalPattern(glob);
+  const full = tryCompileGlob(canon, { slash: true });
+  if (typeof full !== 'function' || !canon.endsWith(' *')) return full;
+  const bare = tryCompileGlob(canon.slice(0, -2), { slash: true });
+  return typeof bare === 'function' ? (v) => full(v) || bare(v) : full;
 }
 
 /** All tool rules compiled once per table version, filed by group in (seq, id) order. */
@@ -89,6 +135,8 @@ export class ToolRuleTable {
   constructor(
     rows: readonly ToolRuleRow[],
     readonly fallback: ToolDecision,
+    /** Splits shell commands (gated/shell-parser.ts loads it). */
+    private readonly shell: ShellParser,
   ) {
     const invalid: InvalidToolRule[] = [];
     const sorted = [...rows].sort((a, b) => Number(a.seq) - Number(b.seq) || a.id - b.id);
@@ -103,40 +151,89 @@ export class ToolRuleTable {
     this.invalid = invalid;
   }
 
-  /** The first valid row of the group, then of its ancestors, that takes the call; else the default. */
-  decide(folder: string, tool: string, inputLine: string): ToolVerdict {
-    for (const f of folderChain(folder)) {
-      for (const r of this.byGroup.get(f) ?? []) {
-        if ('reason' in r) continue;
-        if (r.tool(tool) && r.input(inputLine)) {
-          return { decision: r.decision, approvers: r.approvers, rule: r.row };
-        }
-      }
-    }
-    return { decision: this.fallback, approvers: 'owners', rule: null };
+  /**
+   * The verdict on one call: for a shell tool, every simple command of its command is decided by itself
+   * (a deny of any wins, then anything unproven or asked makes it an ask); otherwise its input line is.
+   */
+  decide(folder: string, tool: string, input: unknown): ToolVerdict {
+    return this.explain(folder, tool, input).verdict;
   }
 
-  /** Row by row, why each rule of the chain would or would not decide this call, then the verdict. */
-  explain(
-    folder: string,
-    tool: string,
-    inputLine: string,
-  ): { lines: ToolExplainLine[]; verdict: ToolVerdict } {
+  /** Row by row and command by command, why each rule would or would not decide this call, then the verdict. */
+  explain(folder: string, tool: string, input: unknown): ToolExplanation {
+    const command = shellCommand(tool, input);
+    if (command === null) {
+      const part = this.part(folder, tool, renderToolInput(tool, input), false);
+      return { parts: [part], unproven: [], verdict: part.verdict };
+    }
+    const split = splitShell(this.shell, command);
+    const parts = split.commands.map((c) => {
+      const part = this.part(folder, tool, c.line, true);
+      // Another form of the same command (no assignments, the program's bare name) denied: denied.
+      for (const form of c.denyForms) {
+        const alt = this.part(folder, tool, form, true);
+        if (alt.verdict.decision === 'deny' && part.verdict.decision !== 'deny') {
+          return { ...alt, verdict: { ...alt.verdict, command: c.line } };
+        }
+      }
+      return part;
+    });
+    if (parts.length === 0 && split.unproven.length === 0) parts.push(this.part(folder, tool, '', true));
+    return { parts, unproven: split.unproven, verdict: combine(parts, split.unproven) };
+  }
+
+  /** The rules of the group's chain against one line, then the default. */
+  private part(folder: string, tool: string, line: string, shell: boolean): ToolExplainPart {
     const lines: ToolExplainLine[] = [];
     let verdict: ToolVerdict | null = null;
     for (const f of folderChain(folder)) {
       for (const r of this.byGroup.get(f) ?? []) {
         if ('reason' in r) lines.push({ row: r.row, verdict: 'invalid', reason: r.reason });
         else if (!r.tool(tool)) lines.push({ row: r.row, verdict: 'no-match', field: 'tool' });
-        else if (!r.input(inputLine)) lines.push({ row: r.row, verdict: 'no-match', field: 'input' });
+        else if (!(shell ? r.command : r.input)(line))
+          lines.push({ row: r.row, verdict: 'no-match', field: 'input' });
         else {
           lines.push({ row: r.row, verdict: verdict ? 'shadowed' : 'matched' });
-          verdict ??= { decision: r.decision, approvers: r.approvers, rule: r.row };
+          verdict ??= {
+            decision: r.decision,
+            approvers: r.approvers,
+            rule: r.row,
+            command: shell ? line : null,
+            why: `tool rule ${r.row.id}`,
+          };
         }
       }
     }
-    return { lines, verdict: verdict ?? { decision: this.fallback, approvers: 'owners', rule: null } };
+    verdict ??= {
+      decision: this.fallback,
+      approvers: 'owners',
+      rule: null,
+      command: shell ? line : null,
+      why: 'GATED_TOOL_DEFAULT',
+    };
+    return { line, lines, verdict };
   }
+}
+
+/** A shell command's verdict from its parts': any deny, else unproven or any ask is an ask, else allow. */
+function combine(parts: readonly ToolExplainPart[], unproven: readonly string[]): ToolVerdict {
+  const denied = parts.find((p) => p.verdict.decision === 'deny');
+  if (denied) return denied.verdict;
+  const asks = parts.filter((p) => p.verdict.decision === 'ask');
+  if (unproven.length > 0) {
+    return {
+      decision: 'ask',
+      approvers: 'owners',
+      rule: null,
+      command: null,
+      why: `not provably simple commands: ${unproven.join(', ')}`,
+    };
+  }
+  if (asks.length > 0) {
+    const approvers = asks.some((p) => p.verdict.approvers === 'owners') ? 'owners' : 'members';
+    return { ...asks[0]!.verdict, approvers };
+  }
+  return parts[0]!.verdict;
 }
 
 /** Tools whose input line is their shell command. */
@@ -145,6 +242,27 @@ const SHELL_TOOLS = new Set(['Bash', 'bash', 'shell', 'exec', 'local_shell']);
 const FILE_TOOLS = new Set(['Read', 'Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'read_file', 'write_file']);
 /** The input fields that name a file, in the order they are looked for. */
 const PATH_FIELDS = ['file_path', 'notebook_path', 'path'];
+
+/** The command of a shell tool's input, or null for any other tool (or a shell input without one). */
+export function shellCommand(tool: string, input: unknown): string | null {
+  if (!SHELL_TOOLS.has(tool) || typeof input !== 'object' || input === null) return null;
+  const c = (input as Record<string, unknown>).command;
+  if (typeof c === 'string') return c;
+  // Codex's exec tools give argv; joined, each word quoted so the parser sees the same words.
+  if (Array.isArray(c)) return c.map((w) => quoteWord(String(w))).join(' ');
+  return null;
+}
+
+/** The input a typed line stands for (`gated tools explain`): a command, a path, else JSON or the text. */
+export function inputFromLine(tool: string, line: string): unknown {
+  if (SHELL_TOOLS.has(tool)) return { command: line };
+  if (FILE_TOOLS.has(tool)) return { file_path: line };
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return line;
+  }
+}
 
 /**
  * A tool's input as one line, what `tool_rules.input` matches: the command of a shell tool, the path of a

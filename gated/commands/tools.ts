@@ -1,8 +1,16 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
-import { checkToolRule, ToolRuleTable, type ToolExplainLine } from '../../router/tool-rules.js';
+import {
+  checkToolRule,
+  inputFromLine,
+  shellCommand,
+  ToolRuleTable,
+  type ToolExplainLine,
+  type ToolVerdict,
+} from '../../router/tool-rules.js';
 import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../../store/tool-approvals.js';
 import { action, intArg, type CliContext } from '../context.js';
+import { loadShellParser } from '../shell-parser.js';
 import { formatTable, terminalStyle } from '../table.js';
 import { audited, cliActor } from './access.js';
 
@@ -12,16 +20,24 @@ export function toolsCommand(program: Command): void {
   tools
     .command('list')
     .description('rules in the order they are tried (group, seq, id), with validity')
-    .action(action((ctx) => listToolRules(ctx)));
+    .action(action(async (ctx) => listToolRules(ctx, await ruleTable(ctx))));
   ruleEditCommands(tools);
   ruleCheckCommands(tools);
   approvalsCommand(program);
 }
 
+/** The stored rules compiled, with the shell parser. */
+async function ruleTable(ctx: CliContext): Promise<ToolRuleTable> {
+  return new ToolRuleTable(
+    toolApprovalsOf(ctx.db()).rules(),
+    ctx.config.toolDefault,
+    await loadShellParser(),
+  );
+}
+
 /** `gated tools list`: the rules as a table, each with its validity, then the default. */
-function listToolRules(ctx: CliContext): void {
+function listToolRules(ctx: CliContext, table: ToolRuleTable): void {
   const store = toolApprovalsOf(ctx.db());
-  const table = new ToolRuleTable(store.rules(), ctx.config.toolDefault);
   const bad = new Map(table.invalid.map((i) => [i.row.id, i.reason]));
   const rows = store.rules();
   const lines = formatTable(
@@ -98,8 +114,8 @@ function ruleCheckCommands(tools: Command): void {
     .command('check')
     .description('list invalid rules (id, then reason); exit 1 if any')
     .action(
-      action((ctx) => {
-        const table = new ToolRuleTable(toolApprovalsOf(ctx.db()).rules(), ctx.config.toolDefault);
+      action(async (ctx) => {
+        const table = await ruleTable(ctx);
         for (const p of table.invalid) ctx.out(`${p.row.id}\t${p.reason}`);
         if (table.invalid.length === 0) ctx.out('all tool rules valid');
         return table.invalid.length ? 1 : 0;
@@ -115,16 +131,23 @@ function ruleCheckCommands(tools: Command): void {
     // The input line is a command: `rm -rf /tmp` must reach it, not be parsed as options.
     .allowUnknownOption(true)
     .action(
-      action((ctx, group: string, tool: string, input: string[]) => {
-        const table = new ToolRuleTable(toolApprovalsOf(ctx.db()).rules(), ctx.config.toolDefault);
-        const { lines, verdict } = table.explain(group, tool, input.join(' '));
-        for (const l of lines) ctx.out(explainLine(l));
-        const from = verdict.rule ? `rule ${verdict.rule.id}` : 'GATED_TOOL_DEFAULT';
-        ctx.out(
-          `decision: ${verdict.decision} (${from}${verdict.decision === 'ask' ? `, approvers ${verdict.approvers}` : ''})`,
-        );
+      action(async (ctx, group: string, tool: string, input: string[]) => {
+        const table = await ruleTable(ctx);
+        const { parts, unproven, verdict } = table.explain(group, tool, inputFromLine(tool, input.join(' ')));
+        const shell = shellCommand(tool, { command: '' }) !== null;
+        for (const part of parts) {
+          if (shell)
+            ctx.out(`command: ${part.line === '' ? "''" : part.line} → ${verdictText(part.verdict)}`);
+          for (const l of part.lines) ctx.out((shell ? '  ' : '') + explainLine(l));
+        }
+        for (const why of unproven) ctx.out(`not provable: ${why}`);
+        ctx.out(`decision: ${verdictText(verdict)}`);
       }),
     );
+}
+
+function verdictText(v: ToolVerdict): string {
+  return `${v.decision} (${v.why}${v.decision === 'ask' ? `, approvers ${v.approvers}` : ''})`;
 }
 
 function explainLine(l: ToolExplainLine): string {

@@ -228,10 +228,11 @@ test(
       { tool: 'Bash', input_line: 'echo leak > secret.txt', state: 'rejected' },
     ]);
 
-    // A command no rule asks about runs at once (the default rule allows it): asked, answered, run.
-    const plain = c.send('TOOL exec_command {"cmd":"echo fine > plain.txt"}');
+    // A command no rule asks about runs at once (the default rule allows it): asked, answered, run. (A
+    // redirection that writes a file would be asked about: docs/APPROVALS.md, "What a shell rule matches".)
+    const plain = c.send('TOOL exec_command {"cmd":"touch plain.txt"}');
     expect(await c.reply(plain)).toContain('Process exited with code 0');
-    expect(readFileSync(join(c.groupDir, 'plain.txt'), 'utf8')).toBe('fine\n');
+    expect(readFileSync(join(c.groupDir, 'plain.txt'), 'utf8')).toBe('');
     expect(c.g.db.prepare(`SELECT COUNT(*) FROM tool_approvals`).pluck().get()).toBe(1);
   },
 );

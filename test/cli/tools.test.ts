@@ -25,7 +25,13 @@ describe('gated tools and gated approvals', () => {
     expect(check.out).toMatch(/^2\ttool: unclosed/);
     const explain = await gated(path, 'tools', 'explain', 'ops/child', 'Bash', 'rm', '-rf', '/tmp/x');
     expect(explain.out).toMatch(/2\t.*invalid, never matches/);
-    expect(explain.out.trim().split('\n').at(-1)).toBe('decision: ask (rule 1, approvers owners)');
+    expect(explain.out.trim().split('\n').at(-1)).toBe('decision: ask (tool rule 1, approvers owners)');
+    // A shell command is judged per simple command, each named with its verdict.
+    const parts = await gated(path, 'tools', 'explain', 'ops', 'Bash', 'ls -r -l; /bin/rm -fr /x');
+    expect(parts.out).toMatch(/^command: ls -lr → allow \(GATED_TOOL_DEFAULT/m);
+    expect(parts.out).toMatch(/^command: rm -fr \/x → ask \(tool rule 1/m);
+    const unproven = await gated(path, 'tools', 'explain', 'ops', 'Bash', 'echo $(id)');
+    expect(unproven.out).toMatch(/^not provable: a command substitution$/m);
     const audit = db
       .prepare(`SELECT actor FROM audit WHERE subject = 'tool_rules' ORDER BY id`)
       .pluck()

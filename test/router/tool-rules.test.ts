@@ -1,5 +1,26 @@
-import { describe, expect, it } from 'vitest';
-import { checkToolRule, renderToolInput, ToolRuleTable, type ToolRuleRow } from '../../router/tool-rules.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadShellParser } from '../../gated/shell-parser.js';
+import type { ShellParser } from '../../router/shell.js';
+import {
+  checkToolRule,
+  renderToolInput,
+  ToolRuleTable as Table,
+  type ToolDecision,
+  type ToolRuleRow,
+} from '../../router/tool-rules.js';
+
+let shell: ShellParser;
+beforeAll(async () => {
+  shell = await loadShellParser();
+});
+
+/** The table over the real bash parser. */
+class ToolRuleTable extends Table {
+  constructor(rows: ToolRuleRow[], fallback: ToolDecision) {
+    super(rows, fallback, shell);
+  }
+}
+const bash = (command: string) => ({ command });
 
 let nextId = 1;
 function row(p: Partial<ToolRuleRow>): ToolRuleRow {
@@ -26,17 +47,17 @@ describe('tool rules', () => {
       ],
       'allow',
     );
-    expect(t.decide('ops', 'Bash', 'rm -rf /tmp/x/y').decision).toBe('allow');
-    expect(t.decide('ops', 'Bash', 'rm -rf /home').decision).toBe('deny');
-    expect(t.decide('ops', 'mcp__github__create_issue', '{}')).toMatchObject({
+    expect(t.decide('ops', 'Bash', bash('rm -rf /tmp/x/y')).decision).toBe('allow');
+    expect(t.decide('ops', 'Bash', bash('rm -rf /home')).decision).toBe('deny');
+    expect(t.decide('ops', 'mcp__github__create_issue', {})).toMatchObject({
       decision: 'ask',
       approvers: 'members',
     });
     // The child's own row first, then the parent's.
-    expect(t.decide('ops/child', 'Write', 'a.txt').decision).toBe('ask');
-    expect(t.decide('ops/child', 'Bash', 'rm /etc/passwd').decision).toBe('deny');
-    expect(t.decide('other', 'Bash', 'rm /').rule).toBeNull();
-    expect(new ToolRuleTable([], 'ask').decide('ops', 'Bash', 'ls').decision).toBe('ask');
+    expect(t.decide('ops/child', 'Write', { file_path: 'a.txt' }).decision).toBe('ask');
+    expect(t.decide('ops/child', 'Bash', bash('rm /etc/passwd')).decision).toBe('deny');
+    expect(t.decide('other', 'Bash', bash('rm /')).rule).toBeNull();
+    expect(new ToolRuleTable([], 'ask').decide('ops', 'Bash', bash('ls')).decision).toBe('ask');
   });
 
   it('invalid rows never match and are reported; explain says why row by row', () => {
@@ -49,10 +70,11 @@ describe('tool rules', () => {
     const t = new ToolRuleTable([...bad, good], 'allow');
     expect(t.invalid.map((i) => i.row.id)).toEqual(bad.map((b) => b.id));
     expect(t.invalid[1]!.reason).toMatch(/decision 'maybe'/);
-    expect(t.decide('ops', 'Bash', 'ls -l')).toMatchObject({ decision: 'deny', rule: good });
-    expect(t.decide('ops', 'Bash', 'cat x').rule).toBeNull();
-    const { lines, verdict } = t.explain('ops', 'Bash', 'cat x');
-    expect(lines.map((l) => l.verdict)).toEqual(['invalid', 'invalid', 'invalid', 'no-match']);
+    expect(t.decide('ops', 'Bash', bash('ls -l'))).toMatchObject({ decision: 'deny', rule: good });
+    expect(t.decide('ops', 'Bash', bash('cat x')).rule).toBeNull();
+    const { parts, verdict } = t.explain('ops', 'Bash', bash('cat x'));
+    expect(parts.map((p) => p.line)).toEqual(['cat x']);
+    expect(parts[0]!.lines.map((l) => l.verdict)).toEqual(['invalid', 'invalid', 'invalid', 'no-match']);
     expect(verdict.decision).toBe('allow');
     expect(
       checkToolRule({
