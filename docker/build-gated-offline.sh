@@ -31,13 +31,12 @@ cp -r "$repo/web" "$ctx/app/web"
 mkdir -p "$ctx/app/agents"
 cp -r "$repo/agents/example" "$ctx/app/agents/example"
 
-# gated's production dependencies and everything they need, from the hoisted node_modules; the agents'
-# SDKs (Claude, Codex) run in the agent images, not in gated (as in gated.Dockerfile).
+# gated's production dependencies and everything they need, from the hoisted node_modules (the agents'
+# SDKs are not among them: they run in the agent images, installed from agents/*/package-lock.json).
 node - "$repo/package.json" "$modules" <<'JS' >"$work/deps"
 const { existsSync, readdirSync, readFileSync } = require('node:fs');
 const [pkgFile, modules] = process.argv.slice(2);
 const seen = new Set();
-const skip = (name) => name.startsWith('@anthropic-ai/') || name.startsWith('@openai/');
 const needs = (dir) => {
   const p = JSON.parse(readFileSync(`${dir}/package.json`, 'utf8'));
   visit(p.dependencies);
@@ -53,7 +52,7 @@ const needs = (dir) => {
 };
 const visit = (deps) => {
   for (const name of Object.keys(deps ?? {})) {
-    if (seen.has(name) || skip(name) || !existsSync(`${modules}/${name}/package.json`)) continue;
+    if (seen.has(name) || !existsSync(`${modules}/${name}/package.json`)) continue;
     seen.add(name);
     needs(`${modules}/${name}`);
   }

@@ -3,10 +3,11 @@
 # this machine's `node` binary and the shared libraries `ldd` lists for it, then the agent on top of it
 # (docker/Dockerfile.offline). The engine is the one the docker CLI talks to (DOCKER_HOST).
 #
-# An agent folder with a package.json (agents/claude) gets its dependencies too: the packages it names and
-# everything they need, copied from this checkout's node_modules (so they must be installed there), plus the
-# shared libraries of any native program among them (the Claude Code CLI). The production images install
-# the same dependencies from the registry instead (docker/Dockerfile, agents/claude/Dockerfile).
+# An agent folder with a package.json (agents/claude, agents/codex) gets its dependencies too: the packages
+# it names and everything they need, copied from the folder's own node_modules (`npm run agents:install`
+# puts them there for the bundled agents; an agent folder without one uses this checkout's node_modules),
+# plus the shared libraries of any native program among them (the Claude Code CLI). The production images
+# install the same dependencies from the registry instead (docker/Dockerfile, agents/*/Dockerfile).
 #
 # Usage: docker/build-offline.sh [TAG]
 #   TAG                 image to build (default gated-agent:latest, GATED_AGENT_IMAGE's default)
@@ -24,7 +25,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 agent_dir=${GATED_AGENT_DIR:-$here/../agents/example}
 agent_file=${GATED_AGENT_FILE:-agent.mjs}
 node_bin=$(readlink -f "$(command -v node)")
-modules=$(readlink -f "$here/../node_modules")
+if [ -d "$agent_dir/node_modules" ]; then
+  modules=$(readlink -f "$agent_dir/node_modules")
+else
+  modules=$(readlink -f "$here/../node_modules")
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,8 +49,15 @@ if [ -f "$agent_dir/package.json" ]; then
 const { existsSync, readFileSync } = require('node:fs');
 const [pkgFile, modules] = process.argv.slice(2);
 const seen = new Set();
+const wanted = JSON.parse(readFileSync(pkgFile, 'utf8')).dependencies ?? {};
+const missing = Object.keys(wanted).filter((name) => !existsSync(`${modules}/${name}/package.json`));
+if (missing.length > 0) {
+  console.error(`build-offline: ${missing.join(', ')} not installed in ${modules}: run npm run agents:install`);
+  process.exit(1);
+}
 const visit = (deps) => {
   for (const name of Object.keys(deps ?? {})) {
+    // An optional dependency for another platform is absent: nothing to copy.
     if (seen.has(name) || !existsSync(`${modules}/${name}/package.json`)) continue;
     seen.add(name);
     const p = JSON.parse(readFileSync(`${modules}/${name}/package.json`, 'utf8'));
@@ -54,7 +66,7 @@ const visit = (deps) => {
     visit(p.peerDependencies);
   }
 };
-visit(JSON.parse(readFileSync(pkgFile, 'utf8')).dependencies);
+visit(wanted);
 console.log([...seen].join('\n'));
 JS
   # Into the imported root filesystem rather than the build context: hundreds of MB are then packed once,

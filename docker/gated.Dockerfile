@@ -6,8 +6,8 @@
 # Two stages: the first installs every dependency (better-sqlite3 compiles here when no prebuilt binary
 # fits) and compiles the TypeScript; the second holds only what runs: dist/, the production dependencies,
 # schema.sql, the web UI and the example agent. It runs as the unprivileged `node` user (uid 1000) and says
-# whether it is healthy through /healthz. The agents' SDKs (Claude, Codex) run inside the agent images, not
-# in gated, so they are left out.
+# whether it is healthy through /healthz. The agents' SDKs (Claude, Codex) are not gated's dependencies:
+# they live in agents/claude and agents/codex and run inside the agent images.
 #
 # Offline machines (tests, this repository's CI) build the same layout with docker/build-gated-offline.sh.
 ARG BUILD_BASE=node:20
@@ -28,8 +28,7 @@ COPY delivery delivery
 COPY http http
 COPY gated gated
 RUN npm run build \
-  && npm prune --omit=dev --no-audit --no-fund \
-  && rm -rf node_modules/@anthropic-ai node_modules/@openai
+  && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${BASE}
 WORKDIR /app

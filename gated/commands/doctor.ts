@@ -2,12 +2,14 @@ import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import type { Config } from '../../core/config.js';
 import { action } from '../context.js';
+import { bundledAgentsFinding } from '../doctor-agents.js';
 import { channelChecks, engineCheck } from '../doctor-remote.js';
 import { databaseFinding, diskFinding, doctorLines, writableDir, type Finding } from '../doctor.js';
 
 /**
- * Everything `gated doctor` checks for `config`, in the order printed: folders, database, disk, the engine
- * (docker and swarm runtimes), then each configured channel by a harmless authenticated call.
+ * Everything `gated doctor` checks for `config`, in the order printed: folders, database, disk, the bundled
+ * agents' packages (process runtime, when a command runs one), the engine (docker and swarm runtimes), then
+ * each configured channel by a harmless authenticated call.
  */
 export async function diagnose(config: Config): Promise<Finding[]> {
   const findings: Finding[] = [
@@ -16,6 +18,8 @@ export async function diagnose(config: Config): Promise<Finding[]> {
     databaseFinding(config.db),
     diskFinding(config.db),
   ];
+  const agents = bundledAgentsFinding(config);
+  if (agents) findings.push(agents);
   if (config.runtime !== 'process') findings.push(await engineCheck(config));
   findings.push(...(await channelChecks(config)));
   return findings;
@@ -25,7 +29,7 @@ export async function diagnose(config: Config): Promise<Finding[]> {
 export function doctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check the database, folders, disk, engine and channel credentials; say what to fix')
+    .description('check the database, folders, disk, agents, engine and channel credentials; say what to fix')
     .action(
       action(async (ctx) => {
         const findings = await diagnose(ctx.config);

@@ -1,6 +1,9 @@
-import { writeFileSync, type statfsSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync, type statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { packageFile } from '../../core/paths.js';
+import { bundledAgentsFinding } from '../../gated/doctor-agents.js';
 import { diskFinding } from '../../gated/doctor.js';
 import { main } from '../../gated/program.js';
 import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
@@ -189,5 +192,67 @@ describe('gated doctor', { timeout: 60_000 }, () => {
     expect(full).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^0\.0 GiB free/) });
     // Neither token reaches the output.
     expect(text).not.toMatch(/wrong-token|wrong-discord-token|xoxb-wrong/);
+  });
+
+  it('a bundled agent a command runs without its packages installed is named, with the install step', async () => {
+    const dir = tempDir();
+    const db = join(dir, 'gated.db');
+    const w = openDatabase(db);
+    // A checkout of the agent's folder whose packages were never installed, run by a profile's command.
+    const copy = join(dir, 'checkout');
+    mkdirSync(join(copy, 'agents', 'codex'), { recursive: true });
+    copyFileSync(
+      packageFile('agents', 'codex', 'package.json'),
+      join(copy, 'agents', 'codex', 'package.json'),
+    );
+    w.prepare(`INSERT INTO agent_profiles (name, command) VALUES ('cx', ?)`).run(
+      `node "${copy}/agents/codex/agent.mjs"`,
+    );
+    w.close();
+    const base = { GATED_GROUPS_DIR: join(dir, 'groups'), GATED_RUNTIME: 'process' };
+    // This checkout's own agents are installed by the test setup (scripts/setup.d/15-agents.sh).
+    const own = await doctor(db, {
+      ...base,
+      GATED_AGENT_CMD: 'node "$GATED_HOME/agents/claude/agent.mjs"',
+      GATED_CODEX_CMD: 'node "$GATED_HOME/agents/codex/agent.mjs"',
+    });
+    const text = own.lines.join('\n');
+    expect(own.code, text).toBe(1);
+    expect(text).toMatch(
+      new RegExp(
+        `^FAIL {2}agents +agent profile cx runs agents/codex but @modelcontextprotocol/sdk, @openai/codex-sdk is not installed in ${copy}/agents/codex\\n\\s+fix: run 'npm ci --prefix ${copy}/agents/codex'$`,
+        'm',
+      ),
+    );
+    const config = loadConfig({
+      ...base,
+      GATED_DB: db,
+      GATED_AGENT_CMD: 'node "$GATED_HOME/agents/codex/agent.mjs"',
+    });
+    // $GATED_HOME pointing at that checkout: the fix is the install step the docs name.
+    expect(bundledAgentsFinding(config, copy)).toEqual({
+      name: 'agents',
+      status: 'fail',
+      detail: `GATED_AGENT_CMD runs agents/codex but @modelcontextprotocol/sdk, @openai/codex-sdk is not installed in ${copy}/agents/codex`,
+      fix: `run 'npm run agents:install' in ${copy} (or 'npm ci --prefix ${copy}/agents/codex')`,
+    });
+    // This checkout, where they are installed; a codex group makes GATED_CODEX_CMD count too.
+    const groups = openDatabase(db);
+    groups.prepare(`DELETE FROM agent_profiles`).run();
+    groups.prepare(`INSERT INTO registered_groups (folder, name, agent) VALUES ('cx', 'cx', 'codex')`).run();
+    groups.close();
+    const claude = loadConfig({
+      ...base,
+      GATED_DB: db,
+      GATED_AGENT_CMD: 'node "$GATED_HOME/agents/claude/agent.mjs"',
+    });
+    expect(bundledAgentsFinding(claude)).toEqual({
+      name: 'agents',
+      status: 'ok',
+      detail: 'packages installed for agents/claude (GATED_AGENT_CMD), agents/codex (GATED_CODEX_CMD)',
+    });
+    // The example agent needs nothing, and containers carry their own packages: no line at all.
+    expect(bundledAgentsFinding(loadConfig({ ...base, GATED_DB: join(dir, 'none.db') }))).toBeUndefined();
+    expect(bundledAgentsFinding({ ...claude, runtime: 'docker' })).toBeUndefined();
   });
 });
