@@ -24,8 +24,10 @@ import { actionServer, offered, replay, SERVER } from './actions.mjs';
 import { mcpServersOf, modelOf, promptOf, readOnlyDirs } from './config.mjs';
 import { apiTrouble, transient } from './api-errors.mjs';
 import { FILE_TOOLS, insideFolder, localPermission, SHELL_TOOLS } from './local-rules.mjs';
+import { classify, nameOf } from './messages.mjs';
 import { Progress } from './progress.mjs';
 import { Ledger, sessionPlan } from './resume.mjs';
+import { StallWatch } from './stall.mjs';
 import { TurnBook } from './turns.mjs';
 
 const START = '---GATED_OUTPUT_START---';
@@ -36,6 +38,8 @@ const PARTIAL_MS = Number(process.env.GATED_CLAUDE_PARTIAL_MS ?? 400);
 const MAX_FILES = 10;
 /** Exit status of a turn the API could not serve (overloaded, rate limited, unreachable): gated retries. */
 const EXIT_TEMPFAIL = 75;
+/** A turn silent this long (no work of the CLI, no ask or tool waiting) ends with an error (stall.mjs). */
+const STALL_MS = Number(process.env.GATED_CLAUDE_STALL_MS ?? 180_000);
 /** Secrets passed on to the CLI: the API's and the CLI's own settings, nothing else. */
 const PASSED_SECRET = /^(ANTHROPIC_[A-Z0-9_]+|CLAUDE_CODE_[A-Z0-9_]+|CLAUDE_AGENT_[A-Z0-9_]+)$/;
 
@@ -87,6 +91,8 @@ const configured = { dirs: [], servers: new Set() };
 /** Tool questions waiting for gated's `permission` line, by ask id (docs/APPROVALS.md). */
 const asked = new Map();
 let askCount = 0;
+/** Set once the run starts: a question waiting for a person does not count as a stalled turn. */
+let stall = null;
 
 /**
  * Asks gated about one tool call (an `ask` block) and waits for its `permission` line; resolves with the
@@ -96,6 +102,7 @@ function askGated(name, input) {
   askCount += 1;
   const id = `ask-${askCount}`;
   const summary = typeof input?.description === 'string' ? `${name}: ${input.description}` : undefined;
+  stall?.hold(id);
   return new Promise((resolve) => {
     asked.set(id, (line) =>
       resolve(
@@ -112,6 +119,7 @@ function askGated(name, input) {
 function permission(line) {
   const answer = asked.get(line.id);
   asked.delete(line.id);
+  stall?.release(line.id);
   answer?.(line);
 }
 
@@ -148,6 +156,8 @@ function childEnv(secrets) {
     // The CLI would retry an overloaded API about ten times per turn, minutes with typing shown: it fails
     // at once instead, and gated's own backoff retries the run (an operator's secret may set another count).
     CLAUDE_CODE_MAX_RETRIES: '0',
+    // `session_state_changed` messages: `idle` is the CLI's own word that a turn's work is over (turns.mjs).
+    CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: '1',
   };
   // The CLI refuses to skip permission prompts as root unless told it is sandboxed; this agent does not skip
   // them (canUseTool decides), but a root process runtime must still be able to start it.
@@ -262,17 +272,8 @@ async function main() {
     const turnFiles = attached;
     attached = [];
     const { failed, text, ...rest } = block;
-    if (msg === null) return emit({ ...rest, newSessionId: sessionId });
-    const total = Number(msg.total_cost_usd ?? 0);
-    const before = Number(costs[sessionId] ?? 0);
-    costs[sessionId] = total;
-    writeFileSync(costFile, JSON.stringify(costs));
-    const usage = {
-      input_tokens: msg.usage?.input_tokens ?? 0,
-      output_tokens: msg.usage?.output_tokens ?? 0,
-      // Rounded to a millionth of a dollar: the difference of two running totals carries float noise.
-      cost_usd: Math.round(Math.max(0, total - before) * 1e6) / 1e6,
-    };
+    if (msg === null && !failed) return emit({ ...rest, newSessionId: sessionId });
+    const usage = msg === null ? null : turnUsage(msg);
     if (failed) {
       // The turn did not complete: what it recorded is not asked for (a retried turn asks again).
       if (turnActions.length > 0)
@@ -298,6 +299,19 @@ async function main() {
       ...(turnFiles.length > 0 && !rest.interrupted ? { files: turnFiles } : {}),
       usage,
     });
+  };
+  // What a turn cost: the SDK reports the session's running total.
+  const turnUsage = (msg) => {
+    const total = Number(msg.total_cost_usd ?? 0);
+    const before = Number(costs[sessionId] ?? 0);
+    costs[sessionId] = total;
+    writeFileSync(costFile, JSON.stringify(costs));
+    return {
+      input_tokens: msg.usage?.input_tokens ?? 0,
+      output_tokens: msg.usage?.output_tokens ?? 0,
+      // Rounded to a millionth of a dollar: the difference of two running totals carries float noise.
+      cost_usd: Math.round(Math.max(0, total - before) * 1e6) / 1e6,
+    };
   };
 
   const book = new TurnBook({
@@ -338,47 +352,33 @@ async function main() {
 
   const progress = new Progress(cwd);
   if (plan.held?.continued) progress.carry(plan.held.texts);
-  let lastPartial = 0;
-  // A draft at most every PARTIAL_MS; a tool call's status line at once (the turn works on it a while).
-  const showDraft = (atOnce) => {
-    const draft = progress.draft();
-    if (!numbered || book.turn === null || draft === '') return;
-    if (!atOnce && Date.now() - lastPartial < PARTIAL_MS) return;
-    lastPartial = Date.now();
-    emit({ status: 'ok', partial: true, turn: book.turn, result: draft });
-  };
-  for await (const msg of q) {
-    if (msg.type !== 'result') book.activity();
-    if (msg.type === 'system' && msg.subtype === 'init') {
-      sessionId = msg.session_id;
-      continue;
-    }
-    if (msg.type === 'system' && msg.subtype === 'compact_boundary') {
-      book.compacted();
-      continue;
-    }
-    if (msg.type === 'assistant' && !msg.parent_tool_use_id) {
-      if (progress.assistant(msg.message)) showDraft(true);
-      continue;
-    }
-    if (msg.type === 'stream_event') {
-      const ev = msg.event;
-      if (progress.event(ev)) {
-        book.stream(progress.text());
-        showDraft(ev.type === 'content_block_start' && ev.content_block?.type === 'tool_use');
-      }
-      continue;
-    }
-    if (msg.type !== 'result') continue;
-    sessionId = msg.session_id ?? sessionId;
-    const failed = msg.is_error || msg.subtype !== 'success';
-    // Every text of the turn, also those written before its tool calls (the SDK's result has the last).
-    const said = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
-    const text = failed ? said : progress.answer(said);
-    progress.reset();
-    book.result(msg, text, failed);
-    if (failure) break;
+  let stalled = null;
+  stall = new StallWatch(
+    STALL_MS,
+    () => book.busy,
+    (seconds) => {
+      stalled = `the Claude Code session made no progress for ${seconds} s (GATED_CLAUDE_STALL_MS)`;
+      say(stalled);
+      book.fail(stalled);
+      q.close();
+    },
+  );
+  try {
+    await follow(q, {
+      book,
+      progress,
+      numbered,
+      onResult: () => failure === null,
+      onSession: (id) => {
+        if (typeof id === 'string' && id !== '') sessionId = id;
+      },
+    });
+  } catch (err) {
+    // Closing a stalled query ends its iteration with an error: the stall is what is reported.
+    if (stalled === null) throw err;
   }
+  stall.stop();
+  if (stalled) return 1;
   if (failure) {
     say(failure);
     return EXIT_TEMPFAIL;
@@ -389,6 +389,73 @@ async function main() {
   }
   await reading;
   return 0;
+}
+
+/** SDK message types not in messages.mjs already logged (once each). */
+const unknownSeen = new Set();
+
+/**
+ * Follows the SDK's messages of one run (messages.mjs says what each means) into the turn book and the
+ * drafts, until the query ends or `onResult()` says to stop (a failure that ends the run).
+ */
+async function follow(q, { book, progress, numbered, onResult, onSession }) {
+  let lastPartial = 0;
+  // A draft at most every PARTIAL_MS; a tool call's status line at once (the turn works on it a while).
+  const showDraft = (atOnce) => {
+    const draft = progress.draft();
+    if (!numbered || book.turn === null || draft === '') return;
+    if (!atOnce && Date.now() - lastPartial < PARTIAL_MS) return;
+    lastPartial = Date.now();
+    emit({ status: 'ok', partial: true, turn: book.turn, result: draft });
+  };
+  for await (const msg of q) {
+    const kind = classify(msg);
+    if (kind === 'unknown' && !unknownSeen.has(nameOf(msg))) {
+      unknownSeen.add(nameOf(msg));
+      say(`an SDK message of a type this agent does not know (${nameOf(msg)}): ignored`);
+    }
+    if (kind === 'unknown' || kind === 'info') continue;
+    stall.progress();
+    if (kind === 'init') onSession(msg.session_id);
+    else if (kind === 'compacted') book.compacted();
+    else if (kind === 'lifecycle') book.lifecycle(msg.command_uuid, msg.state);
+    else if (kind === 'state') {
+      if (msg.state === 'requires_action') stall.hold('permission');
+      else stall.release('permission');
+      if (msg.state === 'idle') book.idle();
+    } else if (kind === 'work') work(msg, progress, book, showDraft);
+    else if (kind === 'result') {
+      stall.releaseAll('tool:');
+      const failed = msg.is_error || msg.subtype !== 'success';
+      // Every text of the turn, also those written before its tool calls (the SDK's result has the last).
+      const said = msg.subtype === 'success' ? (msg.result ?? '') : (msg.errors ?? []).join('; ');
+      const text = failed ? said : progress.answer(said);
+      progress.reset();
+      onSession(msg.session_id);
+      book.result(msg, text, failed);
+      if (!onResult()) break;
+    }
+  }
+}
+
+/**
+ * A message of the CLI at work: the model's text and tool calls feed the draft; a tool call holds the
+ * stall bound until its result comes back (the tool's own timeout bounds it).
+ */
+function work(msg, progress, book, showDraft) {
+  const content = Array.isArray(msg.message?.content) ? msg.message.content : [];
+  if (msg.type === 'assistant' && !msg.parent_tool_use_id) {
+    for (const b of content) if (b?.type === 'tool_use') stall.hold(`tool:${b.id}`);
+    if (progress.assistant(msg.message)) showDraft(true);
+  } else if (msg.type === 'user') {
+    for (const b of content) if (b?.type === 'tool_result') stall.release(`tool:${b.tool_use_id}`);
+  } else if (msg.type === 'stream_event') {
+    const ev = msg.event;
+    if (progress.event(ev)) {
+      book.stream(progress.text());
+      showDraft(ev.type === 'content_block_start' && ev.content_block?.type === 'tool_use');
+    }
+  }
 }
 
 main().then(

@@ -1,9 +1,13 @@
-// The turns of the Claude agent's one SDK session (docs/PROTOCOL.md, "Steering"): which stdin lines the
-// turn in progress answers, and what happens to it when gated steers it.
+// The turns of the Claude agent's one SDK session (docs/PROTOCOL.md, "Steering"; docs/AGENTS.md, "How a
+// turn ends"): which stdin lines the turn in progress answers, when it is over, and what happens to it when
+// gated steers it.
 //
 // - A line that arrives during a turn waits; the waiting lines go together as the next turn.
 // - A line with `"steer": true` is pushed into the running query at once: Claude Code shows it to the model
 //   within the turn (folded in at the next tool boundary) or right after it, and one block answers both.
+// - A turn is over when the CLI's results have answered every user message it pushed (a result names them:
+//   `user_message_uuids`), or when the session goes idle with every message of the turn seen by the CLI. Nothing else the CLI says holds a turn
+//   open (messages.mjs).
 // - `{"type":"interrupt","turn":k}` stops the turn in progress through the SDK's `interrupt()` when it
 //   answers turn k or an earlier one; its block carries `"interrupted": true` and the text streamed so far.
 //   Waiting lines up to k are answered by that same block (they are never started).
@@ -12,12 +16,10 @@
 
 import { randomUUID } from 'node:crypto';
 
-/** How long after a result the CLI may take to start a steered message as a turn of its own. */
-const SETTLE_MS = 1500;
-
 /**
  * A user message of the SDK's streaming input, with a uuid of its own: the transcript keeps it as the
- * entry's uuid, so a later run can tell which prompts the session holds (resume.mjs).
+ * entry's uuid, so a later run can tell which prompts the session holds (resume.mjs), and the CLI's results
+ * and lifecycle frames name it.
  */
 function userMessage(text) {
   return {
@@ -41,6 +43,13 @@ function maxTurn(lines) {
   return turns.length > 0 ? Math.max(...turns) : null;
 }
 
+/** The user message uuids a result answers, or null when the CLI does not say. */
+function coveredBy(msg) {
+  if (Array.isArray(msg?.user_message_uuids) && msg.user_message_uuids.length > 0)
+    return msg.user_message_uuids.filter((u) => typeof u === 'string');
+  return typeof msg?.user_message_uuid === 'string' ? [msg.user_message_uuid] : null;
+}
+
 /** True for an API refusal of a context over the model's window. */
 export function promptTooLong(text) {
   return /prompt is too long/i.test(text ?? '');
@@ -48,17 +57,17 @@ export function promptTooLong(text) {
 
 /**
  * The turn bookkeeping of one run. `push(message, ids)` feeds the SDK's input stream (`ids`: the gated
- * message ids the message carries), `interrupt` calls the query's
- * `interrupt()` (resolving to its receipt), `answer(result, block)` prints the block that ends a turn (the
- * caller adds session id, usage and actions), `log` writes a line to stderr.
+ * message ids the message carries), `interrupt` calls the query's `interrupt()` (resolving to its
+ * receipt), `answer(result, block)` prints the block that ends a turn (the caller adds session id, usage
+ * and actions; `result` is null when no SDK result ends it), `log` writes a line to stderr.
  */
 export class TurnBook {
   /** Lines read while a turn is in progress: the next turn, together. */
   #waiting = [];
   /** The turn in progress, or null. */
   #current = null;
-  /** Results still to come for messages an interrupt left queued in the CLI (dropped: already answered). */
-  #orphans = 0;
+  /** Uuids of messages an interrupt left queued in the CLI: their results are dropped (already answered). */
+  #orphans = new Set();
   #inputEnded = false;
 
   constructor({ push, interrupt, answer, end, log }) {
@@ -71,7 +80,7 @@ export class TurnBook {
 
   /** A turn is in progress (or the CLI still owes results). */
   get busy() {
-    return this.#current !== null || this.#orphans > 0;
+    return this.#current !== null || this.#orphans.size > 0;
   }
 
   /** The turn the drafts of the turn in progress speak for. */
@@ -97,9 +106,7 @@ export class TurnBook {
     const cur = this.#current;
     if (line.steer === true && cur !== null && cur.interrupted === null) {
       cur.turn = Math.max(cur.turn ?? 0, line.turn ?? 0) || cur.turn;
-      cur.pending += 1;
-      this.activity();
-      this.push(userMessage(line.prompt), idsOf([line]));
+      this.#send(cur, line.prompt, idsOf([line]));
       return;
     }
     this.#waiting.push(line);
@@ -116,13 +123,47 @@ export class TurnBook {
     if (this.#current) this.#current.compacted = true;
   }
 
-  /** Any other message from the SDK: the CLI is at work, so a steered message became a turn of its own. */
-  activity() {
-    const cur = this.#current;
-    if (cur?.settle) {
-      clearTimeout(cur.settle);
-      cur.settle = null;
+  /**
+   * A `command_lifecycle` frame: the CLI queued, started, completed or cancelled the user message `uuid`.
+   * A message it saw is one its next idle accounts for; a cancelled one is owed no result.
+   */
+  lifecycle(uuid, state) {
+    if (this.#orphans.has(uuid) && (state === 'completed' || state === 'cancelled')) {
+      this.#orphans.delete(uuid);
+      return this.#next();
     }
+    const cur = this.#current;
+    if (!cur?.owed.has(uuid)) return;
+    cur.seen.add(uuid);
+    if (state !== 'cancelled') return;
+    cur.owed.delete(uuid);
+    if (cur.results > 0 && cur.owed.size === 0) this.#finish(cur.last, '', false);
+  }
+
+  /**
+   * The session went idle: the CLI has nothing left to do. The turn in progress is over once the CLI has
+   * seen every message it pushed (an idle that predates one of them is the end of an earlier turn).
+   */
+  idle() {
+    this.#orphans.clear();
+    const cur = this.#current;
+    if (cur === null || ![...cur.owed].every((u) => cur.seen.has(u))) return this.#next();
+    if (cur.interrupted !== null) return this.#closeInterrupted(cur.last);
+    if (cur.results === 0) {
+      this.log('the session went idle without answering the turn');
+      return this.#close(null, {
+        status: 'error',
+        failed: true,
+        text: 'Claude Code stopped without answering the turn',
+      });
+    }
+    this.#finish(cur.last, '', false);
+  }
+
+  /** The turn in progress cannot go on (`text`: why): it is answered with that error. */
+  fail(text) {
+    if (this.#current === null) return;
+    this.#close(this.#current.last, { status: 'error', failed: true, text });
   }
 
   /**
@@ -131,50 +172,50 @@ export class TurnBook {
    * the caller decides (an error the turn does not recover from).
    */
   result(msg, text, failed) {
-    if (this.#current === null) {
-      if (this.#orphans > 0) {
-        this.#orphans -= 1;
+    const covered = coveredBy(msg);
+    const cur = this.#current;
+    const orphaned = covered?.filter((u) => this.#orphans.delete(u)) ?? [];
+    if (cur === null || (covered !== null && !covered.some((u) => cur.owed.has(u)))) {
+      if (orphaned.length > 0 || (cur === null && covered === null && this.#orphans.size > 0)) {
+        if (covered === null) this.#orphans.delete(this.#orphans.values().next().value);
         this.log('a result for a message an interrupt had left queued: dropped (its turn is answered)');
-        this.#finishIfDone();
       }
+      this.#next();
       return 'wait';
     }
-    const cur = this.#current;
-    cur.pending -= 1;
-    if (cur.interrupted !== null) {
-      // An interrupt ends the turn with one result, whatever was steered into it.
-      const said = [...cur.texts, cur.draft].join('\n\n').trim();
-      this.#close(msg, { status: 'ok', result: said === '' ? null : said, interrupted: true });
-      return 'done';
-    }
+    cur.results += 1;
+    cur.last = msg;
+    // An older CLI that names no message answers one message a result, oldest first.
+    for (const u of covered ?? [...cur.owed].slice(0, 1)) cur.owed.delete(u);
+    if (cur.interrupted !== null) return this.#closeInterrupted(msg);
     if (failed && promptTooLong(text) && !cur.compacted && !cur.retried) {
       // Claude Code did not compact on its own: ask for it, then send the same turn again, once.
       cur.retried = true;
       cur.compacted = true;
-      cur.skip += 1;
-      cur.pending += 2;
       this.log('prompt too long: compacting the session and retrying the turn once');
-      this.push(userMessage('/compact'), []);
-      this.push(userMessage(cur.prompt), cur.ids);
+      cur.compactUuid = this.#send(cur, '/compact', []);
+      this.#send(cur, cur.prompt, cur.ids);
       return 'wait';
     }
-    if (cur.skip > 0) {
-      cur.skip -= 1;
-      return cur.pending > 0 ? 'wait' : this.#finish(msg, text, failed);
+    if (covered !== null && covered.every((u) => u === cur.compactUuid)) {
+      // The /compact the agent asked for: not an answer. Its failure is the turn's.
+      return failed ? this.#finish(msg, text, true) : 'wait';
     }
     if (failed) return this.#finish(msg, text, failed);
     if (text.trim() !== '') cur.texts.push(text);
     cur.draft = '';
-    if (cur.pending <= 0) return this.#finish(msg, text, failed);
-    // A steered message is owed a result, unless Claude Code folded it into this one: if the CLI does not
-    // start it as a turn of its own soon, this turn is complete.
-    cur.settle = setTimeout(() => {
-      cur.settle = null;
-      if (this.#current !== cur) return;
-      cur.pending = 0;
-      this.#finish(msg, text, false);
-    }, SETTLE_MS);
+    // A steered message not folded into this result gets one of its own (or the session's idle says it got
+    // none). `queued_turn_count` does not tell: it counts none for a message steered mid-stream.
+    if (cur.owed.size === 0) return this.#finish(msg, text, false);
     return 'wait';
+  }
+
+  /** Pushes a user message for the turn `cur`, which then owes its result; returns its uuid. */
+  #send(cur, text, ids) {
+    const m = userMessage(text);
+    cur.owed.add(m.uuid);
+    this.push(m, ids);
+    return m.uuid;
   }
 
   #finish(msg, text, failed) {
@@ -187,17 +228,29 @@ export class TurnBook {
     return 'done';
   }
 
+  /** An interrupt ends the turn with one block, whatever was steered into it: the text it had. */
+  #closeInterrupted(msg) {
+    const cur = this.#current;
+    const said = [...cur.texts, cur.draft].join('\n\n').trim();
+    this.#close(msg, { status: 'ok', result: said === '' ? null : said, interrupted: true });
+    return 'done';
+  }
+
   /** Prints the block that answers the turn in progress and starts the next one. */
   #close(msg, block) {
     const cur = this.#current;
     this.#current = null;
-    clearTimeout(cur.settle);
     const turn = cur.interrupted ?? cur.turn;
     this.answer(msg, {
       ...block,
       ...(turn !== null ? { turn } : {}),
       ...(cur.compacted ? { compacted: true } : {}),
     });
+    this.#next();
+  }
+
+  /** The next waiting turn, if nothing holds it back; else the end, once input ended. */
+  #next() {
     this.#start();
     this.#finishIfDone();
   }
@@ -205,22 +258,25 @@ export class TurnBook {
   #start() {
     if (this.busy || this.#waiting.length === 0) return;
     const batch = this.#waiting.splice(0);
-    const prompt = batch.map((l) => l.prompt).join('\n');
-    const ids = idsOf(batch);
-    this.#current = {
+    const cur = {
       turn: maxTurn(batch),
-      prompt,
-      ids,
-      pending: 1,
+      prompt: batch.map((l) => l.prompt).join('\n'),
+      ids: idsOf(batch),
+      /** Uuids of the user messages pushed for this turn whose result has not come. */
+      owed: new Set(),
+      /** Uuids of those the CLI has queued or started (lifecycle frames). */
+      seen: new Set(),
+      compactUuid: null,
+      results: 0,
+      last: null,
       texts: [],
       draft: '',
       interrupted: null,
       compacted: false,
       retried: false,
-      skip: 0,
-      settle: null,
     };
-    this.push(userMessage(prompt), ids);
+    this.#current = cur;
+    this.#send(cur, cur.prompt, cur.ids);
   }
 
   #interrupt(k) {
@@ -232,19 +288,19 @@ export class TurnBook {
     if (cur !== null && (cur.turn === null || cur.turn <= k)) {
       if (cur.interrupted !== null) return;
       cur.interrupted = k;
-      clearTimeout(cur.settle);
-      if (cur.settle) {
-        // The turn already has its result: only the steered messages' answers were still awaited.
-        cur.settle = null;
-        cur.pending = 0;
-        return this.result(null, '', false);
+      if (cur.results > 0) {
+        // The turn already has its result: only steered messages' answers were still awaited.
+        this.#orphanOwed(cur);
+        return this.#closeInterrupted(cur.last);
       }
       this.log(`interrupting turn ${cur.turn ?? '?'} (asked for turn ${k})`);
       this.interrupt().then(
         (receipt) => {
           // Messages the CLI still holds run anyway (steered ones): their results are not this turn's.
-          const left = receipt?.still_queued?.length ?? 0;
-          if (left > 0) this.#orphans += left;
+          for (const u of receipt?.still_queued ?? []) {
+            if (this.#current === cur) cur.owed.delete(u);
+            this.#orphans.add(u);
+          }
         },
         (err) => this.log(`interrupt failed: ${err instanceof Error ? err.message : String(err)}`),
       );
@@ -252,6 +308,12 @@ export class TurnBook {
     }
     if (dropped.length > 0) this.answer(null, { status: 'ok', result: null, interrupted: true, turn: k });
     this.#start();
+  }
+
+  /** The messages `cur` still owes a result move to the orphans: the CLI answers them, nobody waits. */
+  #orphanOwed(cur) {
+    for (const u of cur.owed) this.#orphans.add(u);
+    cur.owed.clear();
   }
 
   #finishIfDone() {

@@ -6,6 +6,8 @@
  * - `WRITE <path> <word>`: a `tool_use` of the Write tool creating that file (a relative path inside the
  *   working directory the CLI states in its system prompt, an absolute one as it is) with `<word>` as
  *   content; once the tool result comes back, a text saying it was written (quoting the result);
+ * - `BASH <command>`: a `tool_use` of the Bash tool running that command (the rest of the message); once the
+ *   result comes back, `Tool Bash said: <output>`;
  * - `TOOL <name> <json>`: a `tool_use` of the offered tool called `<name>` (or `mcp__<server>__<name>`) with
  *   that JSON as input; once the result comes back, a text quoting it (`Tool <name> said: …`). A tool the
  *   request does not offer gets the text `no tool <name>`;
@@ -19,11 +21,16 @@
  * - `MARKDOWN`: MARKDOWN_SAMPLE (a heading, bold, a table, a code fence) streamed 4 characters a delta, so
  *   drafts cut it anywhere: inside `**`, inside the fence, in the middle of the table;
  * - `OVERLOAD`: HTTP 529 `overloaded_error`;
+ * - `STALL`: the stream starts (`message_start`) and then says nothing more until the client goes away (an
+ *   API that hangs mid-answer);
  * - `TOOLONG <word>`: the first request whose newest user words carry `TOOLONG <word>` is refused with HTTP
  *   400 "prompt is too long" (as the API refuses a context over the model's window); later ones answer
  *   `echo: …` as usual, so an agent that compacts its session and retries gets its answer;
  * - `SAY <markdown>`: exactly that text;
  * - anything else: `echo: <text>`.
+ *
+ * A message the CLI folds into a turn in progress (steered: a `system` entry after a tool's result, holding
+ * gated's `<message>` elements) is answered too: the text answer then ends with `echo: <its words>`.
  *
  * Every request is recorded (body and headers). Requests that are not the conversation's own (the CLI's side
  * calls, e.g. a title) get a short text and are not counted as turns.
@@ -72,7 +79,8 @@ type Plan =
   | { kind: 'chunks'; text: string; size: number }
   | { kind: 'tool'; name: string; input: Record<string, unknown>; preface?: string }
   | { kind: 'overload' }
-  | { kind: 'too-long' };
+  | { kind: 'too-long' }
+  | { kind: 'stall' };
 
 const DELTA_MS = 50;
 
@@ -123,6 +131,19 @@ export function userWords(content: string | Block[]): string {
   const text = textOf(content);
   const inner = [...text.matchAll(/<message [^>]*>([\s\S]*?)<\/message>/g)].map((m) => m[1]!);
   return unescapeXml(inner.length > 0 ? inner.join('\n') : text).trim();
+}
+
+/**
+ * The words of messages folded into the turn after the newest assistant message: the CLI adds a message
+ * sent mid-turn as a `system` entry beside the next tool result.
+ */
+function steeredWords(body: RecordedRequest['body']): string {
+  const lastAssistant = body.messages.map((m) => m.role).lastIndexOf('assistant');
+  return body.messages
+    .slice(lastAssistant + 1)
+    .filter((m) => m.role === 'system' && /<message [^>]*>/.test(textOf(m.content)))
+    .map((m) => userWords(m.content))
+    .join('\n');
 }
 
 function systemText(system: unknown): string {
@@ -197,6 +218,8 @@ export class MessagesApiServer {
     const rec: RecordedRequest = { body, headers: req.headers, status: 200, atMs: Date.now(), cutMs: null };
     this.requests.push(rec);
     const plan = this.plan(body);
+    const steered = steeredWords(body);
+    if (plan.kind === 'text' && steered !== '') plan.text += `\n\necho: ${steered}`;
     if (plan.kind === 'overload') {
       rec.status = 529;
       res.writeHead(529, { 'content-type': 'application/json' });
@@ -259,6 +282,8 @@ export class MessagesApiServer {
       const input = { file_path: path, content: attach[2]! };
       return { kind: 'tool', name: 'Write', input, preface: `I will write ${attach[1]} first.` };
     }
+    const bash = /\bBASH ([\s\S]+)$/.exec(words);
+    if (bash) return { kind: 'tool', name: 'Bash', input: { command: bash[1]!.trim() } };
     const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
     if (call) {
       const wanted = call[1]!;
@@ -274,6 +299,7 @@ export class MessagesApiServer {
     const slow = /\bSLOW (\d+)/.exec(words);
     if (slow) return { kind: 'slow', seconds: Number(slow[1]) };
     if (/\bOVERLOAD\b/.test(words)) return { kind: 'overload' };
+    if (/\bSTALL\b/.test(words)) return { kind: 'stall' };
     const tooLong = /\bTOOLONG\b\s*\S*/.exec(words);
     if (tooLong && !this.refusedTooLong.has(tooLong[0])) {
       this.refusedTooLong.add(tooLong[0]);
@@ -309,6 +335,11 @@ export class MessagesApiServer {
         usage: { input_tokens: 25, output_tokens: 1 },
       },
     });
+    if (plan.kind === 'stall') {
+      // Nothing more: the client gives up (or is stopped) and closes the connection.
+      await new Promise<void>((r) => res.once('close', () => r()));
+      return;
+    }
     let outputTokens = 0;
     let stopReason = 'end_turn';
     if (plan.kind === 'tool') {
