@@ -1,5 +1,6 @@
 import type { RouteRow } from '../router/index.js';
 import { CHAT_COLUMNS, type ChatFile, type ChatRow } from '../channels/web/index.js';
+import { busyModeOf, type BusyMode } from '../core/types.js';
 import type { Db } from '../store/db.js';
 
 /** A registered group as the chat and dashboard list it. */
@@ -7,6 +8,8 @@ export interface GroupRow {
   folder: string;
   name: string | null;
   added_at: string;
+  /** What a message does while the group's agent works on a turn: queue, steer or interrupt. */
+  busy: BusyMode;
 }
 
 /** A routes row with its hit count (route_hits). */
@@ -119,7 +122,7 @@ export class Queries {
   constructor(readonly db: Db) {
     this.s = {
       groups: db.prepare<[], GroupRow>(
-        `SELECT folder, name, added_at FROM registered_groups ORDER BY folder`,
+        `SELECT folder, name, added_at, busy FROM registered_groups ORDER BY folder`,
       ),
       group: db.prepare<[string], { folder: string }>(
         `SELECT folder FROM registered_groups WHERE folder = ?`,
@@ -195,7 +198,8 @@ export class Queries {
 
   /** Registered groups by folder. */
   groups(): GroupRow[] {
-    return this.s.groups.all();
+    // A value written with sqlite3 that names no mode is shown as what it does: queue.
+    return this.s.groups.all().map((g) => ({ ...g, busy: busyModeOf(g.busy) }));
   }
 
   /**

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
-import { folderError, threadModeOf, type ThreadMode } from '../core/types.js';
+import { folderError, threadModeOf, type BusyMode, type ThreadMode } from '../core/types.js';
 import type { Db } from './db.js';
 
 /** A registered agent workspace. */
@@ -47,6 +47,14 @@ export function setThreadMode(db: Db, folder: string, mode: ThreadMode): boolean
   return (
     db.prepare('UPDATE registered_groups SET threads = ? WHERE folder = ?').run(mode, folder).changes > 0
   );
+}
+
+/**
+ * Sets what a new message does while the group's agent works on a turn (registered_groups.busy,
+ * docs/PROTOCOL.md "Steering"). False when the group is not registered.
+ */
+export function setBusyMode(db: Db, folder: string, mode: BusyMode): boolean {
+  return db.prepare('UPDATE registered_groups SET busy = ? WHERE folder = ?').run(mode, folder).changes > 0;
 }
 
 /** Reads a group's thread mode with one statement made once; an unknown group or value reads `topics`. */

@@ -104,6 +104,8 @@ async function refresh() {
       [
         ['folder', (g) => g.folder],
         ['name', (g) => g.name || ''],
+        // What a message does while the agent works: set with `gated groups busy FOLDER MODE`.
+        ['busy', (g) => g.busy],
         ['added', (g) => localTime(g.added_at)],
       ],
       groups.groups,

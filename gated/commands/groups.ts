@@ -7,6 +7,7 @@ import {
   listGroups,
   networkOf,
   removeGroup,
+  setBusyMode,
   setNetwork,
   setThreadMode,
   type Group,
@@ -15,7 +16,7 @@ import { audited } from './access.js';
 import { action } from '../context.js';
 import { groupConfigReport } from '../group-config-report.js';
 
-/** `gated groups list | add | rm | config | agent | threads | network`. */
+/** `gated groups list | add | rm | config | agent | threads | busy | network`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
   registryCommands(groups);
@@ -112,6 +113,25 @@ function settingCommands(groups: Command): void {
         if (!audited(ctx, (db) => setThreadMode(db, folder, mode)))
           throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder}: threads as ${mode}`);
+      }),
+    );
+
+  groups
+    .command('busy')
+    .description(
+      "what a message does while the group's agent works on a turn: 'queue' (the next turn, the default), " +
+        "'steer' (shown to the model inside the turn in progress) or 'interrupt' (stops that turn first)",
+    )
+    .argument('<folder>')
+    .argument('<mode>', "'queue', 'steer' or 'interrupt'")
+    .action(
+      action((ctx, folder: string, mode: string) => {
+        if (mode !== 'queue' && mode !== 'steer' && mode !== 'interrupt') {
+          throw new UsageError(`bad busy mode '${mode}': 'queue', 'steer' or 'interrupt'`);
+        }
+        if (!audited(ctx, (db) => setBusyMode(db, folder, mode)))
+          throw new UsageError(`no group '${folder}'`);
+        ctx.out(`group ${folder}: busy ${mode}`);
       }),
     );
 

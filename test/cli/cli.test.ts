@@ -122,6 +122,18 @@ describe('gated CLI', { timeout: 120_000 }, () => {
     expect(gated(db, 'groups', 'network', 'nope', 'bridge')).toMatchObject({ code: 2 });
     expect(gated(db, 'groups', 'network', 'krons/content', 'none').out).toMatch(/network none/);
     expect(sqlite(db, `SELECT coalesce(network, 'NULL') FROM registered_groups;`).trim()).toBe('NULL');
+    // What a message does while the agent works on a turn: queue by default, set per group, audited.
+    expect(sqlite(db, `SELECT busy FROM registered_groups;`).trim()).toBe('queue');
+    expect(gated(db, 'groups', 'busy', 'krons/content', 'steer').out).toMatch(/krons\/content: busy steer/);
+    expect(sqlite(db, `SELECT busy FROM registered_groups;`).trim()).toBe('steer');
+    const badBusy = gated(db, 'groups', 'busy', 'krons/content', 'sometimes');
+    expect(badBusy).toMatchObject({ code: 2 });
+    expect(badBusy.err).toMatch(/bad busy mode 'sometimes': 'queue', 'steer' or 'interrupt'/);
+    expect(gated(db, 'groups', 'busy', 'nope', 'queue')).toMatchObject({ code: 2 });
+    expect(sqlite(db, `SELECT busy FROM registered_groups;`).trim()).toBe('steer');
+    expect(gated(db, 'audit').out).toMatch(
+      /\tcli:\S+\tregistered_groups\.update\tkrons\/content\t.*"busy":"queue".*"busy":"steer"/,
+    );
     const s = gated(db, 'send', 'telegram:-5075870332', 'hello there', '--sender', '42', '--verb', 'mention');
     expect(s.code).toBe(0);
     const row = sqlite(

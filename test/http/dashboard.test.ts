@@ -221,8 +221,10 @@ describe('dashboard JSON', () => {
       )
       .run();
 
+    s.db.prepare(`UPDATE registered_groups SET busy = 'steer' WHERE folder = 'krons/content'`).run();
     const groups = await getJson(`${s.url}/api/dashboard/groups`);
     expect((groups.body.groups as Obj[]).map((g) => g.folder)).toEqual(['demo', 'krons/content']);
+    expect((groups.body.groups as Obj[]).map((g) => g.busy)).toEqual(['queue', 'steer']);
     const lanes = await getJson(`${s.url}/api/dashboard/lanes`);
     expect(lanes.body.active).toEqual([
       expect.objectContaining({ state: 'running', age_ms: 1500, agent_age_ms: 4000, run_id: 7 }),
