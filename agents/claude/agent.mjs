@@ -88,6 +88,9 @@ class Inbox {
 // of its MCP servers, whose tools the model may call.
 const configured = { dirs: [], servers: new Set() };
 
+/** How long the PreToolUse hook may wait for gated's answer, in seconds: a day, beyond any approval timeout. */
+const HOOK_TIMEOUT_S = 86_400;
+
 /** Tool questions waiting for gated's `permission` line, by ask id (docs/APPROVALS.md). */
 const asked = new Map();
 let askCount = 0;
@@ -124,13 +127,52 @@ function permission(line) {
 }
 
 /**
- * The permission callback: first what this agent allows at all (localPermission), then, for every tool
- * that passes, gated's tool rules: it may allow, refuse, or ask a person in the chat (docs/APPROVALS.md).
+ * One tool call decided: first what this agent allows at all (localPermission), then, for every tool that
+ * passes, gated's tool rules: it may allow, refuse, or ask a person in the chat (docs/APPROVALS.md).
  */
-async function canUseTool(name, input) {
+function decideTool(name, input) {
   const local = localPermission(name, input, { cwd, configured, allowShell });
-  if (local.behavior !== 'allow') return local;
+  if (local.behavior !== 'allow') return Promise.resolve(local);
   return askGated(name, input);
+}
+
+/** The hook's decisions by tool use id, for the permission callback should the CLI call it as well. */
+const hooked = new Map();
+
+/**
+ * The PreToolUse hook: it fires for every tool call, including the ones the CLI runs by itself without
+ * calling canUseTool (commands it deems read-only: `echo`, `pwd`, `id; date`), so `deny Bash *` switches
+ * the shell off. A hook that fails or times out blocks the call (`onFailure: 'block'` where it is
+ * registered).
+ */
+async function preToolUse(event, toolUseId) {
+  const id = toolUseId ?? event.tool_use_id;
+  const decision = decideTool(event.tool_name, event.tool_input ?? {});
+  if (id) hooked.set(id, decision);
+  const d = await decision;
+  // A refusal goes on to the permission callback (`ask` makes the CLI call it even for its shortcuts),
+  // which answers with the stored refusal: the model then reads the note as it is, where a hook's own
+  // denial would reach it as "PreToolUse:Bash hook error: …". Without an id to find it by, the hook denies.
+  const refuse = d.behavior !== 'allow';
+  return {
+    hookSpecificOutput: {
+      hookEventName: 'PreToolUse',
+      permissionDecision: refuse ? (id ? 'ask' : 'deny') : 'allow',
+      ...(refuse ? { permissionDecisionReason: d.message } : {}),
+    },
+  };
+}
+
+/**
+ * The permission callback, for a call the CLI still asks about: the hook's decision for that tool use when
+ * it made one (gated is never asked twice for one call), else the same decision as the hook's.
+ */
+async function canUseTool(name, input, options) {
+  const id = options?.toolUseID;
+  const earlier = id ? hooked.get(id) : undefined;
+  if (id) hooked.delete(id);
+  const d = await (earlier ?? decideTool(name, input));
+  return d.behavior === 'allow' ? { behavior: 'allow', updatedInput: input } : d;
 }
 
 // The SDK reports the session's running cost; a turn's cost is the difference. Kept per session in the
@@ -235,6 +277,9 @@ async function main() {
       includePartialMessages: numbered,
       permissionMode: 'default',
       canUseTool,
+      // Every tool call, the CLI's own read-only shortcuts included, is decided by the hook. A question may
+      // wait for a person far longer than a hook's default minute (gated expires it, GATED_APPROVAL_TIMEOUT_MS).
+      hooks: { PreToolUse: [{ hooks: [preToolUse], timeout: HOOK_TIMEOUT_S, onFailure: 'block' }] },
       // The built-in tools offered at all: the ones canUseTool may allow (the model is not shown the rest).
       tools: [...FILE_TOOLS, 'TodoWrite', ...(allowShell ? SHELL_TOOLS : [])],
       settingSources: [],

@@ -266,3 +266,22 @@ test(
     expect(openai.requestFor('hello again')).toBeUndefined();
   },
 );
+
+test(
+  "the Codex CLI's safe commands reach gated's rules too: echo, pwd and `id; date` refused under deny Bash *",
+  { timeout: 180_000 },
+  async () => {
+    const c = await startCodex({ actions: '' });
+    c.g.db
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'Bash', '*', 'deny')`,
+      )
+      .run(GROUP);
+    for (const cmd of ['echo shortcut-ran', 'pwd', 'id; date']) {
+      const answer = await c.reply(c.send(`TOOL exec_command {"cmd":"${cmd}"}`));
+      expect(answer, cmd).toContain('Refused: denied by tool rule');
+      expect(answer, cmd).not.toMatch(/uid=\d|said: shortcut-ran/);
+      expect(answer, cmd).not.toContain(`said: ${c.groupDir}`);
+    }
+  },
+);
