@@ -1,3 +1,4 @@
+import { descriptorHealth } from '../core/descriptors.js';
 import type { PollLoop } from '../gateway/loop.js';
 import type { WorkQueue } from '../queue/queue.js';
 import { badRowsOf, isRowFinding, type BadRows } from '../store/constraints.js';
@@ -28,16 +29,26 @@ function runningRunIds(db: Db): number[] {
 }
 
 /**
+ * How long a run may stay past its hard timeout before /healthz calls it wedged: the kill, the drain of
+ * its output (2 s) and a container's removal fit in this many ms.
+ */
+export const OVERDUE_GRACE_MS = 30_000;
+
+/**
  * The truth about a running gated for /healthz: the poll loop completed a tick within the last 3 poll
- * intervals (at least 2 s) (a failing or stuck loop answers nobody), and every row in state `running` belongs to a run
- * the queue really has (a row running without a live run would never end: the queue is wedged).
+ * intervals (at least 2 s) (a failing or stuck loop answers nobody), every row in state `running` belongs to a run
+ * the queue really has (a row running without a live run would never end: the queue is wedged), no run
+ * outlived its hard timeout by more than OVERDUE_GRACE_MS, and gated's file descriptors are neither
+ * exhausted nor near their limit (core/descriptors.ts).
  */
 export function liveness(opts: {
   db: Db;
   loop: Pick<PollLoop, 'health'>;
-  queue: Pick<WorkQueue, 'active'>;
+  queue: Pick<WorkQueue, 'active' | 'overdue'>;
   pollMs: number;
   now?: number;
+  /** The descriptors' state (default: this process's, from /proc). */
+  descriptors?: () => string;
 }): LivenessChecks {
   const now = opts.now ?? Date.now();
   const checks: LivenessChecks = {};
@@ -57,6 +68,15 @@ export function liveness(opts: {
   } catch (err) {
     checks.queue = `cannot read running rows: ${(err as Error).message}`;
   }
+  const overdue = opts.queue.overdue().filter((o) => o.byMs > OVERDUE_GRACE_MS);
+  checks.runs =
+    overdue.length === 0
+      ? 'ok'
+      : `${overdue.length} past their run timeout (${overdue
+          .slice(0, 5)
+          .map((o) => `run ${o.runId} by ${Math.round(o.byMs / 1000)} s`)
+          .join(', ')})`;
+  checks.descriptors = (opts.descriptors ?? descriptorHealth)();
   return checks;
 }
 

@@ -97,6 +97,11 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     },
     facts: (key) => laneFacts(store, lanes, key, now()),
     active: () => lanes.all().map((l) => l.info()),
+    overdue: () =>
+      lanes
+        .all()
+        .map((l) => ({ runId: l.run.runId, byMs: l.run.overdueMs(now()) }))
+        .filter((o) => o.byMs > 0),
     snapshot: () => laneSnapshot(store, lanes, now()),
     recover() {
       const live = new Set(lanes.all().map((l) => l.run.runId));

@@ -10,9 +10,10 @@ import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
 import { INTERRUPT_GRACE_MS, Interrupts } from './interrupts.js';
-import { Turns } from './turns.js';
+import { rowIds, Turns } from './turns.js';
 import { RunTrace } from '../core/trace.js';
 import { Inbox } from './inbox.js';
+import { HardTimeout } from './hard-timeout.js';
 import type { CloseReason, KillReason, RunEnd } from './run-end.js';
 
 /**
@@ -99,11 +100,10 @@ export class Run {
   private replies = 0;
   private retryReason: string | null = null;
   private idleTimer: NodeJS.Timeout | undefined;
-  private hardTimer: NodeJS.Timeout | undefined;
-  /** Epoch ms the hard timeout fires at; moved later by the time spent waiting for a human (hold). */
-  private hardDeadline = 0;
-  /** Questions waiting for a decision: while any waits, the hard timeout stands still. */
-  private holds = 0;
+  /** Stands still while questions wait for a decision (hold). */
+  private readonly hard: HardTimeout;
+  /** Aborts the runtime's start: a start still pending at the hard timeout is given up (kill). */
+  private readonly starting = new AbortController();
   /** The agent's events wait here while another process holds the write lock (queue/inbox.ts). */
   private readonly inbox = new Inbox(
     () => this.hooks.writable?.() ?? true,
@@ -129,7 +129,8 @@ export class Run {
     this.interrupts = new Interrupts(hooks.log, fields, graceMs, hooks.now);
     this.turns.add(rows);
     this.trace = new RunTrace({ runId, group: key.group, topic: key.topic, chatJid });
-    this.trace.begin(ids(rows), now);
+    this.hard = new HardTimeout(hooks.now, () => this.kill('timeout'));
+    this.trace.begin(rowIds(rows), now);
   }
 
   /** Idle: every turn written is answered and the agent still reads stdin. */
@@ -152,14 +153,22 @@ export class Run {
 
   /** Starts the agent and feeds it `input`; resolves when the run has ended (not settled). */
   async begin(spec: () => RunSpec, input: string): Promise<void> {
-    this.armHard(this.hooks.runTimeoutMs);
+    this.hard.arm(this.hooks.runTimeoutMs);
     let handle: AgentHandle;
     try {
-      handle = await this.hooks.runtime.start(spec());
+      handle = await this.hooks.runtime.start({ ...spec(), signal: this.starting.signal });
     } catch (err) {
+      // Given up by the hard timeout while the start was pending (kill): that end is the run's.
+      if (this.starting.signal.aborted) return;
       const e = coerceError(err);
       const down = e instanceof EngineError && e.problem === 'unreachable';
       return this.end(null, `start failed: ${e.message}`, down ? e.message : null);
+    }
+    if (this.starting.signal.aborted) {
+      // The start came back after the run was given up by its timeout: this agent serves nobody.
+      handle.kill();
+      handle.stdout.resume();
+      return;
     }
     this.handle = handle;
     const parser = createOutputParser({
@@ -202,7 +211,7 @@ export class Run {
     clearTimeout(this.idleTimer);
     this.turns.idle.stop(this.hooks.now());
     this.turns.add(rows);
-    this.trace.turn(turn, ids(rows), this.hooks.now());
+    this.trace.turn(turn, rowIds(rows), this.hooks.now());
     return true;
   }
 
@@ -225,21 +234,20 @@ export class Run {
    * timer does not run during an open turn). Calls nest; release() resumes with the time that was left.
    */
   hold(): void {
-    if (this.phase === 'ended' || this.holds++ > 0) return;
-    clearTimeout(this.hardTimer);
-    this.hardDeadline -= this.hooks.now();
+    if (this.phase !== 'ended') this.hard.hold();
   }
 
   /** Ends one hold(); the last one re-arms the hard timeout with the time it had left. */
   release(): void {
-    if (this.holds === 0 || --this.holds > 0 || this.phase === 'ended') return;
-    this.armHard(Math.max(0, this.hardDeadline));
+    if (this.phase !== 'ended') this.hard.release();
   }
 
-  private armHard(ms: number): void {
-    clearTimeout(this.hardTimer);
-    this.hardDeadline = this.hooks.now() + ms;
-    this.hardTimer = setTimeout(() => this.kill('timeout'), ms);
+  /**
+   * How long ago the hard timeout should have ended this run: 0 while it has time left, waits for a human
+   * (hold) or has ended. A run the timeout killed ends within moments; one that stays overdue is wedged.
+   */
+  overdueMs(now: number): number {
+    return this.phase === 'ended' ? 0 : this.hard.overdueMs(now);
   }
 
   /**
@@ -270,13 +278,22 @@ export class Run {
     this.handle?.closeStdin();
   }
 
-  /** Ends the agent now. The first reason wins. */
+  /**
+   * Ends the agent now. The first reason wins. The hard timeout also ends a run whose agent has not started
+   * yet: a start that never comes back (a socket the spawner passed and gated never received, because its
+   * descriptors ran out) must not hold the run's slot forever; the start is aborted and its agent, if it
+   * comes, killed.
+   */
   kill(reason: KillReason): void {
     if (this.phase === 'ended') return;
     this.killed ??= reason;
     clearTimeout(this.idleTimer);
-    clearTimeout(this.hardTimer);
-    this.handle?.kill();
+    this.hard.clear();
+    if (this.handle !== null) return this.handle.kill();
+    if (reason !== 'timeout') return;
+    this.starting.abort();
+    const ms = this.hooks.runTimeoutMs;
+    this.inbox.handle(() => this.end(null, `the agent did not start within the run timeout (${ms} ms)`));
   }
 
   /** Called by the queue once the run's rows are settled. */
@@ -360,7 +377,7 @@ export class Run {
   private end(exit: AgentExit | null, startError: string | null, unreachable: string | null = null): void {
     this.phase = 'ended';
     clearTimeout(this.idleTimer);
-    clearTimeout(this.hardTimer);
+    this.hard.stop();
     this.interrupts.clear();
     // Turns left open never get a reply from this run: their drafts end now (a re-run drafts anew).
     if (this.turns.open > 0) this.hooks.onDraftsEnd(this, this.turns.answered + 1, this.turns.written);
@@ -377,8 +394,4 @@ export class Run {
       retryReason: this.retryReason,
     });
   }
-}
-
-function ids(rows: readonly BatchRow[]): number[] {
-  return rows.map((r) => r.id);
 }

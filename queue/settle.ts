@@ -69,7 +69,9 @@ function describe(
   if (end.unreachable !== null) {
     return { result: 'error', error: `engine unreachable: ${end.unreachable}`, failed: false, rows: 'later' };
   }
-  if (end.killed === 'timeout') return failure('timeout', `no exit within ${cfg.runTimeoutMs} ms`);
+  if (end.killed === 'timeout') {
+    return failure('timeout', end.startError ?? `no exit within ${cfg.runTimeoutMs} ms`);
+  }
   if (end.startError !== null || end.exit === null) {
     return failure('error', end.startError ?? 'the agent did not start');
   }

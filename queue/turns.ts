@@ -126,3 +126,8 @@ export class IdleClock {
     return this.before + (this.since === null ? 0 : Math.max(0, at - this.since));
   }
 }
+
+/** The ids of a turn's rows, in order (for the run's trace). */
+export function rowIds(rows: readonly BatchRow[]): number[] {
+  return rows.map((r) => r.id);
+}

@@ -136,6 +136,8 @@ export interface WorkQueue {
   facts(key: SessionKey): LaneFacts;
   /** The lanes with a live run, from memory (cheap: /healthz asks at every probe). */
   active(): LaneInfo[];
+  /** Live runs past their hard timeout (Run.overdueMs), by how long, from memory (/healthz). */
+  overdue(): Array<{ runId: number; byMs: number }>;
   /** The live lanes and the waiting ones (a read of the backlog: for the operator, not for probes). */
   snapshot(): { active: LaneInfo[]; waiting: LaneInfo[] };
   /**

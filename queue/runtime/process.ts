@@ -311,7 +311,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
         if (prefix.length === 0) req.markVar = RUN_MARK_VAR;
         return shared ? { ...req, stdoutOnStdin: true } : req;
       };
-      return handleOf(await startAgent(opts, request), prefix.length > 0);
+      return handleOf(await startAgent(opts, request, spec.signal), prefix.length > 0);
     },
     async ping() {
       // sh is always there on a machine that runs gated; nothing to reach.
@@ -326,16 +326,17 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
 async function startAgent(
   opts: ProcessRuntimeOptions,
   request: (shared: boolean) => SpawnRequest,
+  signal: AbortSignal | undefined,
 ): Promise<Spawned> {
   if (opts.spawner === false) return spawnDirect(request(false));
   for (let attempt = 1; ; attempt++) {
     const spawner = await sharedSpawner(opts.log, opts.spawnerFile);
     if (spawner === null) return spawnDirect(request(false));
     try {
-      return await spawner.start(request(true));
+      return await spawner.start(request(true), signal);
     } catch (err) {
       // A spawner that died meanwhile is started again, once; a failed spawn (ENOENT…) is the run's.
-      if (spawner.alive || attempt > 1) throw err;
+      if (spawner.alive || attempt > 1 || signal?.aborted) throw err;
     }
   }
 }

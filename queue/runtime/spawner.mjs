@@ -4,7 +4,8 @@
 // runs on bare `node`, from the sources and from an installed package alike, and its heap stays small.
 //
 // Over the IPC channel (JSON messages; docs/SECURITY.md "Processes"):
-//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin, home }
+//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin, home },
+//                    { t: 'kill', id }: gated gave up on that start; its agent is killed (now or once started)
 //   spawner → gated  { t: 'stdin', id, pid } with the agent's stdin socket as the message's handle,
 //                    { t: 'stdout', id } with its stdout socket, or { t: 'failed', id, code, message };
 //                    with `stdoutOnStdin` (the command itself writes its output on fd 0, which is a socket
@@ -33,6 +34,8 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs
 
 /** id → the live agent's pid (its process group: agents start detached). */
 const live = new Map();
+/** Ids gated gave up on before their agent had started: killed as soon as it has. */
+const doomed = new Set();
 
 function killGroup(pid) {
   try {
@@ -166,6 +169,12 @@ function start(req) {
   child.once('spawn', () => {
     started = true;
     live.set(req.id, child.pid);
+    if (doomed.delete(req.id)) {
+      killGroup(child.pid);
+      stdin.destroy();
+      stdout?.destroy();
+      return;
+    }
     if (shared) return send({ t: 'stdio', id: req.id, pid: child.pid }, stdin);
     send({ t: 'stdin', id: req.id, pid: child.pid }, stdin);
     send({ t: 'stdout', id: req.id }, stdout);
@@ -186,6 +195,12 @@ function start(req) {
 
 process.on('message', (req) => {
   if (req && req.t === 'spawn') start(req);
+  else if (req && req.t === 'kill') {
+    // gated gave up on this start (its run's timeout passed first): its exit report then ends it.
+    const pid = live.get(req.id);
+    if (pid === undefined) doomed.add(req.id);
+    else killGroup(pid);
+  }
 });
 
 function gatedGone() {

@@ -163,12 +163,23 @@ export class Spawner {
     return this.child.pid;
   }
 
-  /** Starts a process; rejects like `spawn` would (ENOENT…) or when the spawner is gone. */
-  start(req: SpawnRequest): Promise<Spawned> {
+  /**
+   * Starts a process; rejects like `spawn` would (ENOENT…), when the spawner is gone, when `signal` aborts
+   * first (the spawner then kills what it started for this request), or when the process ended before its
+   * sockets reached gated (a handle gated could not take, its descriptors exhausted, is dropped by Node).
+   */
+  start(req: SpawnRequest, signal?: AbortSignal): Promise<Spawned> {
     if (!this.alive) return Promise.reject(new Error('the spawner is gone'));
+    if (signal?.aborted) return Promise.reject(new Error('the start was abandoned'));
     const id = this.nextId++;
     return new Promise<Spawned>((resolve, reject) => {
-      this.runs.set(id, { resolve, reject });
+      const abandon = () => this.abandon(id);
+      signal?.addEventListener('abort', abandon, { once: true });
+      const settled = () => signal?.removeEventListener('abort', abandon);
+      this.runs.set(id, {
+        resolve: (s) => (settled(), resolve(s)),
+        reject: (e) => (settled(), reject(e)),
+      });
       this.busy();
       this.child.send({ t: 'spawn', id, ...req, tailBytes: STDERR_TAIL_BYTES }, (err) => {
         if (err === null) return;
@@ -176,6 +187,17 @@ export class Spawner {
         reject(err);
       });
     });
+  }
+
+  /** Gives up on a start still pending: the spawner kills its process (now, or once it has started). */
+  private abandon(id: number): void {
+    const run = this.runs.get(id);
+    if (run === undefined || run.spawned !== undefined) return;
+    this.end(id);
+    if (run.pid !== undefined) killGroup(run.pid);
+    run.stdin?.destroy();
+    if (this.child.connected) this.child.send({ t: 'kill', id }, () => {});
+    run.reject(new Error('the start was abandoned'));
   }
 
   /** Closes the channel: the spawner kills what it started and exits. For tests and shutdown. */
@@ -204,7 +226,13 @@ export class Spawner {
       run.reject(Object.assign(new Error(m.message), { code: m.code ?? undefined }));
     } else {
       this.end(m.id);
-      run.exited?.({ code: m.code, signal: m.signal, stderrTail: m.stderrTail, waitedMs: m.waitedMs });
+      if (run.exited) {
+        run.exited({ code: m.code, signal: m.signal, stderrTail: m.stderrTail, waitedMs: m.waitedMs });
+        return;
+      }
+      // Its exit came but its sockets never did: Node drops a handle the receiver cannot take (EMFILE).
+      run.stdin?.destroy();
+      run.reject(new Error('the agent exited before its sockets reached gated (out of descriptors?)'));
     }
   }
 

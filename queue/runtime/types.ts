@@ -40,6 +40,11 @@ export interface RunSpec {
   config?: ConfigMount[];
   /** The command of the group's agent profile (process runtime), instead of the runtime's default. */
   command?: string | null;
+  /**
+   * Aborted when the run gives up on this start (its hard timeout passed first): a runtime that can stops
+   * the start and kills what it started; one that cannot may resolve later (the run kills that handle).
+   */
+  signal?: AbortSignal;
 }
 
 /** A configuration folder a container sees read-only. */

@@ -93,17 +93,48 @@ export class HandAgent implements AgentHandle {
   }
 }
 
-/** A Runtime whose agents are HandAgents; `startFails` makes the next starts reject. */
+/**
+ * A start the test holds: it resolves only when the test calls `arrive` (as a start through the spawner
+ * whose socket gated never received would never resolve at all); `signal` is what the run passed.
+ */
+export interface HeldStart {
+  spec: RunSpec;
+  signal: AbortSignal | undefined;
+  /** The agent's handle finally comes back, as a late start would. */
+  arrive(): HandAgent;
+}
+
+/**
+ * A Runtime whose agents are HandAgents; `startFails` makes the next starts reject, `startHolds` makes the
+ * next starts wait in `held` until the test lets them through.
+ */
 export class HandRuntime implements Runtime {
   readonly name = 'hand';
   readonly agents: HandAgent[] = [];
+  readonly held: HeldStart[] = [];
   startFails = 0;
+  startHolds = 0;
   private waiters: Array<(a: HandAgent) => void> = [];
 
   async start(spec: RunSpec): Promise<AgentHandle> {
     if (this.startFails > 0) {
       this.startFails--;
       throw new Error('no such image');
+    }
+    if (this.startHolds > 0) {
+      this.startHolds--;
+      return new Promise<AgentHandle>((resolve) => {
+        this.held.push({
+          spec,
+          signal: spec.signal,
+          arrive: () => {
+            const a = new HandAgent(spec);
+            this.agents.push(a);
+            resolve(a);
+            return a;
+          },
+        });
+      });
     }
     const a = new HandAgent(spec);
     this.agents.push(a);

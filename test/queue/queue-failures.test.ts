@@ -200,6 +200,39 @@ describe('queue: timeouts, stop, restart, shutdown', () => {
     expect(row(db, id)).toMatchObject({ state: 'ready', attempts: 1 });
   });
 
+  it('ends a run whose start never comes back at the hard timeout, and kills the agent that comes late', async () => {
+    // A start through the spawner whose socket gated could not receive (its descriptors exhausted) never
+    // resolves: the run must still end by its timeout and free its slot.
+    const { db, queue, runtime } = setup({ runTimeoutMs: 10_000, maxConcurrent: 1 });
+    runtime.startHolds = 1;
+    const id = ready(db, { chat: 'tg:A' });
+    queue.wake();
+    await flush();
+    expect(runtime.held).toHaveLength(1);
+    expect(queue.active()).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(10_000);
+    await flush();
+    expect(runtime.held[0]!.signal?.aborted).toBe(true);
+    expect(queue.active()).toHaveLength(0);
+    expect(lastRun(db)).toMatchObject({
+      result: 'timeout',
+      error: 'the agent did not start within the run timeout (10000 ms)',
+    });
+    expect(row(db, id)).toMatchObject({ state: 'ready', attempts: 1 });
+    // The slot is free: the retry runs on a new agent, and the late one is killed, never fed.
+    await vi.advanceTimersByTimeAsync(1_000);
+    await flush();
+    const late = runtime.held[0]!.arrive();
+    await flush();
+    expect(late.killed).toBe(true);
+    expect(late.lines).toEqual([]);
+    const retry = runtime.agents.find((a) => a !== late)!;
+    expect(retry.inputs()[0]!.messages.map((m) => m.id)).toEqual([id]);
+    retry.reply('ok');
+    await flush();
+    expect(row(db, id).state).toBe('done');
+  });
+
   it('stops the lane of the chat: batch stopped, never retried', async () => {
     const { db, queue, runtime } = setup();
     const id = ready(db, { chat: 'tg:A' });

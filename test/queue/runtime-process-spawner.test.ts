@@ -5,6 +5,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createProcessRuntime } from '../../queue/runtime/process.js';
 import { sharedSpawner, SPAWNER_FILE } from '../../queue/runtime/spawner.js';
+import { packageFile } from '../../core/paths.js';
 import { tempDir } from '../helpers/db.js';
 import { sleepers, until } from '../helpers/process.js';
 
@@ -148,6 +149,51 @@ describe('process runtime: agents start from the spawner, not from gated', () =>
     expect(spawner.alive).toBe(true);
     const runtime = createProcessRuntime({ cmd: 'exit 5' });
     expect((await (await runtime.start(spec(6))).exited).code).toBe(5);
+  });
+});
+
+describe('a start gated cannot receive (its descriptors exhausted)', () => {
+  it('is given up when its run says so, and the spawner kills the agent it had started', async () => {
+    const n = sleepTag();
+    // A stand-in for gated with a low descriptor limit: it starts the real spawner, fills every descriptor
+    // left, then asks for an agent. Node drops a handle the receiver cannot take, so the agent's socket
+    // never arrives; the start is abandoned (as a run's hard timeout does) and must not leave the agent.
+    const parent = join(tempDir(), 'emfile-parent.mts');
+    writeFileSync(
+      parent,
+      `import { openSync, closeSync } from 'node:fs';
+import { Spawner } from ${JSON.stringify(SPAWNER_FILE.replace(/\.mjs$/, '.ts'))};
+const s = new Spawner();
+await s.ready;
+const fds: number[] = [];
+try { for (;;) fds.push(openSync('/dev/null', 'r')); } catch {}
+const abort = new AbortController();
+const started = s.start({ bin: 'sh', args: ['-c', 'exec sleep ${n}'], cwd: '/', env: { PATH: process.env.PATH! },
+  markVar: 'GATED_RUN_MARK', drainMs: 100 }, abort.signal);
+const outcome = started.then(() => 'started', (e: Error) => e.message);
+setTimeout(() => abort.abort(), 1500);
+const result = await outcome;
+for (const fd of fds) closeSync(fd);
+process.stdout.write(JSON.stringify({ result, filled: fds.length, spawner: s.pid }) + '\\n');
+s.close();
+`,
+    );
+    try {
+      const child = spawn(
+        'sh',
+        ['-c', 'ulimit -n 64; exec "$0" --import tsx "$1"', process.execPath, parent],
+        { stdio: ['ignore', 'pipe', 'inherit'], cwd: packageFile() },
+      );
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += String(d)));
+      await new Promise((resolve) => child.once('exit', resolve));
+      const report = JSON.parse(out.trim()) as { result: string; filled: number; spawner: number };
+      expect(report.filled).toBeGreaterThan(0);
+      expect(report.result).toBe('the start was abandoned');
+      await until(() => !alive(report.spawner) && sleepers(n).length === 0, 5000, 'agent and spawner gone');
+    } finally {
+      reap(n);
+    }
   });
 });
 
