@@ -50,6 +50,19 @@ export interface Config extends ChannelsConfig {
    * (GATED_UPLOADS_MAX_CONCURRENT), upload bytes per client address per hour (GATED_UPLOAD_BYTES_PER_HOUR),
    * wrong admin tokens per client address per hour (GATED_LOGIN_FAILURES_PER_HOUR).
    */
+  /**
+   * Bounds on the HTTP server's connections (docs/SECURITY.md "Connections"): open connections in all
+   * (GATED_HTTP_MAX_CONNECTIONS; null: 1,000 within half the descriptor limit) and per client address
+   * (GATED_HTTP_MAX_PER_ADDRESS), and the header, request, keep-alive and idle timeouts.
+   */
+  connections: {
+    max: number | null;
+    perAddress: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    idleTimeoutMs: number;
+  };
   clientCaps: {
     sseStreams: number;
     ssePerAddress: number;
@@ -205,6 +218,14 @@ function httpSettings(env: Env) {
     httpHosts: list(env, 'GATED_HTTP_HOSTS', '', true),
     adminToken: str(env, 'GATED_ADMIN_TOKEN'),
     admins: list(env, 'GATED_ADMINS'),
+    connections: {
+      max: str(env, 'GATED_HTTP_MAX_CONNECTIONS') ? int(env, 'GATED_HTTP_MAX_CONNECTIONS', 1000, 1) : null,
+      perAddress: int(env, 'GATED_HTTP_MAX_PER_ADDRESS', 64, 1),
+      headersTimeoutMs: int(env, 'GATED_HTTP_HEADERS_TIMEOUT_MS', 10_000, 100),
+      requestTimeoutMs: int(env, 'GATED_HTTP_REQUEST_TIMEOUT_MS', 120_000, 100),
+      keepAliveTimeoutMs: int(env, 'GATED_HTTP_KEEPALIVE_TIMEOUT_MS', 5_000, 100),
+      idleTimeoutMs: int(env, 'GATED_HTTP_IDLE_TIMEOUT_MS', 60_000, 1000),
+    },
     clientCaps: {
       sseStreams: int(env, 'GATED_SSE_MAX_STREAMS', 200, 1),
       ssePerAddress: int(env, 'GATED_SSE_MAX_PER_ADDRESS', 20, 1),

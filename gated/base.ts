@@ -6,6 +6,7 @@ import { createMetrics, type Metrics } from '../core/metrics.js';
 import { createSignals, type Signals } from '../core/signals.js';
 import { WebChannel } from '../channels/web/index.js';
 import { startHttpServer, type HttpServer } from '../http/app.js';
+import { descriptorLimit } from '../core/descriptors.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpoint.js';
 import { openDatabase, type Db } from '../store/db.js';
@@ -78,7 +79,12 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   let http: HttpServer | undefined;
   try {
     if (opts.http !== false) {
-      http = await startHttpServer(undefined, { host: config.httpHost, port: config.httpPort });
+      http = await startHttpServer(undefined, {
+        host: config.httpHost,
+        port: config.httpPort,
+        connections: config.connections,
+      });
+      warnDescriptors(log, config.connections.max);
       log.info({ url: http.url }, 'web chat and dashboard listening');
     }
     const runtime = opts.runtime ?? (await makeRuntime(config, db, log, metrics));
@@ -91,6 +97,19 @@ export async function openBase(opts: StartOptions): Promise<Base> {
     db.close();
     throw err;
   }
+}
+
+/**
+ * A connection cap set above half the descriptor limit lets a flood of connections take the descriptors
+ * that runs, agents and the database need: said once at the start (the operator's setting still holds).
+ */
+function warnDescriptors(log: Logger, max: number | null): void {
+  const fds = descriptorLimit();
+  if (max === null || fds === null || max <= fds / 2) return;
+  log.warn(
+    { maxConnections: max, descriptorLimit: fds },
+    'GATED_HTTP_MAX_CONNECTIONS is above half the descriptor limit: a flood of connections can exhaust them',
+  );
 }
 
 /**

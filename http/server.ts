@@ -1,6 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Hono } from 'hono';
+import type { Server } from 'node:http';
+import {
+  boundConnections,
+  DEFAULT_CONNECTION_LIMITS,
+  type ConnectionCounts,
+  type ConnectionLimits,
+  serverOptionsOf,
+} from './connections.js';
 
 /** A listening HTTP server. */
 export interface HttpServer {
@@ -10,12 +18,16 @@ export interface HttpServer {
   serve(app: Hono): void;
   /** Stops listening and ends open connections (SSE streams included); idempotent. */
   close(): Promise<void>;
+  /** What the connection bounds did so far (http/connections.ts). */
+  readonly connections: ConnectionCounts;
 }
 
 /** Where to listen. Port 0 picks a free port. */
 export interface ListenOptions {
   host: string;
   port: number;
+  /** Caps and timeouts of its connections (default DEFAULT_CONNECTION_LIMITS). */
+  connections?: ConnectionLimits;
 }
 
 /** What a server bound before its app exists answers: 503, as /healthz does for a part not ready. */
@@ -41,11 +53,14 @@ function compiled(app: Hono): Hono {
 export async function startHttpServer(app: Hono | undefined, opts: ListenOptions): Promise<HttpServer> {
   // The node server's env (the socket, for the peer address) is passed on to the app.
   let fetch: Hono['fetch'] = app ? compiled(app).fetch : starting;
+  const limits = opts.connections ?? DEFAULT_CONNECTION_LIMITS;
   const server = createAdaptorServer({
     fetch: (req: Request, env: unknown) => fetch(req, env),
     hostname: opts.host,
     port: opts.port,
-  });
+    serverOptions: serverOptionsOf(limits),
+  }) as Server;
+  const connections = boundConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error) =>
       reject(new Error(`cannot listen on ${opts.host}:${opts.port}: ${err.message}`));
@@ -60,6 +75,7 @@ export async function startHttpServer(app: Hono | undefined, opts: ListenOptions
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host}:${addr.port}`,
+    connections,
     serve(next) {
       fetch = compiled(next).fetch;
     },
