@@ -20,13 +20,16 @@ export function slackApprovals(web: WebClient): ApprovalOps {
         ...(b.command.startsWith('/approve') ? { style: 'primary' as const } : {}),
         ...(b.command.startsWith('/reject') ? { style: 'danger' as const } : {}),
       }));
+      // The question quotes the agent's input: `<!channel>`, `<!here>` or `<!subteam^…>` in it must show
+      // as text, never notify a whole channel. Slack reads the top-level `text` (what notifications and
+      // clients without blocks show) as mrkdwn too, so both are escaped.
+      const safe = escapeMrkdwn(text);
       try {
         const res = await web.chat.postMessage({
           channel: roomOf(chatJid),
-          // `text` is what notifications and clients without blocks show.
-          text,
+          text: safe,
           blocks: [
-            { type: 'section', text: { type: 'mrkdwn', text: escapeMrkdwn(text).slice(0, 3000) } },
+            { type: 'section', text: { type: 'mrkdwn', text: safe.slice(0, 3000) } },
             { type: 'actions', elements },
           ],
           ...(thread ? { thread_ts: thread } : {}),
@@ -38,12 +41,13 @@ export function slackApprovals(web: WebClient): ApprovalOps {
       }
     },
     async decided(chatJid, platformId, text) {
+      const safe = escapeMrkdwn(text);
       try {
         await web.chat.update({
           channel: roomOf(chatJid),
           ts: platformId,
-          text,
-          blocks: [{ type: 'section', text: { type: 'mrkdwn', text: escapeMrkdwn(text).slice(0, 3000) } }],
+          text: safe,
+          blocks: [{ type: 'section', text: { type: 'mrkdwn', text: safe.slice(0, 3000) } }],
         });
       } catch (err) {
         if (platformError(err) === 'message_not_found') return;

@@ -280,6 +280,8 @@ describe('slack channel', () => {
     const asked = api.posted.find((p) => p.ts === ts)!;
     expect(asked.thread_ts).toBe(thread);
     expect(JSON.stringify(asked.blocks)).toContain('&lt;!channel&gt;');
+    // The notification's text too: Slack reads it as mrkdwn, `<!channel>` in it would notify everyone.
+    expect(asked.text).toBe('Run `rm -rf build`? &lt;!channel&gt;');
     const press = api.blockActions(ts, 0, ADA);
     await api.waitAck(api.pushInteraction(press));
     await api.waitAck(api.redeliverLast());
@@ -313,8 +315,8 @@ describe('slack channel', () => {
         id: true,
       },
     ]);
-    await channel.approvals.decided(jid, ts, 'Approved by Ada');
-    expect(asked.text).toBe('Approved by Ada');
+    await channel.approvals.decided(jid, ts, 'Approved by Ada <!here>');
+    expect(asked.text).toBe('Approved by Ada &lt;!here&gt;');
     expect(JSON.stringify(asked.blocks)).not.toContain('actions');
     expect(() => api.blockActions(ts, 0, ADA)).toThrow(/no button/);
   });
