@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { backoffDelay } from '../core/backoff.js';
+import { groupDirOf } from '../core/group-dir.js';
 import type { Signals } from '../core/signals.js';
 import { createWorker } from '../core/worker.js';
 import { coerceError } from '../core/errors.js';
@@ -148,7 +149,7 @@ async function fetchOne(f: Fetcher, a: DueAttachment): Promise<void> {
     const file = await channel.fetchAttachment(a.source, maxBytes);
     const rel = join('inbox', String(a.message_id), `${a.seq}-${a.name}`);
     // The folder is the agent's: a link or FIFO it planted on the way is refused, never written through.
-    await writeInFolder(join(f.opts.groupsDir, a.group_folder), rel, file.data);
+    await writeInFolder(groupDirOf(f.opts.groupsDir, a.group_folder), rel, file.data);
     finish({ state: 'saved', path: rel, size: file.data.length, mime: file.mime });
     alog.debug({ path: rel, bytes: file.data.length }, 'attachment saved');
   } catch (err) {

@@ -4,8 +4,9 @@
  * Terminology
  * - JID: `platform:room`, the identity of one chat (`telegram:-5075870332`, `web:demo`). The platform is the
  *   text before the first `:`, the room the text after it.
- * - Group: a registered agent workspace named by its folder path (`krons/content`); its files live in that
- *   path under GATED_GROUPS_DIR.
+ * - Group: a registered agent workspace named by its folder path (`krons/content`); its files live in its
+ *   own folder directly under GATED_GROUPS_DIR (`krons+content`, core/group-dir.ts), never inside its
+ *   parent's: the tree of groups is their folder names, not the disk.
  * - Topic: a named session inside a group (`#support` in chat, `support` when stored); the default is ''.
  * - SessionKey: (group folder, topic). At most one agent run per session key at a time.
  * - Verb: the kind of an inbound event (`message`, `mention`, `reply`, `reaction`, `follow`, …).

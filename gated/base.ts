@@ -11,6 +11,7 @@ import type { Runtime } from '../queue/runtime/types.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpoint.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { startGroupCommit, writeEvery, type GroupCommit } from '../store/group-commit.js';
+import { moveNestedFolders } from '../store/group-layout.js';
 import { History } from '../store/history.js';
 import { badRowsLine, checkReadable } from './health.js';
 import { claimOwner } from './owner.js';
@@ -78,6 +79,8 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
   let http: HttpServer | undefined;
   try {
+    // Before any run: nested groups' folders leave their parents' (store/group-layout.ts).
+    moveNestedFolders(db, config.groupsDir, log);
     if (opts.http !== false) {
       http = await startHttpServer(undefined, {
         host: config.httpHost,

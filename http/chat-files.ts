@@ -1,10 +1,11 @@
 import { realpath } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute } from 'node:path';
 import { Readable } from 'node:stream';
 import { Hono, type Context } from 'hono';
 import { UsageError } from '../core/errors.js';
 import { mimeOf, safeFileName, type AttachmentKind, type NewAttachment } from '../core/files.js';
 import type { Logger } from '../core/log.js';
+import { realGroupDirOf } from '../core/group-dir.js';
 import { FileRefused, openInFolder, relativeInside, spoolOf, type OpenedFile } from '../core/safe-file.js';
 import { isValidFolder } from '../core/types.js';
 import {
@@ -132,7 +133,13 @@ async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
   )
     return c.json({ error: 'no such file' }, 404);
   const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
-  const root = await realpath(join(deps.groupsDir, group)).catch(() => undefined);
+  let root: string | undefined;
+  try {
+    // The groups folder's links are the operator's; the group's own entry is walked without following.
+    root = realGroupDirOf(deps.groupsDir, group);
+  } catch {
+    root = undefined;
+  }
   if (!root) return c.json({ error: 'no such file' }, 404);
   // Opened now under core/safe-file.ts: its type is checked before it is opened (a FIFO never hangs the
   // request) and a link the agent swapped in since the file was listed is refused, not followed.

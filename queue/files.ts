@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { basename, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { mimeOf, safeFileName } from '../core/files.js';
 import { checkInFolderSync, FileRefused, relativeInside } from '../core/safe-file.js';
 import type { ResolvedFile } from '../store/outbound-files.js';
@@ -20,9 +20,10 @@ export const MAX_PATH_CHARS = 4096;
 export function resolveFiles(groupDir: string, paths: readonly string[]): ResolvedFile[] {
   // Most blocks name no file: then the folder's real path (an lstat per component) is not looked up.
   if (paths.length === 0) return [];
+  // The groups folder's links are the operator's and resolved; the group's own entry never is.
   let root: string;
   try {
-    root = realpathSync(groupDir);
+    root = join(realpathSync(dirname(groupDir)), basename(groupDir));
   } catch {
     root = resolve(groupDir);
   }

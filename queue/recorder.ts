@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { groupDirOf } from '../core/group-dir.js';
 import { coerceError } from '../core/errors.js';
 import type { Signals } from '../core/signals.js';
 import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
@@ -56,7 +56,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),
     resolveFiles(run, paths) {
       // Checked on disk before the block's transaction: a reply never commits without its files' verdicts.
-      const resolved = resolveFiles(join(config.groupsDir, run.key.group), paths);
+      const resolved = resolveFiles(groupDirOf(config.groupsDir, run.key.group), paths);
       for (const f of resolved.filter((r) => r.refused))
         log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
       return resolved;

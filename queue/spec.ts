@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { groupDirOf } from '../core/group-dir.js';
 import { isValidFolder, type SessionKey } from '../core/types.js';
 import { networkOf } from '../store/groups.js';
 import type { GroupRow } from '../store/queue.js';
@@ -23,7 +23,7 @@ export function runSpecOf(
     runId,
     group: key.group,
     topic: key.topic,
-    groupDir: join(groupsDir, key.group),
+    groupDir: groupDirOf(groupsDir, key.group),
     image: g?.image ?? setup?.image ?? null,
     network: networkOf(g?.network, key.group),
     mounts: parseMountList(g?.mounts),

@@ -1,5 +1,4 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { checkGroupDirSync, groupDirOf } from '../core/group-dir.js';
 import { UsageError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
 import { folderError, threadModeOf, type BusyMode, type ThreadMode } from '../core/types.js';
@@ -27,13 +26,13 @@ export function getGroup(db: Db, folder: string): Group | undefined {
 }
 
 /**
- * Registers a group and creates its folder under `groupsDir`. Refuses a malformed folder name (UsageError)
+ * Registers a group and creates its folder under `groupsDir` (`pub/c` at `<groupsDir>/pub+c`, core/group-dir.ts). Refuses a malformed folder name (UsageError)
  * before anything touches the disk; adding an existing group updates its name.
  */
 export function addGroup(db: Db, groupsDir: string, folder: string, name?: string): void {
   const bad = folderError(folder);
   if (bad !== null) throw new UsageError(`bad group folder '${clipText(folder, 40)}': ${bad}`);
-  mkdirSync(join(groupsDir, folder), { recursive: true });
+  checkGroupDirSync(groupDirOf(groupsDir, folder));
   db.prepare(
     `INSERT INTO registered_groups (folder, name) VALUES (?, ?)
      ON CONFLICT (folder) DO UPDATE SET name = coalesce(excluded.name, name)`,

@@ -1,12 +1,10 @@
-import { statSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import { PassThrough, Writable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
 import { checkEngine, unreachableError } from './engine.js';
-import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
-import { chownTree } from './owner.js';
+import { onceUntilDone, prepareWorkspace, WORKSPACE, type Workspace } from './mounts.js';
 import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
@@ -37,17 +35,6 @@ const DRAIN_MS = 2000;
 // After the attach stream closed without an exit being reported, how long to wait before asking the engine
 // whether the container still runs (an engine that died closes the stream and never answers the wait).
 const PROBE_MS = 1000;
-
-/** The agent's uid:gid: configured, else the owner of the group's folder (handed to 1000:1000 when root owns it). */
-export function pickUser(dir: string, configured: string | undefined): string {
-  if (configured) return configured;
-  const st = statSync(dir);
-  if (st.uid !== 0) return `${st.uid}:${st.gid}`;
-  // Root owns the folder (gated runs as root): hand it to the unprivileged agent user once, so the agent can
-  // write its workspace without running as root.
-  if (process.getuid?.() === 0) chownTree(dir, 1000, 1000);
-  return '1000:1000';
-}
 
 /**
  * This instance's containers and which of them belong to live runs. A run is live from before its container
@@ -94,16 +81,12 @@ class ContainerSweep {
 }
 
 /** The create options of one run's container: the lockdown every agent gets, its workspace and mounts. */
-function containerConfig(
-  opts: DockerRuntimeOptions,
-  spec: RunSpec,
-  groupDir: string,
-  mounts: ResolvedMount[],
-) {
+function containerConfig(opts: DockerRuntimeOptions, spec: RunSpec, workspace: Workspace) {
+  const { groupDir, mounts } = workspace;
   const limits = limitsOf(opts);
   return {
     Image: spec.image ?? opts.image,
-    User: pickUser(groupDir, opts.user),
+    User: workspace.user,
     WorkingDir: WORKSPACE,
     // Nothing secret here: secrets travel on stdin only.
     Env: ['HOME=/tmp', 'LANG=C.UTF-8'],
@@ -165,9 +148,9 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
       try {
         await sweeper.once();
         await sweeper.ifOwed();
-        const { groupDir, mounts } = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
+        const workspace = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? [], opts.user);
         sweeper.live.add(run);
-        return await startContainer(spec, groupDir, mounts);
+        return await startContainer(spec, workspace);
       } catch (err) {
         sweeper.live.delete(run);
         // An engine that is not there is named as such: the queue retries without blaming the messages.
@@ -176,8 +159,8 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
     },
   };
 
-  async function startContainer(spec: RunSpec, groupDir: string, mounts: ResolvedMount[]) {
-    const container = await docker.createContainer(containerConfig(opts, spec, groupDir, mounts));
+  async function startContainer(spec: RunSpec, workspace: Workspace) {
+    const container = await docker.createContainer(containerConfig(opts, spec, workspace));
     const remove = async () => {
       try {
         await container.remove({ force: true, v: true });

@@ -1,5 +1,7 @@
-import { lstatSync, mkdirSync, realpathSync } from 'node:fs';
-import { basename, isAbsolute, posix, relative, sep } from 'node:path';
+import { closeSync, existsSync, lstatSync, mkdirSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, posix, relative, resolve, sep } from 'node:path';
+import { GroupDirError, openGroupDirSync, type OpenedGroupDir } from '../../core/group-dir.js';
+import { chownTreeAt } from './owner.js';
 import type { ConfigMount, MountRequest } from './types.js';
 
 /**
@@ -49,14 +51,37 @@ function real(path: string, what: string): string {
 }
 
 /**
- * The group's folder as a real path, which must lie inside the groups root after symlinks are resolved
- * (a folder replaced by a link to /etc must not be mounted).
+ * Opens the group's folder for a container: it must be a direct child of the groups folder (every group's
+ * folder is, core/group-dir.ts), with no link at its name. The groups folder is the operator's and no agent
+ * can write into it, so the path handed to the engine, which resolves it again, names the folder opened
+ * here. The caller closes `fd`.
  */
-export function resolveGroupDir(groupsRoot: string, groupDir: string): string {
+export function openWorkspace(groupsRoot: string, groupDir: string): OpenedGroupDir {
+  // The groups folder is the operator's: made on a first run, its links followed.
+  mkdirSync(groupsRoot, { recursive: true });
   const root = real(groupsRoot, 'groups folder');
-  const dir = real(groupDir, 'group folder');
-  if (!inside(root, dir)) throw new MountError(`group folder ${groupDir} resolves outside ${groupsRoot}`);
-  return dir;
+  const parent = dirname(resolve(groupDir));
+  if (!existsSync(parent) || realpathSync(parent) !== root)
+    throw new MountError(`group folder ${groupDir} is not directly inside ${groupsRoot}`);
+  try {
+    return openGroupDirSync(groupDir);
+  } catch (err) {
+    if (err instanceof GroupDirError) throw new MountError(err.message);
+    throw err;
+  }
+}
+
+/**
+ * The agent's uid:gid: configured, else the owner of the group's folder (opened at `dir`), which is handed
+ * to 1000:1000 when root owns it and gated runs as root, through the folder's descriptor (owner.ts).
+ */
+export function pickUser(dir: OpenedGroupDir, configured: string | undefined): string {
+  if (configured) return configured;
+  if (dir.stat.uid !== 0) return `${dir.stat.uid}:${dir.stat.gid}`;
+  // Root owns the folder (gated runs as root): hand it to the unprivileged agent user once, so the agent can
+  // write its workspace without running as root.
+  if (process.getuid?.() === 0) chownTreeAt(dir.fd, 1000, 1000);
+  return '1000:1000';
 }
 
 /** Reads registered_groups.mounts: a JSON list of paths or {path, target?, rw?}. */
@@ -138,10 +163,19 @@ export function configMounts(config: readonly ConfigMount[]): ResolvedMount[] {
   });
 }
 
+/** Where a container's run works: its folder, its user, and every other mount. */
+export interface Workspace {
+  /** The group's folder (a real folder, directly inside the groups folder): mounted at /workspace. */
+  groupDir: string;
+  /** The agent's uid:gid. */
+  user: string;
+  mounts: ResolvedMount[];
+}
+
 /**
  * What a container runtime needs before it creates anything for a run: the group's folder (made when
- * missing, then resolved inside the groups root), the group's extra mounts, checked against the allow-list,
- * and its configuration folders, read-only.
+ * missing, opened without following a link, its owner read and, under root, handed to the agent user),
+ * the group's extra mounts, checked against the allow-list, and its configuration folders, read-only.
  */
 export function prepareWorkspace(
   spec: {
@@ -151,12 +185,15 @@ export function prepareWorkspace(
   },
   groupsRoot: string,
   allowRoots: readonly string[],
-): { groupDir: string; mounts: ResolvedMount[] } {
-  mkdirSync(spec.groupDir, { recursive: true });
-  return {
-    groupDir: resolveGroupDir(groupsRoot, spec.groupDir),
-    mounts: [...validateMounts(spec.mounts ?? [], allowRoots), ...configMounts(spec.config ?? [])],
-  };
+  user: string | undefined,
+): Workspace {
+  const mounts = [...validateMounts(spec.mounts ?? [], allowRoots), ...configMounts(spec.config ?? [])];
+  const dir = openWorkspace(groupsRoot, spec.groupDir);
+  try {
+    return { groupDir: dir.path, user: pickUser(dir, user), mounts };
+  } finally {
+    closeSync(dir.fd);
+  }
 }
 
 /** Runs `fn` once; a failure (engine down) is forgotten, so the next call tries again. */

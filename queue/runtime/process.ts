@@ -6,6 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../core/log.js';
 import { PACKAGE_ROOT } from '../../core/paths.js';
+import { checkGroupDirSync } from '../../core/group-dir.js';
 import { join } from 'node:path';
 import { AGENT_HOME_DIR, agentHome } from './home.js';
 import { killGroup, sharedSpawner, type SpawnedExit, type Spawned, type SpawnRequest } from './spawner.js';
@@ -301,12 +302,15 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
       const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
       const cmd = spec.command ?? opts.cmd;
+      // The working directory is the group's own folder, made when missing and refused when a link is at
+      // its name (core/group-dir.ts): never a path another group's agent could have redirected.
+      const cwd = checkGroupDirSync(spec.groupDir);
       // HOME is made (or checked) by whoever starts the agent, just before it starts (SpawnRequest.home).
-      const home = join(spec.groupDir, AGENT_HOME_DIR);
+      const home = join(cwd, AGENT_HOME_DIR);
       const env = { ...agentEnv(opts.env), HOME: home, [RUN_MARK_VAR]: mark };
       const request = (shared: boolean): SpawnRequest => {
         const [bin, ...args] = argvOf(prefix, cmd, shared);
-        const req: SpawnRequest = { bin: bin!, args, cwd: spec.groupDir, env, drainMs: DRAIN_MS, home };
+        const req: SpawnRequest = { bin: bin!, args, cwd, env, drainMs: DRAIN_MS, home };
         // In a PID namespace nothing of the run outlives its first process: no pass over /proc is needed.
         if (prefix.length === 0) req.markVar = RUN_MARK_VAR;
         return shared ? { ...req, stdoutOnStdin: true } : req;

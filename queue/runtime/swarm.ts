@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { attachRaw } from './attach.js';
-import { handleOf, pickUser } from './docker.js';
+import { handleOf } from './docker.js';
 import { checkEngine, EngineError, engineError, unreachableError } from './engine.js';
-import { onceUntilDone, prepareWorkspace, WORKSPACE, type ResolvedMount } from './mounts.js';
+import { onceUntilDone, prepareWorkspace, WORKSPACE, type Workspace } from './mounts.js';
 import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
 import { SparePool } from './swarm-spare.js';
 import { ContainerEvents, nodeOf, startedTask, type StartedTask } from './swarm-task.js';
@@ -69,7 +69,7 @@ interface Identity {
 function serviceSpec(
   opts: SwarmRuntimeOptions,
   spec: RunSpec,
-  where: { groupDir: string; mounts: ResolvedMount[] },
+  where: Workspace,
   who: Identity,
 ): Docker.CreateServiceOptions {
   const { groupDir, mounts } = where;
@@ -83,7 +83,7 @@ function serviceSpec(
       ContainerSpec: {
         Image: spec.image ?? opts.image,
         Labels: labels,
-        User: pickUser(groupDir, opts.user),
+        User: where.user,
         Dir: WORKSPACE,
         // Nothing secret here: secrets travel on stdin only.
         Env: ['HOME=/tmp', 'LANG=C.UTF-8'],
@@ -266,7 +266,7 @@ async function launch(
 async function startTask(state: SwarmState, spec: RunSpec): Promise<AgentHandle> {
   const { opts } = state;
   await state.sweptOnce();
-  const where = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? []);
+  const where = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? [], opts.user);
   const t0 = performance.now();
   const lane = `${spec.group}\0${spec.topic}`;
   const prefix = `gated-${opts.instanceId.slice(0, 12)}`;

@@ -120,7 +120,7 @@ test('a delegation to a child group comes back to the session that asked', { tim
   );
   expect(back).toContain('echo: find three sources');
   // The child's own session (working in the child's folder) got the text of the delegation.
-  const child = suite.api.turns.filter((r) => JSON.stringify(r.body).includes('/groups/claude/research'));
+  const child = suite.api.turns.filter((r) => JSON.stringify(r.body).includes('/groups/claude+research'));
   expect(child.length).toBeGreaterThan(0);
   expect(suite.api.seenUserWords(child[0]!)).toEqual(['find three sources']);
   const parent = requestFor(suite.api, 'echo: find three sources');

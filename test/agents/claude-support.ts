@@ -16,6 +16,7 @@ import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { MessagesApiServer, slowText } from '../infra/messages-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 /** The fake key: it must reach the API and nothing else. */
 export const API_KEY = 'sk-ant-test-NEVER-IN-ENV-0123456789';
@@ -104,7 +105,7 @@ export async function startClaudeChat(
     gated,
     group: GROUP,
     chat,
-    groupDir: join(gated.config.groupsDir, GROUP),
+    groupDir: groupDirOf(gated.config.groupsDir, GROUP),
     send: (text) => gated.gateway.sink({ chat_jid: chat, sender: 'ada', sender_name: 'Ada', content: text })!,
     reply: (id, ms = 60_000) =>
       until(

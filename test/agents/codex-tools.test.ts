@@ -18,6 +18,7 @@ import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
 import { offeredTools, ResponsesApiServer } from '../infra/responses-api.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 let openai: ResponsesApiServer;
 let gated: Gated | undefined;
@@ -86,7 +87,7 @@ async function startCodex(opts: CodexOptions = {}) {
   }));
   return {
     g,
-    groupDir: join(g.config.groupsDir, GROUP),
+    groupDir: groupDirOf(g.config.groupsDir, GROUP),
     send: (text: string) =>
       g.gateway.sink({ chat_jid: CHAT, sender: 'ada', sender_name: 'Ada', content: text })!,
     reply: (id: number) =>

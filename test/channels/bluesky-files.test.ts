@@ -16,6 +16,7 @@ import { until } from '../helpers/process.js';
 import { makeAccounts, postAs, type Accounts } from '../infra/atproto/harness.js';
 import { useAtprotoNetwork, type AtprotoNetwork } from '../infra/atproto/network.js';
 import { startE2eGated } from './e2e.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const network = useAtprotoNetwork('bsky_files');
 const GROUP = 'bsky/files';
@@ -117,9 +118,11 @@ test('an image posted with a mention reaches the agent as a file in its folder',
     .get(post.uri) as { id: number };
   const path = `inbox/${row.id}/0-image-1.png`;
   expect(reply!.text).toBe(`saw image-1.png ${PNG.length} ${sha(PNG)} at ${path}`);
-  expect(readFileSync(join(g.config.groupsDir, GROUP, path))).toEqual(PNG);
+  expect(readFileSync(join(groupDirOf(g.config.groupsDir, GROUP), path))).toEqual(PNG);
   // What the agent was given (it logs each input line in its folder).
-  const input = JSON.parse(readFileSync(join(g.config.groupsDir, GROUP, 'inputs.jsonl'), 'utf8')) as {
+  const input = JSON.parse(
+    readFileSync(join(groupDirOf(g.config.groupsDir, GROUP), 'inputs.jsonl'), 'utf8'),
+  ) as {
     messages: Array<{ content: string; attachments: unknown[] }>;
   };
   expect(input.messages).toEqual([
@@ -149,7 +152,7 @@ test('an image the agent names arrives as an image embed under its text reply', 
     did: acc.bot.did,
     cid: image!.images[0]!.cid,
   });
-  const sent = readFileSync(join(g.config.groupsDir, GROUP, 'out/chart.png'));
+  const sent = readFileSync(join(groupDirOf(g.config.groupsDir, GROUP), 'out/chart.png'));
   expect(Buffer.from(blob.data)).toEqual(sent);
   await g.delivery.idle();
   // Each part is recorded with its post (`uri|cid`): text part 0, image part 1.

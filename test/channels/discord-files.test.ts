@@ -16,6 +16,7 @@ import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
 import { e2eConfig, type E2eSeed } from './support.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const ada = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
 const GROUP = 'dc/files';
@@ -55,7 +56,7 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex').slice(0,
 function agentInputs(
   g: Gated,
 ): Array<{ content: string; attachments?: unknown[]; attachment_notes?: string[] }> {
-  const log = readFileSync(join(g.config.groupsDir, GROUP, 'inputs.jsonl'), 'utf8');
+  const log = readFileSync(join(groupDirOf(g.config.groupsDir, GROUP), 'inputs.jsonl'), 'utf8');
   return log
     .trim()
     .split('\n')
@@ -88,7 +89,7 @@ test('a photo and a text file a user attaches reach the agent as files in its fo
     ].join('\n'),
   );
   expect(reply!.message_reference).toMatchObject({ message_id: msg.id });
-  expect(readFileSync(join(gated.config.groupsDir, GROUP, path))).toEqual(photo);
+  expect(readFileSync(join(groupDirOf(gated.config.groupsDir, GROUP), path))).toEqual(photo);
   expect(agentInputs(gated)).toEqual([
     expect.objectContaining({
       content: 'look',
@@ -164,7 +165,7 @@ test('a file the agent names arrives as an attachment with its bytes, after the 
   expect(file!.content).toBe('');
   expect(file!.attachments).toHaveLength(1);
   expect(file!.attachments[0]).toMatchObject({ name: 'chart.png', contentType: 'image/png' });
-  const png = readFileSync(join(gated.config.groupsDir, GROUP, 'out/chart.png'));
+  const png = readFileSync(join(groupDirOf(gated.config.groupsDir, GROUP), 'out/chart.png'));
   expect(file!.attachments[0]!.data).toEqual(png);
   await gated.delivery.idle();
   const parts = gated.db.prepare(`SELECT part, platform_msg_id FROM outbound_parts ORDER BY part`).all();

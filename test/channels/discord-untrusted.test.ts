@@ -15,6 +15,7 @@ import { until } from '../helpers/process.js';
 import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const ada = { id: '700000000000000043', username: 'ada', global_name: 'Ada' };
 const GROUP = 'dc/hostile';
@@ -60,7 +61,7 @@ async function plantAndSwap(rt: RuntimeUnderTest): Promise<void> {
   await a.waitForPosted(2);
   const path = g.db.prepare(`SELECT path FROM attachments WHERE state = 'saved'`).pluck().get() as string;
   expect(a.posted[1]!.content).toBe(`got note.txt at ${path}`);
-  const saved = join(g.config.groupsDir, GROUP, path);
+  const saved = join(groupDirOf(g.config.groupsDir, GROUP), path);
   expect(lstatSync(saved).isSymbolicLink()).toBe(false);
   expect(readFileSync(saved)).toEqual(upload);
   expect(readFileSync(decoy, 'utf8')).toBe(DECOY);
@@ -68,7 +69,7 @@ async function plantAndSwap(rt: RuntimeUnderTest): Promise<void> {
   // The reply's first part waits out a 429 while the agent swaps its checked file for a link to the decoy.
   a.failNext({ status: 429, retryAfterS: 3 });
   push(`swap r.txt ${decoy} 1000`);
-  const folder = join(g.config.groupsDir, GROUP);
+  const folder = groupDirOf(g.config.groupsDir, GROUP);
   await until(
     () => g.db.prepare(`SELECT count(*) FROM outbound_files WHERE state = 'ok'`).pluck().get() === 1,
     rt.ms(20_000),

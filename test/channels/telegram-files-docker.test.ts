@@ -7,7 +7,6 @@
  * must be visible inside the container.
  */
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -19,6 +18,7 @@ import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const IMAGE = 'gated-files-agent:test';
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
@@ -81,7 +81,7 @@ test('a photo reaches the agent in its container as a file of its folder; its fi
   const info = await engine!.docker.getContainer(running!.Id).inspect();
   expect(info.Config.Image).toBe(IMAGE);
   expect(info.Mounts.find((m) => m.Destination === '/workspace')?.Source).toBe(
-    join(g.config.groupsDir, 'tg/files'),
+    groupDirOf(g.config.groupsDir, 'tg/files'),
   );
 
   // A file that arrives while the container runs (the folder already handed to the agent's user) is

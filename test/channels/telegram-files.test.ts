@@ -13,6 +13,7 @@ import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const chat: Chat.PrivateChat = { id: 777, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
@@ -49,7 +50,7 @@ test('a photo reaches the agent as a file in its folder (largest size), listed w
     .get(String(msg.message_id)) as { id: number };
   const path = `inbox/${row.id}/0-photo.jpg`;
   expect(reply!.text).toBe(`saw photo.jpg ${photo.length} ${sha(photo)} at ${path}`);
-  expect(readFileSync(join(gated.config.groupsDir, 'tg/files', path))).toEqual(photo);
+  expect(readFileSync(join(groupDirOf(gated.config.groupsDir, 'tg/files'), path))).toEqual(photo);
   expect(
     gated.db.prepare(`SELECT kind, mime, size, state FROM attachments WHERE message_id = ?`).get(row.id),
   ).toEqual({ kind: 'photo', mime: 'image/jpeg', size: photo.length, state: 'saved' });
@@ -100,7 +101,7 @@ test('files the agent names arrive as photo and document; a path outside the fol
   expect(api.sentFiles[1]!.data.toString()).toBe('contents of notes.txt\n');
 
   // The database, by a relative path and by a symlink inside the folder that points at it.
-  symlinkSync(gated.config.db, join(gated.config.groupsDir, 'tg/files/link.db'));
+  symlinkSync(gated.config.db, join(groupDirOf(gated.config.groupsDir, 'tg/files'), 'link.db'));
   api.message({ chat, from: ada, text: 'send-path ../../../gated.db' });
   await until(() => api.sent.length >= 3, 10_000, 'third reply');
   api.message({ chat, from: ada, text: 'send-path link.db' });

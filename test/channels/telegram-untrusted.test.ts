@@ -16,6 +16,7 @@ import { until } from '../helpers/process.js';
 import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 43, is_bot: false, first_name: 'Ada' };
@@ -63,7 +64,7 @@ async function say(a: TelegramApiServer, text: string, sent: number, waitMs = 15
  * the reply's first part is held back by a 429; resolves when the swap is done.
  */
 async function swapAfterCheck(g: Gated, messages: number): Promise<void> {
-  const folder = join(g.config.groupsDir, GROUP);
+  const folder = groupDirOf(g.config.groupsDir, GROUP);
   await until(
     () => g.db.prepare(`SELECT count(*) FROM outbound_files WHERE state = 'ok'`).pluck().get() === messages,
     20_000,
@@ -104,7 +105,7 @@ describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
         state: 'saved',
       });
       expect(api.sent[1]!.text).toBe(`got note.txt at ${row.path}`);
-      const saved = join(gated.config.groupsDir, GROUP, row.path);
+      const saved = join(groupDirOf(gated.config.groupsDir, GROUP), row.path);
       expect(lstatSync(saved).isSymbolicLink()).toBe(false);
       expect(readFileSync(saved)).toEqual(upload);
       expect(readFileSync(d.file, 'utf8')).toBe('the decoy, never to be sent or changed\n');

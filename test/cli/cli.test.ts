@@ -101,7 +101,8 @@ describe('gated CLI', { timeout: 120_000 }, () => {
       expect(r.err).toMatch(/bad group folder/);
     }
     expect(gated(db, 'groups', 'add', 'krons/content', '--name', 'Content')).toMatchObject({ code: 0 });
-    expect(existsSync(join(dir, 'groups', 'krons', 'content'))).toBe(true);
+    expect(existsSync(join(dir, 'groups', 'krons+content'))).toBe(true);
+    expect(existsSync(join(dir, 'groups', 'krons'))).toBe(false);
     expect(gated(db, 'groups', 'list').out).toMatch(/^krons\/content\tContent/m);
     expect(gated(db, 'groups', 'rm', 'nope')).toMatchObject({ code: 2 });
     // What a platform thread is to the group: topics by default, replies when set.

@@ -15,6 +15,7 @@ import { e2eConfig } from '../channels/support.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 let gated: Gated | undefined;
 afterEach(async () => {
@@ -53,7 +54,7 @@ const said = (g: Gated, chat: string) =>
 
 /** Every prompt the group's agent was given (the hostile agent logs its input lines). */
 const prompts = (g: Gated, group: string): string[] =>
-  readFileSync(join(g.config.groupsDir, group, 'inputs.jsonl'), 'utf8')
+  readFileSync(join(groupDirOf(g.config.groupsDir, group), 'inputs.jsonl'), 'utf8')
     .trim()
     .split('\n')
     .map((l) => String((JSON.parse(l) as { prompt?: unknown }).prompt ?? ''));

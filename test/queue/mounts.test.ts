@@ -1,7 +1,7 @@
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { closeSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MountError, parseMountList, resolveGroupDir, validateMounts } from '../../queue/runtime/mounts.js';
+import { MountError, openWorkspace, parseMountList, validateMounts } from '../../queue/runtime/mounts.js';
 import { tempDir } from '../helpers/db.js';
 
 function layout() {
@@ -55,12 +55,19 @@ describe('mount validation', () => {
     ).toThrow(/used twice/);
   });
 
-  it('keeps a group folder inside the groups root after symlinks', () => {
+  it('opens a group folder only as a real folder directly inside the groups root, never through a link', () => {
     const { root, allowed, outside } = layout();
     mkdirSync(join(allowed, 'g1'));
-    expect(resolveGroupDir(allowed, join(allowed, 'g1'))).toBe(join(allowed, 'g1'));
-    expect(() => resolveGroupDir(allowed, join(allowed, 'escape'))).toThrow(/outside/);
-    expect(() => resolveGroupDir(join(root, 'link-to-data'), outside)).toThrow(MountError);
+    const opened = openWorkspace(allowed, join(allowed, 'g1'));
+    expect(opened.path).toBe(join(allowed, 'g1'));
+    closeSync(opened.fd);
+    // A link at the group's own name (`escape` points outside), and a folder below another group's.
+    expect(() => openWorkspace(allowed, join(allowed, 'escape'))).toThrow(/not a folder/);
+    expect(() => openWorkspace(allowed, join(allowed, 'g1', 'c'))).toThrow(/not directly inside/);
+    expect(() => openWorkspace(join(root, 'link-to-data'), outside)).toThrow(MountError);
+    // Nothing was made through the link, nor inside the other group's folder.
+    expect(readdirSync(outside)).toEqual([]);
+    expect(readdirSync(join(allowed, 'g1'))).toEqual([]);
   });
 
   it('reads registered_groups.mounts', () => {

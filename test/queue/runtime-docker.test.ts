@@ -14,6 +14,7 @@ import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { ready } from './helpers.js';
 import { runtimeConformance } from './runtime-conformance.js';
 import { recordingSignals } from '../helpers/signals.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const CONFORMANCE_IMAGE = 'gated-conformance:test';
 const EXAMPLE_IMAGE = 'gated-agent:test';
@@ -70,7 +71,7 @@ describe('docker runtime on a real engine', () => {
       runId: 41,
       group: 'team/alpha',
       topic: 'ops',
-      groupDir: join(groups, 'team/alpha'),
+      groupDir: groupDirOf(groups, 'team/alpha'),
       mounts: [{ path: allowed }],
     });
     try {
@@ -94,7 +95,7 @@ describe('docker runtime on a real engine', () => {
       const mounts = c.Mounts.map((m) => ({ source: m.Source, target: m.Destination, rw: m.RW }));
       expect(mounts.sort((a, b) => a.target.localeCompare(b.target))).toEqual([
         { source: allowed, target: `/mnt/${allowed.split('/').pop()}`, rw: false },
-        { source: join(groups, 'team/alpha'), target: '/workspace', rw: true },
+        { source: groupDirOf(groups, 'team/alpha'), target: '/workspace', rw: true },
       ]);
     } finally {
       handle.kill();

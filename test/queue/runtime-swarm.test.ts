@@ -20,6 +20,7 @@ import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { runtimeConformance } from './runtime-conformance.js';
+import { groupDirOf } from '../../core/group-dir.js';
 
 const IMAGE = 'gated-conformance:swarm';
 const INSTANCE = `swarm-${process.pid}`;
@@ -124,7 +125,7 @@ describe('swarm runtime on a real swarm', () => {
       runId: 77,
       group: 'team/alpha',
       topic: 'ops',
-      groupDir: join(groups, 'team/alpha'),
+      groupDir: groupDirOf(groups, 'team/alpha'),
     });
     try {
       const [svc] = await engine!.docker.listServices({ filters: { label: ['gated.run=77'] } });
