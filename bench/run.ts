@@ -278,6 +278,32 @@ if (only?.has('lock')) {
   );
 }
 
+// The nested-folder campaign takes minutes on two runtimes: it runs only when named (`--only=folders`).
+if (only?.has('folders')) {
+  const { folderBench } = await import('./folders.js');
+  const rows = await folderBench(quick);
+  results.folders = rows;
+  const ok = rows.every(
+    (r) =>
+      r.foreignRuns === 0 &&
+      r.writtenOutside.length === 0 &&
+      r.uploadsInChild === r.uploads &&
+      !r.decoyChanged &&
+      !r.secretChanged &&
+      r.chownedOutside.length === 0,
+  );
+  table(
+    `13. folders: a parent's agent links and flips its child's old folder while messages and uploads reach the child — ${verdict(ok)}`,
+    rows.map(({ foreign, writtenOutside, chownedOutside, ...r }) => ({
+      ...r,
+      foreign: foreign.length,
+      writtenOutside: writtenOutside.length,
+      chownedOutside: chownedOutside.length,
+    })),
+    '0 runs in a foreign folder, 0 files outside, every upload in the child, decoy and secret unchanged',
+  );
+}
+
 // The crash campaign takes minutes: it runs only when named (`--only=crash`).
 if (only?.has('crash')) {
   const { crashCampaign } = await import('./crash.js');
