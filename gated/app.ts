@@ -58,7 +58,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const base = await openBase(opts);
   const { config, log, db } = base;
   // Before any stage: the first message polled already has its trace (off unless configured).
-  const tracing = startTracing(config, log);
+  const tracing = await startTracing(config, log);
   if (opts.demo && listGroups(db).length === 0) {
     withActor(db, 'gated', () => addGroup(db, config.groupsDir, 'demo', 'Demo'));
     log.info('registered the demo group (web chats of web:demo reach it)');

@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import { Language, Parser } from 'web-tree-sitter';
 import type { ShellNode, ShellParser } from '../router/shell.js';
 
 /**
@@ -18,6 +17,8 @@ export function loadShellParser(): Promise<ShellParser> {
 }
 
 async function load(): Promise<ShellParser> {
+  // Imported here, not at the top: a CLI command that judges no command (most of them) does not load it.
+  const { Language, Parser } = await import('web-tree-sitter');
   const require = createRequire(import.meta.url);
   await Parser.init();
   const bash = await Language.load(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm'));

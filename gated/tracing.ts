@@ -1,8 +1,3 @@
-import { context, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import { setTracing } from '../core/trace.js';
@@ -18,11 +13,25 @@ export interface Tracing {
 /**
  * Registers the OpenTelemetry SDK when traces are configured (Config.traces): spans go in batches to the
  * OTLP/HTTP endpoint as JSON; core/trace.ts makes them (one trace per inbound message). Undefined when off.
- * The exporter also reads OTEL_EXPORTER_OTLP_HEADERS (an API key of a hosted collector) by itself.
+ * The exporter also reads OTEL_EXPORTER_OTLP_HEADERS (an API key of a hosted collector) by itself. The SDK
+ * is imported only then: loading it costs about 150 ms of every start, and tracing is off by default.
  */
-export function startTracing(config: Pick<Config, 'traces'>, log: Logger): Tracing | undefined {
+export async function startTracing(
+  config: Pick<Config, 'traces'>,
+  log: Logger,
+): Promise<Tracing | undefined> {
   const t = config.traces;
   if (!t) return undefined;
+  const [{ context, trace }, { OTLPTraceExporter }, { resourceFromAttributes }, semconv, sdk] =
+    await Promise.all([
+      import('@opentelemetry/api'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/semantic-conventions'),
+      import('@opentelemetry/sdk-trace-node'),
+    ]);
+  const { BatchSpanProcessor, NodeTracerProvider } = sdk;
+  const ATTR_SERVICE_NAME = semconv.ATTR_SERVICE_NAME;
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: t.serviceName }),
     // A collector that does not answer costs at most EXPORT_TIMEOUT_MS per batch, and at the stop.

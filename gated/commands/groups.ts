@@ -14,7 +14,6 @@ import {
 } from '../../store/groups.js';
 import { audited } from './access.js';
 import { action } from '../context.js';
-import { groupConfigReport } from '../group-config-report.js';
 
 /** `gated groups list | add | rm | config | agent | threads | busy | network`. */
 export function groupsCommand(program: Command): void {
@@ -74,6 +73,7 @@ function settingCommands(groups: Command): void {
     .action(
       action(async (ctx, folder: string, opts: { tools: boolean }) => {
         if (!isValidFolder(folder)) throw new UsageError(`bad group folder '${folder}'`);
+        const { groupConfigReport } = await import('../group-config-report.js');
         for (const line of await groupConfigReport(ctx.db(), ctx.config, folder, { listTools: opts.tools }))
           ctx.out(line);
       }),

@@ -126,10 +126,10 @@ describe('trace ids in the logs', () => {
   it('work a stage does for itself (a worker step, a signal listener, their timers) carries no trace of whoever woke it', async () => {
     receiver = await startOtlpReceiver();
     const { log, lines } = capturedLogger();
-    const tracing = startTracing(
+    const tracing = (await startTracing(
       { traces: { url: `${receiver.url}/v1/traces`, serviceName: 'gated' } },
       log,
-    )!;
+    ))!;
     const worker = createWorker({
       name: 'test worker',
       log,
