@@ -304,6 +304,19 @@ if (only?.has('folders')) {
   );
 }
 
+// One 20 MiB web chat upload against the event loop: runs only when named (`--only=upload`).
+if (only?.has('upload')) {
+  const { uploadBench } = await import('./upload.js');
+  const rows = await uploadBench(20);
+  results.upload = rows;
+  const now = rows.find((r) => r.how.startsWith('streamed'))!;
+  table(
+    `14. upload: one 20 MiB multipart upload, the event loop's longest stall — ${verdict(now.stallMaxMs <= 50)}`,
+    rows.map((r) => ({ ...r })),
+    'the streamed handler: longest stall ≤ 50 ms',
+  );
+}
+
 // The crash campaign takes minutes: it runs only when named (`--only=crash`).
 if (only?.has('crash')) {
   const { crashCampaign } = await import('./crash.js');

@@ -17,6 +17,7 @@ import {
 } from '../channels/web/index.js';
 import { lineSeen, type ChatReaders } from './chat-view.js';
 import { chatPostFields, nonNegInt } from './chat.js';
+import { parseUpload, UploadRefused, type ParsedUpload } from './multipart.js';
 import type { Queries } from './queries.js';
 
 /** What the chat's file endpoints need. */
@@ -62,40 +63,51 @@ export function chatFileRoutes(deps: ChatFilesDeps): Hono {
   return app;
 }
 
-/** One upload admitted by the bounds (http/bounds.ts): parse, stage, store. */
+/** One upload admitted by the bounds (http/bounds.ts): parse as a stream (http/multipart.ts), stage, store. */
 async function upload(deps: ChatFilesDeps, c: Context): Promise<Response> {
   const { q, web } = deps;
-  const form = await c.req.parseBody({ all: true }).catch(() => null);
-  if (!form) return c.json({ error: 'unreadable multipart body' }, 400);
-  const post = chatPostFields(form, c.get('viewer').sender);
-  const folder = post.folder;
-  if (!isValidFolder(folder)) return c.json({ error: `bad group folder '${folder}'` }, 400);
-  if (!q.hasGroup(folder)) return c.json({ error: `no group '${folder}'` }, 404);
-  const files = [form.file ?? []].flat().filter((f): f is File => f instanceof File);
-  if (files.length === 0) return c.json({ error: 'no file in the field "file"' }, 400);
-  if (files.length > MAX_UPLOAD_FILES)
-    return c.json({ error: `at most ${MAX_UPLOAD_FILES} files per message` }, 400);
-  const total = files.reduce((n, f) => n + f.size, 0);
-  // What the upload carried, for the bytes of the hour when it announced no length.
-  c.set('uploadBytes', total);
-  if (total > deps.maxBytes) {
-    return c.json({ error: `files of ${total} bytes are over the limit of ${deps.maxBytes} bytes` }, 413);
-  }
-  const staged: NewAttachment[] = [];
-  const dropAll = () => Promise.all(staged.map((a) => web.uploads.drop(a.source).catch(() => undefined)));
+  let parsed: ParsedUpload;
   try {
-    for (const f of files) {
-      const name = safeFileName(f.name);
-      const mime = MIME_RE.test(f.type) ? f.type.toLowerCase() : mimeOf(name);
-      const source = await web.uploads.put(new Uint8Array(await f.arrayBuffer()));
-      staged.push({ kind: kindOf(mime), name, mime, size: f.size, source });
-    }
-    const id = await web.post({ ...post, attachments: staged });
+    parsed = await parseUpload(c.req.header('content-type') ?? '', c.req.raw.body, web.uploads, {
+      maxBytes: deps.maxBytes,
+      maxFiles: MAX_UPLOAD_FILES,
+      fileField: 'file',
+    });
+  } catch (err) {
+    if (!(err instanceof UploadRefused)) throw err;
+    // What the upload carried, for the bytes of the hour when it announced no length.
+    c.set('uploadBytes', err.bytes);
+    return c.json({ error: err.message }, err.status);
+  }
+  const staged = parsed.files;
+  c.set(
+    'uploadBytes',
+    staged.reduce((n, f) => n + f.size, 0),
+  );
+  const dropAll = () => Promise.all(staged.map((f) => web.uploads.drop(f.source).catch(() => undefined)));
+  const refuse = async (error: string, status: 400 | 404) => {
+    await dropAll();
+    return c.json({ error }, status);
+  };
+  const post = chatPostFields(parsed.fields, c.get('viewer').sender);
+  const folder = post.folder;
+  if (!isValidFolder(folder)) return refuse(`bad group folder '${folder}'`, 400);
+  if (!q.hasGroup(folder)) return refuse(`no group '${folder}'`, 404);
+  if (staged.length === 0) return refuse('no file in the field "file"', 400);
+  const attachments: NewAttachment[] = staged.map((f) => {
+    const name = safeFileName(f.filename);
+    // busboy says text/plain both for that claim and for none or an unreadable one: the name decides then.
+    const claimed = f.mimeType === 'text/plain' ? '' : f.mimeType;
+    const mime = MIME_RE.test(claimed) ? claimed.toLowerCase() : mimeOf(name);
+    return { kind: kindOf(mime), name, mime, size: f.size, source: f.source };
+  });
+  try {
+    const id = await web.post({ ...post, attachments });
     if (id === null) {
       await dropAll();
       return c.json({ id: null, duplicate: true }, 200);
     }
-    const shown: ChatFile[] = staged.map((a, seq) => ({
+    const shown: ChatFile[] = attachments.map((a, seq) => ({
       seq,
       name: a.name,
       mime: a.mime!,

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { FileTooLarge } from '../../core/files.js';
 import type { FetchedFile } from '../channel.js';
 
@@ -25,6 +28,31 @@ export class UploadStage {
     await mkdir(this.dir, { recursive: true });
     const file = join(this.dir, id);
     await writeFile(`${file}.part`, data);
+    await rename(`${file}.part`, file);
+    return `upload:${id}`;
+  }
+
+  /**
+   * Stores a stream's bytes under a fresh name as they arrive (a multipart upload's file, never whole in
+   * memory), telling `onBytes` each chunk's size; returns the attachment `source` naming them. A stream
+   * that fails leaves nothing behind.
+   */
+  async putStream(data: Readable, onBytes?: (n: number) => void): Promise<string> {
+    const id = randomUUID();
+    await mkdir(this.dir, { recursive: true });
+    const file = join(this.dir, id);
+    const counted = async function* (src: AsyncIterable<Buffer>) {
+      for await (const chunk of src) {
+        onBytes?.(chunk.length);
+        yield chunk;
+      }
+    };
+    try {
+      await pipeline(data, counted, createWriteStream(`${file}.part`, { flags: 'wx' }));
+    } catch (err) {
+      await rm(`${file}.part`, { force: true });
+      throw err;
+    }
     await rename(`${file}.part`, file);
     return `upload:${id}`;
   }

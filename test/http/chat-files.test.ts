@@ -5,7 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
@@ -191,6 +199,54 @@ describe('web chat uploads', () => {
     expect(huge).toEqual({ status: 413, body: { error: 'upload over the limit of 1000 bytes' } });
     expect(s.db.prepare(`SELECT count(*) FROM messages`).pluck().get()).toBe(0);
     expect(s.db.prepare(`SELECT count(*) FROM attachments`).pluck().get()).toBe(0);
+  });
+});
+
+describe('web chat uploads, parsed as a stream (http/multipart.ts)', () => {
+  it('refuses a ninth file and an unreadable body, and leaves nothing staged', async () => {
+    const s = await startWebServer();
+    const nine = Array.from({ length: 9 }, (_, i) => ({ name: `f${i}.txt`, data: Buffer.from(`file ${i}`) }));
+    const many = await upload(s, form({ group: 'demo' }, nine));
+    expect(many).toEqual({ status: 400, body: { error: 'at most 8 files per message' } });
+    // A multipart type whose body never has the boundary it names, cut off mid-part.
+    const res = await fetch(`${s.url}/api/chat/upload`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'multipart/form-data; boundary=xyz' },
+      body: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nno end',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^unreadable multipart body: /);
+    const noBoundary = await fetch(`${s.url}/api/chat/upload`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'multipart/form-data' },
+      body: 'x',
+    });
+    expect(noBoundary.status).toBe(400);
+    expect(readdirSync(s.web.uploads.dir).filter((n) => !n.startsWith('.'))).toEqual([]);
+    expect(s.db.prepare(`SELECT count(*) FROM messages`).pluck().get()).toBe(0);
+  });
+
+  it('stores a file of a name in UTF-8 with its bytes intact, several files in order', async () => {
+    const s = await startWebServer();
+    const big = Buffer.alloc(3 * 1024 * 1024, 7);
+    big.write('end', big.length - 3);
+    const r = await upload(
+      s,
+      form({ group: 'demo', content: 'två filer' }, [
+        { name: 'räksmörgås.bin', data: big },
+        { name: 'b.txt', data: Buffer.from('second') },
+      ]),
+    );
+    expect(r.status).toBe(201);
+    const rows = attachments(s, r.body.id as number);
+    expect(rows.map((a) => [a.name, a.size])).toEqual([
+      ['räksmörgås.bin', big.length],
+      ['b.txt', 6],
+    ]);
+    const staged = await s.web.uploads.read(rows[0]!.source, 10 * 1024 * 1024);
+    expect(createHash('sha256').update(staged.data).digest('hex')).toBe(
+      createHash('sha256').update(big).digest('hex'),
+    );
   });
 });
 
