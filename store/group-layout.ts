@@ -4,6 +4,7 @@ import {
   lstatSync,
   openSync,
   readlinkSync,
+  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -109,9 +110,30 @@ function moveOne(groupsDir: string, folder: string, log: Logger): void {
   // The name was checked before the rename; what the rename moved is checked again where no agent writes.
   if (lstatSync(dest).isDirectory()) {
     log.info({ folder, from, to: dest }, 'moved a nested group folder out of its parent');
-  } else {
-    unlinkSync(dest);
-    log.warn({ folder, from }, 'nested group folder: swapped for a link while moving; the link was dropped');
+    return;
+  }
+  unlinkSync(dest);
+  log.warn({ folder, from }, 'nested group folder: swapped for a link while moving; the link was dropped');
+}
+
+/**
+ * A reply's files not sent yet name their folder's old place: they are read from the new one instead (and
+ * never through the old path, which is the parent agent's now). Done for every folder that is at its new
+ * place and gone from its old one, whichever start moved it, deepest first, so a start cut off between a
+ * move and this pass finds the rows still to rewrite, and a row already rewritten no longer matches.
+ */
+function repointFiles(db: Db, groupsDir: string, folders: readonly string[]): void {
+  const real = realpathSync(groupsDir);
+  const repoint = db.prepare(
+    `UPDATE outbound_files SET abs_path = ? || substr(abs_path, ?) WHERE substr(abs_path, 1, ?) = ?`,
+  );
+  for (const folder of folders) {
+    if (!lstatSync(groupDirOf(real, folder), { throwIfNoEntry: false })?.isDirectory()) continue;
+    const old = oldPlace(real, folder);
+    if (old.kind === 'folder') closeSync(old.dirFd);
+    if (old.kind !== 'missing') continue;
+    const from = `${join(real, folder)}/`;
+    repoint.run(`${groupDirOf(real, folder)}/`, from.length + 1, from.length, from);
   }
 }
 
@@ -126,6 +148,7 @@ export function moveNestedFolders(db: Db, groupsDir: string, log: Logger): void 
   const folders = knownFolders(db).sort((a, b) => depth(b) - depth(a) || a.localeCompare(b));
   if (folders.length > 0 && statSync(groupsDir, { throwIfNoEntry: false })?.isDirectory()) {
     for (const folder of folders) moveOne(groupsDir, folder, log);
+    repointFiles(db, groupsDir, folders);
   }
   setState(db, LAYOUT_KEY, LAYOUT);
 }

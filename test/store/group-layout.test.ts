@@ -159,10 +159,21 @@ describe('nested group folders move out of their parents at start', () => {
     writeFileSync(join(groups, 'a', 'b', 'g.txt'), 'b\n');
     mkdirSync(join(groups, 'a+b+c'));
     writeFileSync(join(groups, 'a+b+c', 'f.txt'), 'c\n');
+    // Files of replies not sent yet, named where they were (a look-alike folder `a/bb` stays as it is).
+    const file = db.prepare(
+      `INSERT INTO outbound_files (message_id, seq, path, abs_path, name, mime) VALUES (1, ?, 'x', ?, 'x', 'text/plain')`,
+    );
+    const old = ['a/b/g.txt', 'a/b/c/f.txt', 'a/bb/h.txt', 'a/top.txt'];
+    old.forEach((rel, seq) => file.run(seq, join(groups, rel)));
     moveNestedFolders(db, groups, createLogger('silent', false));
     expect(readFileSync(join(groups, 'a+b+c', 'f.txt'), 'utf8')).toBe('c\n');
     expect(readFileSync(join(groups, 'a+b', 'g.txt'), 'utf8')).toBe('b\n');
     expect(readdirSync(join(groups, 'a'))).toEqual([]);
+    // Both moved folders' rows follow them (`a/b/c` moved in the cut-off start, before its rows were
+    // rewritten); the look-alike and the top-level group's keep theirs.
+    expect(db.prepare(`SELECT abs_path FROM outbound_files ORDER BY seq`).pluck().all()).toEqual(
+      ['a+b/g.txt', 'a+b+c/f.txt', 'a/bb/h.txt', 'a/top.txt'].map((r) => join(groups, r)),
+    );
   });
 
   test('an old and a new place that both exist are left for the operator; nothing is overwritten', () => {
