@@ -55,3 +55,22 @@ function closeInline(block: string): string {
   if (singles % 2 === 1) out = out.endsWith('*') ? out.slice(0, -1).trimEnd() : `${out}*`;
   return out;
 }
+
+/** What ends a reply whose turn was interrupted (docs/PROTOCOL.md, "Steering"): the cut is visible. */
+export const INTERRUPTED_MARK = '…(interrupted)';
+
+/**
+ * The final text of an interrupted turn: what it had, with a fence it left open closed (else the mark
+ * and everything after would render as code), then the mark on a line of its own. Nothing is held back:
+ * unlike a draft, this text is stored and stays.
+ */
+export function interruptedText(text: string): string {
+  let open: string | null = null;
+  for (const line of text.split('\n')) {
+    const m = FENCE.exec(line);
+    if (!m) continue;
+    if (open === null) open = m[1]![0]!.repeat(3);
+    else if (m[1]!.startsWith(open)) open = null;
+  }
+  return `${text.trimEnd()}${open !== null ? `\n${open}` : ''}\n\n${INTERRUPTED_MARK}`;
+}

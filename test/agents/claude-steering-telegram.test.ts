@@ -70,10 +70,13 @@ test(
       .pluck()
       .get() as string;
     expect(cut).toMatch(/^line 0001 of the long answer/);
+    // The reply says it was cut: the mark on a line of its own after the text the turn had.
+    expect(cut).toMatch(/long answer\n\n…\(interrupted\)$/);
     await chatOf.gated.delivery.idle();
     // The draft ended as the interrupted turn's answer: its last edit is that text, and nothing came after.
     const onDraft = tg.edits.filter((e) => e.message_id === draft);
     expect(onDraft.at(-1)!.text).toBe(cut.trim());
+    expect(onDraft.at(-1)!.text.endsWith('…(interrupted)')).toBe(true);
     await new Promise((r) => setTimeout(r, 2000));
     expect(tg.edits.filter((e) => e.message_id === draft)).toHaveLength(onDraft.length);
     expect(chatOf.gated.db.prepare(`SELECT count(*) FROM drafts`).pluck().get()).toBe(0);

@@ -3,7 +3,7 @@
  * the answer will be, is valid Telegram HTML by the strict checker and shows no raw markup.
  */
 import { describe, expect, it } from 'vitest';
-import { draftMarkdown } from '../../core/draft-markdown.js';
+import { draftMarkdown, interruptedText } from '../../core/draft-markdown.js';
 import { markdownToPlain } from '../../core/markdown.js';
 import { telegramHtmlParts } from '../../core/telegram-html.js';
 import { MARKDOWN_SAMPLE } from '../infra/messages-api.js';
@@ -42,5 +42,13 @@ describe('draftMarkdown', () => {
     expect(draftMarkdown('text\n\n| a | b |')).toBe('text');
     expect(draftMarkdown('## ')).toBe('');
     expect(draftMarkdown(MARKDOWN_SAMPLE)).toBe(MARKDOWN_SAMPLE);
+  });
+
+  it('an interrupted text keeps all it had, closes an open fence, and ends with the mark', () => {
+    expect(interruptedText('line 0001 of the lo')).toBe('line 0001 of the lo\n\n…(interrupted)');
+    expect(interruptedText('```js\nconst x')).toBe('```js\nconst x\n```\n\n…(interrupted)');
+    expect(interruptedText('```\na\n```\nafter  ')).toBe('```\na\n```\nafter\n\n…(interrupted)');
+    // A table head with no delimiter row yet is kept: the text is stored, not a draft.
+    expect(interruptedText('text\n\n| a | b |')).toBe('text\n\n| a | b |\n\n…(interrupted)');
   });
 });

@@ -110,6 +110,8 @@ test(
     // The interrupted turn's answer is what it had streamed, shown once, before the new turn's answer.
     const cut = answers.filter({ hasText: 'line 0001 of the long answer' });
     expect(await cut.count()).toBe(1);
+    // Marked as cut, in the page too.
+    expect(await cut.textContent()).toMatch(/…\(interrupted\)\s*$/);
     const order = await answers.evaluateAll((lis) => lis.map((li) => li.textContent ?? ''));
     const cutAt = order.findIndex((t) => t.includes('line 0001'));
     expect(cutAt).toBeGreaterThanOrEqual(0);
