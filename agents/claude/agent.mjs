@@ -26,7 +26,7 @@ import { apiTrouble, transient } from './api-errors.mjs';
 import { FILE_TOOLS, insideFolder, localPermission, SHELL_TOOLS } from './local-rules.mjs';
 import { classify, nameOf } from './messages.mjs';
 import { Progress } from './progress.mjs';
-import { Ledger, sessionPlan } from './resume.mjs';
+import { Ledger, markStuck, sessionPlan, stuckReason } from './resume.mjs';
 import { StallWatch } from './stall.mjs';
 import { TurnBook } from './turns.mjs';
 
@@ -316,7 +316,7 @@ async function main() {
     recorded = [];
     const turnFiles = attached;
     attached = [];
-    const { failed, text, ...rest } = block;
+    const { failed, text, notice, ...rest } = block;
     if (msg === null && !failed) return emit({ ...rest, newSessionId: sessionId });
     const usage = msg === null ? null : turnUsage(msg);
     if (failed) {
@@ -331,7 +331,7 @@ async function main() {
       }
       return emit({
         ...rest,
-        result: `The agent could not answer: ${text.slice(0, 500)}`,
+        result: notice ?? `The agent could not answer: ${text.slice(0, 500)}`,
         error: text.slice(0, 2000),
         newSessionId: sessionId,
       });
@@ -368,6 +368,8 @@ async function main() {
     answer,
     end: () => inbox.end(),
     log: say,
+    stuck: stuckReason(stateDir, plan.session),
+    onStuck: (reason) => markStuck(stateDir, sessionId, reason),
   });
   book.line({ ...first, prompt: plan.prompt });
 

@@ -11,7 +11,15 @@
 // (`resumeSessionAt`), and sends only what the transcript lacks: a note to go on and any message that
 // arrived since. A turn that reached no such point is cut off before its prompt and sent again whole.
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 /** What the model reads when its cut-off turn goes on after its recorded tool results. */
@@ -279,4 +287,26 @@ export function sessionPlan(configDir, ledger, first, log) {
   const session = randomUUID();
   const options = fork ? { resume: parent, forkSession: true, sessionId: session } : { sessionId: session };
   return { session, options, held: null, prompt: first.prompt };
+}
+
+/** The file noting that `session` cannot be compacted (turns.mjs): its reason, one line. */
+function stuckFile(stateDir, session) {
+  return join(stateDir, 'stuck', `${session}.txt`);
+}
+
+/** Notes that `session` cannot be compacted any more, and why; its later runs do not ask the model. */
+export function markStuck(stateDir, session, reason) {
+  if (typeof session !== 'string' || session === '') return;
+  mkdirSync(join(stateDir, 'stuck'), { recursive: true });
+  writeFileSync(stuckFile(stateDir, session), String(reason).slice(0, 500));
+}
+
+/** Why `session` cannot be compacted, when an earlier run found so; else null. */
+export function stuckReason(stateDir, session) {
+  if (typeof session !== 'string' || session === '') return null;
+  try {
+    return readFileSync(stuckFile(stateDir, session), 'utf8').trim() || 'compaction failed';
+  } catch {
+    return null;
+  }
 }

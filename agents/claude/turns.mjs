@@ -50,6 +50,18 @@ function coveredBy(msg) {
   return typeof msg?.user_message_uuid === 'string' ? [msg.user_message_uuid] : null;
 }
 
+/** What a session that cannot be compacted answers its first failed turn with (`reason`: why). */
+export function stuckNotice(reason) {
+  return (
+    `This conversation has grown too long for the model, and compacting it failed (${reason}). ` +
+    "Send /new to start a fresh conversation (the files in the group's folder stay)."
+  );
+}
+
+/** What later turns of that session are answered with, without asking the model again. */
+export const STUCK_AGAIN =
+  'This conversation is still too long for the model to go on, and it cannot be compacted: send /new to start afresh.';
+
 /** True for an API refusal of a context over the model's window. */
 export function promptTooLong(text) {
   return /prompt is too long/i.test(text ?? '');
@@ -69,8 +81,16 @@ export class TurnBook {
   /** Uuids of messages an interrupt left queued in the CLI: their results are dropped (already answered). */
   #orphans = new Set();
   #inputEnded = false;
+  /** Why the session cannot be compacted (its turns are then answered without the model), or null. */
+  #stuck = null;
 
-  constructor({ push, interrupt, answer, end, log }) {
+  /**
+   * `stuck`: the reason a session was found not to compact in an earlier run (or null); `onStuck(reason)`
+   * notes it when this run finds it.
+   */
+  constructor({ push, interrupt, answer, end, log, stuck = null, onStuck = () => {} }) {
+    this.#stuck = stuck;
+    this.onStuck = onStuck;
     this.push = push;
     this.interrupt = interrupt;
     this.answer = answer;
@@ -121,6 +141,11 @@ export class TurnBook {
   /** Claude Code compacted the session (a `compact_boundary`). */
   compacted() {
     if (this.#current) this.#current.compacted = true;
+  }
+
+  /** A compaction failed (a `status` message with `compact_result: 'failed'`); `reason` is its error. */
+  compactFailed(reason) {
+    if (this.#current) this.#current.compactError = String(reason || 'compaction failed');
   }
 
   /**
@@ -188,6 +213,14 @@ export class TurnBook {
     // An older CLI that names no message answers one message a result, oldest first.
     for (const u of covered ?? [...cur.owed].slice(0, 1)) cur.owed.delete(u);
     if (cur.interrupted !== null) return this.#closeInterrupted(msg);
+    if (failed && promptTooLong(text) && (cur.retried || cur.compactError !== null)) {
+      // Compacting did not make it fit: the session cannot go on. Said once, with the way out.
+      this.#stuck = cur.compactError ?? 'the context is still too long after compacting';
+      this.log(`the session cannot be compacted (${this.#stuck}): answering its turns with /new`);
+      this.onStuck(this.#stuck);
+      this.#close(msg, { status: 'error', failed: true, text, notice: stuckNotice(this.#stuck) });
+      return 'failed';
+    }
     if (failed && promptTooLong(text) && !cur.compacted && !cur.retried) {
       // Claude Code did not compact on its own: ask for it, then send the same turn again, once.
       cur.retried = true;
@@ -258,6 +291,18 @@ export class TurnBook {
   #start() {
     if (this.busy || this.#waiting.length === 0) return;
     const batch = this.#waiting.splice(0);
+    if (this.#stuck !== null) {
+      // Every request of this session is refused and compaction fails: the model is not asked again.
+      const turn = maxTurn(batch);
+      this.answer(null, {
+        status: 'error',
+        failed: true,
+        text: `prompt too long: ${this.#stuck}`,
+        notice: STUCK_AGAIN,
+        ...(turn !== null ? { turn } : {}),
+      });
+      return this.#start();
+    }
     const cur = {
       turn: maxTurn(batch),
       prompt: batch.map((l) => l.prompt).join('\n'),
@@ -267,6 +312,7 @@ export class TurnBook {
       /** Uuids of those the CLI has queued or started (lifecycle frames). */
       seen: new Set(),
       compactUuid: null,
+      compactError: null,
       results: 0,
       last: null,
       texts: [],

@@ -7,7 +7,7 @@
 import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
 import type { RecordedRequest } from '../infra/messages-api.js';
-import { requestFor, useClaudeSuite, type ClaudeChat } from './claude-support.js';
+import { requestFor, runsEnded, useClaudeSuite, type ClaudeChat } from './claude-support.js';
 
 const suite = useClaudeSuite();
 
@@ -52,6 +52,7 @@ test(
     const cut = await chat.reply(long);
     expect(cut).toMatch(/^line 0001 of the long answer/);
     expect(cut.split('\n').length).toBeLessThan(800);
+    expect(cut).toMatch(/long answer\n\n…\(interrupted\)$/);
     await new Promise((r) => setTimeout(r, 1000));
     expect(repliesTo(chat, long)).toHaveLength(1);
     expect(repliesTo(chat, better)).toHaveLength(1);
@@ -107,5 +108,34 @@ test(
       .all(chat.group) as Array<{ compacted: number | null; replies: number }>;
     expect(runs).toEqual([{ compacted: 1, replies: 1 }]);
     expect(repliesTo(chat, id)).toHaveLength(1);
+  },
+);
+
+test(
+  'a session that cannot be compacted says so once with the way out (/new), and the model is not asked again',
+  { timeout: 120_000 },
+  async () => {
+    const chat = await suite.start();
+    const id = chat.send('HUGE context please');
+    expect(await chat.reply(id)).toMatch(
+      /^This conversation has grown too long for the model, and compacting it failed \(.+\)\. Send \/new to start a fresh conversation/,
+    );
+    const refused = suite.api.requests.length;
+    // The same run, and a later run of the same session: a short answer, no request to the model.
+    const again = chat.send('hello again');
+    expect(await chat.reply(again)).toBe(
+      'This conversation is still too long for the model to go on, and it cannot be compacted: send /new to start afresh.',
+    );
+    await runsEnded(chat);
+    const later = chat.send('and later');
+    expect(await chat.reply(later)).toMatch(/^This conversation is still too long/);
+    expect(suite.api.requests.length).toBe(refused);
+    expect(chat.runs()).toHaveLength(2);
+    // /new starts afresh: answered by the model.
+    await runsEnded(chat);
+    chat.send('/new');
+    await until(() => chat.gated.db.prepare(`SELECT COUNT(*) FROM sessions`).pluck().get() === 0);
+    const fresh = chat.send('a fresh start');
+    expect(await chat.reply(fresh)).toBe('echo: a fresh start');
   },
 );

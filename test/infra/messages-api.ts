@@ -26,6 +26,9 @@
  * - `TOOLONG <word>`: the first request whose newest user words carry `TOOLONG <word>` is refused with HTTP
  *   400 "prompt is too long" (as the API refuses a context over the model's window); later ones answer
  *   `echo: …` as usual, so an agent that compacts its session and retries gets its answer;
+ * - `HUGE`: every request whose user words carry `HUGE` anywhere in the conversation is refused with HTTP
+ *   400 "prompt is too long", the requests that would compact it included (a session that cannot be
+ *   compacted any more);
  * - `SAY <markdown>`: exactly that text;
  * - anything else: `echo: <text>`.
  *
@@ -251,6 +254,8 @@ export class MessagesApiServer {
   private plan(body: RecordedRequest['body']): Plan {
     const conversation = (body.tools?.length ?? 0) > 0;
     const last = body.messages.filter((m) => m.role === 'user').at(-1);
+    if (body.messages.some((m) => m.role === 'user' && /\bHUGE\b/.test(textOf(m.content))))
+      return { kind: 'too-long' };
     if (!conversation || !last) return { kind: 'text', text: 'Chat' };
     if (Array.isArray(last.content) && last.content.some((b) => b.type === 'tool_result')) {
       const r = last.content.find((b) => b.type === 'tool_result')!;
