@@ -2,8 +2,7 @@ import type { ResolvedFile } from '../store/outbound-files.js';
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
-import { cleanResult } from './protocol/clean.js';
-import { interruptedText } from '../core/draft-markdown.js';
+import { replyText } from './protocol/clean.js';
 import { sessionIdProblem } from './protocol/bounds.js';
 import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
@@ -331,9 +330,7 @@ export class Run {
       );
       return;
     }
-    const said = block.result === null ? '' : cleanResult(block.result);
-    // An interrupted turn's text ends where it was cut: the reply says so (a draft of it is replaced by it).
-    const text = block.interrupted === true && !block.partial && said !== '' ? interruptedText(said) : said;
+    const text = replyText(block.result, block.interrupted === true && !block.partial);
     if (block.partial) {
       if (block.actions !== undefined) this.hooks.onIgnoredActions(this, block.actions);
       if (text !== '') this.hooks.onPartial(this, block.turn ?? this.turns.current, text);

@@ -20,6 +20,7 @@ export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
   registryCommands(groups);
   settingCommands(groups);
+  runCommands(groups);
 }
 
 /** `gated groups list | add | rm`: which groups are registered. */
@@ -115,7 +116,10 @@ function settingCommands(groups: Command): void {
         ctx.out(`group ${folder}: threads as ${mode}`);
       }),
     );
+}
 
+/** `gated groups busy | network`: how the group's runs take messages and reach the network. */
+function runCommands(groups: Command): void {
   groups
     .command('busy')
     .description(

@@ -5,6 +5,8 @@
  * A stray closing tag is dropped. Tag names are matched case-insensitively.
  */
 
+import { interruptedText } from '../../core/draft-markdown.js';
+
 const TAG_RE = /<(\/?)(internal|think)\s*>/gi;
 
 /** The visible part of an agent's result, trimmed; '' when nothing is left to say. */
@@ -24,4 +26,13 @@ export function cleanResult(text: string): string {
   }
   if (depth === 0) out += text.slice(last);
   return out.trim();
+}
+
+/**
+ * What a block's `result` shows in the chat: its visible part, and for an interrupted turn's final block
+ * the mark that it was cut (a draft of it is replaced by this text).
+ */
+export function replyText(result: string | null, interrupted: boolean): string {
+  const said = result === null ? '' : cleanResult(result);
+  return interrupted && said !== '' ? interruptedText(said) : said;
 }
