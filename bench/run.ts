@@ -317,6 +317,18 @@ if (only?.has('upload')) {
   );
 }
 
+// Mails of many parts read file by file: runs only when named (`--only=mailparse`).
+if (only?.has('mailparse')) {
+  const { mailParseBench } = await import('./mail-parse.js');
+  const rows = await mailParseBench(true);
+  results.mailparse = rows;
+  table(
+    '15. mailparse: a 990-part and a 100 × 100 KB mail, every file read as the inbox downloader reads them',
+    rows.map((r) => ({ ...r })),
+    'each mail parsed once',
+  );
+}
+
 // The crash campaign takes minutes: it runs only when named (`--only=crash`).
 if (only?.has('crash')) {
   const { crashCampaign } = await import('./crash.js');

@@ -1,4 +1,3 @@
-import { simpleParser } from 'mailparser';
 import type { Sleep } from '../../core/backoff.js';
 import type { EmailConfig } from '../../core/config.js';
 import { coerceError } from '../../core/errors.js';
@@ -8,7 +7,9 @@ import type { Db } from '../../store/db.js';
 import { EmailStore } from '../../store/email.js';
 import { whenWritable } from '../../store/group-commit.js';
 import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { DEFAULT_MAIL_BOUNDS, headersOnly, overBounds, parseMail, type MailBounds } from './bounds.js';
 import { MailboxReader, type RawMail } from './mailbox.js';
+import { ParsedMails } from './parsed.js';
 import { mailToInbound } from './map.js';
 import { MailSender } from './send.js';
 
@@ -25,6 +26,8 @@ export interface EmailChannelOptions {
   sleep?: Sleep;
   /** An SMTP exchange without an answer after this many ms fails (transient). Default 30000. */
   sendTimeoutMs?: number;
+  /** What one mail may hold to be read whole (default DEFAULT_MAIL_BOUNDS). */
+  bounds?: MailBounds;
 }
 
 /**
@@ -42,6 +45,8 @@ export class EmailChannel implements Channel {
   private readonly store: EmailStore;
   private readonly sender: MailSender;
   private reader: MailboxReader | undefined;
+  /** Each mail parsed once: what arrived serves its attachments' downloads (parsed.ts). */
+  private readonly parsed = new ParsedMails();
 
   constructor(private readonly opts: EmailChannelOptions) {
     this.store = new EmailStore(opts.db);
@@ -69,15 +74,24 @@ export class EmailChannel implements Channel {
   async stop(): Promise<void> {
     await this.reader?.stop();
     this.reader = undefined;
+    this.parsed.clear();
   }
 
-  /** Parses and stores one mail. A mail that cannot be parsed is logged and passed over, never retried. */
+  /**
+   * Parses and stores one mail. A mail that cannot be parsed is logged and passed over, never retried; one
+   * over the bounds (bounds.ts) is stored from its headers alone with a text that says why.
+   */
   private async store1(raw: RawMail, sink: InboundSink): Promise<void> {
     let mapped;
+    const where = `${raw.validity}:${raw.uid}`;
     try {
-      const mail = await simpleParser(raw.source, { skipTextToHtml: true, skipImageLinks: true });
+      const why = overBounds(raw.source, this.opts.bounds ?? DEFAULT_MAIL_BOUNDS);
+      if (why !== '') this.opts.log.warn({ uid: raw.uid, why }, 'email: mail over the bounds; headers only');
+      const parsing = why === '' ? parseMail(raw.source) : headersOnly(raw.source, why);
+      if (why === '') this.parsed.put(where, parsing, raw.source.length);
+      const mail = await parsing;
       mapped = mailToInbound(
-        { mail, source: raw.source, where: `${raw.validity}:${raw.uid}`, received: raw.received },
+        { mail, source: raw.source, where, received: raw.received },
         this.opts.config.address,
       );
     } catch (err) {
@@ -102,13 +116,19 @@ export class EmailChannel implements Channel {
     return this.sender.sendFile(file);
   }
 
-  /** `source` is `<uidvalidity>:<uid>#<n>`: the n-th attachment of that mail, fetched again over IMAP. */
+  /**
+   * `source` is `<uidvalidity>:<uid>#<n>`: the n-th attachment of that mail, from the parse kept since it
+   * arrived, else fetched again over IMAP and parsed once for all its files (parsed.ts).
+   */
   async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
     const m = /^([^:]+):(\d+)#(\d+)$/.exec(source);
     if (!m) throw new Error(`not an email attachment source: ${source}`);
-    if (!this.reader) throw new Error('email channel not started');
-    const raw = await this.reader.fetchSource(m[1]!, Number(m[2]));
-    const mail = await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true });
+    const reader = this.reader;
+    if (!reader) throw new Error('email channel not started');
+    const mail = await this.parsed.get(`${m[1]}:${m[2]}`, async () => {
+      const raw = await reader.fetchSource(m[1]!, Number(m[2]));
+      return { mail: parseMail(raw), bytes: raw.length };
+    });
     const file = mail.attachments[Number(m[3])];
     if (!file) throw new Error(`mail has no attachment ${m[3]}`);
     if (file.content.length > maxBytes) throw new FileTooLarge(file.content.length, maxBytes);

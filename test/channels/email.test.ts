@@ -221,6 +221,77 @@ describe('email channel', () => {
     expect(got[1]!.mail.inReplyTo).toBe(got[0]!.mail.messageId);
   });
 
+  it('saves every attachment of a mail of 60 from the parse made when it arrived', async () => {
+    const { db, rec, channel } = await setup();
+    const dir = tempDir();
+    const files = Array.from({ length: 60 }, (_, i) => ({
+      filename: `part-${i}.bin`,
+      content: Buffer.alloc(2000, i),
+      contentType: 'application/octet-stream',
+    }));
+    const id = await world.send(ALICE, {
+      to: BOT.address,
+      subject: 'Many',
+      text: 'sixty',
+      attachments: files,
+    });
+    await rec.waitCalls(1);
+    const msgId = db.prepare('SELECT id FROM messages WHERE platform_msg_id = ?').pluck().get(id) as number;
+    db.prepare("UPDATE messages SET group_folder = 'mail', state = 'held' WHERE id = ?").run(msgId);
+    const inbox = createInbox({
+      db,
+      channels: [channel],
+      groupsDir: dir,
+      maxBytes: 1 << 20,
+      log: silentLogger(),
+    });
+    defer(() => inbox.stop());
+    inbox.start();
+    const saved = await until(
+      () => {
+        const paths = db
+          .prepare("SELECT path FROM attachments WHERE message_id = ? AND state = 'saved' ORDER BY seq")
+          .pluck()
+          .all(msgId) as string[];
+        return paths.length === 60 ? paths : undefined;
+      },
+      20_000,
+      'the 60 attachments saved',
+    );
+    saved.forEach((p, i) => expect(readFileSync(join(dir, 'mail', p)), p).toEqual(files[i]!.content));
+  });
+
+  it('stores a mail of 10,000 parts from its headers, saying why the rest was not read', async () => {
+    const { db, rec } = await setup();
+    const id = `<parts.${process.pid}.${Date.now()}@example.test>`;
+    const parts = Array.from(
+      { length: 10_000 },
+      (_, i) => `--b0\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`,
+    ).join('');
+    const raw = [
+      `From: Alice <${ALICE}>`,
+      `To: ${BOT.address}`,
+      'Subject: ten thousand',
+      `Message-ID: ${id}`,
+      `Date: ${new Date().toUTCString()}`,
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed;',
+      ' boundary="b0"',
+      '',
+      `${parts}--b0--`,
+      '',
+    ].join('\r\n');
+    await world.send(ALICE, { envelope: { from: ALICE, to: BOT.address }, raw });
+    await rec.waitCalls(1);
+    const row = inboundRows(db).find((r) => r.platform_msg_id === id)!;
+    expect(row.sender).toBe(ALICE);
+    expect(row.content).toContain(
+      '(gated did not read this mail: 10,001 MIME parts, more than the 500 gated reads. Only its headers were kept.)',
+    );
+    expect(row.content).toContain('ten thousand');
+    expect(db.prepare('SELECT count(*) FROM attachments').pluck().get()).toBe(0);
+  });
+
   it('stores an auto-reply and a bounce but never answers them, and refuses a reply that would loop', async () => {
     const { db, rec, channel } = await setup();
     await world.send(CAROL, {
