@@ -121,7 +121,7 @@ export class ToolBridge {
 
   /** Listens on a new private socket; returns its path. */
   async start() {
-    this.#dir = mkdtempSync(join(tmpdir(), 'gated-codex-'));
+    this.#dir = mkdtempSync(join(socketParent(), 'gated-codex-'));
     const path = join(this.#dir, 'tools.sock');
     this.#listener = createServer((socket) => this.#serve(socket));
     await new Promise((resolve, reject) => {
@@ -246,4 +246,19 @@ export class ToolBridge {
       return refusal(`The tool failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+}
+
+/** The longest socket path Linux takes is 107 bytes; this leaves room for the folder's random suffix. */
+const SOCKET_PATH_MAX = 90;
+
+/**
+ * Where the socket's private folder goes: the run's own HOME (the process runtime gives each run one in
+ * the group's folder; the images' HOME is their tmpfs /tmp), so that a run killed before it could remove
+ * the folder (kill -9) leaves it there and not in the machine's temp folder. The temp folder when HOME is
+ * unset or too deep for a socket path.
+ */
+function socketParent() {
+  const home = process.env.HOME;
+  if (home && join(home, 'gated-codex-XXXXXX', 'tools.sock').length <= SOCKET_PATH_MAX) return home;
+  return tmpdir();
 }

@@ -3,8 +3,7 @@
  * (test/infra/slack-api.ts), a real SQLite database and the real delivery; the HTTP Events API through
  * gated's real HTTP app.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
@@ -12,7 +11,7 @@ import { markdownToMrkdwn } from '../../core/markdown.js';
 import { SlackChannel } from '../../channels/slack/index.js';
 import { createDelivery } from '../../delivery/delivery.js';
 import { insertOutbound } from '../../store/messages.js';
-import { freshDb } from '../helpers/db.js';
+import { freshDb, tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { SlackApiServer, signSlackRequest, type SlackFault } from '../infra/slack-api.js';
 import { manualSleep } from '../delivery/script-channel.js';
@@ -192,7 +191,7 @@ describe('slack channel', () => {
     // The token never goes to another host.
     await expect(channel.fetchAttachment('https://attacker.example/x', 1024)).rejects.toThrow(/outside/);
 
-    const dir = mkdtempSync(join(tmpdir(), 'gated-slack-'));
+    const dir = tempDir('gated-slack-');
     const path = join(dir, 'chart.png');
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
     writeFileSync(path, png);

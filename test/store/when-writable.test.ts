@@ -1,14 +1,16 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setTimeout as realSleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   committed,
+  LOCK_RETRY_MS,
   OrderedWrites,
   startGroupCommit,
   whenWritable,
   writeEvery,
 } from '../../store/group-commit.js';
 import { freshDb } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
 
 /** A database with group commit on, and a second connection: another process that takes the write lock. */
 function setup() {
@@ -40,6 +42,14 @@ async function loopRuns(ms: number): Promise<number> {
     turns += 1;
   }
   return turns;
+}
+
+/**
+ * Lets `n` turns of the lock-retry timer pass (real timers): a write waiting for the lock tries again in
+ * each. What a test then asserts must hold however long they took.
+ */
+async function retryTurns(n: number): Promise<void> {
+  for (let i = 0; i < n; i += 1) await realSleep(LOCK_RETRY_MS);
 }
 
 describe('writes that wait for another process lock off the event loop', () => {
@@ -93,6 +103,10 @@ describe('writes that wait for another process lock off the event loop', () => {
     const { db, other, insert } = setup();
     const errors: unknown[] = [];
     let made = 0;
+    // The periods are the test's to give (fake setInterval); the waiting write's retries keep their real
+    // timers (store/group-commit.ts takes them from node:timers), so the order below is proved by counting
+    // periods, not by how long the machine takes to run them.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     other.exec('BEGIN IMMEDIATE');
     const timer = writeEvery(
       db,
@@ -104,17 +118,24 @@ describe('writes that wait for another process lock off the event loop', () => {
       (err) => errors.push(err),
     );
     try {
-      await loopRuns(200); // about ten periods
+      await vi.advanceTimersByTimeAsync(200); // ten periods: the first write waits, the nine others are skipped
+      await retryTurns(5);
       expect(made).toBe(0);
       other.exec('COMMIT');
-      while (made === 0) await nextTurn();
-      // Ten waiting writes would all be made now; one waited, and the next comes a period later.
-      await loopRuns(8);
+      await until(() => made > 0, 10_000, 'the waiting write');
+      // Ten piled-up writes would all be made within a few retries, with no period passing: only the one
+      // that waited is, however long this takes.
+      await retryTurns(10);
       expect(made).toBe(1);
-      while (made < 3) await nextTurn();
+      // The lock is free: each later period makes its write at once, one each.
+      await vi.advanceTimersByTimeAsync(20);
+      expect(made).toBe(2);
+      await vi.advanceTimersByTimeAsync(20);
+      expect(made).toBe(3);
       expect(errors).toEqual([]);
     } finally {
       clearInterval(timer);
+      vi.useRealTimers();
     }
   });
 });
