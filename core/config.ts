@@ -23,6 +23,8 @@ export interface Config extends ChannelsConfig {
   runtime: 'docker' | 'process' | 'swarm';
   agentImage: string;
   agentCmd: string;
+  /** GATED_PROCESS_USER: who process-runtime agents run as under a root gated (`uid:gid` or `root`). */
+  processUser: string | undefined;
   dockerHost: string | undefined;
   /** DOCKER_TLS_VERIFY=1: talk to DOCKER_HOST over mutual TLS with the files in DOCKER_CERT_PATH. */
   dockerTlsVerify: boolean;
@@ -203,6 +205,7 @@ function agentSettings(env: Env) {
   return {
     agentImage: str(env, 'GATED_AGENT_IMAGE') ?? 'gated-agent:latest',
     agentCmd: str(env, 'GATED_AGENT_CMD') ?? 'node "$GATED_HOME/agents/example/agent.mjs"',
+    processUser: str(env, 'GATED_PROCESS_USER'),
     claudeModel: str(env, 'GATED_CLAUDE_MODEL'),
     codexModel: str(env, 'GATED_CODEX_MODEL'),
     codexCmd: str(env, 'GATED_CODEX_CMD') ?? 'node "$GATED_HOME/agents/codex/agent.mjs"',

@@ -13,6 +13,7 @@ import { openDatabase, type Db } from '../store/db.js';
 import { startGroupCommit, writeEvery, type GroupCommit } from '../store/group-commit.js';
 import { moveNestedFolders } from '../store/group-layout.js';
 import { History } from '../store/history.js';
+import { protectDataFiles } from './data-modes.js';
 import { badRowsLine, checkReadable } from './health.js';
 import { claimOwner } from './owner.js';
 import { makeRuntime } from './runtime.js';
@@ -64,6 +65,8 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   const { config } = opts;
   const log = opts.log ?? createLogger(config.logLevel);
   const db = openDatabase(config.db);
+  // A root gated's agents run as another user: its database, .env and data folder are not theirs to read.
+  protectDataFiles(config, log);
   for (const bad of checkReadable(db, config.db)) log.warn({ table: bad.table }, badRowsLine(config.db, bad));
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
   const group = config.groupCommit

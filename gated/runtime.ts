@@ -15,7 +15,12 @@ import { instanceId } from './owner.js';
  */
 export async function makeRuntime(config: Config, db: Db, log: Logger, metrics: Metrics): Promise<Runtime> {
   if (config.runtime === 'process')
-    return createProcessRuntime({ cmd: config.agentCmd, log: log.child({ part: 'process' }) });
+    return createProcessRuntime({
+      cmd: config.agentCmd,
+      log: log.child({ part: 'process' }),
+      ...(config.processUser !== undefined ? { user: config.processUser } : {}),
+      groupsDir: config.groupsDir,
+    });
   const { default: Docker } = await import('dockerode');
   const { engineOptions, describeAddress, EngineError, nodeEngines } =
     await import('../queue/runtime/engine.js');

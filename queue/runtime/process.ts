@@ -2,12 +2,14 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../core/log.js';
 import { PACKAGE_ROOT } from '../../core/paths.js';
 import { checkGroupDirSync } from '../../core/group-dir.js';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { agentUserOf, dropPrefix, openPathFor, type AgentUser } from './agent-user.js';
 import { AGENT_HOME_DIR, agentHome } from './home.js';
 import { killGroup, sharedSpawner, type SpawnedExit, type Spawned, type SpawnRequest } from './spawner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
@@ -32,6 +34,13 @@ export interface ProcessRuntimeOptions {
   spawnerFile?: string;
   /** Where a spawner that cannot start or dies is reported. */
   log?: Logger;
+  /**
+   * GATED_PROCESS_USER: who agents run as under a root gated (`uid:gid`, or `root`); default an
+   * unprivileged uid of their own (queue/runtime/agent-user.ts). Ignored when gated is not root.
+   */
+  user?: string;
+  /** The groups folder (GATED_GROUPS_DIR), made searchable for the agent user; default each run's parent. */
+  groupsDir?: string;
 }
 
 type Child = ChildProcessByStdio<Writable, Readable, Readable>;
@@ -80,11 +89,11 @@ const NAMESPACE_INIT = 'sh -c "$1"; exit $?';
  * spawner hands gated one socket for both (SpawnRequest.stdoutOnStdin); what the agent reads and writes
  * is the same.
  */
-function argvOf(prefix: readonly string[], cmd: string, shared: boolean): string[] {
+function argvOf(prefix: readonly string[], drop: readonly string[], cmd: string, shared: boolean): string[] {
   const dup = shared ? 'exec 1>&0\n' : '';
   return prefix.length === 0
-    ? ['sh', '-c', `${dup}${cmd}`]
-    : [...prefix, 'sh', '-c', `${dup}${NAMESPACE_INIT}`, 'gated-run', cmd];
+    ? [...drop, 'sh', '-c', `${dup}${cmd}`]
+    : [...prefix, ...drop, 'sh', '-c', `${dup}${NAMESPACE_INIT}`, 'gated-run', cmd];
 }
 
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
@@ -113,7 +122,8 @@ export function pidNamespacePrefix(): Promise<readonly string[]> {
   return namespacePrefix;
 }
 
-function runsTrue(prefix: readonly string[]): Promise<boolean> {
+/** True when `prefix true` exits 0 here. */
+export function runsTrue(prefix: readonly string[]): Promise<boolean> {
   return new Promise((resolve) => {
     const child = spawn(prefix[0]!, [...prefix.slice(1), 'true'], {
       stdio: 'ignore',
@@ -198,7 +208,7 @@ async function sweepPass(marks: ReadonlySet<string>): Promise<void> {
  * the spawner does, its group is killed and its mark swept (here off the event loop, in libuv's pool).
  */
 async function spawnDirect(req: SpawnRequest): Promise<Spawned> {
-  if (req.home !== undefined) agentHome(req.cwd);
+  if (req.home !== undefined) agentHome(req.cwd, req.owner);
   const child: Child = spawn(req.bin, req.args, {
     cwd: req.cwd,
     env: req.env,
@@ -289,18 +299,26 @@ function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
  * that cleared its environment and called `setsid`), and in its own process group (detached) so that a kill
  * reaches every child it started; at the run's end the group is killed and, only where no namespace can
  * be had, every process still carrying the run's mark (an environment variable all its descendants
- * inherit, even after `setsid`) is swept through /proc. It is a runtime for trusted local agents: they run as gated's
- * user with its file access. Untrusted agents belong in the docker runtime (docs/QUEUE.md).
+ * inherit, even after `setsid`) is swept through /proc. Under a root gated the agent runs as a user of its
+ * own without capabilities (agent-user.ts); otherwise as gated's user with its file access. It is a runtime
+ * for trusted local agents: untrusted agents belong in the docker runtime (docs/QUEUE.md).
  */
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
   // Both are asked for at once so that neither waits on the first run (nor forks a big gated later).
   if (opts.pidNamespace !== false) void pidNamespacePrefix();
   if (opts.spawner !== false) void sharedSpawner(opts.log, opts.spawnerFile);
+  // Under a root gated, agents run as a user of their own (throws at once for a bad setting).
+  const user = agentUserOf(opts.user, process.getuid?.());
+  let dropping: Promise<readonly string[]> | undefined;
   return {
     name: 'process',
     async start(spec: RunSpec): Promise<AgentHandle> {
       const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
       const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
+      dropping ??= user
+        ? dropTo(user, opts.groupsDir ?? dirname(spec.groupDir), opts.log)
+        : Promise.resolve([]);
+      const drop = await dropping;
       const cmd = spec.command ?? opts.cmd;
       // The working directory is the group's own folder, made when missing and refused when a link is at
       // its name (core/group-dir.ts): never a path another group's agent could have redirected.
@@ -309,8 +327,9 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const home = join(cwd, AGENT_HOME_DIR);
       const env = { ...agentEnv(opts.env), HOME: home, [RUN_MARK_VAR]: mark };
       const request = (shared: boolean): SpawnRequest => {
-        const [bin, ...args] = argvOf(prefix, cmd, shared);
+        const [bin, ...args] = argvOf(prefix, drop, cmd, shared);
         const req: SpawnRequest = { bin: bin!, args, cwd, env, drainMs: DRAIN_MS, home };
+        if (user) req.owner = user;
         // In a PID namespace nothing of the run outlives its first process: no pass over /proc is needed.
         if (prefix.length === 0) req.markVar = RUN_MARK_VAR;
         return shared ? { ...req, stdoutOnStdin: true } : req;
@@ -321,6 +340,28 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       // sh is always there on a machine that runs gated; nothing to reach.
     },
   };
+}
+
+/**
+ * What starts an agent as `user` (agent-user.ts), checked once: setpriv must be there, and the groups folder
+ * and gated's own folder (the bundled agents) reachable by that user. A machine without setpriv fails every
+ * run with a message naming the ways out, never starts the agent as root.
+ */
+async function dropTo(
+  user: AgentUser,
+  groupsDir: string,
+  log: Logger | undefined,
+): Promise<readonly string[]> {
+  const drop = dropPrefix(user);
+  if (!(await runsTrue(drop)))
+    throw new Error(
+      `gated runs as root and cannot start agents as ${user.uid}:${user.gid} (setpriv from util-linux is ` +
+        'needed): install it, use GATED_RUNTIME=docker, or set GATED_PROCESS_USER=root to run agents as root',
+    );
+  openPathFor(PACKAGE_ROOT, user, log);
+  mkdirSync(groupsDir, { recursive: true });
+  openPathFor(groupsDir, user, log);
+  return drop;
 }
 
 /**

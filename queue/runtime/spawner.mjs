@@ -4,7 +4,8 @@
 // runs on bare `node`, from the sources and from an installed package alike, and its heap stays small.
 //
 // Over the IPC channel (JSON messages; docs/SECURITY.md "Processes"):
-//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin, home },
+//   gated → spawner  { t: 'spawn', id, bin, args, cwd, env, markVar, tailBytes, drainMs, stdoutOnStdin, home,
+//                      owner },
 //                    { t: 'kill', id }: gated gave up on that start; its agent is killed (now or once started)
 //   spawner → gated  { t: 'stdin', id, pid } with the agent's stdin socket as the message's handle,
 //                    { t: 'stdout', id } with its stdout socket, or { t: 'failed', id, code, message };
@@ -23,14 +24,26 @@
 // off gated's event loop.
 //
 // Before a start that names a `home`, the agent's HOME is made or checked here, as queue/runtime/home.ts
-// does it (a directory private to gated's user; whatever else is at that path removed without being
-// followed; the group's folder made when missing): that file work is the spawner's, not gated's event loop's.
+// does it (a directory private to the agent's user; whatever else is at that path removed without being
+// followed; the group's folder made when missing, and with an `owner`, handed to that user): that file work is the spawner's, not gated's event loop's.
 // A HOME that cannot be made fails the start like a spawn that fails.
 //
 // When gated goes away (its end of stdin or of the channel closes: gated exited or was killed), the
 // spawner kills the process group of every agent it started, then exits: no agent outlives gated through it.
 import { spawn } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  closeSync,
+  constants,
+  fchownSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 
 /** id → the live agent's pid (its process group: agents start detached). */
 const live = new Map();
@@ -112,24 +125,77 @@ function send(message, handle) {
   if (process.connected) process.send(message, handle);
 }
 
-/** The agent's HOME at `home` in the folder `dir` (queue/runtime/home.ts agentHome, the same steps). */
-function makeHome(home, dir) {
-  const st = lstatSync(home, { throwIfNoEntry: false });
-  if (st?.isDirectory()) return;
-  if (st) rmSync(home, { force: true });
+// O_PATH: a descriptor for the name, the file itself not opened (Linux; Node does not export it).
+const O_PATH = 0o10000000;
+
+/**
+ * Gives the folder open at `dirFd` and what is below it to `owner` (queue/runtime/home.ts handOver, the
+ * same walk): every entry looked up through its directory's descriptor and opened O_PATH|O_NOFOLLOW, its
+ * type checked on that descriptor, the owner changed on that inode; links, files with more than one name,
+ * FIFOs, sockets and devices are left alone.
+ */
+function chownAt(dirFd, owner, depth) {
+  fchownSync(dirFd, owner.uid, owner.gid);
+  if (depth >= 32) return;
+  for (const name of readdirSync(`/proc/self/fd/${dirFd}`)) {
+    let fd;
+    try {
+      fd = openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | constants.O_NOFOLLOW);
+    } catch {
+      continue;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (st.isDirectory()) {
+        const sub = openSync(`/proc/self/fd/${fd}`, constants.O_RDONLY | constants.O_DIRECTORY);
+        try {
+          chownAt(sub, owner, depth + 1);
+        } finally {
+          closeSync(sub);
+        }
+      } else if (st.isFile() && st.nlink === 1) chownSync(`/proc/self/fd/${fd}`, owner.uid, owner.gid);
+    } finally {
+      closeSync(fd);
+    }
+  }
+}
+
+/** The folder `dir` handed to `owner` when someone else owns it (its first run as that user). */
+function handOver(dir, owner) {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
-    mkdirSync(home, { mode: 0o700 });
-  } catch (err) {
-    if (err.code !== 'ENOENT') throw err;
-    mkdirSync(dir, { recursive: true });
-    mkdirSync(home, { mode: 0o700 });
+    if (fstatSync(fd).uid !== owner.uid) chownAt(fd, owner, 0);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The agent's HOME at `home` in the folder `dir` (queue/runtime/home.ts agentHome, the same steps); with
+ * an `owner` (the agent's own uid under a root gated), the folder and the HOME are that user's.
+ */
+function makeHome(home, dir, owner) {
+  const st = lstatSync(home, { throwIfNoEntry: false });
+  if (!st?.isDirectory()) {
+    if (st) rmSync(home, { force: true });
+    try {
+      mkdirSync(home, { mode: 0o700 });
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err;
+      mkdirSync(dir, { recursive: true });
+      mkdirSync(home, { mode: 0o700 });
+    }
+  }
+  if (owner) {
+    handOver(dir, owner);
+    handOver(home, owner);
   }
 }
 
 function start(req) {
   if (req.home !== undefined) {
     try {
-      makeHome(req.home, req.cwd);
+      makeHome(req.home, req.cwd, req.owner);
     } catch (err) {
       return send({ t: 'failed', id: req.id, code: err.code ?? null, message: err.message });
     }

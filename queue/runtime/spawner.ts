@@ -31,6 +31,8 @@ export interface SpawnRequest {
    * made when missing. The check is the spawner's own file work, off gated's event loop.
    */
   home?: string;
+  /** The agent's own user under a root gated: the folder `cwd` and the HOME are handed to it. */
+  owner?: { uid: number; gid: number };
   /**
    * The command writes its output on its fd 0 itself (`exec 1>&0`: fd 0 is a socket, both ways): its fd 1
    * is /dev/null, and its stdin socket comes back as both `stdin` and `stdout`, one handle instead of two.

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 
@@ -13,9 +14,13 @@ afterEach(() => {
  * Runs the real `gated` CLI as ONE process on the sources (`node --import tsx`; the tsx binary would put a
  * wrapper process between the test's signals and gated). Killed after the test if still running.
  */
-export function spawnGated(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', packageFile('gated', 'cli.ts'), ...args], {
+export function spawnGated(args: string[], env: Record<string, string>, cwd?: string): ChildProcess {
+  // tsx by its file: a `cwd` elsewhere would not find the package by name.
+  const tsx =
+    cwd === undefined ? 'tsx' : pathToFileURL(packageFile('node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+  const child = spawn(process.execPath, ['--import', tsx, packageFile('gated', 'cli.ts'), ...args], {
     env: { ...process.env, ...env },
+    ...(cwd !== undefined ? { cwd } : {}),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -26,10 +31,11 @@ const stderrs = new WeakMap<ChildProcess, { text: string }>();
 
 /**
  * `gated run` as a child process (see spawnGated). Its stderr is kept (the last 64 KiB, `stderrOf`) and
- * its tail printed when it exits with an error, so a failing test says why gated died.
+ * its tail printed when it exits with an error, so a failing test says why gated died. `cwd`: where it
+ * runs (and reads its `.env`); default the test's.
  */
-export function gatedRun(env: Record<string, string>): ChildProcess {
-  const child = spawnGated(['run'], env);
+export function gatedRun(env: Record<string, string>, cwd?: string): ChildProcess {
+  const child = spawnGated(['run'], env, cwd);
   const err = { text: '' };
   stderrs.set(child, err);
   child.stderr!.on('data', (d) => (err.text = (err.text + String(d)).slice(-65_536)));
