@@ -368,7 +368,7 @@ CREATE TRIGGER IF NOT EXISTS access_bump_groups_delete AFTER DELETE ON registere
 END;
 
 -- Every change of the audited tables (store/audit-triggers.ts lists them: routes, registered_groups,
--- members, limits, approvals, daemons, tasks, tool_rules; tool_approvals has its own decision trigger), by whatever process made it,
+-- members, limits, approvals, daemons, tasks, tool_rules; tool_approvals, its questions and decisions; all made by store/audit-triggers.ts), by whatever process made it,
 -- with the whole row before and after. The triggers are generated from that list when the schema is
 -- applied (every column the table has then), so edits made with sqlite3 are kept too, INSERT OR REPLACE
 -- keeps the replaced rows (action 'replace'), and deleting or changing audit rows is itself recorded
@@ -610,18 +610,7 @@ CREATE TABLE IF NOT EXISTS tool_approvals (
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_question ON tool_approvals(group_folder, topic, tool, input_json) WHERE used_at IS NULL;
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_pending ON tool_approvals(expires_at) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_created ON tool_approvals(created_at);
-CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_insert AFTER INSERT ON tool_approvals BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'insert', NEW.code,
-          NULL,
-          json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'chat_jid', NEW.chat_jid, 'tool', NEW.tool, 'input', NEW.input_line, 'state', NEW.state, 'expires_at', NEW.expires_at));
-END;
-CREATE TRIGGER IF NOT EXISTS audit_tool_approvals_update AFTER UPDATE OF state ON tool_approvals BEGIN
-  INSERT INTO audit (actor, subject, action, row_key, before, after)
-  VALUES (coalesce((SELECT value FROM router_state WHERE key = 'audit_actor'), 'sql'), 'tool_approvals', 'update', NEW.code,
-          json_object('code', OLD.code, 'state', OLD.state, 'decided_by', OLD.decided_by, 'note', OLD.note),
-          json_object('code', NEW.code, 'state', NEW.state, 'decided_by', NEW.decided_by, 'note', NEW.note));
-END;
+-- Its audit triggers (an insert, a change of state) are made by store/audit-triggers.ts with the others.
 
 -- What the email channel must remember of each mail it stored to answer it in its thread
 -- (docs/CHANNELS.md, "Email"): the subject a reply repeats and the References it extends. The row's

@@ -18,9 +18,14 @@ type Db = Database.Database;
  * - deleting or changing audit rows is itself recorded (subject `audit`).
  *
  * The actor: a change is named after the router_state row `audit_actor` only when the writing connection is
- * inside gated's `withActor` (store/audit.ts), which it tells the triggers by turning on the per-connection
- * flag `cell_size_check` for that transaction only. Any other connection (sqlite3) is recorded as `sql`,
- * whatever `audit_actor` row it wrote, so such a row cannot credit its edits to a name.
+ * gated's own, which it tells the triggers by the per-connection flag `cell_size_check`: on for every
+ * connection of openDatabase (store/db.ts), and inside `withActor` (store/audit.ts). Without the row, a
+ * change of gated's connection is gated's own (`gated`: the tasks it fires, the tool questions it asks).
+ * Any other connection (sqlite3) is recorded as `sql`, whatever `audit_actor` row it wrote, so such a row
+ * cannot credit its edits to a name.
+ *
+ * An UPDATE that changes no column (every value the same, as the task loop's touches of a row often are)
+ * is not recorded: its WHEN clause compares the whole row before and after.
  */
 
 /** The audited tables and the column that names a row in `audit.row_key`. Add a table here; that is all. */
@@ -72,6 +77,11 @@ function conflictsOf(db: Db, table: string): string {
   return conds.length > 0 ? conds.join(' OR ') : '0';
 }
 
+/** True when some column of the row differs before and after an update (IS NOT: NULLs compare too). */
+function changed(columns: readonly string[]): string {
+  return columns.map((c) => `OLD.${ident(c)} IS NOT NEW.${ident(c)}`).join(' OR ');
+}
+
 function auditInsert(subject: string, action: string, key: string, before: string, after: string): string {
   return `INSERT INTO audit (actor, subject, action, row_key, before, after)
   VALUES (${ACTOR}, ${lit(subject)}, ${action}, ${key}, ${before}, ${after});`;
@@ -103,7 +113,7 @@ END`,
   );
   out.set(
     name('update'),
-    `CREATE TRIGGER ${name('update')} AFTER UPDATE ON ${t} BEGIN
+    `CREATE TRIGGER ${name('update')} AFTER UPDATE ON ${t} WHEN ${changed(cols)} BEGIN
   ${auditInsert(table, "'update'", `NEW.${ident(key)}`, rowJson('OLD', cols), rowJson('NEW', cols))}
   ${forget}
 END`,
@@ -115,6 +125,30 @@ END`,
 END`,
   );
   return out;
+}
+
+/**
+ * Tool questions (tool_approvals): only what a person decides is kept, the question when it is asked and
+ * each change of its state, with the columns that say who decided what. Same actor as every other trigger.
+ */
+function auditOfToolApprovals(): Map<string, string> {
+  const asked = `json_object('code', NEW.code, 'group_folder', NEW.group_folder, 'chat_jid', NEW.chat_jid, 'tool', NEW.tool, 'input', NEW.input_line, 'state', NEW.state, 'expires_at', NEW.expires_at)`;
+  const decided = (row: 'OLD' | 'NEW') =>
+    `json_object('code', ${row}.code, 'state', ${row}.state, 'decided_by', ${row}.decided_by, 'note', ${row}.note)`;
+  return new Map([
+    [
+      'audit_tool_approvals_insert',
+      `CREATE TRIGGER audit_tool_approvals_insert AFTER INSERT ON tool_approvals BEGIN
+  ${auditInsert('tool_approvals', "'insert'", 'NEW.code', 'NULL', asked)}
+END`,
+    ],
+    [
+      'audit_tool_approvals_update',
+      `CREATE TRIGGER audit_tool_approvals_update AFTER UPDATE OF state ON tool_approvals WHEN OLD.state IS NOT NEW.state BEGIN
+  ${auditInsert('tool_approvals', "'update'", 'NEW.code', decided('OLD'), decided('NEW'))}
+END`,
+    ],
+  ]);
 }
 
 /** Triggers that record changes to the audit trail itself. */
@@ -141,7 +175,7 @@ END`,
  */
 export function installAuditTriggers(db: Db): void {
   const current = db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?`).pluck();
-  const wanted = new Map(auditOfAudit());
+  const wanted = new Map([...auditOfAudit(), ...auditOfToolApprovals()]);
   for (const [table, key] of Object.entries(AUDITED_TABLES)) {
     for (const [name, sql] of auditTriggersFor(db, table, key)) wanted.set(name, sql);
   }

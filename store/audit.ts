@@ -45,14 +45,17 @@ function statements(db: Db) {
  * Runs `fn` in a transaction with `actor` named as the author of every audited change it makes. The actor
  * is a router_state row that lives only inside that transaction (set first, restored last), so no other
  * connection ever sees it. The triggers honour it only while this connection's `cell_size_check` flag is
- * on, which is only inside this call (audit-triggers.ts): a row some sqlite3 session wrote itself never
- * names its edits, which are recorded as 'sql'. Nests: an inner actor is restored to the outer one when
+ * on, which it is on gated's own connections (openDatabase) and inside this call (audit-triggers.ts): a row
+ * some sqlite3 session wrote itself never names its edits, which are recorded as 'sql'; gated's changes
+ * outside any withActor are recorded as 'gated'. Nests: an inner actor is restored to the outer one when
  * the inner call ends.
  */
 export function withActor<T>(db: Db, actor: string, fn: () => T): T {
   const s = statements(db);
   const level = depth.get(db) ?? 0;
-  if (level === 0) db.pragma('cell_size_check = ON');
+  // A connection of openDatabase has it on already (its own writes are gated's); another is turned back.
+  const was = level === 0 ? (db.pragma('cell_size_check', { simple: true }) as number) : 1;
+  if (level === 0 && was !== 1) db.pragma('cell_size_check = ON');
   depth.set(db, level + 1);
   try {
     return db.transaction(() => {
@@ -67,7 +70,7 @@ export function withActor<T>(db: Db, actor: string, fn: () => T): T {
     })();
   } finally {
     depth.set(db, level);
-    if (level === 0) db.pragma('cell_size_check = OFF');
+    if (level === 0 && was !== 1) db.pragma('cell_size_check = OFF');
   }
 }
 

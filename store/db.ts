@@ -57,6 +57,9 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma('cache_size = -32768');
     db.pragma('temp_store = MEMORY');
     db.pragma('foreign_keys = ON');
+    // Marks the connection as gated's own for the audit triggers (store/audit-triggers.ts): its changes
+    // outside any withActor are gated's ('gated'), while another program's connection stays 'sql'.
+    db.pragma('cell_size_check = ON');
     if (!opts.noSchema) applySchema(db);
   } catch (err) {
     db.close();

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../store/db.js';
 import { toolApprovalsOf } from '../../store/tool-approvals.js';
@@ -17,9 +18,14 @@ describe('gated tools and gated approvals', () => {
     const bad = await gated(path, 'tools', 'add', 'ops', 'sometimes', '--seq', '2', '--tool', 'Bash');
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/decision 'sometimes'/);
-    db.prepare(
-      `INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('ops', 0, 'Bash[', 'allow')`,
-    ).run();
+    // As sqlite3 would write it: a connection that is not gated's.
+    const raw = new Database(path);
+    raw
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('ops', 0, 'Bash[', 'allow')`,
+      )
+      .run();
+    raw.close();
     const check = await gated(path, 'tools', 'check');
     expect(check.code).toBe(1);
     expect(check.out).toMatch(/^2\ttool: unclosed/);

@@ -106,9 +106,9 @@ describe('tool approvals with the example agent', () => {
       .prepare(`SELECT actor, action FROM audit WHERE subject = 'tool_approvals' ORDER BY id`)
       .all();
     expect(audit).toEqual([
-      { actor: 'sql', action: 'insert' },
+      { actor: 'gated', action: 'insert' },
       { actor: 'chat:telegram:owner', action: 'update' },
-      { actor: 'sql', action: 'insert' },
+      { actor: 'gated', action: 'insert' },
       { actor: 'chat:telegram:owner', action: 'update' },
     ]);
   }, 60_000);

@@ -124,12 +124,48 @@ test('actors: gated names its own changes; an audit_actor row written with sqlit
   expect(raw.prepare(`SELECT count(*) FROM router_state WHERE key = 'audit_actor'`).pluck().get()).toBe(0);
   raw.prepare(`INSERT INTO daemons (name, url) VALUES ('later', 'http://127.0.0.1:1/b')`).run();
   expect(last(raw)).toMatchObject({ actor: 'sql' });
-  // Nested actors restore the outer one; a change outside withActor on gated's connection is not credited.
+  // Nested actors restore the outer one; a change outside withActor on gated's connection is gated's own.
   withActor(db, 'cli:ada', () => {
     withActor(db, 'chat:telegram:1', () => db.prepare(`UPDATE daemons SET url = 'http://x/1'`).run());
     db.prepare(`UPDATE daemons SET url = 'http://x/2'`).run();
   });
   db.prepare(`UPDATE daemons SET url = 'http://x/3'`).run();
-  expect(listAudit(db, { limit: 3 }).map((r) => r.actor)).toEqual(['sql', 'cli:ada', 'chat:telegram:1']);
+  expect(listAudit(db, { limit: 3 }).map((r) => r.actor)).toEqual(['gated', 'cli:ada', 'chat:telegram:1']);
+  // After withActor, gated's connection is still its own, and a raw one still 'sql'.
+  db.prepare(`UPDATE daemons SET url = 'http://x/4'`).run();
+  expect(last(raw)).toMatchObject({ actor: 'gated' });
+  raw.prepare(`UPDATE daemons SET url = 'http://x/5'`).run();
+  expect(last(raw)).toMatchObject({ actor: 'sql' });
+  raw.close();
+});
+
+test('gated’s own writes to tasks are audited as gated; an update that changes nothing leaves no row', () => {
+  const { db, path } = freshDb();
+  const raw = rawSql(path);
+  const id = db
+    .prepare(
+      `INSERT INTO tasks (group_folder, chat_jid, kind, spec, text, next_run_at, anchor_at)
+       VALUES ('g', 'web:g', 'every', '1h', 'tick', '2026-01-01T01:00:00Z', '2026-01-01T00:00:00Z')`,
+    )
+    .run().lastInsertRowid;
+  // What the task loop does when one fires: gated's own change, named so.
+  db.prepare(`UPDATE tasks SET last_run_at = next_run_at, next_run_at = '2026-01-01T02:00:00Z'`).run();
+  expect(last(raw)).toMatchObject({
+    subject: 'tasks',
+    action: 'update',
+    actor: 'gated',
+    row_key: String(id),
+  });
+  const count = () => raw.prepare(`SELECT count(*) FROM audit`).pluck().get() as number;
+  const before = count();
+  // Every column set to what it holds: no change, no row, from gated's connection and a raw one alike.
+  db.prepare(`UPDATE tasks SET failures = failures, next_run_at = next_run_at`).run();
+  raw.prepare(`UPDATE tasks SET next_run_at = '2026-01-01T02:00:00Z', error = NULL`).run();
+  expect(count()).toBe(before);
+  // A NULL that gets a value is a change (IS NOT, not !=), and so is a value that becomes NULL.
+  raw.prepare(`UPDATE tasks SET error = 'paused by hand'`).run();
+  raw.prepare(`UPDATE tasks SET error = NULL`).run();
+  expect(count()).toBe(before + 2);
+  expect(last(raw)).toMatchObject({ actor: 'sql', action: 'update' });
   raw.close();
 });
