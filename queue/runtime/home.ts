@@ -1,17 +1,7 @@
-import {
-  chownSync,
-  closeSync,
-  constants,
-  fchownSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  rmSync,
-} from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentUser } from './agent-user.js';
+import { chownTreeAt } from './owner.js';
 
 /** The name of an agent's HOME inside its group's folder (process runtime). */
 export const AGENT_HOME_DIR = '.home';
@@ -50,48 +40,18 @@ export function agentHome(groupDir: string, owner?: AgentUser): string {
   return home;
 }
 
-// O_PATH is Linux's "a descriptor for the name, the file itself not opened"; Node does not export it.
-const O_PATH = 0o10000000;
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 
 /**
  * Gives the folder `dir` and what is below it to `owner` when someone else owns it (its first run as that
- * user; later runs cost one open and one fstat). Nothing is chowned through a path: the folder is opened
- * without following a link at its name, every entry is looked up through its directory's descriptor and
- * opened O_PATH|O_NOFOLLOW, its type checked on that descriptor and the owner changed on that inode; links,
- * files with more than one name, FIFOs, sockets and devices are left alone.
+ * user; later runs cost one open and one fstat): opened without following a link at its name, then walked
+ * through descriptors by owner.ts (links, hard links, FIFOs and devices keep their owner).
  */
 export function handOver(dir: string, owner: AgentUser): void {
   const fd = openSync(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   try {
-    if (fstatSync(fd).uid !== owner.uid) chownAt(fd, owner, 0);
+    if (fstatSync(fd).uid !== owner.uid) chownTreeAt(fd, owner.uid, owner.gid);
   } finally {
     closeSync(fd);
-  }
-}
-
-function chownAt(dirFd: number, owner: AgentUser, depth: number): void {
-  fchownSync(dirFd, owner.uid, owner.gid);
-  if (depth >= 32) return;
-  for (const name of readdirSync(`/proc/self/fd/${dirFd}`)) {
-    let fd: number;
-    try {
-      fd = openSync(`/proc/self/fd/${dirFd}/${name}`, O_PATH | O_NOFOLLOW);
-    } catch {
-      continue; // gone meanwhile
-    }
-    try {
-      const st = fstatSync(fd);
-      if (st.isDirectory()) {
-        const sub = openSync(`/proc/self/fd/${fd}`, O_RDONLY | O_DIRECTORY);
-        try {
-          chownAt(sub, owner, depth + 1);
-        } finally {
-          closeSync(sub);
-        }
-      } else if (st.isFile() && st.nlink === 1) chownSync(`/proc/self/fd/${fd}`, owner.uid, owner.gid);
-    } finally {
-      closeSync(fd);
-    }
   }
 }
