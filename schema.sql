@@ -67,6 +67,12 @@ CREATE TABLE IF NOT EXISTS messages (
   interrupts        INTEGER,
   -- 1: routed to a group that limits messages per sender per hour, so the row counts toward that limit.
   counted           INTEGER,
+  -- Email rows: 'pass: <how>' when the From address was authenticated (DKIM aligned with From, or a trusted
+  -- server's Authentication-Results), else 'fail: <why>'; an email row without 'pass' is a stranger's
+  -- (docs/ACCESS.md "Who is the sender"). NULL on other platforms, whose ids the platform vouches for.
+  sender_auth       TEXT,
+  -- What the platform says of the sender's standing (GitHub's author_association), NULL when nothing.
+  platform_role     TEXT,
   -- Columns the layers read must hold text: a BLOB content used to stop every later message. Older
   -- databases lack this CHECK; the poll loop validates the same types when it reads a row.
   CHECK (typeof(chat_jid) = 'text' AND typeof(sender) = 'text' AND typeof(content) = 'text'

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Config } from '../core/config.js';
 import { coerceError, UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { chatAwaitsDecision } from '../store/approvals.js';
 import type { Db } from '../store/db.js';
 import type { Channel, InboundSink } from './channel.js';
 
@@ -86,7 +87,7 @@ export const slackFactory: ChannelFactory = {
 export const githubFactory: ChannelFactory = {
   platform: 'github',
   settings: 'GITHUB_TOKEN or GITHUB_APP_* / GITHUB_WEBHOOK_SECRET',
-  async create(config, { log }) {
+  async create(config, { db, log }) {
     if (!config.github) return undefined;
     const { GithubChannel } = await import('./github/index.js');
     const { apiUrl, app, token, webhookSecret } = config.github;
@@ -96,6 +97,7 @@ export const githubFactory: ChannelFactory = {
       webhookSecret,
       ...(apiUrl ? { apiUrl } : {}),
       log: log.child({ channel: 'github' }),
+      awaitsDecision: chatAwaitsDecision(db),
     });
   },
 };

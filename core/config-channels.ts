@@ -2,8 +2,9 @@
  * The platforms' settings (TELEGRAM_*, BLUESKY_*, DISCORD_*, SLACK_*, GITHUB_*, EMAIL_*): each platform is
  * on when its credentials are set, and a half-made one fails with a UsageError that names what is missing.
  */
+import { isIP } from 'node:net';
 import { UsageError } from './errors.js';
-import { int, str, type Env } from './config-read.js';
+import { int, list, str, type Env } from './config-read.js';
 
 /** The configured platforms; undefined: that platform is off. */
 export interface ChannelsConfig {
@@ -74,6 +75,19 @@ export interface EmailConfig {
   mailbox: string;
   /** Display name on sent mail (EMAIL_FROM_NAME), or none. */
   fromName: string | undefined;
+  /** How a sender's address is authenticated (docs/CHANNELS.md, "Email", "Who sent it"). */
+  auth: MailAuthConfig;
+}
+
+/** Where the verdict on a mail's From comes from. */
+export interface MailAuthConfig {
+  /**
+   * EMAIL_AUTHSERV_IDS: the authserv-ids (lower case) of receiving servers whose `Authentication-Results`
+   * header gated believes; empty: gated believes none and checks DKIM and DMARC itself.
+   */
+  authservIds: string[];
+  /** EMAIL_DNS_SERVERS: the DNS servers (`host` or `host:port`) gated's own checks ask; empty: the system's. */
+  dnsServers: string[];
 }
 
 function security(env: Env, key: string, dflt: MailSecurity): MailSecurity {
@@ -113,7 +127,20 @@ function emailConfig(env: Env): EmailConfig | undefined {
     },
     mailbox: str(env, 'EMAIL_MAILBOX') ?? 'INBOX',
     fromName: str(env, 'EMAIL_FROM_NAME'),
+    auth: {
+      authservIds: list(env, 'EMAIL_AUTHSERV_IDS', '', true),
+      dnsServers: list(env, 'EMAIL_DNS_SERVERS').map(dnsServer),
+    },
   };
+}
+
+/** One EMAIL_DNS_SERVERS entry: an IP address, with a port after `:` (IPv6 in brackets: `[::1]:53`). */
+function dnsServer(entry: string): string {
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry) ?? /^([^:]+)(?::(\d+))?$/.exec(entry);
+  const port = m?.[2] === undefined ? 53 : Number(m[2]);
+  if (!m || isIP(m[1]!) === 0 || port < 1 || port > 65535)
+    throw new UsageError(`EMAIL_DNS_SERVERS entries are IP addresses with an optional :port, got '${entry}'`);
+  return entry;
 }
 
 /** Slack's settings: a bot token and at least one way in (Socket Mode's app token, or a signing secret). */

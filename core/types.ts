@@ -75,6 +75,13 @@ export interface NewInbound {
    * reason as its error (an email auto-reply or bounce, which an answer could turn into a mail loop).
    */
   withheld?: string;
+  /**
+   * Email only: whether the sender's address was authenticated (`pass: …`, saying how) or not (`fail: …`,
+   * saying why), docs/ACCESS.md "Who is the sender". An email row without `pass` is a stranger's.
+   */
+  sender_auth?: string;
+  /** What the platform itself says of the sender's standing: GitHub's `author_association` (`COLLABORATOR`). */
+  platform_role?: string;
 }
 
 /** One row of `messages` as the pipeline sees it. */
@@ -90,6 +97,10 @@ export interface Message {
   reply_to: string | null;
   timestamp: string;
   is_from_me: number;
+  /** NewInbound.sender_auth as stored (read by the poll loop; absent where a row is made by hand). */
+  sender_auth?: string | null;
+  /** NewInbound.platform_role as stored. */
+  platform_role?: string | null;
 }
 
 /** (group folder, topic): the unit of serialization and of the agent's session. */

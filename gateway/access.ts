@@ -13,9 +13,11 @@ import {
   CODE_INTERVAL_MS,
   CODE_TTL_MS,
   MAX_OPEN_CODES,
+  normalizeCode,
   type Decision,
 } from '../store/approvals.js';
 import { withActor } from '../store/audit.js';
+import { CodeGuesses } from './code-guesses.js';
 import type { Db } from '../store/db.js';
 import { DailyUsage } from '../store/limits.js';
 
@@ -36,6 +38,8 @@ const DAY = 24 * HOUR;
 /** The access decision with its statements prepared once. */
 export class AccessGate {
   readonly approvals: ApprovalStore;
+  /** Wrong codes per sender, for /approve and /reject (code-guesses.ts). */
+  readonly guesses = new CodeGuesses();
   /** The rules for the poll batch in progress (see beginBatch); undefined outside one. */
   private snap: AccessSnapshot | undefined;
   private readonly senderCountStmt;
@@ -117,6 +121,9 @@ export class AccessGate {
     if (role === 'owner') return SERVE;
     if (role === undefined) {
       const mode = source.mode(folder, snap);
+      // An unauthenticated mail may talk to an open group, nothing more: no code (it could be anyone's).
+      if (mode !== 'open' && p.unauthenticated !== undefined)
+        return { state: 'denied', reason: `${principalId(p)} is not authenticated: ${p.unauthenticated}` };
       if (mode === 'members')
         return { state: 'denied', reason: `${principalId(p)} is not a member of ${folder}` };
       if (mode === 'approval') return this.pair(msg, p, folder, now);
@@ -142,6 +149,11 @@ export class AccessGate {
     }
     if (this.approvals.openCount(folder, now) >= MAX_OPEN_CODES) {
       return { state: 'pending', reason: `held without a code: ${folder} has ${MAX_OPEN_CODES} open codes` };
+    }
+    // Addresses cost nothing to make up on one's own domain: a mail domain has one open code at a time.
+    const domain = p.platform === 'email' ? p.id.slice(p.id.lastIndexOf('@')) : undefined;
+    if (domain !== undefined && this.approvals.openForDomain(folder, domain, now) > 0) {
+      return { state: 'pending', reason: `held without a code: ${domain} already has an open code` };
     }
     const approval = withActor(this.db, `chat:${who}`, () =>
       this.approvals.issue({
@@ -214,17 +226,16 @@ export class AccessGate {
   }
 
   /**
-   * `/approve CODE` or `/reject CODE` from a chat: only an owner of the code's group (checked on the sender,
-   * not the chat) may decide. Returns the answer for the chat; a refusal changes nothing.
+   * `/approve CODE` or `/reject CODE` of a pairing code from a chat: only an owner of the code's group
+   * (checked on the sender, not the chat) may decide. Returns the answer for the chat, or undefined when no
+   * pairing code of that name is this sender's to decide (decideCode answers that, the same for a code that
+   * exists and one that does not).
    */
-  decideFromChat(msg: Message, typedCode: string | undefined, approve: boolean, now: number): string {
-    const verb = approve ? 'approve' : 'reject';
-    if (!typedCode) return `usage: /${verb} CODE`;
+  decideFromChat(msg: Message, typedCode: string, approve: boolean, now: number): string | undefined {
     const p = principalOf(msg);
-    const found = this.approvals.get(typedCode.replace(/[\s-]/g, '').toUpperCase());
-    if (found && this.source.role(found.group_folder, p) !== 'owner') {
-      return `refused: only an owner of ${found.group_folder} may ${verb} code ${found.code}`;
-    }
+    const code = normalizeCode(typedCode);
+    const found = code === undefined ? undefined : this.approvals.get(code);
+    if (!found || this.source.role(found.group_folder, p) !== 'owner') return undefined;
     const who = principalId(p);
     // The decision may add a member row: the rest of the batch must see it.
     this.snap = undefined;

@@ -29,7 +29,8 @@ export function toolRefusal(
 
 /**
  * Decides the tool approval a typed code names; the answer to the chat, or undefined when the code is not
- * a tool approval's (then it may be a pairing code). Runs inside the batch transaction.
+ * a tool approval's that this sender may decide (then it may be a pairing code). Runs inside the batch
+ * transaction.
  */
 export function decideToolFromChat(
   db: Db,
@@ -44,13 +45,39 @@ export function decideToolFromChat(
   const store = toolApprovalsOf(db);
   const row = store.byCode(code);
   if (!row) return undefined;
-  const verb = approve ? 'approve' : 'reject';
-  const refused = toolRefusal(access, msg, row.group_folder, row.approvers);
-  if (refused) return `you may not ${verb} ${code}: ${refused}`;
+  // Someone who may not decide learns nothing of the code, not even that it exists (decideCode answers).
+  if (toolRefusal(access, msg, row.group_folder, row.approvers)) return undefined;
   if (row.state !== 'pending') return `${code} was already decided (${row.state})`;
   const who = principalId(principalOf(msg));
   const note = approve ? null : args.slice(1).join(' ').trim().slice(0, 2000) || null;
   const done = withActor(db, `chat:${who}`, () => store.decide(code, approve, who, note, now));
   if (!done) return `${code} was already decided`;
   return `${approve ? 'approved' : 'rejected'} ${row.tool} (${code})`;
+}
+
+/**
+ * `/approve CODE` and `/reject CODE [note]` from a chat, tool approvals and pairing codes alike: the answer to
+ * the chat. A code the sender may not decide gets the same answer as one that does not exist, and counts as
+ * a guess (code-guesses.ts); a sender out of guesses is told until when. Runs inside the batch transaction.
+ */
+export function decideCode(
+  db: Db,
+  access: AccessGate,
+  msg: Message,
+  args: readonly string[],
+  approve: boolean,
+  now: number,
+): string {
+  const verb = approve ? 'approve' : 'reject';
+  const typed = args[0];
+  if (typed === undefined) return `usage: /${verb} CODE`;
+  const who = principalId(principalOf(msg));
+  const out = access.guesses.refusal(who, now);
+  if (out !== undefined) return out;
+  const answer =
+    decideToolFromChat(db, access, msg, args, approve, now) ??
+    access.decideFromChat(msg, typed, approve, now);
+  if (answer !== undefined) return answer;
+  access.guesses.miss(who, now);
+  return `you may not ${verb} ${typed.slice(0, 16).toUpperCase()}: no such code is open to you`;
 }

@@ -1,7 +1,14 @@
 import { UsageError } from '../core/errors.js';
-import { isValidFolder, parentFolder, parseJid, threadModeOf, type ThreadMode } from '../core/types.js';
+import { isValidFolder, parentFolder, threadModeOf, type ThreadMode } from '../core/types.js';
 import { compileGlob, globError, isLiteral, type GlobTest } from '../router/index.js';
 import { literalValue } from '../router/glob.js';
+import {
+  BARE_ADMIN_PLATFORMS,
+  principalId,
+  principalOf,
+  type Principal,
+  type SenderColumns,
+} from './principal.js';
 import type { Db } from './db.js';
 
 /**
@@ -25,21 +32,14 @@ export type SenderRole = 'owner' | 'member' | 'guest' | 'system';
  */
 export const WEB_ADMIN = 'admin';
 
-/** A sender as access sees it: the chat's platform and the platform's sender id. */
-export interface Principal {
-  platform: string;
-  id: string;
-}
-
-/** The principal of an inbound row: `messages.sender` holds the id, the platform comes from the chat. */
-export function principalOf(msg: { chat_jid: string; sender: string }): Principal {
-  return { platform: parseJid(msg.chat_jid).platform, id: msg.sender };
-}
-
-/** `platform:sender_id`, the string member globs match. */
-export function principalId(p: Principal): string {
-  return `${p.platform}:${p.id}`;
-}
+export {
+  BARE_ADMIN_PLATFORMS,
+  principalId,
+  principalOf,
+  unauthenticatedWhy,
+  type Principal,
+  type SenderColumns,
+} from './principal.js';
 
 /** A group's limits; null is no limit. */
 export interface Limits {
@@ -212,13 +212,15 @@ export class AccessSource {
   }
 
   /**
-   * True when the sender is one of GATED_ADMINS (by `id` or `platform:id`). The web chat is the exception:
-   * its ids are issued by gated, and its one admin is `web:admin`, whoever presented GATED_ADMIN_TOKEN
+   * True when the sender is one of GATED_ADMINS: by `platform:id`, or by a bare `id` on the platforms of
+   * BARE_ADMIN_PLATFORMS. An unauthenticated sender never is. The web chat is the exception: its ids are
+   * issued by gated, and its one admin is `web:admin`, whoever presented GATED_ADMIN_TOKEN
    * (http/identity.ts); no GATED_ADMINS entry makes a web visitor an admin.
    */
   isAdmin(p: Principal): boolean {
     if (p.platform === 'web') return p.id === WEB_ADMIN;
-    return this.admins.size > 0 && (this.admins.has(principalId(p)) || this.admins.has(p.id));
+    if (p.unauthenticated !== undefined || this.admins.size === 0) return false;
+    return this.admins.has(principalId(p)) || (BARE_ADMIN_PLATFORMS.has(p.platform) && this.admins.has(p.id));
   }
 
   /**
@@ -235,10 +237,19 @@ export class AccessSource {
   /**
    * The sender's role in the group, or undefined for a stranger. GATED_ADMINS are owners and cannot be
    * blocked; otherwise a matching `blocked` row wins over any `owner` or `member` row, and `owner` over
-   * `member`.
+   * `member`, which a platform's own word (GitHub's author_association) also gives. An unauthenticated sender
+   * is a stranger, or blocked when a row blocks the address it claims.
    */
   role(folder: string, p: Principal, snap = this.current()): Role | undefined {
     if (this.isAdmin(p)) return 'owner';
+    const best = this.rowRole(folder, p, snap);
+    if (best === 'blocked') return best;
+    if (p.unauthenticated !== undefined) return undefined;
+    return best ?? p.platformRole;
+  }
+
+  /** The strongest role the `members` rows that apply to `folder` give the sender's id. */
+  private rowRole(folder: string, p: Principal, snap: AccessSnapshot): Role | undefined {
     const from = this.ruleFolder(folder, snap);
     if (!from) return undefined;
     const who = principalId(p);
@@ -259,7 +270,7 @@ export class AccessSource {
    */
   senderRole(
     folder: string,
-    msg: { chat_jid: string; sender: string; verb: string; access_version?: string | null },
+    msg: SenderColumns & { verb: string; access_version?: string | null },
   ): SenderRole {
     if (isTaskRow(msg)) return 'system';
     const snap =

@@ -70,6 +70,7 @@ export class ApprovalStore {
   private readonly releaseStmt;
   private readonly denyStmt;
   private readonly openListStmt;
+  private readonly openDomainStmt;
 
   constructor(private readonly db: Db) {
     this.getStmt = db.prepare('SELECT * FROM approvals WHERE code = ?');
@@ -78,6 +79,14 @@ export class ApprovalStore {
     );
     this.openCountStmt = db
       .prepare(`SELECT count(*) FROM approvals WHERE group_folder = ? AND state = 'open' AND expires_at > ?`)
+      .pluck();
+    // The open codes of one mail domain: senders `email:…@domain` (idx_approvals_open narrows to the
+    // group's open codes, at most MAX_OPEN_CODES of them).
+    this.openDomainStmt = db
+      .prepare(
+        `SELECT count(*) FROM approvals WHERE group_folder = ? AND state = 'open' AND expires_at > ?
+           AND substr(sender, 1, 6) = 'email:' AND lower(substr(sender, -length(?))) = lower(?)`,
+      )
       .pluck();
     this.insertStmt = db.prepare(
       `INSERT INTO approvals (code, group_folder, member_folder, chat_jid, sender, sender_name, message_id,
@@ -123,6 +132,11 @@ export class ApprovalStore {
   /** Open codes of the group. */
   openCount(group: string, now: number): number {
     return this.openCountStmt.get(group, now) as number;
+  }
+
+  /** Open codes of the group whose sender's address ends with `domain` (`@example.test`). */
+  openForDomain(group: string, domain: string, now: number): number {
+    return this.openDomainStmt.get(group, now, domain, domain) as number;
   }
 
   /** Every open code, oldest first (dashboard, `gated access list`). */
@@ -184,4 +198,18 @@ export function releaseLimited(db: Db, chatJid: string, now: number): number {
        WHERE state = 'limited' AND chat_jid = @chat`,
     )
     .run({ now, chat: chatJid }).changes;
+}
+
+/**
+ * Whether gated waits for a decision in a chat: a pending tool approval asked there, or an open pairing code
+ * issued there (the GitHub channel then reads `/approve CODE` comments without a mention of the bot).
+ */
+export function chatAwaitsDecision(db: Db): (chatJid: string) => boolean {
+  const stmt = db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM tool_approvals WHERE chat_jid = @chat AND state = 'pending')
+           OR EXISTS (SELECT 1 FROM approvals WHERE chat_jid = @chat AND state = 'open' AND expires_at > @now)`,
+    )
+    .pluck();
+  return (chatJid) => stmt.get({ chat: chatJid, now: Date.now() }) === 1;
 }

@@ -25,10 +25,11 @@ function prepare(db: Db) {
   return {
     inbound: db.prepare(
       `INSERT INTO messages (chat_jid, sender, sender_name, content, verb, topic, platform_msg_id, reply_to,
-                             timestamp, state, error)
+                             timestamp, state, error, sender_auth, platform_role)
        VALUES (@chat_jid, @sender, @sender_name, @content, @verb, @topic, @platform_msg_id, @reply_to,
                coalesce(@timestamp, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-               CASE WHEN @withheld IS NULL THEN NULL ELSE 'dropped' END, @withheld)
+               CASE WHEN @withheld IS NULL THEN NULL ELSE 'dropped' END, @withheld, @sender_auth,
+               @platform_role)
        ON CONFLICT (chat_jid, platform_msg_id) WHERE platform_msg_id IS NOT NULL DO NOTHING`,
     ),
     outbound: db.prepare(
@@ -72,6 +73,8 @@ function insertRow(db: Db, msg: NewInbound): number | null {
     reply_to: msg.reply_to ?? null,
     timestamp: msg.timestamp ?? null,
     withheld: msg.withheld ?? null,
+    sender_auth: msg.sender_auth ?? null,
+    platform_role: msg.platform_role ?? null,
   });
   return info.changes === 0 ? null : Number(info.lastInsertRowid);
 }

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 17;
+export const SCHEMA_VERSION = 18;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -94,6 +94,13 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // for that limit (issue 30: every routed row used to enter the index). The rows of the current hour of
   // such groups are marked, so an upgrade keeps the windows in progress.
   16: (db) => countedRows(db),
+  // 17 → 18: who the sender is, as far as the platform vouches (issue 39, docs/ACCESS.md "Who is the
+  // sender"): an email's authentication verdict, GitHub's author_association. Older email rows have none,
+  // so their senders count as strangers from now on.
+  17: (db) => {
+    addColumn(db, 'messages', 'sender_auth', 'TEXT');
+    addColumn(db, 'messages', 'platform_role', 'TEXT');
+  },
 };
 
 /** The 16 → 17 step: the column `counted`, the current hour's rows of limited groups, and its index. */

@@ -20,6 +20,8 @@ export interface BatchRow extends Pick<
   | 'platform_msg_id'
   | 'chat_jid'
   | 'topic'
+  | 'sender_auth'
+  | 'platform_role'
 > {
   /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (docs/PROTOCOL.md). */
   interrupts: number;

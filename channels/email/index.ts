@@ -7,6 +7,7 @@ import type { Db } from '../../store/db.js';
 import { EmailStore } from '../../store/email.js';
 import { whenWritable } from '../../store/group-commit.js';
 import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { authenticateSender, mailResolver, type MailAuthOptions } from './auth.js';
 import { DEFAULT_MAIL_BOUNDS, headersOnly, overBounds, parseMail, type MailBounds } from './bounds.js';
 import { MailboxReader, type RawMail } from './mailbox.js';
 import { ParsedMails } from './parsed.js';
@@ -47,10 +48,13 @@ export class EmailChannel implements Channel {
   private reader: MailboxReader | undefined;
   /** Each mail parsed once: what arrived serves its attachments' downloads (parsed.ts). */
   private readonly parsed = new ParsedMails();
+  private readonly auth: MailAuthOptions;
 
   constructor(private readonly opts: EmailChannelOptions) {
     this.store = new EmailStore(opts.db);
     this.sender = new MailSender(opts.config, this.store, opts.sendTimeoutMs);
+    const { authservIds, dnsServers } = opts.config.auth;
+    this.auth = { authservIds, resolver: mailResolver(dnsServers) };
   }
 
   async start(sink: InboundSink): Promise<void> {
@@ -103,9 +107,19 @@ export class EmailChannel implements Channel {
     }
     if (!mapped) return;
     const { row, thread } = mapped;
+    // Who wrote it decides what it may do (docs/ACCESS.md): automatic mail is never answered anyway.
+    if (row.withheld === undefined) row.sender_auth = await this.authenticate(raw, row.sender);
     // Off the event loop while another process holds the write lock, as the sink's own write is.
     await whenWritable(this.opts.db, () => this.store.put(row.chat_jid, row.platform_msg_id!, thread));
     await sink(row);
+  }
+
+  /** The verdict on the mail's From (auth.ts), logged when it is not a pass. */
+  private async authenticate(raw: RawMail, from: string): Promise<string> {
+    const verdict = await authenticateSender(raw.source, from, this.auth);
+    if (!verdict.startsWith('pass'))
+      this.opts.log.info({ uid: raw.uid, from, verdict }, 'email: sender not authenticated');
+    return verdict;
   }
 
   async send(part: SendPart): Promise<string | null> {

@@ -26,6 +26,11 @@ export interface GithubChannelOptions {
   log: Logger;
   /** How the retries of a start that could not reach GitHub wait (tests). */
   sleep?: Sleep;
+  /**
+   * True when gated asked something on the chat (a pending tool approval, an open pairing code): there a
+   * `/approve CODE` or `/reject CODE` comment is read without a mention of the bot.
+   */
+  awaitsDecision?: (chatJid: Jid) => boolean;
 }
 
 /**
@@ -77,7 +82,7 @@ export class GithubChannel implements Channel {
     this.webhooks = new Webhooks({ secret: opts.webhookSecret });
     this.webhooks.on(['issue_comment.created', 'pull_request_review_comment.created'], async (ev) => {
       // A throw here fails the delivery with 503, so it can be delivered again; `receive` awaits it.
-      const msg = commentToInbound(ev.payload as CommentPayload, this.self!);
+      const msg = commentToInbound(ev.payload as CommentPayload, this.self!, opts.awaitsDecision);
       if (msg) await this.sink!(msg);
     });
     this.webhook = (req) => this.receive(req);

@@ -38,37 +38,51 @@ export interface CommentPayload {
     body?: string | null;
     user?: { login: string; id: number; type?: string } | null;
     created_at?: string;
+    /** The commenter's standing in the repository: OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, … */
+    author_association?: string;
   };
   issue?: { number: number; pull_request?: unknown };
   pull_request?: { number: number };
   repository?: { name: string; owner: { login: string } };
 }
 
+/** A comment that is a decision: `/approve CODE` or `/reject CODE …` as its first words. */
+const DECISION = /^\s*\/(approve|reject)\s+\S/i;
+
 /**
  * A new comment that mentions the bot as an inbound row, or null for anything else (edits, deletions,
- * comments that do not mention it, the bot's own comments and other bots'). The row's `platform_msg_id` is
- * the comment id: GitHub keeps it across redeliveries, and two hooks that deliver one comment under two
- * delivery ids still store it once. A leading `@bot` is removed, so `@bot /ping` is a command.
+ * comments that do not mention it, the bot's own comments and other bots'). A decision (`/approve CODE`,
+ * `/reject CODE`) needs no mention on a thread where `awaitsDecision` says gated asked something. The row's
+ * `platform_msg_id` is the comment id: GitHub keeps it across redeliveries, and two hooks that deliver one
+ * comment under two delivery ids still store it once. A leading `@bot` is removed, so `@bot /ping` is a
+ * command. The commenter's author_association goes with the row (access makes OWNER, MEMBER and
+ * COLLABORATOR members, docs/ACCESS.md).
  */
-export function commentToInbound(p: CommentPayload, self: GithubSelf): NewInbound | null {
+export function commentToInbound(
+  p: CommentPayload,
+  self: GithubSelf,
+  awaitsDecision: (chatJid: Jid) => boolean = () => false,
+): NewInbound | null {
   const c = p.comment;
   const number = p.issue?.number ?? p.pull_request?.number;
   if (p.action !== 'created' || !c || !c.user || !p.repository || number === undefined) return null;
   if (c.user.id === self.id || c.user.type === 'Bot') return null;
   const body = c.body ?? '';
+  const ref = { owner: p.repository.owner.login, repo: p.repository.name, number };
   const tag = new RegExp(`(^|[^\\w/-])@${escapeRegExp(self.login)}(?![\\w-])`, 'i');
-  if (!tag.test(body)) return null;
+  const tagged = tag.test(body);
+  if (!tagged && !(DECISION.test(body) && awaitsDecision(githubJid(ref)))) return null;
   const lead = new RegExp(`^\\s*@${escapeRegExp(self.login)}(?![\\w-])[\\s,:]*`, 'i');
   const stripped = body.replace(lead, '');
-  const ref = { owner: p.repository.owner.login, repo: p.repository.name, number };
   return {
     chat_jid: githubJid(ref),
     sender: String(c.user.id),
     sender_name: c.user.login,
-    verb: 'mention',
+    verb: tagged ? 'mention' : 'message',
     content: stripped === '' ? body : stripped,
     platform_msg_id: String(c.id),
     reply_to: null,
+    ...(c.author_association ? { platform_role: c.author_association } : {}),
     ...(c.created_at ? { timestamp: new Date(c.created_at).toISOString() } : {}),
   };
 }

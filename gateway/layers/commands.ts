@@ -4,7 +4,7 @@ import { principalOf } from '../../store/access.js';
 import { sessionsOf } from '../../store/sessions.js';
 import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
-import { decideToolFromChat } from '../tool-decisions.js';
+import { decideCode } from '../tool-decisions.js';
 import type { Passage, Layer, LayerEnv } from './types.js';
 
 /**
@@ -144,15 +144,13 @@ export const COMMANDS: Record<string, CommandSpec> = {
   approve: {
     help: '/approve CODE: allow the tool call, or let the stranger in, with this code (its approvers)',
     run(passage, args, env) {
-      const tool = decideToolFromChat(env.db, env.access, passage.msg, args, true, env.now);
-      env.answer(passage.msg, tool ?? env.access.decideFromChat(passage.msg, args[0], true, env.now));
+      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, true, env.now));
     },
   },
   reject: {
     help: '/reject CODE [note]: refuse the tool call (the note reaches the agent), or the stranger',
     run(passage, args, env) {
-      const tool = decideToolFromChat(env.db, env.access, passage.msg, args, false, env.now);
-      env.answer(passage.msg, tool ?? env.access.decideFromChat(passage.msg, args[0], false, env.now));
+      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, false, env.now));
     },
   },
   help: {

@@ -78,7 +78,19 @@ describe('configuration', () => {
       smtp: { host: 'smtp.example.com', port: 465, security: 'tls' },
       mailbox: 'INBOX',
       fromName: undefined,
+      auth: { authservIds: [], dnsServers: [] },
     });
+    const auth = {
+      EMAIL_AUTHSERV_IDS: 'MX.Example.com, mx2.example.com',
+      EMAIL_DNS_SERVERS: '127.0.0.1:5353',
+    };
+    expect(loadConfig({ ...mail, ...hosts, ...auth }).email!.auth).toEqual({
+      authservIds: ['mx.example.com', 'mx2.example.com'],
+      dnsServers: ['127.0.0.1:5353'],
+    });
+    expect(() => loadConfig({ ...mail, ...hosts, EMAIL_DNS_SERVERS: 'dns.example.com' })).toThrow(
+      /EMAIL_DNS_SERVERS entries are IP addresses/,
+    );
     const starttls = loadConfig({ ...mail, ...hosts, EMAIL_SMTP_SECURITY: 'starttls' }).email!;
     expect(starttls.smtp.port).toBe(587);
     expect(() => loadConfig({ ...mail, ...hosts, EMAIL_IMAP_SECURITY: 'ssl' })).toThrow(

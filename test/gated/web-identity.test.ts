@@ -133,7 +133,9 @@ describe('web identities in the whole gated', () => {
       content: `/approve ${code}`,
       client: 'boss',
     });
-    expect(await answerTo(g, spoofed.body.id as number)).toMatch(/^refused: only an owner of club/);
+    expect(await answerTo(g, spoofed.body.id as number)).toMatch(
+      /^you may not approve [A-Z2-9]{8}: no such code is open to you$/,
+    );
     const approve = await postJson(
       `${g.url}/api/chat/send`,
       { group: 'demo', content: `/approve ${code}` },

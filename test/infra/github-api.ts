@@ -7,6 +7,7 @@
  *   `x-ratelimit-reset`), 403 forbidden, or 502; or to store the comment and never answer (a crash window).
  *   `installApp` adds a GitHub App whose installation tokens work beside the personal token
  *   (test/infra/github-app.ts).
+ * - Comments carry the commenter's `author_association` (`associations`, NONE unless set).
  * - Webhook deliveries: `deliver` POSTs a payload to gated signed as GitHub signs it
  *   (`X-Hub-Signature-256: sha256=<HMAC of the raw body>`), with `X-GitHub-Event` and `X-GitHub-Delivery`;
  *   `redeliver` sends one again with the same delivery id, as the "Redeliver" button does.
@@ -65,6 +66,8 @@ export class GithubApiServer {
   readonly token = 'ghp_testtoken0000000000000000000000000';
   readonly bot: GithubUser = { login: 'gated-bot', id: 9001, type: 'User' };
   readonly comments: GithubComment[] = [];
+  /** Each user's standing in the repositories (`author_association`): OWNER, COLLABORATOR…; else NONE. */
+  readonly associations = new Map<number, string>();
   readonly deliveries: Delivery[] = [];
   /** Comment writes (POST / PATCH / DELETE) the server received, in order, for counting. */
   readonly writes: Array<{ method: string; path: string }> = [];
@@ -204,6 +207,7 @@ export class GithubApiServer {
       id: c.id,
       body: c.body,
       user: c.user,
+      author_association: this.associations.get(c.user.id) ?? 'NONE',
       created_at: c.created_at,
       updated_at: c.updated_at,
       html_url: `https://github.test/${c.owner}/${c.repo}/issues/${c.number}#issuecomment-${c.id}`,

@@ -2,6 +2,9 @@
  * A small mail world for the email channel's tests: one Dovecot (IMAP, LMTP, auth) and one Postfix (SMTP,
  * delivering `example.test` into that Dovecot) with a bot account and a few people. People send through
  * the real Postfix with nodemailer and read their own mailbox with imapflow, as a mail client would.
+ * `example.test` signs its mail with DKIM, as a real provider does (nodemailer signs each mail it sends
+ * unless told not to), and a local DNS server (test/infra/dns.ts) publishes the key and a DMARC policy of
+ * `reject`: gated checks them there (EMAIL_DNS_SERVERS).
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +13,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { EmailConfig } from '../../core/config.js';
+import { dkimKey, startDns, type DnsServer } from './dns.js';
 import { startDovecot, type DovecotServer } from './dovecot.js';
 import { startPostfix, type PostfixServer } from './postfix.js';
 
@@ -26,13 +30,17 @@ export interface ReadMail {
 export interface MailWorld {
   dovecot: DovecotServer;
   postfix: PostfixServer;
+  /** Publishes example.test's DKIM key (selector `mail`) and DMARC policy. */
+  dns: DnsServer;
   /** The email channel's settings for the bot against these servers. */
   config(): EmailConfig;
   /**
    * `who` sends a mail through Postfix, logged in as `who` (or, with `login: false`, as a client of the
    * trusted loopback network: Dovecot checks logins, and it may be down); resolves with its Message-ID.
+   * The mail is signed with example.test's DKIM key unless `sign: false` (`mail.from` and `mail.envelope`
+   * override the From header and the envelope: a forger's mail).
    */
-  send(who: string, mail: Mail.Options, opts?: { login?: boolean }): Promise<string>;
+  send(who: string, mail: Mail.Options, opts?: { login?: boolean; sign?: boolean }): Promise<string>;
   /** Puts a raw mail straight into `who`'s INBOX (IMAP APPEND), as a second delivery of the same mail. */
   append(who: string, source: Buffer | string): Promise<void>;
   /** Waits until Postfix has handed every accepted mail to Dovecot (its queue is empty). */
@@ -59,17 +67,32 @@ export function emailEnv(world: MailWorld): Record<string, string> {
     EMAIL_SMTP_HOST: '127.0.0.1',
     EMAIL_SMTP_PORT: String(config.smtp.port),
     EMAIL_SMTP_SECURITY: 'none',
+    EMAIL_DNS_SERVERS: world.dns.address,
   };
 }
 
+/** The DKIM selector example.test signs with. */
+export const DKIM_SELECTOR = 'mail';
+
 export async function startMailWorld(people: string[]): Promise<MailWorld> {
   const accounts = [BOT, ...people.map((address) => ({ address, password: password(address) }))];
-  const dovecot = await startDovecot(accounts);
+  const dns = await startDns();
+  const key = dkimKey();
+  dns.txt(`${DKIM_SELECTOR}._domainkey.example.test`, key.record);
+  dns.txt('_dmarc.example.test', 'v=DMARC1; p=reject');
+  let dovecot: DovecotServer;
   let postfix: PostfixServer;
+  try {
+    dovecot = await startDovecot(accounts);
+  } catch (err) {
+    await dns.stop();
+    throw err;
+  }
   try {
     postfix = await startPostfix(dovecot);
   } catch (err) {
     await dovecot.stop();
+    await dns.stop();
     throw err;
   }
   const imap = async <T>(who: string, fn: (c: ImapFlow) => Promise<T>): Promise<T> => {
@@ -102,6 +125,7 @@ export async function startMailWorld(people: string[]): Promise<MailWorld> {
   return {
     dovecot,
     postfix,
+    dns,
     config: () => ({
       address: BOT.address,
       user: BOT.address,
@@ -110,6 +134,7 @@ export async function startMailWorld(people: string[]): Promise<MailWorld> {
       smtp: { host: '127.0.0.1', port: postfix.smtpPort, security: 'none' },
       mailbox: 'INBOX',
       fromName: 'Bot',
+      auth: { authservIds: [], dnsServers: [dns.address] },
     }),
     async send(who, mail, opts = {}) {
       const t = nodemailer.createTransport({
@@ -118,6 +143,11 @@ export async function startMailWorld(people: string[]): Promise<MailWorld> {
         secure: false,
         ignoreTLS: true,
         ...(opts.login === false ? {} : { auth: { user: who, pass: password(who) } }),
+        ...(opts.sign === false
+          ? {}
+          : {
+              dkim: { domainName: 'example.test', keySelector: DKIM_SELECTOR, privateKey: key.privateKey },
+            }),
       });
       try {
         const info = await t.sendMail({ from: who, ...mail });
@@ -150,6 +180,7 @@ export async function startMailWorld(people: string[]): Promise<MailWorld> {
     async stop() {
       await postfix.stop();
       await dovecot.stop();
+      await dns.stop();
     },
   };
 }
