@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
+import { groupDirOf } from '../../core/group-dir.js';
 import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
 import { closeTestGated } from '../helpers/gated.js';
@@ -65,7 +66,7 @@ test('GitHub: the question is a comment; the decision is followed up by a commen
   // The question was not edited (the platform has no buttons): it still reads as asked; nothing twice.
   expect(find('The agent wants to run Bash')).toEqual([question]);
   expect(find(`(${code}): approved`)).toHaveLength(1);
-  const runs = readFileSync(join(g.config.groupsDir, 'gh', 'ops', '.tool-runs.log'), 'utf8');
+  const runs = readFileSync(join(groupDirOf(g.config.groupsDir, 'gh/ops'), '.tool-runs.log'), 'utf8');
   expect(runs.trim().split('\n')).toEqual(['Bash {"command":"make deploy"}']);
   expect(g.db.prepare('SELECT state, decided_by, platform_id FROM tool_approvals').get()).toEqual({
     state: 'approved',

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
+import { groupDirOf } from '../../core/group-dir.js';
 import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
 import { closeTestGated } from '../helpers/gated.js';
@@ -78,7 +79,7 @@ test('GitHub: a non-collaborator is refused in a members group; /approve works w
     state: 'approved',
     decided_by: `github:${olga.id}`,
   });
-  const runs = readFileSync(join(g.config.groupsDir, 'gh', 'ops', '.tool-runs.log'), 'utf8');
+  const runs = readFileSync(join(groupDirOf(g.config.groupsDir, 'gh/ops'), '.tool-runs.log'), 'utf8');
   expect(runs.trim().split('\n')).toEqual(['Bash {"command":"make deploy"}']);
 
   // Nothing asked any more: a bare /approve is someone else's business again, and is not stored.
