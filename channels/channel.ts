@@ -1,4 +1,5 @@
 import type { SendAs } from '../core/files.js';
+import type { TextFormat } from '../core/platforms.js';
 import type { Jid, NewInbound } from '../core/types.js';
 
 /**
@@ -34,8 +35,8 @@ export interface SendPart {
   kind?: string | null;
 }
 
-/** The text dialect a channel's parts are written in (core/markdown.ts converts). */
-export type TextFormat = 'markdown' | 'telegram-html' | 'slack-mrkdwn' | 'plain';
+/** The text dialect a channel's parts are written in (core/markdown.ts converts; core/platforms.ts names each platform's). */
+export type { TextFormat };
 
 /**
  * A platform's webhook endpoint on gated's HTTP server (`/hooks/<platform>`): gets the request untouched

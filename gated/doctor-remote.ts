@@ -1,5 +1,6 @@
 import type { Config, GithubAppConfig } from '../core/config.js';
 import { silentLogger } from '../core/log.js';
+import { PLATFORMS, type Platform } from '../core/platforms.js';
 import { openDatabase } from '../store/db.js';
 import type { Finding } from './doctor.js';
 
@@ -114,6 +115,14 @@ async function channelFinding(name: string, setting: string, call: () => Promise
         fix: `check ${setting}`,
       };
     }
+    if (mailRefusal(err)) {
+      return {
+        name,
+        status: 'fail',
+        detail: `the login was refused (${mailRefusal(err)})`,
+        fix: `check ${setting}`,
+      };
+    }
     const msg = (err as Error).message ?? String(err);
     return {
       name,
@@ -124,56 +133,73 @@ async function channelFinding(name: string, setting: string, call: () => Promise
   }
 }
 
-/** Each configured channel checked by a harmless authenticated call: who am I. */
+/** The checks of one platform's settings: none when it is not configured. */
+type PlatformCheck = (config: Config) => Promise<Finding>[];
+
+/** Each configured channel checked by a harmless authenticated call: who am I (core/platforms.ts, `doctor`). */
 export async function channelChecks(config: Config): Promise<Finding[]> {
   const out: Promise<Finding>[] = [];
-  const { telegram, discord, bluesky, slack, github } = config;
-  if (telegram) {
-    out.push(
-      channelFinding('telegram', 'TELEGRAM_BOT_TOKEN', async () => {
-        const { Telegram } = await import('telegraf');
-        const root =
-          telegram.apiRoot && !telegram.apiRoot.endsWith('/') ? `${telegram.apiRoot}/` : telegram.apiRoot;
-        const me = await new Telegram(telegram.token, root ? { apiRoot: root } : {}).getMe();
-        return `@${me.username} (getMe)`;
-      }),
-    );
-  }
-  if (discord) {
-    out.push(
-      channelFinding('discord', 'DISCORD_BOT_TOKEN', async () => {
-        const { REST, Routes } = await import('discord.js');
-        const rest = new REST({ ...(discord.apiRoot ? { api: discord.apiRoot } : {}), retries: 0 });
-        const me = (await rest.setToken(discord.token).get(Routes.user())) as { username?: string };
-        return `${me.username ?? '?'} (/users/@me)`;
-      }),
-    );
-  }
-  if (bluesky) {
-    out.push(
-      channelFinding('bluesky', 'BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD', async () => {
-        const { AtpAgent } = await import('@atproto/api');
-        const agent = new AtpAgent({ service: bluesky.service });
-        const res = await agent.login({ identifier: bluesky.identifier, password: bluesky.password });
-        return `${res.data.handle} (a session on ${bluesky.service})`;
-      }),
-    );
-  }
-  if (slack) {
-    out.push(
-      channelFinding('slack', 'SLACK_BOT_TOKEN', async () => {
-        const { WebClient } = await import('@slack/web-api');
-        const web = new WebClient(slack.botToken, {
-          ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}),
-          retryConfig: { retries: 0 },
-        });
-        const me = await web.auth.test();
-        return `${me.user ?? '?'} in team ${me.team_id ?? '?'} (auth.test)`;
-      }),
-    );
-  }
-  if (github?.token) {
-    const token = github.token;
+  for (const platform of Object.keys(PLATFORMS) as Platform[])
+    out.push(...(CHECKS[platform]?.(config) ?? []));
+  return Promise.all(out);
+}
+
+function telegramCheck({ telegram }: Config): Promise<Finding>[] {
+  if (!telegram) return [];
+  return [
+    channelFinding('telegram', 'TELEGRAM_BOT_TOKEN', async () => {
+      const { Telegram } = await import('telegraf');
+      const root =
+        telegram.apiRoot && !telegram.apiRoot.endsWith('/') ? `${telegram.apiRoot}/` : telegram.apiRoot;
+      const me = await new Telegram(telegram.token, root ? { apiRoot: root } : {}).getMe();
+      return `@${me.username} (getMe)`;
+    }),
+  ];
+}
+
+function discordCheck({ discord }: Config): Promise<Finding>[] {
+  if (!discord) return [];
+  return [
+    channelFinding('discord', 'DISCORD_BOT_TOKEN', async () => {
+      const { REST, Routes } = await import('discord.js');
+      const rest = new REST({ ...(discord.apiRoot ? { api: discord.apiRoot } : {}), retries: 0 });
+      const me = (await rest.setToken(discord.token).get(Routes.user())) as { username?: string };
+      return `${me.username ?? '?'} (/users/@me)`;
+    }),
+  ];
+}
+
+function blueskyCheck({ bluesky }: Config): Promise<Finding>[] {
+  if (!bluesky) return [];
+  return [
+    channelFinding('bluesky', 'BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD', async () => {
+      const { AtpAgent } = await import('@atproto/api');
+      const agent = new AtpAgent({ service: bluesky.service });
+      const res = await agent.login({ identifier: bluesky.identifier, password: bluesky.password });
+      return `${res.data.handle} (a session on ${bluesky.service})`;
+    }),
+  ];
+}
+
+function slackCheck({ slack }: Config): Promise<Finding>[] {
+  if (!slack) return [];
+  return [
+    channelFinding('slack', 'SLACK_BOT_TOKEN', async () => {
+      const { WebClient } = await import('@slack/web-api');
+      const web = new WebClient(slack.botToken, {
+        ...(slack.apiUrl ? { slackApiUrl: slack.apiUrl } : {}),
+        retryConfig: { retries: 0 },
+      });
+      const me = await web.auth.test();
+      return `${me.user ?? '?'} in team ${me.team_id ?? '?'} (auth.test)`;
+    }),
+  ];
+}
+
+function githubCheck({ github }: Config): Promise<Finding>[] {
+  const out: Promise<Finding>[] = [];
+  const token = github?.token;
+  if (token) {
     out.push(
       channelFinding('github', 'GITHUB_TOKEN', async () => {
         const { Octokit } = await import('@octokit/rest');
@@ -187,7 +213,74 @@ export async function channelChecks(config: Config): Promise<Finding[]> {
     );
   }
   if (github?.app) out.push(githubAppFinding(github.app, github.apiUrl));
-  return Promise.all(out);
+  return out;
+}
+
+/** Each platform's check; null where the row says there is nothing remote to check (core/platforms.ts). */
+const CHECKS: { [P in Platform]: PlatformCheck | null } = {
+  telegram: telegramCheck,
+  discord: discordCheck,
+  bluesky: blueskyCheck,
+  slack: slackCheck,
+  github: githubCheck,
+  email: emailCheck,
+  web: null,
+  local: null,
+};
+
+/**
+ * A mail server's refusal of the login: imapflow marks an IMAP one `authenticationFailed`, nodemailer an
+ * SMTP one with code EAUTH. Named by server, or undefined for anything else (unreachable, TLS, …).
+ */
+function mailRefusal(err: unknown): string | undefined {
+  const e = err as { authenticationFailed?: unknown; code?: unknown } | null;
+  if (e?.authenticationFailed === true) return 'IMAP';
+  if (e?.code === 'EAUTH') return 'SMTP';
+  return undefined;
+}
+
+/** Email's check: an IMAP login that opens the mailbox read, then an SMTP login (nodemailer's verify). */
+function emailCheck({ email }: Config): Promise<Finding>[] {
+  if (!email) return [];
+  return [
+    channelFinding('email', 'EMAIL_USER and EMAIL_PASSWORD', async () => {
+      const { imap, smtp } = email;
+      const { ImapFlow } = await import('imapflow');
+      const client = new ImapFlow({
+        host: imap.host,
+        port: imap.port,
+        secure: imap.security === 'tls',
+        doSTARTTLS: imap.security === 'starttls' ? true : imap.security === 'none' ? false : undefined,
+        auth: { user: email.user, pass: email.password },
+        logger: false,
+        connectionTimeout: REMOTE_TIMEOUT_MS,
+      });
+      // Without a listener a socket error after the answer would end doctor with an unhandled event.
+      client.on('error', () => {});
+      try {
+        await client.connect();
+        await client.mailboxOpen(email.mailbox, { readOnly: true });
+      } finally {
+        await client.logout().catch(() => client.close());
+      }
+      const { default: nodemailer } = await import('nodemailer');
+      const transport = nodemailer.createTransport({
+        host: smtp.host,
+        port: smtp.port,
+        secure: smtp.security === 'tls',
+        requireTLS: smtp.security === 'starttls',
+        ignoreTLS: smtp.security === 'none',
+        auth: { user: email.user, pass: email.password },
+        connectionTimeout: REMOTE_TIMEOUT_MS,
+      });
+      try {
+        await transport.verify();
+      } finally {
+        transport.close();
+      }
+      return `${email.user} (IMAP ${imap.host} opened ${email.mailbox}, SMTP ${smtp.host} took the login)`;
+    }),
+  ];
 }
 
 /** The GitHub App's check: its slug under its JWT, then one installation token minted with it. */

@@ -1,5 +1,6 @@
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
+import { platformRow } from '../../core/platforms.js';
 import { parseJid } from '../../core/types.js';
 import { ActionStore, DELEGATION_PLATFORM, delegationOf } from '../../store/actions.js';
 import type { Db } from '../../store/db.js';
@@ -18,9 +19,6 @@ import {
   type SendAction,
 } from './parse.js';
 import { capabilitiesOf, delegationTarget, parentOf, sendRefusal } from './policy.js';
-
-/** Platforms whose channels can put a reaction on a message. */
-export const REACTION_PLATFORMS: ReadonlySet<string> = new Set(['telegram', 'discord']);
 
 /** The run a block belongs to, as the actions see it. */
 export interface ActionContext {
@@ -298,12 +296,12 @@ export class ActionApplier {
     this.store.linkTask(actionId, task);
   }
 
-  /** `react`: a reaction row on the message the block answers, on platforms that have reactions. */
+  /** `react`: a reaction row on the message the block answers, where its platform's row has reactions. */
   private react(ctx: ActionContext, a: ReactAction, actionId: number, out: ActionsOutcome): void {
     const to = ctx.answering;
     if (!to) throw new Refusal('there is no message to react to');
     const platform = parseJid(to.chat_jid).platform;
-    if (!REACTION_PLATFORMS.has(platform)) throw new Refusal(`${platform || 'this'} chats have no reactions`);
+    if (!platformRow(platform)?.reactions) throw new Refusal(`${platform || 'this'} chats have no reactions`);
     if (to.platform_msg_id === null) throw new Refusal('the message has no platform id to react to');
     const id = insertOutbound(this.opts.db, {
       chat_jid: to.chat_jid,

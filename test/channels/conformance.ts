@@ -8,9 +8,11 @@
  * Delivery waits go through a recording sleep that returns at once, so retry_after and backoff are
  * asserted as numbers instead of being slept through. Channels with drafts whose harness says what the chat
  * shows (`shown`) also run the drafts through the real createDrafts: edited in place, then taken over.
+ * Every channel is held to its platform's row in core/platforms.ts (test/channels/platform-row.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../core/errors.js';
+import { platformRow } from '../../core/platforms.js';
 import { silentLogger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import type { Channel, InboundSink } from '../../channels/channel.js';
@@ -23,6 +25,7 @@ import { freshDb } from '../helpers/db.js';
 import { manualSleep } from '../delivery/script-channel.js';
 import { until } from '../helpers/process.js';
 import { cleanupAfterEach, inboundRows, recordingSink } from './support.js';
+import { rowMismatches } from './platform-row.js';
 import { registerExtras, type ButtonsHarness, type FilesHarness } from './conformance-extras.js';
 
 /** A refusal the platform can be told to answer the next sends with. */
@@ -195,6 +198,13 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         },
       );
     }
+
+    it('does what its platform row says (core/platforms.ts), no more and no less', async () => {
+      const { channel } = await setup();
+      const row = platformRow(channel.platform);
+      expect(row, `a row for ${channel.platform} in core/platforms.ts`).toBeDefined();
+      expect(rowMismatches(channel, row!)).toEqual([]);
+    });
 
     it('stores two events with equal text as two rows', async () => {
       const { h, db, rec } = await setup();

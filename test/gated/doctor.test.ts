@@ -10,6 +10,8 @@ import { openDatabase, SCHEMA_VERSION } from '../../store/db.js';
 import { tempDir } from '../helpers/db.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { GithubApiServer } from '../infra/github-api.js';
+import { freePort } from '../infra/atproto/proc.js';
+import { emailEnv, startMailWorld } from '../infra/mail.js';
 import { SlackApiServer } from '../infra/slack-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 
@@ -109,6 +111,36 @@ describe('gated doctor', { timeout: 60_000 }, () => {
       'OK    slack          signed in as gated in team T0TEST (auth.test)',
       'all good',
     ]);
+  });
+
+  it('email: an IMAP login opening the mailbox and an SMTP login; a refused password and a closed port named', async () => {
+    const world = await startMailWorld([]);
+    servers.push({ close: () => world.stop() });
+    const dir = tempDir();
+    const db = join(dir, 'gated.db');
+    openDatabase(db).close();
+    const base = { GATED_GROUPS_DIR: join(dir, 'groups'), GATED_RUNTIME: 'process', ...emailEnv(world) };
+    const line = (r: { lines: string[] }) => r.lines.filter((l) => /^\S+\s+email /.test(l)).join('\n');
+
+    const ok = await doctor(db, base);
+    expect(ok.code, ok.lines.join('\n')).toBe(0);
+    expect(line(ok)).toBe(
+      'OK    email          signed in as bot@example.test (IMAP 127.0.0.1 opened INBOX, SMTP 127.0.0.1 took the login)',
+    );
+    vi.unstubAllEnvs();
+
+    const refused = await doctor(db, { ...base, EMAIL_PASSWORD: 'not-the-password' });
+    expect(refused.code).toBe(1);
+    expect(refused.lines.join('\n')).toMatch(
+      /^FAIL {2}email +the login was refused \(IMAP\)\n\s+fix: check EMAIL_USER and EMAIL_PASSWORD$/m,
+    );
+    expect(refused.lines.join('\n')).not.toContain('not-the-password');
+    vi.unstubAllEnvs();
+
+    // Nothing listens on the SMTP side: the IMAP login passes, the SMTP connection is refused.
+    const closed = await doctor(db, { ...base, EMAIL_SMTP_PORT: String(await freePort()) });
+    expect(closed.code).toBe(1);
+    expect(line(closed)).toMatch(/^FAIL {2}email +cannot sign in: .*ECONNREFUSED/);
   });
 
   it('a row breaking a CHECK constraint is named by table, rowid and constraint, not called corrupt', async () => {

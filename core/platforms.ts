@@ -1,0 +1,143 @@
+/**
+ * What each platform can do, written once (docs/CHANNELS.md has the same table for readers). The queue
+ * reads it to decide whether an agent's `react` can be applied, `gated doctor` to know which platforms it
+ * checks and how, and the channel conformance suite (test/channels/conformance.ts) holds every channel to
+ * its row: a channel may not offer an ability its row does not name, nor lack one it names.
+ *
+ * A new platform is one row here plus its channel; the places that must then know it (its doctor check,
+ * its factory) are typed over `Platform`, so the compiler names them.
+ */
+
+/** The text dialect a platform reads (core/markdown.ts converts the agent's Markdown into it). */
+export type TextFormat = 'markdown' | 'telegram-html' | 'slack-mrkdwn' | 'plain';
+
+/** One platform's abilities. */
+export interface PlatformRow {
+  /** What the platform reads: the agent's Markdown as written, Telegram's HTML subset, Slack's mrkdwn, or plain text. */
+  textFormat: TextFormat;
+  /** The longest message the platform accepts, in `limitUnit`s (a reply is split into parts of at most this). */
+  limit: number;
+  limitUnit: 'chars' | 'graphemes';
+  /** The agent's `react` action puts an emoji on the message it answers (the channel's `react`). */
+  reactions: boolean;
+  /** Tool approvals are asked with buttons (the channel's `approvals`); else as a message naming /approve. */
+  buttons: boolean;
+  /** An answer in progress is shown as one message edited in place (the channel's `drafts`). */
+  drafts: boolean;
+  /** A typing indicator is shown while the agent works (the channel's `typing`). */
+  typing: boolean;
+  /** Replies are sent into files and attachments are fetched (the channel's `sendFile` and `fetchAttachment`). */
+  files: boolean;
+  /** What a thread is on the platform (the `topic` a reply follows), or null where chats have no topics. */
+  threads: string | null;
+  /** How `gated doctor` checks the platform's settings, or null where there is nothing remote to check. */
+  doctor: string | null;
+}
+
+/** Every platform gated has a channel for, in the order doctor reports them. */
+export const PLATFORMS = {
+  telegram: {
+    textFormat: 'telegram-html',
+    limit: 4096,
+    limitUnit: 'chars',
+    reactions: true,
+    buttons: true,
+    drafts: true,
+    typing: true,
+    files: true,
+    threads: 'forum topics',
+    doctor: 'getMe with TELEGRAM_BOT_TOKEN',
+  },
+  discord: {
+    textFormat: 'markdown',
+    limit: 2000,
+    limitUnit: 'chars',
+    reactions: true,
+    buttons: true,
+    drafts: true,
+    typing: true,
+    files: true,
+    threads: null,
+    doctor: '/users/@me with DISCORD_BOT_TOKEN',
+  },
+  bluesky: {
+    textFormat: 'plain',
+    limit: 300,
+    limitUnit: 'graphemes',
+    reactions: false,
+    buttons: false,
+    drafts: false,
+    typing: false,
+    files: true,
+    threads: 'reply chains (each part under the previous one)',
+    doctor: 'a session opened with BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD',
+  },
+  slack: {
+    textFormat: 'slack-mrkdwn',
+    limit: 4000,
+    limitUnit: 'chars',
+    reactions: true,
+    buttons: true,
+    drafts: true,
+    typing: false,
+    files: true,
+    threads: 'message threads (thread_ts)',
+    doctor: 'auth.test with SLACK_BOT_TOKEN',
+  },
+  github: {
+    textFormat: 'markdown',
+    limit: 65_000,
+    limitUnit: 'chars',
+    reactions: true,
+    buttons: false,
+    drafts: true,
+    typing: false,
+    files: false,
+    threads: null,
+    doctor: '/user with GITHUB_TOKEN, or the App and one installation token',
+  },
+  email: {
+    textFormat: 'markdown',
+    limit: 32_000,
+    limitUnit: 'chars',
+    reactions: false,
+    buttons: false,
+    drafts: false,
+    typing: false,
+    files: true,
+    threads: 'mail threads (a session each, from the first mail of the thread)',
+    doctor: 'an IMAP login opening EMAIL_MAILBOX and an SMTP login',
+  },
+  web: {
+    textFormat: 'markdown',
+    limit: 65_536,
+    limitUnit: 'chars',
+    reactions: false,
+    buttons: false,
+    drafts: true,
+    typing: true,
+    files: true,
+    threads: 'tabs of the chat page',
+    doctor: null,
+  },
+  local: {
+    textFormat: 'markdown',
+    limit: 65_536,
+    limitUnit: 'chars',
+    reactions: false,
+    buttons: false,
+    drafts: false,
+    typing: false,
+    files: false,
+    threads: null,
+    doctor: null,
+  },
+} as const satisfies Record<string, PlatformRow>;
+
+/** A platform gated has a channel for. */
+export type Platform = keyof typeof PLATFORMS;
+
+/** The row of `platform` (a JID's platform part), or undefined for one gated has no channel for. */
+export function platformRow(platform: string): PlatformRow | undefined {
+  return Object.hasOwn(PLATFORMS, platform) ? PLATFORMS[platform as Platform] : undefined;
+}

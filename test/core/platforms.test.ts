@@ -1,0 +1,46 @@
+/**
+ * core/platforms.ts is the one description of each platform; docs/CHANNELS.md shows the same rows for
+ * readers. This test renders the rows as the doc's table and compares, so the two cannot drift apart.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { packageFile } from '../../core/paths.js';
+import { PLATFORMS, platformRow, type PlatformRow } from '../../core/platforms.js';
+
+const yes = (b: boolean) => (b ? 'yes' : '–');
+
+/** A row as docs/CHANNELS.md writes it. */
+function rendered(name: string, r: PlatformRow): string {
+  const cells = [
+    name,
+    r.textFormat,
+    `${r.limit} ${r.limitUnit}`,
+    yes(r.reactions),
+    yes(r.buttons),
+    yes(r.drafts),
+    yes(r.typing),
+    yes(r.files),
+    r.threads ?? '–',
+    r.doctor ?? '–',
+  ];
+  return `| ${cells.join(' | ')} |`;
+}
+
+describe('platforms', () => {
+  it('docs/CHANNELS.md shows every row as core/platforms.ts has it, in its order', () => {
+    const doc = readFileSync(packageFile('docs', 'CHANNELS.md'), 'utf8');
+    const names = Object.keys(PLATFORMS);
+    const lines = doc
+      .split('\n')
+      .filter((l) => names.some((n) => l.startsWith(`| ${n} | `)) && /\| (yes|–) \|/.test(l));
+    expect(lines).toEqual(Object.entries(PLATFORMS).map(([n, r]) => rendered(n, r)));
+  });
+
+  it('platformRow: a row for each platform, none for another name or an inherited key', () => {
+    expect(platformRow('slack')?.reactions).toBe(true);
+    expect(platformRow('email')?.reactions).toBe(false);
+    expect(platformRow('matrix')).toBeUndefined();
+    expect(platformRow('constructor')).toBeUndefined();
+    expect(platformRow('')).toBeUndefined();
+  });
+});
