@@ -28,6 +28,11 @@ export interface PlatformRow {
   typing: boolean;
   /** Replies are sent into files and attachments are fetched (the channel's `sendFile` and `fetchAttachment`). */
   files: boolean;
+  /**
+   * The chat's room is a group folder (`web:<folder>`, `local:<folder>`): its messages skip the routing table
+   * and go to that folder, and the folder's group (or one above it) may always send there.
+   */
+  folderRooms: boolean;
   /** What a thread is on the platform (the `topic` a reply follows), or null where chats have no topics. */
   threads: string | null;
   /** How `gated doctor` checks the platform's settings, or null where there is nothing remote to check. */
@@ -45,6 +50,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: true,
     files: true,
+    folderRooms: false,
     threads: 'forum topics',
     doctor: 'getMe with TELEGRAM_BOT_TOKEN',
   },
@@ -57,6 +63,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: true,
     files: true,
+    folderRooms: false,
     threads: null,
     doctor: '/users/@me with DISCORD_BOT_TOKEN',
   },
@@ -69,6 +76,7 @@ export const PLATFORMS = {
     drafts: false,
     typing: false,
     files: true,
+    folderRooms: false,
     threads: 'reply chains (each part under the previous one)',
     doctor: 'a session opened with BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD',
   },
@@ -81,6 +89,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: false,
     files: true,
+    folderRooms: false,
     threads: 'message threads (thread_ts)',
     doctor: 'auth.test with SLACK_BOT_TOKEN',
   },
@@ -93,6 +102,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: false,
     files: false,
+    folderRooms: false,
     threads: null,
     doctor: '/user with GITHUB_TOKEN, or the App and one installation token',
   },
@@ -105,6 +115,7 @@ export const PLATFORMS = {
     drafts: false,
     typing: false,
     files: true,
+    folderRooms: false,
     threads: 'mail threads (a session each, from the first mail of the thread)',
     doctor: 'an IMAP login opening EMAIL_MAILBOX and an SMTP login',
   },
@@ -117,6 +128,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: true,
     files: true,
+    folderRooms: true,
     threads: 'tabs of the chat page',
     doctor: null,
   },
@@ -129,6 +141,7 @@ export const PLATFORMS = {
     drafts: false,
     typing: false,
     files: false,
+    folderRooms: true,
     threads: null,
     doctor: null,
   },

@@ -1,3 +1,4 @@
+import { platformRow } from '../../core/platforms.js';
 import { parseJid, routeFields, type Message } from '../../core/types.js';
 import {
   DEFAULT_IMPULSE,
@@ -8,9 +9,6 @@ import {
 } from '../../router/index.js';
 import type { Passage, LayerEnv } from './types.js';
 
-/** Platforms whose room is the group folder itself: they skip the routing table. */
-const DIRECT_PLATFORMS = new Set(['web', 'local']);
-
 /** Where layer 4 sends a message. */
 export interface RoutingDecision {
   target: Target | undefined;
@@ -18,10 +16,10 @@ export interface RoutingDecision {
   impulse: ImpulseConfig;
 }
 
-/** The folder a `web:<folder>` or `local:<folder>` chat belongs to, if it is one. */
+/** The folder a `web:<folder>` or `local:<folder>` chat belongs to (its platform's `folderRooms`), if it is one. */
 export function directFolder(msg: Pick<Message, 'chat_jid'>): string | undefined {
   const { platform, room } = parseJid(msg.chat_jid);
-  return DIRECT_PLATFORMS.has(platform) ? room : undefined;
+  return platformRow(platform)?.folderRooms ? room : undefined;
 }
 
 /**

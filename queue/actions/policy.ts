@@ -1,3 +1,4 @@
+import { platformRow } from '../../core/platforms.js';
 import { folderChain, inTree, isValidFolder, parseJid } from '../../core/types.js';
 import { tryCompileGlob, type RouteTable } from '../../router/index.js';
 import type { ActionStore, GroupTree } from '../../store/actions.js';
@@ -76,7 +77,7 @@ export interface SendScope {
 export function sendRefusal(chat: string, s: SendScope): string | null {
   if (chat === s.runChat) return null;
   const { platform, room } = parseJid(chat);
-  if ((platform === 'web' || platform === 'local') && inTree(room, s.group)) return null;
+  if (platformRow(platform)?.folderRooms && inTree(room, s.group)) return null;
   const sticky = s.store.stickyGroup(chat);
   if (sticky !== null && inTree(sticky, s.group)) return null;
   const reach = s.routes.targetsForAnySender({ platform, room, chat_jid: chat, verb: 'message' });
