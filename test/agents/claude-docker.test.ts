@@ -1,19 +1,16 @@
 /**
  * The Claude agent in its container (the image built offline from agents/claude by docker/build-offline.sh)
  * under the docker runtime on a real dockerd: sessions, tools, the API key kept out of the container's env,
- * a long streamed turn and an overloaded API.
+ * a long streamed turn and an overloaded API (the engine and image: claude-docker-support.ts).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
-import { packageFile } from '../../core/paths.js';
-import { createDockerRuntime, INSTANCE_LABEL } from '../../queue/runtime/docker.js';
+import { expect, test } from 'vitest';
+import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { tempDir } from '../helpers/db.js';
 import { INSTRUCTION, writeGroupConfig } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
-import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
-import { MessagesApiServer } from '../infra/messages-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { checkTelegramHtml } from '../infra/telegram-html.js';
 import {
@@ -23,72 +20,30 @@ import {
   requestFor,
   runsEnded,
   sessionScenario,
-  startClaudeChat,
   type ClaudeChat,
 } from './claude-support.js';
+import { useClaudeDocker } from './claude-docker-support.js';
 
-const IMAGE = 'gated-claude:test';
-const INSTANCE = `claude-test-${process.pid}`;
-
-let engine: TestDockerd | undefined;
-let api: MessagesApiServer;
+const suite = useClaudeDocker('claude-test');
 let chat: ClaudeChat | undefined;
-
-beforeAll(async () => {
-  engine = await startDockerd();
-  await engine.buildAgentImage(IMAGE, packageFile('agents', 'claude'));
-}, 180_000);
-
-afterAll(async () => {
-  await engine?.stop();
-});
-
-beforeEach(async () => {
-  api = await MessagesApiServer.start();
-});
-
-afterEach(async () => {
-  await chat?.gated.close(5000);
-  chat = undefined;
-  await api.close();
-  expect(
-    await engine!.docker.listContainers({ all: true, filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] } }),
-  ).toEqual([]);
-});
-
-/** Gated with the docker runtime; the agent reaches the loopback API through the host network. */
-function start(more: Parameters<typeof startClaudeChat>[1] = {}): Promise<ClaudeChat> {
-  return startClaudeChat(api, {
-    ...more,
-    network: 'host',
-    runtime: (groupsDir) =>
-      createDockerRuntime({
-        docker: engine!.docker,
-        image: IMAGE,
-        instanceId: INSTANCE,
-        groupsDir,
-      }),
-  });
-}
-
 test('first turn, follow-up with a tool call, resume in a new run, /new', { timeout: 180_000 }, async () => {
-  chat = await start();
-  await sessionScenario(chat, api);
+  chat = await suite.start();
+  await sessionScenario(chat, suite.api);
 });
 
 test(
   'a 30 s streamed turn arrives intact; the key is in no container env',
   { timeout: 180_000 },
   async () => {
-    chat = await start();
+    chat = await suite.start();
     const turn = longTurnScenario(chat, 30);
     // While the turn streams, the container is up: look at what the engine and its first process hold.
-    await until(() => api.turns.length > 0, 60_000, 'the agent to call the API');
-    const [info] = await engine!.docker.listContainers({
-      filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] },
+    await until(() => suite.api.turns.length > 0, 60_000, 'the agent to call the API');
+    const [info] = await suite.engine.docker.listContainers({
+      filters: { label: [`${INSTANCE_LABEL}=${suite.instance}`] },
     });
     expect(info).toBeDefined();
-    const inspected = await engine!.docker.getContainer(info!.Id).inspect();
+    const inspected = await suite.engine.docker.getContainer(info!.Id).inspect();
     expect(JSON.stringify(inspected)).not.toContain(API_KEY);
     const environ = readFileSync(`/proc/${inspected.State.Pid}/environ`, 'utf8');
     expect(environ).toContain('HOME=/tmp');
@@ -96,7 +51,7 @@ test(
     expect(environ).not.toContain('ANTHROPIC');
     await turn;
     // The key did reach the API, from inside the container.
-    expect(api.turns.at(-1)!.headers['x-api-key']).toBe(API_KEY);
+    expect(suite.api.turns.at(-1)!.headers['x-api-key']).toBe(API_KEY);
   },
 );
 
@@ -106,10 +61,10 @@ test(
   async () => {
     const configDir = tempDir('gated-config-');
     const groupConfig = writeGroupConfig(configDir, 'claude', { mcp: false });
-    chat = await start({ env: { GATED_CONFIG_DIR: configDir } });
+    chat = await suite.start({ env: { GATED_CONFIG_DIR: configDir } });
     const hello = chat.send('/summarize the docker voyage');
     expect(await chat.reply(hello)).toBe('echo: Summarize this in one line: the docker voyage');
-    const req = requestFor(api, 'the docker voyage');
+    const req = requestFor(suite.api, 'the docker voyage');
     const system = JSON.stringify(req.body.system);
     expect(system).toContain(INSTRUCTION);
     expect(system).toContain('/gated/config/claude/skills/haiku/SKILL.md');
@@ -117,14 +72,14 @@ test(
     // While a turn streams, the container holds the configuration as a read-only bind mount.
     const slow = chat.send('SLOW 3');
     await until(
-      () => api.turns.some((t) => api.seenUserWords(t).at(-1) === 'SLOW 3'),
+      () => suite.api.turns.some((t) => suite.api.seenUserWords(t).at(-1) === 'SLOW 3'),
       60_000,
       'the slow turn',
     );
-    const [info] = await engine!.docker.listContainers({
-      filters: { label: [`${INSTANCE_LABEL}=${INSTANCE}`] },
+    const [info] = await suite.engine.docker.listContainers({
+      filters: { label: [`${INSTANCE_LABEL}=${suite.instance}`] },
     });
-    const mounts = (await engine!.docker.getContainer(info!.Id).inspect()).Mounts;
+    const mounts = (await suite.engine.docker.getContainer(info!.Id).inspect()).Mounts;
     expect(mounts.find((m) => m.Destination === '/gated/config/claude')).toMatchObject({ RW: false });
     expect(mounts.find((m) => m.Destination === '/workspace')).toMatchObject({ RW: true });
     await chat.reply(slow, 60_000);
@@ -137,8 +92,8 @@ test(
 );
 
 test('an overloaded API: retried runs, then one clear message', { timeout: 180_000 }, async () => {
-  chat = await start();
-  await overloadScenario(chat, api);
+  chat = await suite.start();
+  await overloadScenario(chat, suite.api);
 });
 
 test(
@@ -147,7 +102,7 @@ test(
   async () => {
     const tg = await TelegramApiServer.start();
     try {
-      chat = await start({
+      chat = await suite.start({
         // Batch mode: each answer is one sendMessage (drafts edited in place are tested with the drafts).
         env: { TELEGRAM_BOT_TOKEN: tg.token, TELEGRAM_API_ROOT: tg.url, GATED_STREAM_CHANNELS: 'none' },
         routes: ['platform=telegram'],
@@ -184,12 +139,14 @@ test(
       tg.message({ chat: dm, from: ada, text: 'and now?' });
       expect((await said(3)).text).toBe('echo: and now?');
       expect(chat.runs()).toHaveLength(2);
-      expect(api.seenUserWords(requestFor(api, 'and now?')).join('\n')).toContain('SAY **Hello** Ada');
+      expect(suite.api.seenUserWords(requestFor(suite.api, 'and now?')).join('\n')).toContain(
+        'SAY **Hello** Ada',
+      );
       expect(tg.refusedHtml).toEqual([]);
       expect(tg.sent.every((s) => s.parse_mode === 'HTML' && checkTelegramHtml(s.text) === null)).toBe(true);
     } finally {
       await chat?.gated.close(5000);
-      chat = undefined;
+      suite.forget();
       await tg.close();
     }
   },

@@ -6,64 +6,16 @@
  */
 import { expect, test } from 'vitest';
 import { until } from '../helpers/process.js';
-import type { RecordedRequest } from '../infra/messages-api.js';
-import { requestFor, runsEnded, useClaudeSuite, type ClaudeChat } from './claude-support.js';
+import { requestFor, runsEnded, useClaudeSuite } from './claude-support.js';
+import { interruptScenario, repliesTo, streaming } from './claude-steer-support.js';
 
 const suite = useClaudeSuite();
-
-/** The replies stored for inbound row `id`. */
-function repliesTo(c: ClaudeChat, id: number): string[] {
-  return c.gated.db
-    .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ? ORDER BY id`)
-    .pluck()
-    .all(id) as string[];
-}
-
-/** The conversation request streaming `SLOW n`, once it has streamed for a while (drafts are out). */
-async function streaming(words: string): Promise<RecordedRequest> {
-  const req = await until(
-    () => suite.api.turns.find((r) => suite.api.seenUserWords(r).at(-1)?.includes(words)),
-    60_000,
-    `the request for '${words}'`,
-  );
-  // The agent prints a draft every 400 ms: by now gated knows it numbers its turns.
-  await new Promise((r) => setTimeout(r, 2000));
-  expect(req.cutMs, 'the stream still runs').toBeNull();
-  return req;
-}
 
 test(
   '/interrupt better idea mid-stream: the stream is cut, the new message is the next turn, one answer each',
   { timeout: 120_000 },
   async () => {
-    const chat = await suite.start();
-    const long = chat.send('SLOW 40');
-    const req = await streaming('SLOW 40');
-    const sentAt = Date.now();
-    const better = chat.send('/interrupt better idea');
-
-    const cutAt = await until(() => req.cutMs, 10_000, 'the stream to be cut');
-    expect(cutAt - sentAt).toBeLessThan(5000);
-    expect(await chat.reply(better)).toBe('echo: better idea');
-    // The model's next request carries the new message, after the interrupted turn.
-    const next = requestFor(suite.api, 'better idea');
-    expect(suite.api.turns.indexOf(next)).toBeGreaterThan(suite.api.turns.indexOf(req));
-    // The interrupted turn is answered with what it had streamed: numbered lines, far from all of them.
-    const cut = await chat.reply(long);
-    expect(cut).toMatch(/^line 0001 of the long answer/);
-    expect(cut.split('\n').length).toBeLessThan(800);
-    expect(cut).toMatch(/long answer\n\n…\(interrupted\)$/);
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(repliesTo(chat, long)).toHaveLength(1);
-    expect(repliesTo(chat, better)).toHaveLength(1);
-    const states = chat.gated.db
-      .prepare(`SELECT state, turn FROM messages WHERE id IN (?, ?) ORDER BY id`)
-      .all(long, better) as Array<{ state: string; turn: number }>;
-    expect(states).toEqual([
-      { state: 'done', turn: 1 },
-      { state: 'done', turn: 2 },
-    ]);
-    expect(chat.runs()).toHaveLength(1);
+    await interruptScenario(await suite.start(), suite.api);
   },
 );
 
@@ -74,7 +26,7 @@ test(
     const chat = await suite.start();
     chat.gated.db.prepare(`UPDATE registered_groups SET busy = 'steer' WHERE folder = ?`).run(chat.group);
     const long = chat.send('SLOW 5');
-    await streaming('SLOW 5');
+    await streaming(suite.api, 'SLOW 5');
     const also = chat.send('and also this');
     const answer = await chat.reply(also);
     expect(answer).toContain('line 0001 of the long answer');
