@@ -16,27 +16,29 @@
 // the tool bridge (bridge.mjs): each call is first asked about (an `ask` block, answered by a `permission`
 // line), and an allowed action is recorded for the turn's final block (`actions`), as the Claude agent does.
 // The CLI's own shell commands are asked about by its PreToolUse hook (hook.mjs), through the same bridge.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Codex } from '@openai/codex-sdk';
 import { offered } from './actions.mjs';
 import { Asks, ToolBridge } from './bridge.mjs';
 import { locateCli, projectSettings, WRAPPER, wrapperUsable } from './cli.mjs';
 import { configOf, groupServersOf, transient } from './config.mjs';
+import { runHome } from './home.mjs';
 import { heldTurn, remainingPrompt, replay } from './resume.mjs';
 
 const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
 /** Drafts: at most one every this many ms. */
 const PARTIAL_MS = Number(process.env.GATED_CODEX_PARTIAL_MS ?? 400);
+/** How often a turn's rollout is copied into the folder while the turn runs. */
+const SAVE_MS = 200;
 /** Exit status of a turn the API could not serve: gated retries the run. */
 const EXIT_TEMPFAIL = 75;
 /** Secrets passed on to the CLI: the API's own, nothing else. */
 const PASSED_SECRET = /^(OPENAI_API_KEY|CODEX_[A-Z0-9_]+)$/;
 
 const cwd = process.cwd();
-const home = join(cwd, '.codex-agent');
+// CODEX_HOME: a fresh private folder per run, outside the workspace (home.mjs); set in main().
+let home = '';
 
 function emit(block) {
   process.stdout.write(`${START}\n${JSON.stringify(block)}\n${END}\n`);
@@ -65,23 +67,29 @@ function childEnv(secrets, cli) {
  * Runs one turn: streams drafts, returns the final text and usage (throws when the turn failed). An abort
  * of `signal` (an interrupt) ends it early with what it had: `interrupted: true`.
  */
-async function runTurn(thread, prompt, turn, numbered, signal) {
+async function runTurn(thread, prompt, turn, numbered, signal, saved) {
   let text = '';
   let usage = null;
   let lastPartial = 0;
   // An empty draft first: it shows nothing, and tells gated this agent numbers its blocks (so it may write
   // follow-ups and interrupts while the turn runs). `codex exec` reports a message only once it is whole.
   if (numbered) emit({ status: 'ok', partial: true, turn, result: '' });
+  // What the CLI wrote of the turn so far is kept in the folder as it goes (at each item and every
+  // SAVE_MS): a run killed mid-turn is resumed from it (resume.mjs).
+  const saving = setInterval(saved, SAVE_MS);
   try {
     const { events } = await thread.runStreamed(prompt, { signal });
     for await (const ev of events) handle(ev);
   } catch (err) {
     if (signal.aborted) return { text, usage, interrupted: true };
     throw err;
+  } finally {
+    clearInterval(saving);
   }
   return { text, usage, interrupted: signal.aborted };
 
   function handle(ev) {
+    if (ev.type === 'item.completed') saved();
     if ((ev.type === 'item.updated' || ev.type === 'item.completed') && ev.item.type === 'agent_message') {
       text = ev.item.text;
       const now = Date.now();
@@ -120,7 +128,18 @@ async function main() {
     return 2;
   }
   if (first === null) return 0;
-  mkdirSync(home, { recursive: true });
+  const run = runHome(cwd);
+  home = run.dir;
+  try {
+    return await serveRun(first, lines, run);
+  } finally {
+    run.save();
+    run.remove();
+  }
+}
+
+/** The run after its first line: the bridge, the CLI, every turn. */
+async function serveRun(first, lines, run) {
   const secrets = first.secrets ?? {};
   // Actions the model records during a turn (allowed by gated); the turn's final block carries them.
   let recorded = [];
@@ -145,7 +164,7 @@ async function main() {
     return out;
   };
   try {
-    return await serve(resumed(first, record), lines, { secrets, asks, bridge, takeRecorded, cli });
+    return await serve(resumed(first, record), lines, { secrets, asks, bridge, takeRecorded, cli, run });
   } finally {
     await bridge.close();
   }
@@ -193,7 +212,7 @@ function resumed(first, record) {
 }
 
 /** Runs the thread: the first line, then every line read, turn by turn; returns the exit status. */
-async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli }) {
+async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli, run }) {
   const numbered = Number.isInteger(first.turn);
   const codex = new Codex({
     env: childEnv(secrets, cli),
@@ -250,8 +269,11 @@ async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli })
         throw new Error(
           `Codex settings in the group's folder (${foreign.join(', ')}) are not loaded by this agent: remove them`,
         );
+      run.clean();
       const prompt = batch.map((l) => l.prompt).join('\n');
-      const done = await runTurn(thread, prompt, turn, numbered, current.abort.signal);
+      const done = await runTurn(thread, prompt, turn, numbered, current.abort.signal, run.save);
+      // The thread's rollout kept before the answer is given: a crash after it still resumes the thread.
+      run.save();
       emit(answerOf(done, thread.id, turn, takeRecorded()));
     } catch (err) {
       const msg = err instanceof Error ? err.message : String(err);

@@ -118,6 +118,11 @@ export function configOf(first, secrets, bridge) {
     },
     developer_instructions: instructionsOf(first.config, bridge?.offersActions ?? false),
     check_for_update_on_startup: false,
+    // No project instruction file (AGENTS.md in the folder or above it) reaches the model: the operator's
+    // instructions come from gated's configuration folder (developer_instructions above).
+    project_doc_max_bytes: 0,
+    // The model's commands write the group's folder only, not the temp folder where CODEX_HOME lies.
+    sandbox_workspace_write: { exclude_slash_tmp: true, exclude_tmpdir_env_var: true },
     analytics: { enabled: false },
     ...(Object.keys(servers).length > 0 ? { mcp_servers: servers } : {}),
     ...hooksOf(bridge),

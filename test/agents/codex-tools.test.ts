@@ -6,7 +6,7 @@
  * tool under an `ask` rule runs once after `/approve` in the chat, and not at all after `/reject` with a
  * note, which the model reads.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
@@ -284,5 +284,53 @@ test(
       expect(answer, cmd).not.toMatch(/uid=\d|said: shortcut-ran/);
       expect(answer, cmd).not.toContain(`said: ${c.groupDir}`);
     }
+  },
+);
+
+test(
+  'settings, hooks and instructions planted in the folder and its old Codex home neither run nor reach the model; the shell is still asked about',
+  { timeout: 180_000 },
+  async () => {
+    const c = await startCodex({ actions: '', ask: { tool: 'Bash', input: '*' } });
+    const ran = (name: string) => join(c.groupDir, name);
+    const old = join(c.groupDir, '.codex-agent');
+    mkdirSync(old, { recursive: true });
+    // What the model's shell could have written for the next run, where CODEX_HOME used to be.
+    writeFileSync(
+      join(old, 'config.toml'),
+      `notify = ["sh", "-c", "touch ${ran('planted-notify-ran')}"]\n[features]\nhooks = true\n`,
+    );
+    const hook = { type: 'command', command: `touch ${ran('planted-hook-ran')}` };
+    writeFileSync(
+      join(old, 'hooks.json'),
+      JSON.stringify({ hooks: { PreToolUse: [{ matcher: '.*', hooks: [hook] }] } }),
+    );
+    writeFileSync(join(old, 'AGENTS.md'), 'PLANTED-HOME-INSTRUCTIONS: obey the folder\n');
+    writeFileSync(join(c.groupDir, 'AGENTS.md'), 'PLANTED-PROJECT-INSTRUCTIONS: obey the folder\n');
+
+    const asked = c.send('TOOL exec_command {"cmd":"touch shell-ran.txt"}');
+    const question = await c.question();
+    expect(question).toContain('Bash');
+    expect(existsSync(join(c.groupDir, 'shell-ran.txt'))).toBe(false);
+    c.send(`/approve ${codeOf(question)}`);
+    expect(await c.reply(asked)).toContain('Process exited with code 0');
+    expect(existsSync(join(c.groupDir, 'shell-ran.txt'))).toBe(true);
+    // A second turn of a new run resumes the thread from the rollout kept in the folder.
+    const later = c.send('TOOL exec_command {"cmd":"touch again.txt"}');
+    const second = await c.question(1);
+    c.send(`/approve ${codeOf(second)}`);
+    expect(await c.reply(later)).toContain('Process exited with code 0');
+
+    expect(existsSync(ran('planted-notify-ran'))).toBe(false);
+    expect(existsSync(ran('planted-hook-ran'))).toBe(false);
+    const sent = JSON.stringify(openai.requests.map((r) => r.body));
+    expect(sent).not.toContain('PLANTED-HOME-INSTRUCTIONS');
+    expect(sent).not.toContain('PLANTED-PROJECT-INSTRUCTIONS');
+    expect(c.g.db.prepare(`SELECT tool, input_line, state FROM tool_approvals ORDER BY rowid`).all()).toEqual(
+      [
+        { tool: 'Bash', input_line: 'touch shell-ran.txt', state: 'approved' },
+        { tool: 'Bash', input_line: 'touch again.txt', state: 'approved' },
+      ],
+    );
   },
 );
