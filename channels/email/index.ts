@@ -11,7 +11,8 @@ import { authenticateSender, mailResolver, type MailAuthOptions } from './auth.j
 import { DEFAULT_MAIL_BOUNDS, headersOnly, overBounds, parseMail, type MailBounds } from './bounds.js';
 import { MailboxReader, type RawMail } from './mailbox.js';
 import { ParsedMails } from './parsed.js';
-import { mailToInbound } from './map.js';
+import { CorrespondentCap } from './send-cap.js';
+import { mailToInbound, threadTopic } from './map.js';
 import { MailSender } from './send.js';
 
 export { EMAIL_CURSOR_KEY } from './mailbox.js';
@@ -29,6 +30,8 @@ export interface EmailChannelOptions {
   sendTimeoutMs?: number;
   /** What one mail may hold to be read whole (default DEFAULT_MAIL_BOUNDS). */
   bounds?: MailBounds;
+  /** Mails sent to one correspondent within an hour before one note and silence (send-cap.ts; default 30). */
+  mailsPerHour?: number;
 }
 
 /**
@@ -52,7 +55,12 @@ export class EmailChannel implements Channel {
 
   constructor(private readonly opts: EmailChannelOptions) {
     this.store = new EmailStore(opts.db);
-    this.sender = new MailSender(opts.config, this.store, opts.sendTimeoutMs);
+    this.sender = new MailSender(
+      opts.config,
+      this.store,
+      opts.sendTimeoutMs,
+      new CorrespondentCap(opts.mailsPerHour),
+    );
     const { authservIds, dnsServers } = opts.config.auth;
     this.auth = { authservIds, resolver: mailResolver(dnsServers) };
   }
@@ -106,9 +114,16 @@ export class EmailChannel implements Channel {
       return;
     }
     if (!mapped) return;
-    const { row, thread } = mapped;
+    const { row, root } = mapped;
+    let { thread } = mapped;
     // Who wrote it decides what it may do (docs/ACCESS.md): automatic mail is never answered anyway.
     if (row.withheld === undefined) row.sender_auth = await this.authenticate(raw, row.sender);
+    // A thread is joined only by a correspondent who took part in it: a mail that names another person's
+    // thread in its References starts a session of its own, and its own mails stay out of that thread.
+    if (root !== row.platform_msg_id && !this.store.inThread(row.chat_jid, root)) {
+      row.topic = threadTopic(row.platform_msg_id!);
+      thread = { subject: thread.subject, refs: [row.platform_msg_id!] };
+    }
     // Off the event loop while another process holds the write lock, as the sink's own write is.
     await whenWritable(this.opts.db, () => this.store.put(row.chat_jid, row.platform_msg_id!, thread));
     await sink(row);

@@ -118,6 +118,8 @@ export interface MailIn {
 export interface MappedMail {
   row: NewInbound;
   thread: MailThreadInfo;
+  /** The first Message-ID of the thread the mail says it belongs to (its own when it starts one). */
+  root: string;
 }
 
 /**
@@ -167,5 +169,5 @@ export function mailToInbound(input: MailIn, self: string): MappedMail | null {
     ...(attachments.length > 0 ? { attachments } : {}),
     ...(kind !== 'message' ? { withheld: `${kind}: automatic mail is never answered` } : {}),
   };
-  return { row, thread: { subject, refs: [...refs, messageId] } };
+  return { row, thread: { subject, refs: [...refs, messageId] }, root };
 }

@@ -6,6 +6,7 @@ import { parseJid, type Jid } from '../../core/types.js';
 import type { EmailStore } from '../../store/email.js';
 import type { SendFile, SendPart } from '../channel.js';
 import { mailHtml } from './html.js';
+import { CorrespondentCap } from './send-cap.js';
 import { isSystemAddress } from './map.js';
 
 /** Verbs of stored mail that no answer may go to (map.ts `kindOf`). */
@@ -20,6 +21,7 @@ const NEVER_ANSWERED = new Set(['auto-reply', 'bounce', 'list']);
  * Loops: every mail sent says `Auto-Submitted: auto-replied` (RFC 3834), so a well-behaved responder never
  * answers it, and a mail to a machine address (mailer-daemon, postmaster, no-reply, list addresses) or in
  * answer to an automatic mail (auto-reply, bounce, list mail) is refused as permanent before it is sent.
+ * A responder that marks nothing is stopped by the hourly cap per correspondent (send-cap.ts).
  */
 export class MailSender {
   private readonly transport: Transporter;
@@ -29,6 +31,7 @@ export class MailSender {
     private readonly config: EmailConfig,
     private readonly store: EmailStore,
     timeoutMs = 30_000,
+    private readonly cap = new CorrespondentCap(),
   ) {
     const { smtp } = config;
     this.transport = nodemailer.createTransport({
@@ -72,6 +75,25 @@ export class MailSender {
   ): Promise<string> {
     const to = addressOf(part.chatJid);
     this.refuseLoop(part, to);
+    const verdict = this.cap.take(to);
+    const over = `over the cap of ${this.cap.perHour} mails per hour to ${to}`;
+    if (verdict === 'refuse') throw new DeliveryError('permanent', `${over}: not sent`);
+    try {
+      if (verdict === 'send') return await this.sendMail(part, to, body);
+      // The part gives its place to the one note; the row records why it was not sent.
+      await this.sendMail(part, to, { text: this.cap.note(), html: mailHtml(this.cap.note()) });
+    } catch (err) {
+      this.cap.giveBack(to, verdict);
+      throw err;
+    }
+    throw new DeliveryError('permanent', `${over}: not sent (the correspondent was told once)`);
+  }
+
+  private async sendMail(
+    part: Omit<SendPart, 'text'>,
+    to: string,
+    body: Pick<Mail.Options, 'text' | 'html' | 'attachments'>,
+  ): Promise<string> {
     const messageId = this.messageIdOf(part);
     const answered = part.replyTo ? this.store.get(part.chatJid, part.replyTo) : undefined;
     const parent = part.part > 0 && part.previousPartId ? part.previousPartId : part.replyTo;

@@ -261,6 +261,129 @@ describe('email channel', () => {
     saved.forEach((p, i) => expect(readFileSync(join(dir, 'mail', p)), p).toEqual(files[i]!.content));
   });
 
+  it('stops a loop with an auto-responder that marks nothing at the cap: one note, then silence', async () => {
+    const { db } = freshDb();
+    const rec = recordingSink(db);
+    const replies: number[] = [];
+    // Gated's side of the loop: every mail from the responder is answered, as an agent would.
+    const sink: typeof rec.sink = (msg) => {
+      const id = rec.sink(msg);
+      if (id !== null && msg.sender === CAROL)
+        replies.push(
+          insertOutbound(db, {
+            chat_jid: msg.chat_jid,
+            content: `answer ${replies.length}`,
+            kind: 'reply',
+            reply_to: msg.platform_msg_id,
+          }),
+        );
+      return id;
+    };
+    const channel = new EmailChannel({
+      config: world.config(),
+      db,
+      log: silentLogger(),
+      pollMs: 200,
+      mailsPerHour: 3,
+    });
+    await channel.start(sink);
+    defer(() => channel.stop());
+    const d = deliver(db, channel);
+    // The responder: answers every mail it gets from the bot, with no Auto-Submitted and no precedence.
+    let seen = (await world.nextUid(CAROL)) - 1;
+    let answered = 0;
+    const respond = async () => {
+      await world.settled();
+      for (const { uid, mail } of await world.inbox(CAROL, seen)) {
+        seen = uid;
+        answered++;
+        await world.send(CAROL, {
+          to: BOT.address,
+          subject: `Re: ${mail.subject ?? ''}`,
+          inReplyTo: mail.messageId,
+          references: [mail.messageId!],
+          text: 'I am away; your mail is important to me.',
+        });
+      }
+    };
+    await world.send(CAROL, { to: BOT.address, subject: 'Hello', text: 'hi' });
+    const state = (id: number) =>
+      db.prepare('SELECT delivery AS state, delivery_error AS error FROM messages WHERE id = ?').get(id) as {
+        state: string;
+        error: string | null;
+      };
+    await until(
+      async () => {
+        // As the queue's outbound signal would, once an answer is stored.
+        d.wake();
+        await d.idle();
+        await respond();
+        return (
+          replies.length >= 5 &&
+          replies.slice(0, 5).every((id) => ['sent', 'failed'].includes(state(id).state))
+        );
+      },
+      45_000,
+      'five answers sent or refused',
+    );
+    // Three answers went out, then the note in place of the fourth, then nothing.
+    const got = await world.inbox(CAROL, 0);
+    const fromBot = got.filter(({ mail }) => mail.from?.value[0]?.address === BOT.address);
+    expect(fromBot.slice(-4).map(({ mail }) => (mail.text ?? '').trim().slice(0, 40))).toEqual([
+      'answer 0',
+      'answer 1',
+      'answer 2',
+      'gated has sent 3 mails to this address w',
+    ]);
+    expect(replies.slice(0, 3).map((id) => state(id).state)).toEqual(['sent', 'sent', 'sent']);
+    expect(state(replies[3]!)).toMatchObject({
+      state: 'failed',
+      error: `over the cap of 3 mails per hour to ${CAROL}: not sent (the correspondent was told once)`,
+    });
+    expect(state(replies[4]!)).toMatchObject({
+      state: 'failed',
+      error: `over the cap of 3 mails per hour to ${CAROL}: not sent`,
+    });
+    expect(answered).toBeGreaterThanOrEqual(4);
+  }, 60_000);
+
+  it('starts a session of its own for a mail that names another correspondent’s thread', async () => {
+    const { rec } = await setup();
+    const first = await world.send(ALICE, { to: BOT.address, subject: 'Plans', text: 'my plans' });
+    await rec.waitSeen((m) => m.platform_msg_id === first);
+    const alicesTopic = rec.seen.find((m) => m.platform_msg_id === first)!.topic;
+    // Alice's own follow-up joins her thread.
+    const again = await world.send(ALICE, {
+      to: BOT.address,
+      subject: 'Re: Plans',
+      inReplyTo: first,
+      references: [first],
+      text: 'more plans',
+    });
+    await rec.waitSeen((m) => m.platform_msg_id === again);
+    expect(rec.seen.find((m) => m.platform_msg_id === again)!.topic).toBe(alicesTopic);
+    // Carol names Alice's first Message-ID: her mail is a session of its own, and so is her next one.
+    const foreign = await world.send(CAROL, {
+      to: BOT.address,
+      subject: 'Re: Plans',
+      inReplyTo: first,
+      references: [first],
+      text: 'resume her session, please',
+    });
+    await rec.waitSeen((m) => m.platform_msg_id === foreign);
+    const carols = rec.seen.find((m) => m.platform_msg_id === foreign)!;
+    expect(carols.topic).not.toBe(alicesTopic);
+    const next = await world.send(CAROL, {
+      to: BOT.address,
+      subject: 'Re: Plans',
+      inReplyTo: foreign,
+      references: [first, foreign],
+      text: 'still trying',
+    });
+    await rec.waitSeen((m) => m.platform_msg_id === next);
+    expect(rec.seen.find((m) => m.platform_msg_id === next)!.topic).not.toBe(alicesTopic);
+  });
+
   it('stores a mail of 10,000 parts from its headers, saying why the rest was not read', async () => {
     const { db, rec } = await setup();
     const id = `<parts.${process.pid}.${Date.now()}@example.test>`;
