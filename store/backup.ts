@@ -48,12 +48,21 @@ export async function backupDatabase(db: Db, file: string): Promise<{ pages: num
   try {
     // The first step only sizes the copy; from then on every step copies everything that is left.
     const { totalPages } = await db.backup(partial, { progress: () => 0x7fffffff });
+    // The copy says WAL, as its source does: any later open (the check below, read-only) would leave
+    // `partial-wal` and `partial-shm` beside it, names no rename takes along. In rollback mode the backup
+    // is one file; gated turns WAL on again when it opens a restored database.
+    const copy = openFile(partial);
+    try {
+      copy.pragma('journal_mode = DELETE');
+    } finally {
+      copy.close();
+    }
     const check = checkDatabaseFile(partial);
     if (!check.ok) throw new Error(`the backup failed its integrity check: ${check.problems.join('; ')}`);
     renameSync(partial, file);
     return { pages: totalPages, check };
   } catch (err) {
-    rmSync(partial, { force: true });
+    for (const f of [partial, `${partial}-wal`, `${partial}-shm`]) rmSync(f, { force: true });
     throw err;
   }
 }

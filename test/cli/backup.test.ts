@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -59,7 +59,8 @@ describe('gated backup and restore', { timeout: 60_000 }, () => {
       expect(r.out).toMatch(/backed up .* \(\d+ pages, integrity ok\)/);
       // The burst went on meanwhile (else this test would prove nothing about a live database).
       await until(() => w.committed() > atStart + 200, 20_000, 'the writer going on');
-      expect(existsSync(`${file}.partial`)).toBe(false);
+      // The backup is one file: no partial copy, and no -wal or -shm of it beside.
+      expect(readdirSync(dir).filter((f) => f.startsWith('backup.db'))).toEqual(['backup.db']);
 
       // A gated owns the live database: restore refuses and changes nothing.
       const owner = claimOwner(db);
