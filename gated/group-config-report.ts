@@ -95,6 +95,21 @@ function first(text: string, max = 160): string {
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }
 
+/**
+ * What the runtime starts for the group: the command (process runtime) or the image (containers), and the
+ * setting or row it comes from. `agent: claude` alone would say Claude where GATED_AGENT_CMD (by default
+ * the example agent) runs.
+ */
+function whatRuns(config: Config, setup: AgentSetup): string {
+  if (config.runtime === 'process')
+    return setup.command
+      ? `${setup.command} (the ${setup.agent} agent's command)`
+      : `${config.agentCmd} (GATED_AGENT_CMD)`;
+  return setup.image
+    ? `image ${setup.image} (the ${setup.agent} agent's image)`
+    : `image ${config.agentImage} (GATED_AGENT_IMAGE)`;
+}
+
 /** The report's lines. `listTools: false` skips starting the MCP servers. */
 export async function groupConfigReport(
   db: Db,
@@ -111,7 +126,10 @@ export async function groupConfigReport(
     out.push(`agent: cannot run (${(err as Error).message})`);
   }
   out.push(`configuration: ${config.configDir}/${folder} (parts from: ${cfg.sources.join(', ') || 'none'})`);
-  if (setup) out.push(`agent: ${setup.agent}`, `model: ${setup.model ?? "(the agent's default)"}`);
+  if (setup) {
+    out.push(`agent: ${setup.agent}`, `model: ${setup.model ?? "(the agent's default)"}`);
+    out.push(`runs: ${whatRuns(config, setup)}`);
+  }
   out.push(
     cfg.instructionFiles.length > 0
       ? `instructions: ${cfg.instructionFiles.join(', ')} — ${first(cfg.instructions)}`

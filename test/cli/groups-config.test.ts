@@ -44,7 +44,9 @@ test('groups config prints what the agent gets and names what it could not use',
   const r = gated(dir, 'groups', 'config', 'ops/db');
   expect(r.code).toBe(0);
   const out = r.out;
-  expect(out).toContain('agent: codex\nmodel: gpt-test-default\n');
+  expect(out).toContain(
+    'agent: codex\nmodel: gpt-test-default\nruns: node "$GATED_HOME/agents/codex/agent.mjs" (the codex agent\'s command)\n',
+  );
   expect(out).toMatch(/instructions: ops\/CLAUDE\.md — Answer as the ship librarian/);
   expect(out).toContain('  haiku (ops/skills/haiku/SKILL.md): Write any answer as a haiku');
   expect(out).toContain('mcp servers: from ops/mcp.json');
@@ -56,6 +58,9 @@ test('groups config prints what the agent gets and names what it could not use',
 
   const none = gated(dir, 'groups', 'config', 'sales', '--no-tools');
   expect(none.code).toBe(0);
-  expect(none.out).toContain("agent: claude\nmodel: (the agent's default)\ninstructions: none");
+  // The default agent's name, and what actually runs for it: GATED_AGENT_CMD, the example agent here.
+  expect(none.out).toContain(
+    `agent: claude\nmodel: (the agent's default)\nruns: node "$GATED_HOME/agents/example/agent.mjs" (GATED_AGENT_CMD)\ninstructions: none`,
+  );
   expect(none.out).toContain('not used: nothing');
 });
