@@ -4,8 +4,17 @@
 // modification times (dist/.start-manifest.json); a change transpiles every source with esbuild (about
 // 0.2 s, no type check: `npm run typecheck` and `npm test` do that, `npm run build` is the production
 // build with tsc). Then the CLI runs in this process, so the start costs one Node, not two.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -51,7 +60,7 @@ async function build(now, before) {
     if (!(file in now) && file.endsWith('.ts'))
       rmSync(join(dist, file.replace(/\.ts$/, '.js')), { force: true });
   const entryPoints = Object.keys(now).filter((f) => f.endsWith('.ts'));
-  await esbuild({
+  const out = await esbuild({
     entryPoints: entryPoints.map((f) => join(root, f)),
     outdir: dist,
     outbase: root,
@@ -59,7 +68,16 @@ async function build(now, before) {
     platform: 'node',
     target: 'node20',
     logLevel: 'warning',
+    write: false,
   });
+  // Each file written aside and renamed over the old one: another start at the same moment (two tests)
+  // reads either the old file or the new one, never half of one.
+  for (const f of out.outputFiles) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    const aside = `${f.path}.${process.pid}.tmp`;
+    writeFileSync(aside, f.contents);
+    renameSync(aside, f.path);
+  }
 }
 
 const now = sources();
@@ -74,7 +92,9 @@ if (changed) {
   // Written after the build: a build that fails leaves no manifest, so the next start builds again.
   rmSync(manifestFile, { force: true });
   await build(now, before);
-  writeFileSync(manifestFile, JSON.stringify(now));
+  const aside = `${manifestFile}.${process.pid}.tmp`;
+  writeFileSync(aside, JSON.stringify(now));
+  renameSync(aside, manifestFile);
 }
 const cli = join(dist, 'gated', 'cli.js');
 process.argv = [process.argv[0], cli, 'run', ...process.argv.slice(2)];
