@@ -150,7 +150,10 @@ CREATE TABLE IF NOT EXISTS registered_groups (
   busy       TEXT NOT NULL DEFAULT 'queue',
   -- What a platform thread (a Slack thread, a forum topic, a mail thread) is to the group (docs/CHANNELS.md):
   -- topics (each thread a session of its own) | replies (the chat one session; answers go into the thread).
-  threads    TEXT NOT NULL DEFAULT 'topics'
+  threads    TEXT NOT NULL DEFAULT 'topics',
+  -- The preset that decides the tool calls no tool rule decides (docs/APPROVALS.md): read_only | supervised
+  -- (anything that may write or execute is asked about) | full.
+  autonomy   TEXT NOT NULL DEFAULT 'supervised'
 );
 
 -- Agents an operator defines (docs/AGENTS.md): a name registered_groups.agent may use, with the image

@@ -5,7 +5,7 @@ import { loadConfig } from '../core/config.js';
 import { silentLogger } from '../core/log.js';
 import { packageFile } from '../core/paths.js';
 import { startGated } from '../gated/app.js';
-import { addGroup } from '../store/groups.js';
+import { addGroup, setAutonomy } from '../store/groups.js';
 
 /** The `asks` scenario's numbers: ask → permission line for a tool an `allow` rule decides (no human). */
 export interface AskLatency {
@@ -28,11 +28,12 @@ export async function benchAsks(asks: number): Promise<AskLatency> {
     GATED_GROUPS_DIR: join(dir, 'groups'),
     GATED_POLL_MS: '50',
     GATED_AGENT_CMD: `ASKS=${asks} node '${packageFile('bench', 'ask-agent.mjs')}'`,
-    GATED_TOOL_DEFAULT: 'deny',
   });
   const g = await startGated({ config, log: silentLogger(), channels: [], http: false });
   try {
     addGroup(g.db, config.groupsDir, 'ops');
+    // What no rule decides is refused, as GATED_TOOL_DEFAULT=deny did before autonomy presets.
+    setAutonomy(g.db, 'ops', 'read_only');
     const rule = g.db.prepare(
       `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES ('ops', ?, ?, ?, ?)`,
     );

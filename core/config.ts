@@ -116,8 +116,6 @@ export interface Config extends ChannelsConfig {
   groupCommit: boolean;
   /** An undecided tool approval is denied ("no decision") after this long (GATED_APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs: number;
-  /** What a tool call no `tool_rules` row decides gets (GATED_TOOL_DEFAULT: allow | ask | deny). */
-  toolDefault: 'allow' | 'ask' | 'deny';
   /** Where OpenTelemetry traces go (OTLP over HTTP, JSON); undefined: tracing is off (docs/OPERATIONS.md). */
   traces: { url: string; serviceName: string } | undefined;
 }
@@ -170,7 +168,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
     groupCommit: onOff(env, 'GATED_GROUP_COMMIT', true),
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
-    toolDefault: toolDefault(str(env, 'GATED_TOOL_DEFAULT') ?? 'allow'),
+    ...retiredToolDefault(env),
     traces: tracesConfig(env),
   };
 }
@@ -275,8 +273,16 @@ function onOff(env: Env, key: string, dflt: boolean): boolean {
   throw new UsageError(`${key} must be 0 or 1, got '${v}'`);
 }
 
-/** GATED_TOOL_DEFAULT checked: a typo must not silently allow every tool. */
-function toolDefault(v: string): 'allow' | 'ask' | 'deny' {
-  if (v === 'allow' || v === 'ask' || v === 'deny') return v;
-  throw new UsageError(`GATED_TOOL_DEFAULT must be 'allow', 'ask' or 'deny', got '${v}'`);
+/**
+ * GATED_TOOL_DEFAULT is retired: each group's autonomy decides what no tool rule does (docs/APPROVALS.md).
+ * A setting that would be ignored is refused instead, so an operator who relied on `deny` is not silently
+ * left with less.
+ */
+function retiredToolDefault(env: NodeJS.ProcessEnv): Record<string, never> {
+  if (str(env, 'GATED_TOOL_DEFAULT') === undefined) return {};
+  throw new UsageError(
+    "GATED_TOOL_DEFAULT is retired: what no tool rule decides is decided by the group's autonomy; set it " +
+      'with `gated groups autonomy FOLDER read_only|supervised|full` and remove GATED_TOOL_DEFAULT ' +
+      '(docs/OPERATIONS.md, "Upgrading")',
+  );
 }

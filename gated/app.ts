@@ -133,7 +133,6 @@ function makeStages(
     db,
     log: log.child({ part: 'asks' }),
     timeoutMs: config.approvalTimeoutMs,
-    toolDefault: config.toolDefault,
     shell,
     checkMs: Math.min(config.pollMs, 500),
     notifier: createApprovalNotifier({

@@ -1,8 +1,10 @@
 import type { Config } from '../core/config.js';
 import type { McpServer } from '../core/group-config.js';
 import { readGroupConfig } from '../core/group-config.js';
+import { DEFAULT_AUTONOMY } from '../router/autonomy.js';
 import { agentSetupOf, type AgentSetup } from '../queue/agent-setup.js';
 import type { Db } from '../store/db.js';
+import { autonomyReader } from '../store/groups.js';
 
 /**
  * `gated groups config FOLDER`: what the group's agent will get (docs/AGENTS.md) — agent, model,
@@ -155,7 +157,9 @@ export async function groupConfigReport(
   }
   out.push(`commands: ${cfg.commands.map((c) => `/${c.name} (${c.file})`).join(', ') || 'none'}`);
   const rules = rulesOf(db, folder);
-  out.push(`tool rules: ${rules.length === 0 ? `none (GATED_TOOL_DEFAULT decides)` : ''}`);
+  const autonomy = autonomyReader(db)(folder);
+  out.push(`autonomy: ${autonomy?.level ?? DEFAULT_AUTONOMY} (decides what no tool rule does)`);
+  out.push(`tool rules: ${rules.length === 0 ? 'none' : ''}`);
   for (const r of rules) out.push(`  ${r}`);
   out.push(problems.length === 0 ? 'not used: nothing' : 'not used:');
   for (const p of problems) out.push(`  ${p}`);

@@ -1,9 +1,11 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { createWorker, type Worker } from '../core/worker.js';
+import { DEFAULT_AUTONOMY } from '../router/autonomy.js';
 import type { ShellParser } from '../router/shell.js';
-import { renderToolInput, ToolRuleTable, type ToolDecision, type ToolVerdict } from '../router/tool-rules.js';
+import { renderToolInput, ToolRuleTable, type ToolVerdict } from '../router/tool-rules.js';
 import type { Db } from '../store/db.js';
+import { autonomyReader } from '../store/groups.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import type { ToolAsk } from './protocol/parser.js';
 import type { Run } from './run.js';
@@ -36,8 +38,6 @@ export interface AskBrokerOptions {
   now?: () => number;
   /** GATED_APPROVAL_TIMEOUT_MS. */
   timeoutMs: number;
-  /** GATED_TOOL_DEFAULT. */
-  toolDefault: ToolDecision;
   /** Splits shell commands for the rules (gated/shell-parser.ts). */
   shell: ShellParser;
   /** How often decisions made elsewhere and expiries are looked for. */
@@ -70,6 +70,8 @@ export function permissionLine(
 /** Decides tool questions and delivers the decisions. */
 export class AskBroker {
   private readonly store: ReturnType<typeof toolApprovalsOf>;
+  /** The group's autonomy, read per ask (a change applies to the next call). */
+  private readonly autonomy: ReturnType<typeof autonomyReader>;
   private readonly now: () => number;
   private readonly waiting = new Map<number, Waiting>();
   private table: ToolRuleTable | undefined;
@@ -79,6 +81,7 @@ export class AskBroker {
 
   constructor(private readonly opts: AskBrokerOptions) {
     this.store = toolApprovalsOf(opts.db);
+    this.autonomy = autonomyReader(opts.db);
     this.now = opts.now ?? Date.now;
     this.checker = createWorker({
       name: 'tool approvals',
@@ -94,7 +97,7 @@ export class AskBroker {
   rules(): ToolRuleTable {
     const v = this.store.rulesVersion();
     if (!this.table || v !== this.tableVersion) {
-      this.table = new ToolRuleTable(this.store.rules(), this.opts.toolDefault, this.opts.shell);
+      this.table = new ToolRuleTable(this.store.rules(), this.opts.shell);
       this.tableVersion = v;
       for (const bad of this.table.invalid)
         this.opts.log.warn(
@@ -127,7 +130,8 @@ export class AskBroker {
   ask(run: Run, ask: ToolAsk): void {
     const t0 = this.now();
     const inputLine = renderToolInput(ask.tool, ask.input);
-    const verdict = this.rules().decide(run.key.group, ask.tool, ask.input);
+    const autonomy = this.autonomy(run.key.group)?.level ?? DEFAULT_AUTONOMY;
+    const verdict = this.rules().decide(run.key.group, ask.tool, ask.input, autonomy);
     const log = {
       runId: run.runId,
       ask: ask.id,

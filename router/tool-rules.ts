@@ -1,5 +1,6 @@
 import { folderChain } from '../core/types.js';
 import { tryCompileGlob, type GlobTest } from './glob.js';
+import { presetDecide, type Autonomy } from './autonomy.js';
 import { splitShell, type ShellParser } from './shell.js';
 import { canonicalPattern, quoteWord } from './shell-words.js';
 
@@ -46,14 +47,14 @@ export interface InvalidToolRule {
   reason: string;
 }
 
-/** The outcome for one tool call: the rule that decided (null: the default did). */
+/** The outcome for one tool call: the rule that decided (null: the group's autonomy preset did). */
 export interface ToolVerdict {
   decision: ToolDecision;
   approvers: Approvers;
   rule: ToolRuleRow | null;
   /** For a shell tool, the simple command (canonical) whose verdict decided; null otherwise. */
   command: string | null;
-  /** What decided, in words: `tool rule 4`, `GATED_TOOL_DEFAULT`, or why the command was not provable. */
+  /** What decided, in words: `tool rule 4`, `autonomy supervised: …`, or why the command was not provable. */
   why: string;
 }
 
@@ -134,7 +135,6 @@ export class ToolRuleTable {
 
   constructor(
     rows: readonly ToolRuleRow[],
-    readonly fallback: ToolDecision,
     /** Splits shell commands (gated/shell-parser.ts loads it). */
     private readonly shell: ShellParser,
   ) {
@@ -154,36 +154,43 @@ export class ToolRuleTable {
   /**
    * The verdict on one call: for a shell tool, every simple command of its command is decided by itself
    * (a deny of any wins, then anything unproven or asked makes it an ask); otherwise its input line is.
+   * What no rule of the group's chain decides, the preset of the group's `autonomy` does.
    */
-  decide(folder: string, tool: string, input: unknown): ToolVerdict {
-    return this.explain(folder, tool, input).verdict;
+  decide(folder: string, tool: string, input: unknown, autonomy: Autonomy): ToolVerdict {
+    return this.explain(folder, tool, input, autonomy).verdict;
   }
 
   /** Row by row and command by command, why each rule would or would not decide this call, then the verdict. */
-  explain(folder: string, tool: string, input: unknown): ToolExplanation {
+  explain(folder: string, tool: string, input: unknown, autonomy: Autonomy): ToolExplanation {
     const command = shellCommand(tool, input);
+    const part = (line: string, shell: boolean) => this.part(folder, tool, line, shell, autonomy);
     if (command === null) {
-      const part = this.part(folder, tool, renderToolInput(tool, input), false);
-      return { parts: [part], unproven: [], verdict: part.verdict };
+      const part0 = part(renderToolInput(tool, input), false);
+      return { parts: [part0], unproven: [], verdict: part0.verdict };
     }
     const split = splitShell(this.shell, command);
     const parts = split.commands.map((c) => {
-      const part = this.part(folder, tool, c.line, true);
+      const p = part(c.line, true);
       // Another form of the same command (no assignments, the program's bare name) denied: denied.
       for (const form of c.denyForms) {
-        const alt = this.part(folder, tool, form, true);
-        if (alt.verdict.decision === 'deny' && part.verdict.decision !== 'deny') {
+        const alt = part(form, true);
+        if (alt.verdict.decision === 'deny' && p.verdict.decision !== 'deny') {
           return { ...alt, verdict: { ...alt.verdict, command: c.line } };
         }
       }
-      return part;
+      return p;
     });
-    if (parts.length === 0 && split.unproven.length === 0) parts.push(this.part(folder, tool, '', true));
+    if (parts.length === 0 && split.unproven.length === 0) parts.push(part('', true));
     return { parts, unproven: split.unproven, verdict: combine(parts, split.unproven) };
   }
-
-  /** The rules of the group's chain against one line, then the default. */
-  private part(folder: string, tool: string, line: string, shell: boolean): ToolExplainPart {
+  /** The rules of the group's chain against one line, then the group's autonomy preset. */
+  private part(
+    folder: string,
+    tool: string,
+    line: string,
+    shell: boolean,
+    autonomy: Autonomy,
+  ): ToolExplainPart {
     const lines: ToolExplainLine[] = [];
     let verdict: ToolVerdict | null = null;
     for (const f of folderChain(folder)) {
@@ -204,13 +211,10 @@ export class ToolRuleTable {
         }
       }
     }
-    verdict ??= {
-      decision: this.fallback,
-      approvers: 'owners',
-      rule: null,
-      command: shell ? line : null,
-      why: 'GATED_TOOL_DEFAULT',
-    };
+    if (!verdict) {
+      const preset = presetDecide(autonomy, tool, line, (t) => SHELL_TOOLS.has(t));
+      verdict = { ...preset, approvers: 'owners', rule: null, command: shell ? line : null };
+    }
     return { line, lines, verdict };
   }
 }

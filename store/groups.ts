@@ -2,6 +2,7 @@ import { checkGroupDirSync, groupDirOf } from '../core/group-dir.js';
 import { UsageError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
 import { folderError, threadModeOf, type BusyMode, type ThreadMode } from '../core/types.js';
+import { autonomyOf, DEFAULT_AUTONOMY, type Autonomy } from '../router/autonomy.js';
 import type { Db } from './db.js';
 
 /** A registered agent workspace. */
@@ -12,6 +13,8 @@ export interface Group {
   /** The docker network its containers join (NULL: none). */
   network: string | null;
   mounts: string | null;
+  /** The preset for tool calls no rule decides (docs/APPROVALS.md); a raw edit may hold anything. */
+  autonomy: unknown;
   added_at: string;
 }
 
@@ -60,6 +63,26 @@ export function setBusyMode(db: Db, folder: string, mode: BusyMode): boolean {
 export function threadModeReader(db: Db): (folder: string) => ThreadMode {
   const stmt = db.prepare('SELECT threads FROM registered_groups WHERE folder = ?').pluck();
   return (folder) => threadModeOf(stmt.get(folder));
+}
+
+/** Sets the group's autonomy (registered_groups.autonomy, docs/APPROVALS.md). False when the group is not registered. */
+export function setAutonomy(db: Db, folder: string, level: Autonomy): boolean {
+  return (
+    db.prepare('UPDATE registered_groups SET autonomy = ? WHERE folder = ?').run(level, folder).changes > 0
+  );
+}
+
+/**
+ * Reads a group's autonomy with one statement made once: the stored level, or null when the value is not
+ * a level (a raw edit; the broker treats it as `supervised`) or the group is not registered (undefined).
+ */
+export function autonomyReader(db: Db): (folder: string) => { level: Autonomy; stored: unknown } | undefined {
+  const stmt = db.prepare('SELECT autonomy FROM registered_groups WHERE folder = ?').pluck();
+  return (folder) => {
+    const stored: unknown = stmt.get(folder);
+    if (stored === undefined) return undefined;
+    return { level: autonomyOf(stored) ?? DEFAULT_AUTONOMY, stored };
+  };
 }
 
 /** A Docker network name; refuses `container:<id>` (another container's namespace) and anything odd. */

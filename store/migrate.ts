@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 18;
+export const SCHEMA_VERSION = 19;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -101,6 +101,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
     addColumn(db, 'messages', 'sender_auth', 'TEXT');
     addColumn(db, 'messages', 'platform_role', 'TEXT');
   },
+  // 18 → 19: autonomy per group (docs/APPROVALS.md, "Autonomy"): the preset that decides the tool calls no
+  // rule decides. Existing groups become `supervised` like new ones (docs/OPERATIONS.md, "Upgrading").
+  18: (db) => addColumn(db, 'registered_groups', 'autonomy', "TEXT NOT NULL DEFAULT 'supervised'"),
 };
 
 /** The 16 → 17 step: the column `counted`, the current hour's rows of limited groups, and its index. */

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { isValidFolder } from '../../core/types.js';
+import { AUTONOMY_LEVELS, autonomyOf, DEFAULT_AUTONOMY } from '../../router/autonomy.js';
 import { AgentStore } from '../../store/agents.js';
 import {
   addGroup,
@@ -8,6 +9,7 @@ import {
   networkOf,
   removeGroup,
   setBusyMode,
+  setAutonomy,
   setNetwork,
   setThreadMode,
   type Group,
@@ -15,12 +17,13 @@ import {
 import { audited } from './access.js';
 import { action } from '../context.js';
 
-/** `gated groups list | add | rm | config | agent | threads | busy | network`. */
+/** `gated groups list | add | rm | config | agent | threads | busy | autonomy | network`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
   registryCommands(groups);
   settingCommands(groups);
   runCommands(groups);
+  autonomyCommand(groups);
 }
 
 /** `gated groups list | add | rm`: which groups are registered. */
@@ -30,9 +33,11 @@ function registryCommands(groups: Command): void {
     .description('registered groups')
     .action(
       action((ctx) => {
-        ctx.out(['folder', 'name', 'image', 'network', 'added_at'].join('\t'));
+        ctx.out(['folder', 'name', 'image', 'network', 'autonomy', 'added_at'].join('\t'));
         for (const g of listGroups(ctx.db({ readOnly: true }))) {
-          ctx.out([g.folder, g.name ?? '', g.image ?? '', networkShown(g), g.added_at].join('\t'));
+          const autonomy =
+            autonomyOf(g.autonomy) ?? `bad: ${String(g.autonomy)} (read as ${DEFAULT_AUTONOMY})`;
+          ctx.out([g.folder, g.name ?? '', g.image ?? '', networkShown(g), autonomy, g.added_at].join('\t'));
         }
       }),
     );
@@ -163,4 +168,25 @@ function networkShown(g: Group): string {
   } catch {
     return `bad: ${String(g.network)}`;
   }
+}
+
+/** `gated groups autonomy FOLDER LEVEL`: the preset for the tool calls no rule decides. */
+function autonomyCommand(groups: Command): void {
+  groups
+    .command('autonomy')
+    .description(
+      'what the tool calls no tool rule decides get (docs/APPROVALS.md): ' +
+        "'read_only' (reads run, everything else is refused), 'supervised' (reads run, anything that may " +
+        "write or execute is asked about; the default) or 'full' (everything runs)",
+    )
+    .argument('<folder>')
+    .argument('<level>', AUTONOMY_LEVELS.join(' | '))
+    .action(
+      action((ctx, folder: string, level: string) => {
+        const l = autonomyOf(level);
+        if (l === null) throw new UsageError(`bad autonomy '${level}': ${AUTONOMY_LEVELS.join(', ')}`);
+        if (!audited(ctx, (db) => setAutonomy(db, folder, l))) throw new UsageError(`no group '${folder}'`);
+        ctx.out(`group ${folder}: autonomy ${l}`);
+      }),
+    );
 }

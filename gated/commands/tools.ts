@@ -11,6 +11,8 @@ import {
 import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../../store/tool-approvals.js';
 import { action, intArg, type CliContext } from '../context.js';
 import { loadShellParser } from '../shell-parser.js';
+import { DEFAULT_AUTONOMY } from '../../router/autonomy.js';
+import { autonomyReader } from '../../store/groups.js';
 import { formatTable, terminalStyle } from '../table.js';
 import { audited, cliActor } from './access.js';
 
@@ -28,14 +30,10 @@ export function toolsCommand(program: Command): void {
 
 /** The stored rules compiled, with the shell parser. */
 async function ruleTable(ctx: CliContext): Promise<ToolRuleTable> {
-  return new ToolRuleTable(
-    toolApprovalsOf(ctx.db()).rules(),
-    ctx.config.toolDefault,
-    await loadShellParser(),
-  );
+  return new ToolRuleTable(toolApprovalsOf(ctx.db()).rules(), await loadShellParser());
 }
 
-/** `gated tools list`: the rules as a table, each with its validity, then the default. */
+/** `gated tools list`: the rules as a table, each with its validity, then what decides the rest. */
 function listToolRules(ctx: CliContext, table: ToolRuleTable): void {
   const store = toolApprovalsOf(ctx.db());
   const bad = new Map(table.invalid.map((i) => [i.row.id, i.reason]));
@@ -58,7 +56,7 @@ function listToolRules(ctx: CliContext, table: ToolRuleTable): void {
     terminalStyle(),
   );
   for (const line of lines) ctx.out(line);
-  ctx.out(`default (GATED_TOOL_DEFAULT): ${ctx.config.toolDefault}`);
+  ctx.out("what no rule decides: the group's autonomy preset (gated groups list shows each group's)");
 }
 
 /** `gated tools add | rm`. */
@@ -133,7 +131,17 @@ function ruleCheckCommands(tools: Command): void {
     .action(
       action(async (ctx, group: string, tool: string, input: string[]) => {
         const table = await ruleTable(ctx);
-        const { parts, unproven, verdict } = table.explain(group, tool, inputFromLine(tool, input.join(' ')));
+        const stored = autonomyReader(ctx.db())(group);
+        const autonomy = stored?.level ?? DEFAULT_AUTONOMY;
+        const note =
+          stored === undefined
+            ? ', the group is not registered'
+            : stored.level === stored.stored
+              ? ''
+              : `, stored ${JSON.stringify(stored.stored)} is not a level`;
+        ctx.out(`autonomy: ${autonomy}${note}`);
+        const call = inputFromLine(tool, input.join(' '));
+        const { parts, unproven, verdict } = table.explain(group, tool, call, autonomy);
         const shell = shellCommand(tool, { command: '' }) !== null;
         for (const part of parts) {
           if (shell)

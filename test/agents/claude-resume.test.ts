@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import { openDatabase } from '../../store/db.js';
-import { addGroup } from '../../store/groups.js';
+import { addGroup, setAutonomy } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
 import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
@@ -58,6 +58,8 @@ function world() {
   });
   const seed = openDatabase(env.GATED_DB);
   addGroup(seed, env.GATED_GROUPS_DIR, 'claude');
+  // The model's tools run without a question: this suite tests resuming, not the presets.
+  setAutonomy(seed, 'claude', 'full');
   const watch = new Database(env.GATED_DB, { readonly: true });
   const groupDir = join(env.GATED_GROUPS_DIR, 'claude');
   return {

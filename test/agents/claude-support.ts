@@ -48,6 +48,11 @@ export interface ClaudeChatOptions {
   sendAllow?: string;
   /** Groups below the chat's group (child names), served by the same agent. */
   children?: string[];
+  /**
+   * registered_groups.autonomy of the group. Default `full`: these suites test the agent, not the presets
+   * (test/router/tool-rules.test.ts does), and their model writes files without a rule.
+   */
+  autonomy?: 'read_only' | 'supervised' | 'full';
   /** Serve the web chat over HTTP on a free port (gated.url); default off. */
   http?: boolean;
 }
@@ -82,6 +87,7 @@ function seedClaudeGroup(db: Db, groupsDir: string, opts: ClaudeChatOptions): vo
   if (opts.actions !== undefined) set('actions', opts.actions);
   if (opts.sendAllow !== undefined) set('send_allow', opts.sendAllow);
   if (opts.network) set('network', opts.network);
+  set('autonomy', opts.autonomy ?? 'full');
 }
 
 /**

@@ -3,8 +3,10 @@
  * CLI runs commands it deems read-only (`echo`, `pwd`, `id; date`) without calling the SDK's permission
  * callback; the agent's PreToolUse hook, which fires for every call, asks gated first. Under
  * `deny Bash *` each of them is refused: the tool_result the real CLI sends back to the (local) Messages API
- * is the refusal, not the command's output. A call the rules allow runs once and is asked about once.
+ * is the refusal, not the command's output. A call the rules allow runs once and is asked about once. In a
+ * `supervised` group (the default autonomy) a read runs at once and a write waits for a person.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { toolApprovalsOf } from '../../store/tool-approvals.js';
@@ -66,6 +68,30 @@ test(
     expect(store.decide(pending.code, true, 'test', null, Date.now())).toBeTruthy();
     expect(await chat.reply(id)).toContain('Tool Bash said: hook-allowed');
     expect(toolResult('echo hook-allowed').isError).toBe(false);
+    expect(db.prepare(`SELECT COUNT(*) FROM tool_approvals`).pluck().get()).toBe(1);
+  },
+);
+
+test(
+  'a supervised group (the default): a read runs at once, a write waits for a person and runs once approved',
+  { timeout: 120_000 },
+  async () => {
+    const chat = await suite.start({ env: { GATED_AGENT_CMD: SHELL_AGENT }, autonomy: 'supervised' });
+    const db = chat.gated.db;
+    expect(
+      db.prepare(`SELECT autonomy FROM registered_groups WHERE folder = ?`).pluck().get(chat.group),
+    ).toBe('supervised');
+    expect(await chat.reply(chat.send('TOOL Bash {"command":"ls -a | grep -c ."}'))).toMatch(
+      /^Tool Bash said: \d+/,
+    );
+    const id = chat.send('WRITE notes.txt hello');
+    const store = toolApprovalsOf(db);
+    const pending = await until(() => store.pending()[0], 60_000, 'the question about the write');
+    expect(pending).toMatchObject({ tool: 'Write', rule_id: null });
+    expect(existsSync(join(chat.groupDir, 'notes.txt'))).toBe(false);
+    expect(store.decide(pending.code, true, 'test', null, Date.now())).toBeTruthy();
+    expect(await chat.reply(id)).toContain('The file is written');
+    expect(readFileSync(join(chat.groupDir, 'notes.txt'), 'utf8')).toBe('hello');
     expect(db.prepare(`SELECT COUNT(*) FROM tool_approvals`).pluck().get()).toBe(1);
   },
 );

@@ -53,6 +53,8 @@ function seedCodexGroup(db: Db, groupsDir: string, opts: CodexOptions): void {
   const set = (column: string, value: string) =>
     db.prepare(`UPDATE registered_groups SET ${column} = ? WHERE folder = ?`).run(value, GROUP);
   set('agent', 'codex');
+  // What no rule decides runs: these tests set the rules they are about.
+  set('autonomy', 'full');
   if (opts.actions !== undefined) set('actions', opts.actions);
   if (opts.sendAllow !== undefined) set('send_allow', opts.sendAllow);
   if (!opts.ask) return;

@@ -34,7 +34,8 @@ describe('gated tools and gated approvals', () => {
     expect(explain.out.trim().split('\n').at(-1)).toBe('decision: ask (tool rule 1, approvers owners)');
     // A shell command is judged per simple command, each named with its verdict.
     const parts = await gated(path, 'tools', 'explain', 'ops', 'Bash', 'ls -r -l; /bin/rm -fr /x');
-    expect(parts.out).toMatch(/^command: ls -lr → allow \(GATED_TOOL_DEFAULT/m);
+    expect(parts.out).toMatch(/^autonomy: supervised, the group is not registered$/m);
+    expect(parts.out).toMatch(/^command: ls -lr → allow \(autonomy supervised: a command that reads\)$/m);
     expect(parts.out).toMatch(/^command: rm -fr \/x → ask \(tool rule 1/m);
     const unproven = await gated(path, 'tools', 'explain', 'ops', 'Bash', 'echo $(id)');
     expect(unproven.out).toMatch(/^not provable: a command substitution$/m);
@@ -81,6 +82,43 @@ describe('gated tools and gated approvals', () => {
     const list = (await gated(path, 'approvals', 'list')).out;
     expect(list).toContain(a.code);
     expect(list).toContain('no writes');
+    db.close();
+  });
+
+  it('groups autonomy sets the preset (audited); list, config and explain show it; a bad level is refused', async () => {
+    const path = join(tempDir(), 'gated.db');
+    const db = openDatabase(path);
+    expect((await gated(path, 'groups', 'add', 'ops')).code).toBe(0);
+    const explain = (cmd: string) => gated(path, 'tools', 'explain', 'ops', 'Bash', cmd);
+    expect((await explain('make')).out).toMatch(
+      /^decision: ask \(autonomy supervised: a call that may write/m,
+    );
+    expect((await gated(path, 'groups', 'autonomy', 'ops', 'read_only')).out.trim()).toBe(
+      'group ops: autonomy read_only',
+    );
+    expect((await explain('make')).out).toMatch(/^autonomy: read_only$/m);
+    expect((await explain('make')).out).toMatch(/^decision: deny \(autonomy read_only: only reading/m);
+    const bad = await gated(path, 'groups', 'autonomy', 'ops', 'yolo');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/bad autonomy 'yolo': read_only, supervised, full/);
+    expect((await gated(path, 'groups', 'autonomy', 'nope', 'full')).err).toMatch(/no group 'nope'/);
+    expect((await gated(path, 'groups', 'list')).out).toMatch(/^ops\t.*\tread_only\t/m);
+    expect((await gated(path, 'groups', 'config', 'ops', '--no-tools')).out).toMatch(
+      /^autonomy: read_only /m,
+    );
+    // A raw edit that names no level reads as supervised, and says so.
+    db.prepare(`UPDATE registered_groups SET autonomy = 'lots' WHERE folder = 'ops'`).run();
+    expect((await gated(path, 'groups', 'list')).out).toMatch(/bad: lots \(read as supervised\)/);
+    expect((await explain('make')).out).toMatch(/^autonomy: supervised, stored "lots" is not a level$/m);
+    const audit = db
+      .prepare(`SELECT actor, after FROM audit WHERE subject = 'registered_groups' ORDER BY id`)
+      .all() as Array<{ actor: string; after: string | null }>;
+    expect(audit.map((a) => [a.actor, JSON.parse(a.after ?? '{}').autonomy])).toEqual([
+      [expect.stringMatching(/^cli/), 'supervised'],
+      [expect.stringMatching(/^cli/), 'read_only'],
+      // The raw edit is this test's own connection's, not the CLI's.
+      [expect.not.stringMatching(/^cli/), 'lots'],
+    ]);
     db.close();
   });
 });

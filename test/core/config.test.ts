@@ -44,6 +44,10 @@ describe('configuration', () => {
       apiUrl: undefined,
     });
     expect(() => loadConfig({ GITHUB_TOKEN: 't' })).toThrow(/GITHUB_WEBHOOK_SECRET/);
+    // Retired: a setting that would be ignored is refused, naming what replaced it.
+    expect(() => loadConfig({ GATED_TOOL_DEFAULT: 'deny' })).toThrow(
+      /GATED_TOOL_DEFAULT is retired: .*gated groups autonomy FOLDER/,
+    );
     const app = {
       GITHUB_APP_ID: '123',
       GITHUB_APP_INSTALLATION_ID: '456',

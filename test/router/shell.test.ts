@@ -19,10 +19,11 @@ let nextId = 1;
 function rule(input: string, decision: string): ToolRuleRow {
   return { id: nextId++, group_folder: 'g', seq: nextId, tool: 'Bash', input, decision, approvers: null };
 }
-function table(rows: ToolRuleRow[], fallback: 'allow' | 'ask' | 'deny' = 'ask'): ToolRuleTable {
-  return new ToolRuleTable(rows, fallback, shell);
+/** The rules over the real parser; the group is `full`, so only the rules and the parser decide. */
+function table(rows: ToolRuleRow[]): ToolRuleTable {
+  return new ToolRuleTable([...rows, { ...rule('*', 'ask'), seq: 1_000_000 }], shell);
 }
-const decide = (t: ToolRuleTable, command: string) => t.decide('g', 'Bash', { command });
+const decide = (t: ToolRuleTable, command: string) => t.decide('g', 'Bash', { command }, 'full');
 const lines = (command: string) => splitShell(shell, command).commands.map((c) => c.line);
 
 describe('shell commands split and normalised', () => {
@@ -80,7 +81,7 @@ describe('shell commands split and normalised', () => {
   it('explain says which command and rule decided', () => {
     const deny = rule('rm -rf *', 'deny');
     const t = table([rule('ls *', 'allow'), deny]);
-    const e = t.explain('g', 'Bash', { command: 'ls; rm -fr /' });
+    const e = t.explain('g', 'Bash', { command: 'ls; rm -fr /' }, 'full');
     expect(e.parts.map((p) => [p.line, p.verdict.decision])).toEqual([
       ['ls', 'allow'],
       ['rm -fr /', 'deny'],
