@@ -2,7 +2,8 @@
  * What each platform can do, written once (docs/CHANNELS.md has the same table for readers). The queue
  * reads it to decide whether an agent's `react` can be applied, `gated doctor` to know which platforms it
  * checks and how, and the channel conformance suite (test/channels/conformance.ts) holds every channel to
- * its row: a channel may not offer an ability its row does not name, nor lack one it names.
+ * its row: a channel may not offer an ability its row does not name, nor lack one it names. Each channel
+ * takes its text format and limit from its row, which delivery splits and converts by.
  *
  * A new platform is one row here plus its channel; the places that must then know it (its doctor check,
  * its factory) are typed over `Platform`, so the compiler names them.

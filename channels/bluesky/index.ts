@@ -2,6 +2,7 @@
  * The Bluesky channel: an app-password session, a notification poller whose cursor lives in router_state,
  * and a poster that answers as threaded replies. JID scheme and verbs: see refs.ts and docs/BLUESKY.md.
  */
+import { PLATFORMS } from '../../core/platforms.js';
 import type { Logger } from '../../core/log.js';
 import { createWorker, type Worker } from '../../core/worker.js';
 import type { Db } from '../../store/db.js';
@@ -87,8 +88,8 @@ export function createBlueskyChannel(opts: BlueskyChannelOptions): BlueskyChanne
   return {
     platform: 'bluesky',
     limit: POST_LIMIT,
-    limitUnit: 'graphemes',
-    textFormat: 'plain',
+    limitUnit: PLATFORMS.bluesky.limitUnit,
+    textFormat: PLATFORMS.bluesky.textFormat,
     get did() {
       return session.did;
     },

@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import { AppBskyFeedPost, RichText, type AtpAgent } from '@atproto/api';
 import { DeliveryError } from '../../core/errors.js';
 import type { SendPart } from '../channel.js';
@@ -16,7 +17,7 @@ import {
 import type { BlueskySession } from './session.js';
 
 /** Bluesky's post length limit, in graphemes. */
-export const POST_LIMIT = 300;
+export const POST_LIMIT = PLATFORMS.bluesky.limit;
 
 /** Roots remembered for posts gated made, so the next part of a chain needs no lookup. */
 const ROOT_CACHE_SIZE = 1000;

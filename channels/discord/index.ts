@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import {
   Client,
   Events,
@@ -61,8 +62,9 @@ export const DISCORD_INTENTS = [
  */
 export class DiscordChannel implements Channel {
   readonly platform = 'discord';
-  readonly limit = 2000;
-  readonly limitUnit = 'chars' as const;
+  readonly limit = PLATFORMS.discord.limit;
+  readonly limitUnit = PLATFORMS.discord.limitUnit;
+  readonly textFormat = PLATFORMS.discord.textFormat;
   private client: Client | undefined;
   private readonly rest: REST;
   readonly drafts: DraftOps;

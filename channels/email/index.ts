@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import type { Sleep } from '../../core/backoff.js';
 import type { EmailConfig } from '../../core/config.js';
 import { coerceError } from '../../core/errors.js';
@@ -43,9 +44,9 @@ export interface EmailChannelOptions {
 export class EmailChannel implements Channel {
   readonly platform = 'email';
   /** A long mail is fine; past this a reply is split into numbered mails of one thread. */
-  readonly limit = 32_000;
-  readonly limitUnit = 'chars' as const;
-  readonly textFormat = 'markdown' as const;
+  readonly limit = PLATFORMS.email.limit;
+  readonly limitUnit = PLATFORMS.email.limitUnit;
+  readonly textFormat = PLATFORMS.email.textFormat;
   private readonly store: EmailStore;
   private readonly sender: MailSender;
   private reader: MailboxReader | undefined;

@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import { Octokit } from '@octokit/rest';
 import { Webhooks } from '@octokit/webhooks';
 import { retryInBackground, type Sleep } from '../../core/backoff.js';
@@ -42,9 +43,9 @@ export interface GithubChannelOptions {
 export class GithubChannel implements Channel {
   readonly platform = 'github';
   // A comment body holds 65,536 characters; the rest is room for the part's idempotency marker.
-  readonly limit = 65_000;
-  readonly limitUnit = 'chars' as const;
-  readonly textFormat = 'markdown' as const;
+  readonly limit = PLATFORMS.github.limit;
+  readonly limitUnit = PLATFORMS.github.limitUnit;
+  readonly textFormat = PLATFORMS.github.textFormat;
   readonly drafts: DraftOps;
   readonly webhook: WebhookHandler;
   private readonly octokit: Octokit;

@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import { userInfo } from 'node:os';
 import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
@@ -54,7 +55,8 @@ function osUser(): string {
  */
 export class LocalChannel implements Channel {
   readonly platform = 'local';
-  readonly limitUnit = 'chars' as const;
+  readonly limitUnit = PLATFORMS.local.limitUnit;
+  readonly textFormat = PLATFORMS.local.textFormat;
   readonly limit: number;
   readonly jid: Jid;
   private readonly sender: string;
@@ -64,7 +66,7 @@ export class LocalChannel implements Channel {
 
   constructor(private readonly opts: LocalChannelOptions) {
     this.jid = localJid(opts.folder);
-    this.limit = opts.limit ?? 65_536;
+    this.limit = opts.limit ?? PLATFORMS.local.limit;
     this.sender = opts.sender ?? osUser();
     this.prompt = opts.prompt ?? (opts.input as { isTTY?: boolean }).isTTY === true;
     // A closed terminal must fail the send, not crash the process with an unhandled 'error' event.

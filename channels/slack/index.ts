@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import { SocketModeClient } from '@slack/socket-mode';
 import { LogLevel, WebClient, type Logger as SlackLogger } from '@slack/web-api';
 import { retryInBackground, type Sleep } from '../../core/backoff.js';
@@ -56,9 +57,9 @@ export interface SlackChannelOptions {
 export class SlackChannel implements Channel {
   readonly platform = 'slack';
   // Slack cuts a message's text at 40,000 characters but advises 4,000 for readability.
-  readonly limit = 4000;
-  readonly limitUnit = 'chars' as const;
-  readonly textFormat = 'slack-mrkdwn' as const;
+  readonly limit = PLATFORMS.slack.limit;
+  readonly limitUnit = PLATFORMS.slack.limitUnit;
+  readonly textFormat = PLATFORMS.slack.textFormat;
   readonly drafts: DraftOps;
   readonly approvals: ApprovalOps;
   readonly webhook: WebhookHandler | undefined;

@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import { Telegram, TelegramError } from 'telegraf';
 import type { Update } from 'telegraf/types';
 import { coerceError } from '../../core/errors.js';
@@ -55,9 +56,9 @@ export interface TelegramChannelOptions {
  */
 export class TelegramChannel implements Channel {
   readonly platform = 'telegram';
-  readonly limit = 4096;
-  readonly limitUnit = 'chars' as const;
-  readonly textFormat = 'telegram-html' as const;
+  readonly limit = PLATFORMS.telegram.limit;
+  readonly limitUnit = PLATFORMS.telegram.limitUnit;
+  readonly textFormat = PLATFORMS.telegram.textFormat;
   private readonly telegram: Telegram;
   readonly drafts: DraftOps;
   readonly approvals: ApprovalOps;

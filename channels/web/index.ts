@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +49,8 @@ type Subscriber = (ev: WebEvent) => void;
 export class WebChannel implements Channel {
   readonly platform = 'web';
   readonly limit = WEB_LIMIT;
-  readonly limitUnit = 'chars' as const;
+  readonly limitUnit = PLATFORMS.web.limitUnit;
+  readonly textFormat = PLATFORMS.web.textFormat;
   private sink: InboundSink | undefined;
   private readonly subs = new Map<string, Set<Subscriber>>();
   private readonly rowById;

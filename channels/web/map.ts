@@ -1,3 +1,4 @@
+import { PLATFORMS } from '../../core/platforms.js';
 import type { NewAttachment } from '../../core/files.js';
 import type { Jid } from '../../core/types.js';
 
@@ -100,7 +101,7 @@ export interface ChatRow extends Omit<ChatLine, 'role' | 'part' | 'files' | 'ful
 }
 
 /** Longest web message, in characters; replies longer than this are split by the outbound deliverer. */
-export const WEB_LIMIT = 65_536;
+export const WEB_LIMIT = PLATFORMS.web.limit;
 
 /**
  * Longest text of one line of history or replay, in characters: a reply of a few parts is replayed whole,
