@@ -93,10 +93,12 @@ test(
       '/summarize the long voyage',
     );
 
-    // Writing the configuration (a new command file) is refused by the agent's permission rule.
+    // Writing the configuration (a new command file) is refused: as the process runtime's own uid the
+    // CLI cannot even stat the folder (the kernel refuses first); where it can, the agent's permission
+    // rule refuses. Either way nothing is written.
     const target = join(groupConfig, 'commands', 'evil.md');
     const write = c.send(`WRITE ${target} hacked`);
-    expect(await c.reply(write)).toContain('The configuration folder is read-only');
+    expect(await c.reply(write)).toMatch(/The configuration folder is read-only|EACCES: permission denied/);
     expect(existsSync(target)).toBe(false);
     expect(readFileSync(join(groupConfig, 'CLAUDE.md'), 'utf8')).toBe(`${INSTRUCTION}\n`);
 
