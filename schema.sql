@@ -587,9 +587,10 @@ END;
 
 -- Tool approvals (docs/APPROVALS.md): one row per tool call a rule sent to `ask` (pairing codes live in
 -- `approvals`; their codes have 8 characters, these 5, so a code names one row of one table). The question
--- is (group_folder, topic, tool, input_json); a re-run of the same turn that asks it again is answered by
--- this row. `used_at` is set when the decision was written to an agent: a decision is used once.
--- state: pending → approved | rejected | expired. Times are epoch ms.
+-- is (group_folder, topic, tool, input_json) of the turn whose rows are turn_rows; only a re-run of that same
+-- turn (after a restart) that asks it again, while no other ask waits on it, is answered by this row. `used_at`
+-- is set when the decision was written to an agent: a decision is used once.
+-- state: pending → approved | rejected | expired | cancelled. Times are epoch ms.
 CREATE TABLE IF NOT EXISTS tool_approvals (
   id           INTEGER PRIMARY KEY AUTOINCREMENT,
   code         TEXT NOT NULL UNIQUE,
@@ -598,14 +599,14 @@ CREATE TABLE IF NOT EXISTS tool_approvals (
   chat_jid     TEXT NOT NULL,
   run_id       INTEGER,
   ask_id       TEXT,            -- the agent's id of the question in the run that asked it last
-  turn_rows    TEXT,            -- JSON array of the message ids of the turn that asked
+  turn_rows    TEXT,            -- JSON array of the message ids of the turn that asked: the decision answers only that turn
   tool         TEXT NOT NULL,
   input_json   TEXT NOT NULL,   -- the input as the agent sent it (compact JSON)
   input_line   TEXT NOT NULL,   -- the line the rules matched
   summary      TEXT,
   approvers    TEXT NOT NULL DEFAULT 'owners',
   rule_id      INTEGER,
-  state        TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'rejected', 'expired')),
+  state        TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'rejected', 'expired', 'cancelled')), -- cancelled: its turn was stopped, interrupted or ended first
   note         TEXT,
   decided_by   TEXT,
   created_at   INTEGER NOT NULL,

@@ -42,6 +42,7 @@ export function decidedText(row: ToolApproval): string {
   const head = `${row.tool} (${row.code}): `;
   if (row.state === 'approved') return `${head}approved by ${row.decided_by ?? 'someone'}`;
   if (row.state === 'expired') return `${head}not decided in time: denied (no decision)`;
+  if (row.state === 'cancelled') return `${head}cancelled, ${row.note ?? 'its turn ended'}: not run`;
   return `${head}rejected by ${row.decided_by ?? 'someone'}${row.note ? `: ${row.note}` : ''}`;
 }
 
@@ -55,73 +56,113 @@ export function approvalButtons(code: string): ApprovalButton[] {
 
 /** Makes the notifier the ask broker calls; it never throws (failures are logged, rows stay as they are). */
 export function createApprovalNotifier(opts: ApprovalNotifierOptions): ApprovalNotifier {
-  const store = toolApprovalsOf(opts.db);
-  const channelOf = (jid: string) => {
+  return new ApprovalMessages(opts);
+}
+
+/** The question messages of tool approvals, and the edits (or follow-ups) that say how each ended. */
+class ApprovalMessages implements ApprovalNotifier {
+  private readonly store;
+  // Questions being sent with buttons, by row id: a decision (or cancellation) told meanwhile waits here,
+  // to edit the message once its platform id is known instead of leaving its buttons live.
+  private readonly sending = new Map<number, ToolApproval | null>();
+
+  constructor(private readonly opts: ApprovalNotifierOptions) {
+    this.store = toolApprovalsOf(opts.db);
+  }
+
+  ask(row: ToolApproval): void {
+    const { opts } = this;
+    const approvals = this.channelOf(row.chat_jid)?.approvals;
+    if (!approvals) {
+      guard(opts.log, 'asking for an approval', () => this.plain(row));
+      return;
+    }
+    this.sending.set(row.id, null);
+    // The approval's row first: a crash before its commit would have a redone run ask again.
+    Promise.resolve(committed(opts.db))
+      .then(() => approvals.ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic))
+      .then((platformId) =>
+        // Durable now, as a delivered part is: the platform has the buttons, and the decision edits them.
+        // Written once another process's write lock is had, off the event loop.
+        whenWritable(opts.db, () => {
+          this.store.asked(row.id, platformId, null);
+          flushGroup(opts.db);
+          const late = this.took(row);
+          if (late) this.tell({ ...late, platform_id: platformId });
+        }),
+      )
+      .catch((err: unknown) => {
+        // The buttons failed: ask with the plain message instead, so the question is not lost.
+        opts.log.warn({ code: row.code, err: coerceError(err).message }, 'approval buttons failed');
+        return whenWritable(opts.db, () => {
+          const late = this.took(row);
+          guard(opts.log, 'asking for an approval', () => this.plain(row));
+          if (late) this.tell(late);
+        });
+      })
+      .catch((err: unknown) =>
+        opts.log.error({ err: coerceError(err).message }, 'asking for an approval failed'),
+      );
+  }
+
+  decided(row: ToolApproval): void {
+    if (row.platform_id === null && this.sending.has(row.id)) this.sending.set(row.id, row);
+    else this.tell(row);
+  }
+
+  /** The question of `row` has been sent (or failed): the decision told meanwhile, if any. */
+  private took(row: ToolApproval): ToolApproval | null {
+    const late = this.sending.get(row.id) ?? null;
+    this.sending.delete(row.id);
+    return late;
+  }
+
+  private tell(row: ToolApproval): void {
+    const { opts } = this;
+    const approvals = this.channelOf(row.chat_jid)?.approvals;
+    const text = decidedText(row);
+    if (row.platform_id === null || !approvals) {
+      guard(opts.log, 'telling the decision', () => this.outbound(row, text));
+      return;
+    }
+    // The decision's row first, as for the question.
+    void Promise.resolve(committed(opts.db))
+      .then(() => approvals.decided(row.chat_jid, row.platform_id!, text))
+      .catch((err: unknown) => {
+        opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
+        return whenWritable(opts.db, () =>
+          guard(opts.log, 'telling the decision', () => this.outbound(row, text)),
+        );
+      })
+      .catch((err: unknown) =>
+        opts.log.error({ err: coerceError(err).message }, 'telling the decision failed'),
+      );
+  }
+
+  private channelOf(jid: string): Channel | undefined {
     const platform = parseJid(jid).platform;
-    return opts.channels().find((c) => c.platform === platform);
-  };
-  const outbound = (row: ToolApproval, content: string): number => {
-    const id = insertOutbound(opts.db, { chat_jid: row.chat_jid, content, kind: 'status', topic: row.topic });
-    opts.onOutbound(id);
+    return this.opts.channels().find((c) => c.platform === platform);
+  }
+
+  private outbound(row: ToolApproval, content: string): number {
+    const id = insertOutbound(this.opts.db, {
+      chat_jid: row.chat_jid,
+      content,
+      kind: 'status',
+      topic: row.topic,
+    });
+    this.opts.onOutbound(id);
     return id;
-  };
-  const plain = (row: ToolApproval) => {
-    const id = opts.db.transaction(() => {
-      const out = outbound(row, askText(row));
-      store.asked(row.id, null, out);
+  }
+
+  private plain(row: ToolApproval): void {
+    const id = this.opts.db.transaction(() => {
+      const out = this.outbound(row, askText(row));
+      this.store.asked(row.id, null, out);
       return out;
     })();
-    opts.log.info({ code: row.code, outbound: id }, 'approval asked as a message');
-  };
-  return {
-    ask(row) {
-      const ch = channelOf(row.chat_jid);
-      if (!ch?.approvals) {
-        guard(opts.log, 'asking for an approval', () => plain(row));
-        return;
-      }
-      // The approval's row first: a crash before its commit would have a redone run ask again.
-      Promise.resolve(committed(opts.db))
-        .then(() => ch.approvals!.ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic))
-        .then((platformId) =>
-          // Durable now, as a delivered part is: the platform has the buttons, and the decision edits them.
-          // Written once another process's write lock is had, off the event loop.
-          whenWritable(opts.db, () => {
-            store.asked(row.id, platformId, null);
-            flushGroup(opts.db);
-          }),
-        )
-        .catch((err: unknown) => {
-          // The buttons failed: ask with the plain message instead, so the question is not lost.
-          opts.log.warn({ code: row.code, err: coerceError(err).message }, 'approval buttons failed');
-          return whenWritable(opts.db, () => guard(opts.log, 'asking for an approval', () => plain(row)));
-        })
-        .catch((err: unknown) =>
-          opts.log.error({ err: coerceError(err).message }, 'asking for an approval failed'),
-        );
-    },
-    decided(row) {
-      const ch = channelOf(row.chat_jid);
-      const text = decidedText(row);
-      if (row.platform_id !== null && ch?.approvals) {
-        const approvals = ch.approvals;
-        // The decision's row first, as for the question.
-        void Promise.resolve(committed(opts.db))
-          .then(() => approvals.decided(row.chat_jid, row.platform_id!, text))
-          .catch((err: unknown) => {
-            opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
-            return whenWritable(opts.db, () =>
-              guard(opts.log, 'telling the decision', () => outbound(row, text)),
-            );
-          })
-          .catch((err: unknown) =>
-            opts.log.error({ err: coerceError(err).message }, 'telling the decision failed'),
-          );
-        return;
-      }
-      guard(opts.log, 'telling the decision', () => outbound(row, text));
-    },
-  };
+    this.opts.log.info({ code: row.code, outbound: id }, 'approval asked as a message');
+  }
 }
 
 function guard(log: Logger, what: string, fn: () => void): void {

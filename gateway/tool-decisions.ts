@@ -47,6 +47,8 @@ export function decideToolFromChat(
   if (!row) return undefined;
   // Someone who may not decide learns nothing of the code, not even that it exists (decideCode answers).
   if (toolRefusal(access, msg, row.group_folder, row.approvers)) return undefined;
+  if (row.state === 'cancelled')
+    return `${code} is no longer asked: cancelled, ${row.note ?? 'its turn ended'}`;
   if (row.state !== 'pending') return `${code} was already decided (${row.state})`;
   const who = principalId(principalOf(msg));
   const note = approve ? null : args.slice(1).join(' ').trim().slice(0, 2000) || null;

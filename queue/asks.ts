@@ -8,7 +8,7 @@ import type { Db } from '../store/db.js';
 import { autonomyReader } from '../store/groups.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import type { ToolAsk } from './protocol/parser.js';
-import type { Run } from './run.js';
+import type { Run, RunEnd } from './run.js';
 
 /**
  * The tool question broker (docs/APPROVALS.md). An agent's `ask` block is decided by the group's tool
@@ -19,8 +19,12 @@ import type { Run } from './run.js';
  * marks the decision used (once), releases the hold, and has the chat message say who decided.
  *
  * After a restart the waiting runs are gone but the rows are not: the re-run's agent asks the same
- * question again (same session, tool and input), which finds the unused row: a decided one answers at
- * once, a pending one is waited for, and the chat is not asked a second time.
+ * question again (same session, tool and input, and the same turn: the row's turn rows are all in the turn
+ * that asks), which finds the unused row: a decided one answers at once, a pending one is waited for, and
+ * the chat is not asked a second time. A decision answers one ask of one turn: each ask waits on a row of
+ * its own (a second identical ask of the same run is a new question), and when its turn is stopped,
+ * interrupted or ends any other way first, the ask is cancelled (the row `cancelled`, the agent told `deny`
+ * if it still listens, the chat's message edited to say so), so no decision made later answers anybody.
  */
 
 /** How the chat is asked and told (delivery/approvals.ts implements it; it never throws). */
@@ -45,10 +49,21 @@ export interface AskBrokerOptions {
   notifier?: ApprovalNotifier;
 }
 
-/** One question a live run waits on. */
+/** One question a live run waits on: exactly one per row, and one row per ask. */
 interface Waiting {
   run: Run;
   askId: string;
+  /** The newest turn written when it was asked: once the agent answered through it, the ask is moot. */
+  through: number;
+}
+
+/** Why the asks still waiting when a run ended are cancelled, or null: kept for the re-run (a restart). */
+export function cancelNoteOf(end: RunEnd): string | null {
+  if (end.killed === 'shutdown' || (end.closedFor === 'shutdown' && end.killed === null)) return null;
+  if (end.killed === 'stop') return 'the turn was stopped (/stop)';
+  if (end.killed === 'timeout') return 'the run timed out';
+  if (end.closedFor === 'reset') return 'the session was reset (/new)';
+  return 'the run ended before a decision';
 }
 
 /** The permission line (docs/PROTOCOL.md): no `turn`, not a turn. */
@@ -148,24 +163,55 @@ export class AskBroker {
       );
       return;
     }
+    if (run.turns.open === 0) {
+      // A decision answers an ask of one turn: with none open there is nobody to ask on behalf of.
+      run.writeControl(permissionLine(ask.id, 'deny', 'no turn in progress to ask for', 'gated'));
+      this.opts.log.warn(log, 'tool call asked outside a turn: denied');
+      return;
+    }
+    const stored = this.rowFor(run, ask, inputLine, verdict, t0);
+    if (stored === undefined) {
+      // Nothing stored: nobody can approve it, so the tool does not run.
+      run.writeControl(permissionLine(ask.id, 'deny', 'gated could not store the approval', 'gated'));
+      return;
+    }
+    const { row, fresh } = stored;
+    this.opts.log.info({ ...log, code: row.code, fresh, state: row.state }, 'tool call asked');
+    run.hold();
+    this.waiting.set(row.id, { run, askId: ask.id, through: run.turns.written });
+    if (fresh) this.guard('asking the chat', () => this.opts.notifier?.ask(row));
+    if (row.state !== 'pending') this.deliver(row);
+  }
+
+  /**
+   * The ask's row: the unused one of the same turn that no ask waits on (a re-run after a restart asking
+   * again), else a new pending one. Undefined when storing failed (logged).
+   */
+  private rowFor(
+    run: Run,
+    ask: ToolAsk,
+    inputLine: string,
+    verdict: ReturnType<ToolRuleTable['decide']>,
+    t0: number,
+  ): { row: ToolApproval; fresh: boolean } | undefined {
     const inputJson = JSON.stringify(ask.input ?? null);
-    let row: ToolApproval;
-    let fresh = false;
+    const turnRows = run.turns.openRowIds();
     try {
-      row = this.store.tx(() => {
-        const open = this.store.openQuestion(run.key.group, run.key.topic, ask.tool, inputJson);
+      return this.store.tx(() => {
+        const open = this.store
+          .openQuestions(run.key.group, run.key.topic, ask.tool, inputJson)
+          .find((r) => !this.waiting.has(r.id) && sameTurn(r.turn_rows, turnRows));
         if (open) {
           this.store.reattach(open.id, run.runId, ask.id);
-          return open;
+          return { row: open, fresh: false };
         }
-        fresh = true;
-        return this.store.insert({
+        const row = this.store.insert({
           group_folder: run.key.group,
           topic: run.key.topic,
           chat_jid: run.chatJid,
           run_id: run.runId,
           ask_id: ask.id,
-          turn_rows: run.turns.openRowIds(),
+          turn_rows: turnRows,
           tool: ask.tool,
           input_json: inputJson,
           input_line: inputLine,
@@ -175,23 +221,66 @@ export class AskBroker {
           created_at: t0,
           expires_at: t0 + this.opts.timeoutMs,
         });
+        return { row, fresh: true };
       });
     } catch (err) {
-      // Nothing stored: nobody can approve it, so the tool does not run.
-      this.opts.log.error({ ...log, err: coerceError(err).message }, 'storing a tool approval failed');
-      run.writeControl(permissionLine(ask.id, 'deny', 'gated could not store the approval', 'gated'));
-      return;
+      this.opts.log.error(
+        { runId: run.runId, ask: ask.id, err: coerceError(err).message },
+        'storing a tool approval failed',
+      );
+      return undefined;
     }
-    this.opts.log.info({ ...log, code: row.code, fresh, state: row.state }, 'tool call asked');
-    run.hold();
-    this.waiting.set(row.id, { run, askId: ask.id });
-    if (fresh) this.guard('asking the chat', () => this.opts.notifier?.ask(row));
-    if (row.state !== 'pending') this.deliver(row);
   }
 
-  /** A run ended: its questions stay stored for the re-run; nothing waits on it any more. */
-  runEnded(run: Run): void {
+  /**
+   * The run's agent was told to stop its turn in progress (/interrupt, or a message of a group whose busy
+   * mode is `interrupt`): each of its asks is cancelled and answered `deny`, so none waits for a decision
+   * that would land on a turn nobody works on any more.
+   */
+  interrupted(run: Run): void {
+    this.cancel(run, 'the turn was interrupted', () => true, true);
+  }
+
+  /** The run's agent answered turns: the asks of turns now all answered are moot (cancelled, `deny`). */
+  answered(run: Run): void {
+    this.cancel(run, 'the turn ended before a decision', (w) => w.through <= run.turns.answered, true);
+  }
+
+  /**
+   * A run ended: nothing waits on it any more. Its pending asks are cancelled (cancelNoteOf), unless gated
+   * is shutting down: then they stay pending for the re-run of the same turn after the restart.
+   */
+  runEnded(run: Run, end: RunEnd): void {
+    const note = cancelNoteOf(end);
+    if (note !== null) return this.cancel(run, note, () => true, false);
     for (const [id, w] of this.waiting) if (w.run === run) this.waiting.delete(id);
+  }
+
+  /**
+   * Cancels the asks of `run` that `pick` names: each row `cancelled` (a pending one) and used (so a
+   * decision that lands on it later answers nobody), the agent told `deny` when `answer` (it still runs),
+   * the hold released; the chat's messages say so at the checker's next step, woken now.
+   */
+  private cancel(run: Run, note: string, pick: (w: Waiting) => boolean, answer: boolean): void {
+    const t = this.now();
+    let n = 0;
+    for (const [id, w] of this.waiting) {
+      if (w.run !== run || !pick(w)) continue;
+      this.waiting.delete(id);
+      n += 1;
+      this.guard('cancelling an ask', () =>
+        this.store.tx(() => {
+          this.store.cancel(id, note, t);
+          this.store.consume(id, t);
+        }),
+      );
+      if (!answer) continue;
+      run.writeControl(permissionLine(w.askId, 'deny', `cancelled: ${note}`, 'gated'));
+      run.release();
+    }
+    if (n === 0) return;
+    this.opts.log.info({ runId: run.runId, asks: n, why: note }, 'tool asks cancelled');
+    this.checker.wake();
   }
 
   /** The checker's step: expires, announces and delivers what is due. Never throws. */
@@ -236,6 +325,19 @@ export class AskBroker {
       this.opts.log.error({ err: coerceError(err).message }, `${what} failed`);
     }
   }
+}
+
+/** True when the stored turn rows (JSON) are all among `rows`: the same turn asks again (a re-run). */
+function sameTurn(stored: string | null, rows: readonly number[]): boolean {
+  let ids: unknown;
+  try {
+    ids = JSON.parse(stored ?? '[]');
+  } catch {
+    return false;
+  }
+  if (!Array.isArray(ids) || ids.length === 0) return false;
+  const open = new Set(rows);
+  return ids.every((id) => typeof id === 'number' && open.has(id));
 }
 
 /** The note a denial by the rules carries: what decided, and for a shell tool which command. */

@@ -2,6 +2,7 @@ import { groupDirOf } from '../core/group-dir.js';
 import { coerceError } from '../core/errors.js';
 import type { Signals } from '../core/signals.js';
 import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
+import type { AskBroker } from './asks.js';
 import { withAttachments } from './attachments.js';
 import { resolveFiles } from './files.js';
 import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
@@ -75,7 +76,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now(), run.runId);
     },
-    ...(opts.asks ? { onAsk: (run, ask) => opts.asks!.ask(run, ask) } : {}),
+    ...(opts.asks ? askHooks(opts.asks) : {}),
     onIdle(run) {
       signals.working.fire({ chatJid: run.chatJid, on: false });
       events.wake();
@@ -84,12 +85,21 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       const t = now();
       engine.saw(end, t);
       settleRun(d, engine.retryMs(t, opts.random), run, end, t);
-      opts.asks?.runEnded(run);
+      opts.asks?.runEnded(run, end);
       events.ended(run);
       signals.working.fire({ chatJid: run.chatJid, on: false });
       run.markSettled();
       events.wake();
     },
+  };
+}
+
+/** The hooks through which the ask broker hears of a run's asks, interrupts and answered turns. */
+function askHooks(asks: AskBroker): Pick<RunHooks, 'onAsk' | 'onInterrupt' | 'onAnswered'> {
+  return {
+    onAsk: (run, ask) => asks.ask(run, ask),
+    onInterrupt: (run) => asks.interrupted(run),
+    onAnswered: (run) => asks.answered(run),
   };
 }
 

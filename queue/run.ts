@@ -67,6 +67,10 @@ export interface RunHooks {
   onSessionId(run: Run, sessionId: string): void;
   /** A tool question (docs/APPROVALS.md): answered later by a permission line through writeControl. */
   onAsk?(run: Run, ask: ToolAsk): void;
+  /** An interrupt line was written: the turn in progress is being stopped (its asks are cancelled). */
+  onInterrupt?(run: Run): void;
+  /** A block answered more turns (`run.turns.answered` moved): asks of answered turns are moot. */
+  onAnswered?(run: Run): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: Run): void;
   onEnd(run: Run, end: RunEnd): void;
@@ -262,6 +266,7 @@ export class Run {
     const turn = this.turns.written;
     if (!this.writeControl({ type: 'interrupt', turn })) return false;
     this.interrupts.written(turn);
+    this.hooks.onInterrupt?.(this);
     return true;
   }
 
@@ -361,6 +366,7 @@ export class Run {
     const before = this.turns.answered;
     this.turns.answer(commit.through);
     this.trace.answered(this.turns.answered, this.hooks.now());
+    if (this.turns.answered > before) this.hooks.onAnswered?.(this);
     if (commit.reply) this.replies++;
     else if (commit.through > before) this.hooks.onDraftsEnd(this, before + 1, commit.through);
     this.interrupts.answered(this.turns.answered, block.interrupted === true);

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 19;
+export const SCHEMA_VERSION = 20;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -104,7 +104,30 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 18 → 19: autonomy per group (docs/APPROVALS.md, "Autonomy"): the preset that decides the tool calls no
   // rule decides. Existing groups become `supervised` like new ones (docs/OPERATIONS.md, "Upgrading").
   18: (db) => addColumn(db, 'registered_groups', 'autonomy', "TEXT NOT NULL DEFAULT 'supervised'"),
+  // 19 → 20: an ask whose turn was stopped, interrupted or ended is `cancelled` (docs/APPROVALS.md): the
+  // state's CHECK names it, which needs the table rebuilt; its rows keep their ids and codes.
+  19: (db) => cancelledAsks(db),
 };
+
+/** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */
+function cancelledAsks(db: Database.Database): void {
+  const objects = db
+    .prepare(`SELECT type, sql FROM sqlite_master WHERE tbl_name = 'tool_approvals' AND sql IS NOT NULL`)
+    .all() as { type: string; sql: string }[];
+  const table = objects.find((o) => o.type === 'table');
+  if (table === undefined || table.sql.includes("'cancelled'")) return;
+  const rebuilt = table.sql
+    .replace("'expired')", "'expired', 'cancelled')")
+    .replace(/^CREATE TABLE (IF NOT EXISTS )?"?tool_approvals"?/, 'CREATE TABLE tool_approvals_v20');
+  if (!rebuilt.includes("'cancelled'"))
+    throw new Error('tool_approvals: the state CHECK is not the known one');
+  db.exec(rebuilt);
+  db.exec('INSERT INTO tool_approvals_v20 SELECT * FROM tool_approvals');
+  db.exec('DROP TABLE tool_approvals');
+  db.exec('ALTER TABLE tool_approvals_v20 RENAME TO tool_approvals');
+  // Dropping the table dropped its indexes and triggers: made again as they were.
+  for (const o of objects.filter((x) => x.type !== 'table')) db.exec(o.sql);
+}
 
 /** The 16 → 17 step: the column `counted`, the current hour's rows of limited groups, and its index. */
 function countedRows(db: Database.Database): void {

@@ -28,7 +28,7 @@ export interface ToolApproval {
   summary: string | null;
   approvers: string;
   rule_id: number | null;
-  state: 'pending' | 'approved' | 'rejected' | 'expired';
+  state: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
   note: string | null;
   decided_by: string | null;
   created_at: number;
@@ -81,7 +81,7 @@ export class ToolApprovalStore {
       removeRule: db.prepare('DELETE FROM tool_rules WHERE id = ?'),
       open: db.prepare(
         `SELECT * FROM tool_approvals WHERE group_folder = ? AND topic = ? AND tool = ? AND input_json = ?
-           AND used_at IS NULL AND state != 'expired' ORDER BY id LIMIT 1`,
+           AND used_at IS NULL AND state NOT IN ('expired', 'cancelled') ORDER BY id LIMIT 50`,
       ),
       pairingCode: db.prepare('SELECT 1 FROM approvals WHERE code = ?').pluck(),
       insert: db.prepare(
@@ -98,6 +98,11 @@ export class ToolApprovalStore {
         `UPDATE tool_approvals SET state = @state, note = @note, decided_by = @by, decided_at = @now
          WHERE code = @code AND state = 'pending' RETURNING *`,
       ),
+      cancel: db.prepare(
+        `UPDATE tool_approvals SET state = 'cancelled', note = @note, decided_by = 'gated', decided_at = @now
+         WHERE id = @id AND state = 'pending' RETURNING *`,
+      ),
+      consume: db.prepare('UPDATE tool_approvals SET used_at = ? WHERE id = ? AND used_at IS NULL'),
       overdue: db.prepare(`SELECT 1 FROM tool_approvals WHERE state = 'pending' AND expires_at <= ? LIMIT 1`),
       expire: db.prepare(
         `UPDATE tool_approvals SET state = 'expired', note = 'no decision', decided_by = 'expiry',
@@ -145,9 +150,12 @@ export class ToolApprovalStore {
     return this.s.removeRule.run(id).changes > 0;
   }
 
-  /** The unused question of this session with this tool and input (pending or decided), if any. */
-  openQuestion(group: string, topic: string, tool: string, inputJson: string): ToolApproval | undefined {
-    return this.s.open.get(group, topic, tool, inputJson) as ToolApproval | undefined;
+  /**
+   * The unused questions of this session with this tool and input (pending or decided), oldest first: the
+   * broker takes one only when it was asked by the same turn (its rows) and no other ask waits on it.
+   */
+  openQuestions(group: string, topic: string, tool: string, inputJson: string): ToolApproval[] {
+    return this.s.open.all(group, topic, tool, inputJson) as ToolApproval[];
   }
 
   /** Stores a new pending question under a fresh code, unique across tool and pairing codes. */
@@ -190,6 +198,22 @@ export class ToolApprovalStore {
   /** Pending rows past their time become `expired` (deny, note "no decision"); returns them. */
   expire(now: number): ToolApproval[] {
     return this.s.expire.all({ now }) as ToolApproval[];
+  }
+
+  /**
+   * A pending row whose turn was stopped, interrupted or ended becomes `cancelled` with `note` (why); it can
+   * no longer be decided. Undefined when it was not pending (decided meanwhile: the first change wins).
+   */
+  cancel(id: number, note: string, now: number): ToolApproval | undefined {
+    return this.s.cancel.get({ id, note, now }) as ToolApproval | undefined;
+  }
+
+  /**
+   * Marks a row used whatever its state: its ask got its one answer (a cancellation's deny), so a decision
+   * that lands on it later answers nobody. True for the one caller that did.
+   */
+  consume(id: number, now: number): boolean {
+    return this.s.consume.run(now, id).changes === 1;
   }
 
   /** Whether a pending row is past its time: a read, so a look that finds none takes no write lock. */

@@ -79,6 +79,7 @@ export class DraftBubble {
 /** What a decided approval's line says instead of its buttons. */
 function decidedLabel(a) {
   if (a.state === 'expired') return 'not decided in time: denied';
+  if (a.state === 'cancelled') return 'cancelled: its turn ended first, nothing ran';
   return `${a.state} by ${a.decided_by || 'someone'}`;
 }
 

@@ -39,7 +39,7 @@ export interface ChatLine {
 export interface ChatApproval {
   code: string;
   tool: string;
-  state: 'pending' | 'approved' | 'rejected' | 'expired';
+  state: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
   decided_by: string | null;
   /** True on the line that asks (it gets the buttons), false on the follow-up that says who decided. */
   asks: boolean;

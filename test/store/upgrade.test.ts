@@ -243,6 +243,51 @@ describe('16 → 17', { timeout: 60_000 }, () => {
   });
 });
 
+describe('19 → 20', { timeout: 60_000 }, () => {
+  it('tool_approvals is rebuilt with the state `cancelled`: rows, codes, indexes and the audit triggers kept', () => {
+    const dir = tempDir();
+    const path = join(dir, 'v19.db');
+    const v19 = openDatabase(path);
+    // The version-19 table: the same one without `cancelled` among its states.
+    const objects = v19
+      .prepare(`SELECT type, sql FROM sqlite_master WHERE tbl_name = 'tool_approvals' AND sql IS NOT NULL`)
+      .all() as { type: string; sql: string }[];
+    const table = objects.find((o) => o.type === 'table')!.sql;
+    v19.exec('DROP TABLE tool_approvals');
+    v19.exec(table.replace(", 'cancelled')", ')'));
+    for (const o of objects.filter((x) => x.type !== 'table')) v19.exec(o.sql);
+    v19.exec(`INSERT INTO tool_approvals (code, group_folder, chat_jid, tool, input_json, input_line, created_at,
+                expires_at, turn_rows) VALUES ('ABCDE', 'club', 'web:club', 'Bash', '{}', 'ls', 1, 2, '[7]')`);
+    expect(() => v19.exec(`UPDATE tool_approvals SET state = 'cancelled' WHERE code = 'ABCDE'`)).toThrow(
+      /CHECK constraint failed/,
+    );
+    v19.pragma('user_version = 19');
+    v19.close();
+
+    const db = openDatabase(path);
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+    db.exec(
+      `UPDATE tool_approvals SET state = 'cancelled', note = 'the turn was stopped' WHERE code = 'ABCDE'`,
+    );
+    expect(db.prepare('SELECT id, code, state, turn_rows FROM tool_approvals').all()).toEqual([
+      { id: 1, code: 'ABCDE', state: 'cancelled', turn_rows: '[7]' },
+    ]);
+    // The trigger that audits a decision is there again.
+    const audit = db
+      .prepare(`SELECT action, after FROM audit WHERE subject = 'tool_approvals' ORDER BY id DESC LIMIT 1`)
+      .get() as { action: string; after: string };
+    expect(audit.action).toBe('update');
+    expect(JSON.parse(audit.after)).toMatchObject({ code: 'ABCDE', state: 'cancelled' });
+    // New rows take the next id.
+    db.exec(`INSERT INTO tool_approvals (code, group_folder, chat_jid, tool, input_json, input_line, created_at,
+               expires_at) VALUES ('FGHJK', 'club', 'web:club', 'Bash', '{}', 'ls', 1, 2)`);
+    expect(db.prepare(`SELECT id FROM tool_approvals WHERE code = 'FGHJK'`).pluck().get()).toBe(2);
+    db.close();
+  });
+});
+
 describe('going back', { timeout: 60_000 }, () => {
   it('gated run on a database from a newer gated exits 1 with one line that says the way back', async () => {
     const dir = tempDir();

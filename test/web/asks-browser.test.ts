@@ -1,0 +1,86 @@
+/**
+ * A question whose turn is interrupted, in the web chat in Chromium (docs/APPROVALS.md, "One ask, one
+ * answer"): the whole gated with an agent that asks in the middle of its turn
+ * (test/queue/agents/ask-agent.mjs) and a rule that asks about Bash. The question shows Approve and Reject;
+ * after `/interrupt` the same line says the ask was cancelled and has no button left, live and after a
+ * reload, and the agent got one `deny` for it.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { silentLogger } from '../../core/log.js';
+import { packageFile } from '../../core/paths.js';
+import { startGated, type Gated } from '../../gated/app.js';
+import { tempDir } from '../helpers/db.js';
+import { until } from '../helpers/process.js';
+import { launchChromium, strictPage } from './chromium.js';
+
+const AGENT = packageFile('test', 'queue', 'agents', 'ask-agent.mjs');
+
+let gated: Gated | undefined;
+afterEach(async () => {
+  await gated?.close(2000);
+  gated = undefined;
+});
+
+it('after /interrupt the question line says cancelled and has no buttons, also after a reload', async () => {
+  const dir = tempDir('gated-web-asks-');
+  const config = loadConfig({
+    GATED_DB: join(dir, 'gated.db'),
+    GATED_GROUPS_DIR: join(dir, 'groups'),
+    GATED_RUNTIME: 'process',
+    GATED_HTTP_PORT: '0',
+    GATED_POLL_MS: '50',
+    GATED_IDLE_TIMEOUT_MS: '2000',
+    GATED_AGENT_CMD: `THINK_MS=100 exec node "${AGENT}"`,
+    GATED_LOG_LEVEL: 'silent',
+  });
+  const g = (gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] }));
+  g.db
+    .prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('demo', 1, 'Bash', 'ask')`)
+    .run();
+  const browser = await launchChromium();
+  const { page, errors } = await strictPage(browser);
+  await page.goto(`${g.url}/#demo`);
+  const pane = page.locator('.pane[data-topic=""]');
+  await pane.locator('.conn[data-state="live"]').waitFor();
+  const say = async (text: string) => {
+    await pane.locator('textarea').fill(text);
+    await pane.locator('textarea').press('Enter');
+  };
+  await say(`!ask ${JSON.stringify({ tool: 'Bash', input: { command: 'make deploy' }, summary: 'deploy' })}`);
+  const question = pane.locator('.line.status', { hasText: 'make deploy' });
+  await question.locator('.approval[data-state="pending"] button.approve').waitFor({ timeout: 20_000 });
+
+  await say('/interrupt');
+  await pane.locator('.line', { hasText: 'turn 1 interrupted' }).waitFor({ timeout: 20_000 });
+  const cancelled = question.locator('.approval[data-state="cancelled"]');
+  await cancelled.waitFor({ timeout: 15_000 });
+  expect(await question.locator('button').count()).toBe(0);
+  await page.reload();
+  await question.locator('.approval[data-state="cancelled"]').waitFor({ timeout: 15_000 });
+  expect(await question.locator('button').count()).toBe(0);
+
+  const log = join(config.groupsDir, 'demo', 'agent-log.jsonl');
+  const permissions = await until(
+    () => {
+      const got = existsSync(log)
+        ? readFileSync(log, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { ev: string; decision?: string; note?: string })
+            .filter((e) => e.ev === 'permission')
+        : [];
+      return got.length > 0 && got;
+    },
+    10_000,
+    'the permission line',
+  );
+  expect(permissions.map((p) => [p.decision, p.note])).toEqual([
+    ['deny', 'cancelled: the turn was interrupted'],
+  ]);
+  expect(existsSync(join(config.groupsDir, 'demo', '.tool-runs.log'))).toBe(false);
+  expect(g.db.prepare('SELECT state FROM tool_approvals').pluck().all()).toEqual(['cancelled']);
+  expect(errors).toEqual([]);
+}, 90_000);
