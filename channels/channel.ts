@@ -108,8 +108,10 @@ export interface ApprovalButton {
  * approve, so a channel never checks that itself.
  */
 export interface ApprovalOps {
+  /** Longest text a message with buttons takes, when less than the channel's `limit` (Slack's section). */
+  readonly limit?: number;
   /**
-   * Posts `text` with `buttons` (in order: approve first) to the chat, in `thread` ('' or absent: the
+   * Posts `text` (in the channel's `textFormat`, like a part of an answer) with `buttons` (in order: approve first) to the chat, in `thread` ('' or absent: the
    * chat itself); returns the platform id of the message, which `decided` edits later.
    */
   ask(chatJid: Jid, text: string, buttons: ApprovalButton[], thread?: string): Promise<string>;

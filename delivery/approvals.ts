@@ -1,20 +1,33 @@
 import type { ApprovalButton, Channel } from '../channels/channel.js';
 import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
-import { clipText } from '../core/text.js';
 import { parseJid } from '../core/types.js';
 import type { ApprovalNotifier } from '../queue/asks.js';
+import {
+  decidedQuestionText,
+  decidedText,
+  opsText,
+  questionText,
+  type QuestionTarget,
+} from './approval-text.js';
 import type { Db } from '../store/db.js';
 import { committed, flushGroup, whenWritable } from '../store/group-commit.js';
 import { insertOutbound } from '../store/messages.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 
 /**
- * How a tool approval reaches its chat (docs/APPROVALS.md, docs/CHANNELS.md "Buttons"): one message naming
- * the tool, the summary and the code, with buttons where the channel has `approvals`; otherwise an outbound
- * row the outbox delivers like any answer. When the decision is made the message is edited to say who
- * decided (buttons gone), or, without buttons, a follow-up says it.
+ * How a tool approval reaches its chat (docs/APPROVALS.md, docs/CHANNELS.md "Buttons"): one message with
+ * the real input first and the agent's summary after it (approval-text.ts), with buttons where the channel
+ * has `approvals` (the whole input then follows as a file when the message could show only its head and
+ * tail); otherwise an outbound row the outbox delivers like any answer. When the decision is made the message
+ * is edited in place to say how it ended (buttons gone), or, without buttons, a follow-up says it.
  */
+
+/**
+ * The least a question asked as a plain message may be (a platform with short messages, Bluesky, gets it
+ * split into several): the input is cut only past this.
+ */
+const PLAIN_LIMIT = 4000;
 
 /** What the notifier needs: the started channels and a way to wake delivery for outbound rows. */
 export interface ApprovalNotifierOptions {
@@ -23,27 +36,6 @@ export interface ApprovalNotifierOptions {
   log: Logger;
   /** An outbound row was written (its id). */
   onOutbound: (id: number) => void;
-}
-
-/** The text of the asking message. */
-export function askText(row: ToolApproval): string {
-  const what = row.summary ?? row.input_line;
-  return [
-    `The agent wants to run ${row.tool}: ${clipText(what, 600)}`,
-    row.summary !== null ? `input: ${clipText(row.input_line, 300)}` : null,
-    `/approve ${row.code} to allow it, /reject ${row.code} [note] to refuse.`,
-  ]
-    .filter((l): l is string => l !== null)
-    .join('\n');
-}
-
-/** The text that says who decided. */
-export function decidedText(row: ToolApproval): string {
-  const head = `${row.tool} (${row.code}): `;
-  if (row.state === 'approved') return `${head}approved by ${row.decided_by ?? 'someone'}`;
-  if (row.state === 'expired') return `${head}not decided in time: denied (no decision)`;
-  if (row.state === 'cancelled') return `${head}cancelled, ${row.note ?? 'its turn ended'}: not run`;
-  return `${head}rejected by ${row.decided_by ?? 'someone'}${row.note ? `: ${row.note}` : ''}`;
 }
 
 /** The buttons of an asking message, approve first. */
@@ -78,19 +70,23 @@ class ApprovalMessages implements ApprovalNotifier {
       return;
     }
     this.sending.set(row.id, null);
+    const target = this.targetOf(row.chat_jid)!;
+    const question = questionText(row, target);
+    const text = opsText(question.text, target);
     // The approval's row first: a crash before its commit would have a redone run ask again.
     Promise.resolve(committed(opts.db))
-      .then(() => approvals.ask(row.chat_jid, askText(row), approvalButtons(row.code), row.topic))
-      .then((platformId) =>
+      .then(() => approvals.ask(row.chat_jid, text, approvalButtons(row.code), row.topic))
+      .then((platformId) => {
+        if (question.whole !== null) this.sendWhole(row, question.whole, platformId);
         // Durable now, as a delivered part is: the platform has the buttons, and the decision edits them.
         // Written once another process's write lock is had, off the event loop.
-        whenWritable(opts.db, () => {
+        return whenWritable(opts.db, () => {
           this.store.asked(row.id, platformId, null);
           flushGroup(opts.db);
           const late = this.took(row);
           if (late) this.tell({ ...late, platform_id: platformId });
-        }),
-      )
+        });
+      })
       .catch((err: unknown) => {
         // The buttons failed: ask with the plain message instead, so the question is not lost.
         opts.log.warn({ code: row.code, err: coerceError(err).message }, 'approval buttons failed');
@@ -125,9 +121,12 @@ class ApprovalMessages implements ApprovalNotifier {
       guard(opts.log, 'telling the decision', () => this.outbound(row, text));
       return;
     }
+    // The question stays as it was asked, its commands and buttons replaced by how it ended.
+    const target = this.targetOf(row.chat_jid)!;
+    const edited = opsText(decidedQuestionText(row, target), target);
     // The decision's row first, as for the question.
     void Promise.resolve(committed(opts.db))
-      .then(() => approvals.decided(row.chat_jid, row.platform_id!, text))
+      .then(() => approvals.decided(row.chat_jid, row.platform_id!, edited))
       .catch((err: unknown) => {
         opts.log.warn({ code: row.code, err: coerceError(err).message }, 'editing the approval failed');
         return whenWritable(opts.db, () =>
@@ -137,6 +136,40 @@ class ApprovalMessages implements ApprovalNotifier {
       .catch((err: unknown) =>
         opts.log.error({ err: coerceError(err).message }, 'telling the decision failed'),
       );
+  }
+
+  /**
+   * The whole input of a question that could show only its head and tail, as a text file under it (best
+   * effort: the dashboard's approvals page shows it too). Not on the web chat, whose messages hold it all.
+   */
+  private sendWhole(row: ToolApproval, whole: string, questionId: string): void {
+    const ch = this.channelOf(row.chat_jid);
+    if (!ch?.sendFile || ch.platform === 'web') return;
+    const file = {
+      messageId: 0,
+      chatJid: row.chat_jid,
+      part: 0,
+      parts: 1,
+      replyTo: questionId,
+      topic: row.topic,
+      previousPartId: null,
+      kind: 'status',
+      path: `input-${row.code}.txt`,
+      data: Buffer.from(whole, 'utf8'),
+      name: `input-${row.code}.txt`,
+      mime: 'text/plain',
+      as: 'document' as const,
+    };
+    ch.sendFile(file).catch((err: unknown) =>
+      this.opts.log.warn({ code: row.code, err: coerceError(err).message }, 'sending the whole input failed'),
+    );
+  }
+
+  /** What a question in this chat is written for: its channel's dialect and the buttons message's limit. */
+  private targetOf(jid: string): QuestionTarget | undefined {
+    const ch = this.channelOf(jid);
+    if (!ch) return undefined;
+    return { limit: ch.approvals?.limit ?? ch.limit, limitUnit: ch.limitUnit, textFormat: ch.textFormat };
   }
 
   private channelOf(jid: string): Channel | undefined {
@@ -156,8 +189,15 @@ class ApprovalMessages implements ApprovalNotifier {
   }
 
   private plain(row: ToolApproval): void {
+    // Markdown, as any answer: delivery writes it in the channel's dialect and splits it at its limit.
+    const ch = this.channelOf(row.chat_jid);
+    const target: QuestionTarget = {
+      limit: Math.max(ch?.limit ?? PLAIN_LIMIT, PLAIN_LIMIT),
+      limitUnit: ch?.limitUnit ?? 'chars',
+      textFormat: 'markdown',
+    };
     const id = this.opts.db.transaction(() => {
-      const out = this.outbound(row, askText(row));
+      const out = this.outbound(row, questionText(row, target).text);
       this.store.asked(row.id, null, out);
       return out;
     })();

@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from '../core/log.js';
 import { withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
+import { shownInput } from '../delivery/approval-text.js';
 import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import { DASHBOARD_ACTOR } from './access.js';
 import type { Auth } from './auth.js';
@@ -25,6 +26,8 @@ function view(a: ToolApproval) {
     chat_jid: a.chat_jid,
     tool: a.tool,
     input_line: a.input_line,
+    // The input as it would run, whole (the chat may show only its head and tail).
+    input: shownInput(a),
     summary: a.summary,
     approvers: a.approvers,
     state: a.state,

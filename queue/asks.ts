@@ -241,9 +241,9 @@ export class AskBroker {
     this.cancel(run, 'the turn was interrupted', () => true, true);
   }
 
-  /** The run's agent answered turns: the asks of turns now all answered are moot (cancelled, `deny`). */
-  answered(run: Run): void {
-    this.cancel(run, 'the turn ended before a decision', (w) => w.through <= run.turns.answered, true);
+  /** The run's agent answered turns 1..`through`: the asks of those turns are moot (cancelled, `deny`). */
+  answered(run: Run, through: number): void {
+    this.cancel(run, 'the turn ended before a decision', (w) => w.through <= through, true);
   }
 
   /**

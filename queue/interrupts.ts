@@ -19,6 +19,8 @@ export class Interrupts {
     private readonly fields: Record<string, unknown>,
     private readonly graceMs: number,
     private readonly now: () => number,
+    /** An interrupt line was written (the ask broker cancels the turn's asks). */
+    private readonly onWritten: () => void = () => {},
   ) {}
 
   /** An interrupt may be written now, with turns 1..answered answered. */
@@ -41,6 +43,7 @@ export class Interrupts {
     timer.unref?.();
     this.pending = { turn, atMs: this.now(), timer };
     this.log.info({ ...this.fields, turn }, 'interrupting the turn in progress');
+    this.onWritten();
   }
 
   /** Turns 1..through are answered: the interrupt (if any) is once its turn is; logs how long it took. */

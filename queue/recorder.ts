@@ -62,8 +62,12 @@ export function runRecorder(d: RecorderDeps): RunHooks {
         log.warn({ runId: run.runId, file: f.path, reason: f.refused }, 'agent file refused');
       return resolved;
     },
-    onBlock: (run, commit, actions, answering, rows) =>
-      recordBlock(d, now(), run, commit, actions, answering, rows),
+    onBlock(run, commit, actions, answering, rows) {
+      const stored = recordBlock(d, now(), run, commit, actions, answering, rows);
+      // Turns through commit.through are answered now: an ask of theirs still waiting is moot.
+      if (stored && commit.through > 0) opts.asks?.answered(run, commit.through);
+      return stored;
+    },
     onIgnoredActions(run, actions) {
       applier.ignorePartial({ runId: run.runId }, actions);
     },
@@ -94,12 +98,11 @@ export function runRecorder(d: RecorderDeps): RunHooks {
   };
 }
 
-/** The hooks through which the ask broker hears of a run's asks, interrupts and answered turns. */
-function askHooks(asks: AskBroker): Pick<RunHooks, 'onAsk' | 'onInterrupt' | 'onAnswered'> {
+/** The hooks through which the ask broker hears of a run's asks and interrupts (answered turns: onBlock). */
+function askHooks(asks: AskBroker): Pick<RunHooks, 'onAsk' | 'onInterrupt'> {
   return {
     onAsk: (run, ask) => asks.ask(run, ask),
     onInterrupt: (run) => asks.interrupted(run),
-    onAnswered: (run) => asks.answered(run),
   };
 }
 

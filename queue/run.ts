@@ -69,8 +69,6 @@ export interface RunHooks {
   onAsk?(run: Run, ask: ToolAsk): void;
   /** An interrupt line was written: the turn in progress is being stopped (its asks are cancelled). */
   onInterrupt?(run: Run): void;
-  /** A block answered more turns (`run.turns.answered` moved): asks of answered turns are moot. */
-  onAnswered?(run: Run): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: Run): void;
   onEnd(run: Run, end: RunEnd): void;
@@ -130,7 +128,7 @@ export class Run {
     this.startedMs = now;
     const fields = { runId, key: this.keyId };
     const graceMs = hooks.interruptGraceMs ?? INTERRUPT_GRACE_MS;
-    this.interrupts = new Interrupts(hooks.log, fields, graceMs, hooks.now);
+    this.interrupts = new Interrupts(hooks.log, fields, graceMs, hooks.now, () => hooks.onInterrupt?.(this));
     this.turns.add(rows);
     this.trace = new RunTrace({ runId, group: key.group, topic: key.topic, chatJid });
     this.hard = new HardTimeout(hooks.now, () => this.kill('timeout'));
@@ -266,7 +264,6 @@ export class Run {
     const turn = this.turns.written;
     if (!this.writeControl({ type: 'interrupt', turn })) return false;
     this.interrupts.written(turn);
-    this.hooks.onInterrupt?.(this);
     return true;
   }
 
@@ -366,7 +363,6 @@ export class Run {
     const before = this.turns.answered;
     this.turns.answer(commit.through);
     this.trace.answered(this.turns.answered, this.hooks.now());
-    if (this.turns.answered > before) this.hooks.onAnswered?.(this);
     if (commit.reply) this.replies++;
     else if (commit.through > before) this.hooks.onDraftsEnd(this, before + 1, commit.through);
     this.interrupts.answered(this.turns.answered, block.interrupted === true);

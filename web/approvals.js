@@ -35,7 +35,11 @@ function actions(a) {
   return span;
 }
 
-const what = (a) => (a.summary ? `${a.summary} · ${a.input_line}` : a.input_line);
+// The real input first, whole; the agent's summary after it, marked as its words.
+const what = (a) => {
+  const input = a.input ?? a.input_line;
+  return a.summary ? `${input}  · the agent's summary: ${a.summary}` : input;
+};
 
 function render(r) {
   const pendingCols = [

@@ -11,6 +11,8 @@ import { platformError, roomOf, toDeliveryError } from './send.js';
  */
 export function slackApprovals(web: WebClient): ApprovalOps {
   return {
+    // A section's text holds at most 3,000 characters (after the escaping below).
+    limit: 3000,
     async ask(chatJid, text, buttons, thread) {
       const elements = buttons.map((b, i) => ({
         type: 'button' as const,

@@ -23,7 +23,9 @@ export function telegramApprovals(telegram: Telegram): ApprovalOps {
       try {
         const sent = await telegram.callApi('sendMessage', {
           chat_id: roomOf(chatJid),
+          // Telegram's HTML subset, as delivery writes answers (the input in a <pre> block).
           text,
+          parse_mode: 'HTML',
           // The General topic (id 1) must not be named when sending.
           ...(Number.isInteger(topic) && topic > 1 ? { message_thread_id: topic } : {}),
           reply_markup: {
@@ -42,6 +44,7 @@ export function telegramApprovals(telegram: Telegram): ApprovalOps {
           chat_id: roomOf(chatJid),
           message_id: Number(platformId),
           text,
+          parse_mode: 'HTML',
         });
       } catch (err) {
         if (err instanceof TelegramError && ALREADY.test(err.description)) return;

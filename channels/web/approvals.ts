@@ -8,7 +8,7 @@ import type { ChatApproval, ChatRow } from './map.js';
  * (live or reloaded) shows Approve and Reject on a pending question and who decided on a decided one.
  */
 
-/** The follow-up that says who decided starts `TOOL (CODE): ` (delivery/approvals.ts `decidedText`). */
+/** The follow-up that says who decided starts `TOOL (CODE): ` (delivery/approval-text.ts `decidedText`). */
 const DECIDED_RE = /^(\S+) \(([A-Z0-9]{5})\): /;
 
 interface ApprovalRow extends Omit<ChatApproval, 'asks'> {

@@ -54,8 +54,11 @@ test(
       text: 'TOOL Bash {"command":"echo approved >> ran.txt","description":"note it down"}',
     });
     const q1 = await asked(1);
-    expect(q1.text).toContain('The agent wants to run Bash: Bash: note it down');
-    expect(q1.text).toContain('echo approved >> ran.txt');
+    // The real input first, in a code block; the agent's words after it, marked, without "Bash: Bash:".
+    expect(q1.text).toContain('The agent wants to run Bash with this input, exactly:');
+    expect(q1.text).toContain('<pre><code>echo approved &gt;&gt; ran.txt</code></pre>');
+    expect(q1.text).toContain("The agent's own summary (not checked): <code>note it down</code>");
+    expect(q1.text.indexOf('ran.txt')).toBeLessThan(q1.text.indexOf('note it down'));
     expect(q1.buttons!.flat().map((b) => b.text)).toEqual(['Approve', 'Reject']);
     tg.press(group.id, q1.message_id, bob, 'Approve');
     await until(() => tg.sent.some((m) => m.text.startsWith('you may not approve')), 20_000, 'the refusal');

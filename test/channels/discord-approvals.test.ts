@@ -9,6 +9,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
+import { groupDirOf } from '../../core/group-dir.js';
 import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
 import { closeTestGated } from '../helpers/gated.js';
@@ -41,7 +42,7 @@ test('a Discord approval: buttons, a member refused, the owner approves once, th
     .prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('dc/ops', 1, 'Bash', 'ask')`)
     .run();
   const posted = (text: string) => dc.posted.filter((p) => p.content.includes(text));
-  const runsLog = join(g.config.groupsDir, 'dc', 'ops', '.tool-runs.log');
+  const runsLog = join(groupDirOf(g.config.groupsDir, 'dc/ops'), '.tool-runs.log');
 
   dc.push({
     channelId: dc.textChannelId,
@@ -73,7 +74,10 @@ test('a Discord approval: buttons, a member refused, the owner approves once, th
   expect(readFileSync(runsLog, 'utf8').trim().split('\n')).toEqual(['Bash {"command":"make deploy"}']);
   await until(() => dc.edits.some((e) => e.messageId === q.id), 10_000, 'the edit');
   const edit = dc.edits.find((e) => e.messageId === q.id)!;
-  expect(edit.content).toBe(`Bash (${code}): approved by discord:${olga.id}`);
+  // Edited in place: the question as it was asked, its commands replaced by how it ended.
+  expect(edit.content).toContain('```\nmake deploy\n```');
+  expect(edit.content).toContain(`**Bash (${code}): approved by discord:${olga.id}**`);
+  expect(edit.content).not.toContain('/approve');
   expect(edit.buttons).toEqual([]);
   expect(dc.buttonsOn(q.id)).toEqual([]);
   await until(() => approved.answeredWith !== undefined, 10_000, 'the press acknowledged');

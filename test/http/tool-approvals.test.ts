@@ -37,7 +37,7 @@ describe('dashboard: tool approvals', () => {
     expect(list.body.decided).toEqual([]);
     // The input's JSON stays in the database; the page gets the line.
     expect(list.body.pending).toContainEqual(
-      expect.objectContaining({ tool: 'Bash', input_line: 'make deploy' }),
+      expect.objectContaining({ tool: 'Bash', input_line: 'make deploy', input: 'make deploy' }),
     );
     expect(JSON.stringify(list.body)).not.toContain('input_json');
 
