@@ -157,6 +157,9 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     GATED_RUN_TIMEOUT_MS: '8000',
     GATED_MAX_CONCURRENT: '12',
     GATED_RUNTIME: 'process',
+    // The campaign's agent writes its pid and events outside its folder for the harness to read, which an
+    // agent under the process runtime's own unprivileged uid rightly cannot: it runs as gated's user here.
+    GATED_PROCESS_USER: 'root',
     GATED_LOG_LEVEL: process.env.CRASH_LOG_LEVEL ?? 'error',
     GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' CRASH_EVENTS='${eventsFile}' exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
     TELEGRAM_BOT_TOKEN: TOKEN,

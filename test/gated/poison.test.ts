@@ -3,7 +3,7 @@
  * runtime, real SQLite file, web channel and delivery); the agent is a real process that exits 1 whenever
  * its input holds the word POISON and otherwise answers like the example agent.
  */
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addGroup } from '../../store/groups.js';
@@ -28,6 +28,8 @@ describe('a poison message', () => {
     const dir = tempDir();
     const agent = join(dir, 'poison-agent.mjs');
     writeFileSync(agent, AGENT);
+    // The agent runs as the process runtime's own uid: it must be able to reach its script.
+    chmodSync(dir, 0o755);
     const g = await startTestGated({
       http: false,
       env: {
