@@ -30,6 +30,13 @@ cp "$repo/package.json" "$repo/schema.sql" "$repo/routes.example.sql" "$ctx/app/
 cp -r "$repo/web" "$ctx/app/web"
 mkdir -p "$ctx/app/agents"
 cp -r "$repo/agents/example" "$ctx/app/agents/example"
+# The files that run beside dist/ as they are (worker threads and helpers read through packageFile): every
+# file of the source folders that the compiler does not compile.
+(cd "$repo" && find core router store gateway queue channels delivery http gated -type f ! -name '*.ts' -print0) |
+  while IFS= read -r -d '' f; do
+    mkdir -p "$ctx/app/$(dirname "$f")"
+    cp "$repo/$f" "$ctx/app/$f"
+  done
 
 # gated's production dependencies and everything they need, from the hoisted node_modules (the agents'
 # SDKs are not among them: they run in the agent images, installed from agents/*/package-lock.json).

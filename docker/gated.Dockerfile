@@ -37,6 +37,9 @@ COPY --from=build /src/dist dist
 COPY package.json schema.sql routes.example.sql ./
 COPY web web
 COPY agents/example agents/example
+# The files that run beside dist/ as they are (worker threads and helpers read through packageFile):
+COPY store/checkpoint-worker.mjs store/
+COPY queue/runtime/spawner.mjs queue/runtime/
 # Everything lives under /data unless configured otherwise; mount a volume there (docker/compose.yaml).
 ENV NODE_ENV=production \
     GATED_DB=/data/gated.db \

@@ -6,7 +6,8 @@
  * most of the time.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, statSync } from 'node:fs';
+import { chownSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +42,41 @@ async function composeCommand(): Promise<string[]> {
   }
 }
 
+/** The files of gated's source folders the compiler does not compile (they run beside dist/ as they are). */
+function runtimeFiles(): string[] {
+  const folders = ['core', 'router', 'store', 'gateway', 'queue', 'channels', 'delivery', 'http', 'gated'];
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) walk(path);
+      else if (!e.name.endsWith('.ts')) found.push(relative(packageFile(), path));
+    }
+  };
+  for (const f of folders) walk(packageFile(f));
+  return found.sort();
+}
+
+/**
+ * What the classic builder (Debian's docker.io has no BuildKit) sends as the context of a build from `dir`,
+ * in bytes, read from its "Sending build context" line. The build itself fails at once on a base image that
+ * does not exist: the context is sent before that.
+ */
+async function classicContextBytes(host: string, args: string[]): Promise<number> {
+  const out = await run('docker', ['build', '--build-arg', 'BASE=gated-no-such-base:none', ...args], {
+    env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: '0' },
+    cwd: packageFile(),
+    maxBuffer: 1 << 24,
+  }).then(
+    (r) => r.stdout + r.stderr,
+    (err: Error & { stdout?: string; stderr?: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}`,
+  );
+  const m = /Sending build context to Docker daemon\s+([\d.]+)([kMG]?B)/.exec(out);
+  if (!m) throw new Error(`no "Sending build context" line from the classic builder:\n${out}`);
+  const unit = { B: 1, kB: 1e3, MB: 1e6, GB: 1e9 }[m[2]!]!;
+  return Number(m[1]) * unit;
+}
+
 let engine: TestDockerd | undefined;
 beforeAll(async () => {
   engine = await startDockerd();
@@ -48,6 +84,28 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine?.stop();
 }, 120_000);
+
+describe('what the images are built from', () => {
+  it('the Dockerfile copies every file that runs beside dist/', () => {
+    const dockerfile = readFileSync(packageFile('docker', 'gated.Dockerfile'), 'utf8');
+    const files = runtimeFiles();
+    expect(files).toContain('store/checkpoint-worker.mjs');
+    for (const f of files)
+      expect(dockerfile, `docker/gated.Dockerfile copies ${f}`).toMatch(new RegExp(`COPY ${f} `));
+  });
+
+  it('a build context of the size of the sources with the classic builder', async () => {
+    // node_modules, dist/, data/ and .env are kept out by the root .dockerignore alone, the one file a
+    // builder without BuildKit reads (the per-Dockerfile ones are BuildKit's).
+    const bound = 20e6;
+    const gated = await classicContextBytes(engine!.host, ['-f', 'docker/gated.Dockerfile', '.']);
+    const agent = await classicContextBytes(engine!.host, ['-f', 'docker/Dockerfile', '.']);
+    const claude = await classicContextBytes(engine!.host, ['agents/claude']);
+    expect(gated).toBeLessThan(bound);
+    expect(agent).toBeLessThan(bound);
+    expect(claude).toBeLessThan(bound);
+  }, 120_000);
+});
 
 describe('the gated image with compose', { timeout: 900_000 }, () => {
   it('builds offline, starts healthy as a non-root user, answers in the web chat through an agent container', async () => {
@@ -136,6 +194,21 @@ describe('the gated image with compose', { timeout: 900_000 }, () => {
         "the agent's answer in the web chat",
       );
       expect(answer).toBe('echo: hello from compose');
+      // Every file that runs beside dist/ is in the image, and the WAL checkpoints run in their worker
+      // thread: it never fell back to the event loop.
+      for (const f of runtimeFiles()) {
+        const probe = await run(
+          'docker',
+          ['exec', containers[0]!.Id, 'node', '-e', `require('fs').accessSync('/app/${f}')`],
+          { env },
+        ).then(
+          () => 'present',
+          (err: Error) => err.message,
+        );
+        expect(probe, f).toBe('present');
+      }
+      const logs = String(await box.logs({ stdout: true, stderr: true }));
+      expect(logs).not.toContain('the checkpoint worker stopped');
       // The answer came from an agent container started on the same engine.
       const events = await d.docker.getEvents({
         since: started,
