@@ -9,7 +9,9 @@
 // whose first messages include every message of the prompts at the end of the session's transcript
 // resumes the session at the last point the turn reached with all its tool calls answered
 // (`resumeSessionAt`), and sends only what the transcript lacks: a note to go on and any message that
-// arrived since. A turn that reached no such point is cut off before its prompt and sent again whole.
+// arrived since. A message steered into the turn is kept by the CLI as a `queued_command` attachment
+// naming the agent's uuid: where the kept part holds it, it is not sent again either. A turn that reached
+// no such point is cut off before its prompt and sent again whole.
 import { randomUUID } from 'node:crypto';
 import {
   appendFileSync,
@@ -137,7 +139,8 @@ function isPrompt(e) {
 
 /**
  * The turn at the end of `chain` when the run's messages (`ids`) include every message of it, else null.
- * `sent` is the session's ledger. Returns the prompts' message ids (`held`) and text (`said`), the entry
+ * `sent` is the session's ledger. Returns the message ids (`held`) and text (`said`) of the prompts and of
+ * the messages steered into the kept part of the turn, the entry
  * to resume at (`resumeAt`), whether the turn goes on after recorded work (`continued`; else it is sent
  * again from its prompt), and what the kept part did: the texts the model wrote (`texts`) and its tool
  * calls with their results (`calls`).
@@ -169,28 +172,54 @@ export function heldTurn(chain, sent, ids) {
     }
     if (work && open.size === 0) keep = i;
   }
-  const said = chain
-    .slice(first)
-    .filter(isPrompt)
-    .map((e) =>
-      blocks(e)
-        .map((b) => b.text ?? '')
-        .join('\n'),
-    )
-    .join('\n');
-  if (keep >= 0)
+  const promptText = (e) =>
+    blocks(e)
+      .map((b) => b.text ?? '')
+      .join('\n');
+  const said = chain.slice(first).filter(isPrompt).map(promptText);
+  if (keep >= 0) {
+    // A message steered into the turn is kept as a `queued_command` attachment where the CLI folded it in,
+    // under the uuid the agent gave it (`source_uuid`): when the kept part holds it, so does the model's
+    // context, and it is not sent again.
+    for (const e of chain.slice(first + 1, keep + 1)) {
+      const steered = steeredPrompt(e, sent);
+      if (steered === null) continue;
+      for (const id of steered.ids) held.add(id);
+      said.push(steered.text);
+    }
     return {
       held,
-      said,
+      said: said.join('\n'),
       resumeAt: chain[keep].uuid,
       continued: true,
       ...keptWork(chain.slice(first + 1, keep + 1)),
     };
+  }
   // Nothing of the turn is kept: the session goes back to before its prompt, which is sent again. A session
   // that holds nothing else is not resumed at all (a new one starts, as gated asked).
   const parent = chain[first].parentUuid;
   if (typeof parent !== 'string') return null;
-  return { held, said, resumeAt: parent, continued: false, texts: [], calls: [] };
+  return { held, said: said.join('\n'), resumeAt: parent, continued: false, texts: [], calls: [] };
+}
+
+/**
+ * A message the agent steered into a turn, as the transcript keeps it (an attachment of type
+ * `queued_command` naming the agent's uuid as `source_uuid`): its message ids from the ledger `sent` and its
+ * text; null for any other entry, or one the ledger does not know.
+ */
+function steeredPrompt(e, sent) {
+  const a = e.type === 'attachment' ? e.attachment : null;
+  if (a?.type !== 'queued_command' || typeof a.source_uuid !== 'string') return null;
+  const ids = sent.get(a.source_uuid);
+  if (!ids) return null;
+  const p = a.prompt;
+  const text =
+    typeof p === 'string'
+      ? p
+      : Array.isArray(p)
+        ? p.map((b) => (typeof b?.text === 'string' ? b.text : '')).join('\n')
+        : '';
+  return { ids, text };
 }
 
 /** The texts and the answered tool calls of the kept entries of a turn. */

@@ -1,14 +1,15 @@
 /**
  * A turn cut off by kill -9 (issue 25 item 2, docs/AGENTS.md "Interrupted turns"): the real `gated run` with
- * the Claude agent (process runtime) against the local Messages API. A turn calls the group's MCP tool
- * (test/agents/mcp-demo-server.mjs, which logs each call) and is killed, gated and the agent's processes
- * with -9, while the model streams its answer after the tool's result. After the restart the session is
- * resumed without the turn twice: the resumed request holds the user's message once, no "No response
- * requested." placeholder, the tool's result from before the crash, and the tool never ran again.
+ * the Claude agent (process runtime) against the local Messages API. A turn runs a Bash command, a message
+ * steered into it (steer mode) calls the group's MCP tool (test/agents/mcp-demo-server.mjs, which logs each
+ * call), and the turn is killed, gated and the agent's processes with -9, while the model streams its
+ * answer after the tool's result. After the restart the session is resumed without the turn twice: the
+ * resumed request holds the user's message and the steered one once each, no "No response requested."
+ * placeholder, the tools' results from before the crash, and the tool never ran again.
  */
 import Database from 'better-sqlite3';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -21,6 +22,8 @@ import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.j
 import { MessagesApiServer, slowText, userWords, type RecordedRequest } from '../infra/messages-api.js';
 import { API_KEY } from './claude-support.js';
 import { killRun } from './crash-support.js';
+
+const AGENT = `node '${packageFile('agents', 'claude', 'agent.mjs')}'`;
 
 let api: MessagesApiServer;
 
@@ -40,12 +43,12 @@ function texts(req: RecordedRequest): string[] {
 }
 
 /** A gated (`gated run`, a child process) with the Claude agent for group `claude`, and its web chat. */
-function world() {
+function world(more: Record<string, string> = {}) {
   const dir = tempDir('gated-resume-');
   const configDir = tempDir('gated-resume-config-');
   writeGroupConfig(configDir, 'claude');
   const env = gatedEnv(dir, {
-    GATED_AGENT_CMD: `node '${packageFile('agents', 'claude', 'agent.mjs')}'`,
+    GATED_AGENT_CMD: AGENT,
     GATED_CONFIG_DIR: configDir,
     GATED_IDLE_TIMEOUT_MS: '30000',
     GATED_RUN_TIMEOUT_MS: '120000',
@@ -55,6 +58,7 @@ function world() {
     ANTHROPIC_BASE_URL: api.url,
     CLAUDE_CODE_MAX_RETRIES: '0',
     CLAUDE_DEMO_TOKEN: DEMO_TOKEN,
+    ...more,
   });
   const seed = openDatabase(env.GATED_DB);
   addGroup(seed, env.GATED_GROUPS_DIR, 'claude');
@@ -66,6 +70,7 @@ function world() {
     groupDir,
     watch,
     start: () => gatedUp(gatedRun(env)),
+    steer: () => seed.prepare(`UPDATE registered_groups SET busy = 'steer' WHERE folder = 'claude'`).run(),
     send: (content: string) =>
       insertInbound(seed, { chat_jid: 'web:claude', sender: 'ada', sender_name: 'Ada', content })!,
     replies: (id: number) =>
@@ -111,30 +116,42 @@ function expectGoneOn(resumed: RecordedRequest[], asked: string, said: string): 
   expect(userWords(resumed[0]!.body.messages.at(-1)!.content)).toContain('Continue the turn');
 }
 
-test('a turn cut off by kill -9 after its tool ran goes on once: its message, no placeholder, the tool not again', async () => {
-  const w = world();
+test('a turn cut off by kill -9 after its tools ran, with a message steered into it, goes on once: each message once, no placeholder, no tool again', async () => {
+  // Steer mode: the follow-up is folded into the turn while its Bash command runs (the CLI keeps it in the
+  // transcript as a queued_command attachment), and asks for the MCP tool; the turn is cut while the model
+  // streams after that tool's result.
+  const w = world({ GATED_AGENT_CMD: `GATED_CLAUDE_SHELL=1 IS_SANDBOX=1 ${AGENT}` });
   const lookups = () => readFileSync(join(w.groupDir, 'demo-lookups.log'), 'utf8');
+  w.steer();
   const first = await w.start();
   const hello = w.send('hello before the crash');
   await until(() => w.replies(hello).length > 0, 60_000, 'the first answer');
   const [session] = w.sessions();
 
-  const asked = 'TOOL lookup {"query":"anchor"} THEN SLOW 8';
+  const asked = 'BASH touch started; sleep 3; echo slept THEN SLOW 8';
   const cut = w.send(asked);
+  await until(() => existsSync(join(w.groupDir, 'started')), 30_000, 'the command to start');
+  const steered = 'and also this TOOL lookup {"query":"anchor"}';
+  const also = w.send(steered);
   await w.cutAfter(first, 'definition of anchor');
   expect(lookups()).toBe('anchor\n');
   expect(w.replies(cut)).toEqual([]);
+  expect(w.replies(also)).toEqual([]);
   const before = api.turns.length;
 
   const second = await w.start();
-  await until(() => w.replies(cut).length > 0, 60_000, 'the answer after the restart');
+  await until(() => w.replies(also).length > 0, 60_000, 'the answer after the restart');
   second.kill('SIGTERM');
   expect(await exited(second)).toBe(0);
 
   expectGoneOn(api.turns.slice(before), asked, 'definition of anchor (token ok)');
-  // The tool ran once in all; the answer is the one streamed after its result, stored once.
+  // The steered message once in the model's context (twice before: kept in the transcript and sent again).
+  const context = JSON.stringify(api.turns.at(-1)!.body.messages);
+  expect(context.split('and also this').length - 1).toBe(1);
+  // The MCP tool ran once in all (and no request after the restart called any tool); the answer is the one streamed after the MCP tool's result, stored once.
   expect(lookups()).toBe('anchor\n');
-  expect(w.replies(cut)).toEqual([slowText(8)]);
+  expect(w.replies(also)).toEqual([slowText(8)]);
+  expect(w.replies(cut)).toEqual([]);
   expect(w.sessions()).toEqual([session]);
   w.close();
 }, 180_000);

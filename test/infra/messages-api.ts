@@ -33,7 +33,8 @@
  * - anything else: `echo: <text>`.
  *
  * A message the CLI folds into a turn in progress (steered: a `system` entry after a tool's result, holding
- * gated's `<message>` elements) is answered too: the text answer then ends with `echo: <its words>`.
+ * gated's `<message>` elements) is answered too: the text answer then ends with `echo: <its words>`; a
+ * steered `TOOL <name> <json>` is called first, before the turn's own `THEN SLOW` or text.
  *
  * Every request is recorded (body and headers). Requests that are not the conversation's own (the CLI's side
  * calls, e.g. a title) get a short text and are not counted as turns.
@@ -147,6 +148,20 @@ function steeredWords(body: RecordedRequest['body']): string {
     .filter((m) => m.role === 'system' && /<message [^>]*>/.test(textOf(m.content)))
     .map((m) => userWords(m.content))
     .join('\n');
+}
+
+/** The plan of a `TOOL <name> <json>` in `words`, or null when they hold none. */
+function toolCall(body: RecordedRequest['body'], words: string): Plan | null {
+  const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
+  if (!call) return null;
+  const wanted = call[1]!;
+  const offered = (body.tools ?? []).find((t) => t.name === wanted || t.name.endsWith(`__${wanted}`));
+  if (!offered) return { kind: 'text', text: `no tool ${wanted}` };
+  try {
+    return { kind: 'tool', name: offered.name, input: JSON.parse(call[2]!) as Record<string, unknown> };
+  } catch {
+    return { kind: 'text', text: `bad JSON for ${wanted}` };
+  }
 }
 
 function systemText(system: unknown): string {
@@ -263,6 +278,9 @@ export class MessagesApiServer {
       const use = body.messages
         .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
         .find((b) => b.type === 'tool_use' && b.id === r.tool_use_id);
+      // A TOOL call steered in beside this result is made first (a turn doing more after the steer).
+      const steeredCall = toolCall(body, steeredWords(body));
+      if (steeredCall) return steeredCall;
       const then = /\bTHEN SLOW (\d+)/.exec(this.promptWords(body));
       if (then) return { kind: 'slow', seconds: Number(then[1]) };
       const attach = /\bATTACH (\S+) (\S+)/.exec(this.promptWords(body));
@@ -289,17 +307,8 @@ export class MessagesApiServer {
     }
     const bash = /\bBASH ([\s\S]+)$/.exec(words);
     if (bash) return { kind: 'tool', name: 'Bash', input: { command: bash[1]!.trim() } };
-    const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
-    if (call) {
-      const wanted = call[1]!;
-      const offered = (body.tools ?? []).find((t) => t.name === wanted || t.name.endsWith(`__${wanted}`));
-      if (!offered) return { kind: 'text', text: `no tool ${wanted}` };
-      try {
-        return { kind: 'tool', name: offered.name, input: JSON.parse(call[2]!) as Record<string, unknown> };
-      } catch {
-        return { kind: 'text', text: `bad JSON for ${wanted}` };
-      }
-    }
+    const call = toolCall(body, words);
+    if (call) return call;
     if (/\bMARKDOWN\b/.test(words)) return { kind: 'chunks', text: MARKDOWN_SAMPLE, size: 4 };
     const slow = /\bSLOW (\d+)/.exec(words);
     if (slow) return { kind: 'slow', seconds: Number(slow[1]) };
