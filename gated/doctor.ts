@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, statfsSync, statSync } from 'node:fs
 import { dirname } from 'node:path';
 import { checkDatabaseFile } from '../store/backup.js';
 import { findBadRows, isRowFinding, type BadRows } from '../store/constraints.js';
+import { danglingNames } from '../store/dangling.js';
 import { openFile } from '../store/db.js';
 import { badRowsText } from './health.js';
 import { SCHEMA_VERSION } from '../store/migrate.js';
@@ -140,6 +141,38 @@ function badRowsFinding(path: string, findings: string[]): Finding | undefined {
     fix: first
       ? `correct or delete them (sqlite3 ${path} "SELECT rowid, * FROM ${first.table} WHERE rowid IN (${first.rowids.join(', ')})"); gated fails them alone`
       : 'correct or delete those rows; gated fails them alone',
+  };
+}
+
+/**
+ * Names in the database that point nowhere (store/dangling.ts): a route to a group or daemon that is not
+ * registered, a group naming an agent that does not exist, a task or limit of a missing group. gated runs,
+ * but every message or run that follows such a name fails, so it is a warning with the first fix.
+ */
+export function namesFinding(path: string): Finding | undefined {
+  if (!existsSync(path)) return undefined;
+  const db = openFile(path, { readonly: true });
+  let found;
+  try {
+    found = danglingNames(db);
+  } catch {
+    return undefined; // a database doctor could not read is the database finding's to report
+  } finally {
+    db.close();
+  }
+  if (found.length === 0)
+    return { name: 'names', status: 'ok', detail: 'every route, agent, task and limit points somewhere' };
+  const first = found[0]!;
+  const more = found.length > 3 ? ` (and ${found.length - 3} more: gated routes check lists them)` : '';
+  return {
+    name: 'names',
+    status: 'warn',
+    detail:
+      found
+        .slice(0, 3)
+        .map((d) => `${d.where}: ${d.reason}`)
+        .join('; ') + more,
+    fix: first.fix,
   };
 }
 

@@ -3,6 +3,7 @@ import { UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
+import { danglingTarget } from '../store/dangling.js';
 import { addCheckedRoute, removeRoute } from '../store/routes.js';
 
 /** Reads a string field from a JSON or form body. */
@@ -51,7 +52,9 @@ export function routesAdminApi(db: Db, log: Logger): Hono {
         { route: id, seq: row.seq, match: row.match, target: row.target },
         'route added from the dashboard',
       );
-      return c.json({ id, ...row }, 201);
+      // Accepted (the group may come next), with what it points to named when that is nowhere yet.
+      const warning = danglingTarget(db, row.target);
+      return c.json({ id, ...row, ...(warning ? { warning } : {}) }, 201);
     } catch (err) {
       if (err instanceof UsageError) return c.json({ error: err.message }, 400);
       throw err;

@@ -230,13 +230,13 @@ async function explain(form) {
 async function addRoute(form) {
   const body = Object.fromEntries(new window.FormData(form));
   try {
-    await getJson('/api/routes', {
+    const added = await getJson('/api/routes', {
       method: 'POST',
       headers: { ...auth(), 'Content-Type': 'application/json' },
       body: JSON.stringify(body),
     });
     form.reset();
-    notice('');
+    notice(added.warning ? `route ${added.id} added, but ${added.warning}` : '');
     await refresh();
   } catch (err) {
     notice(`not added: ${err.message}`);

@@ -4,10 +4,18 @@ import type { Config } from '../../core/config.js';
 import { action } from '../context.js';
 import { bundledAgentsFinding } from '../doctor-agents.js';
 import { channelChecks, engineCheck } from '../doctor-remote.js';
-import { databaseFinding, diskFinding, doctorLines, writableDir, type Finding } from '../doctor.js';
+import {
+  databaseFinding,
+  diskFinding,
+  doctorLines,
+  namesFinding,
+  writableDir,
+  type Finding,
+} from '../doctor.js';
 
 /**
- * Everything `gated doctor` checks for `config`, in the order printed: folders, database, disk, the bundled
+ * Everything `gated doctor` checks for `config`, in the order printed: folders, database, disk, the names the
+ * database points to (routes, agents, tasks, limits), the bundled
  * agents' packages (process runtime, when a command runs one), the engine (docker and swarm runtimes), then
  * each configured channel by a harmless authenticated call.
  */
@@ -18,6 +26,8 @@ export async function diagnose(config: Config): Promise<Finding[]> {
     databaseFinding(config.db),
     diskFinding(config.db),
   ];
+  const names = namesFinding(config.db);
+  if (names) findings.push(names);
   const agents = bundledAgentsFinding(config);
   if (agents) findings.push(agents);
   if (config.runtime !== 'process') findings.push(await engineCheck(config));

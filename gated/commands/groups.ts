@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { danglingAgent } from '../../store/dangling.js';
 import { UsageError } from '../../core/errors.js';
 import { isValidFolder } from '../../core/types.js';
 import { AUTONOMY_LEVELS, autonomyOf, DEFAULT_AUTONOMY } from '../../router/autonomy.js';
@@ -97,6 +98,8 @@ function settingCommands(groups: Command): void {
           agent: agent === 'default' ? null : agent,
           model: model === undefined || model === 'default' ? null : model,
         };
+        const nowhere = danglingAgent(ctx.db({ readOnly: true }), choice.agent);
+        if (nowhere) throw new UsageError(`${nowhere.replace(/: every run fails$/, '')}: nothing changed`);
         if (!audited(ctx, (db) => new AgentStore(db).setChoice(folder, choice)))
           throw new UsageError(`no group '${folder}'`);
         ctx.out(`group ${folder}: agent ${choice.agent ?? 'claude'}, model ${choice.model ?? 'default'}`);

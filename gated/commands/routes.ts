@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../core/errors.js';
 import { compileRoutes, explainFields, formatExplain } from '../../router/index.js';
+import { danglingNames, danglingTarget } from '../../store/dangling.js';
 import { addCheckedRoute, listRoutes, removeRoute, routeHits } from '../../store/routes.js';
 import { audited } from './access.js';
 import { action, intArg, type CliContext } from '../context.js';
@@ -69,6 +70,9 @@ function routeEditCommands(routes: Command): void {
           impulse_config: opts.impulse ?? null,
         };
         ctx.out(String(audited(ctx, (db) => addCheckedRoute(db, row), { create: true })));
+        // Accepted (a group may be added after its route), but said: until then every message it takes fails.
+        const nowhere = danglingTarget(ctx.db(), target);
+        if (nowhere) process.stderr.write(`warning: ${nowhere}\n`);
       }),
     );
 
@@ -88,12 +92,17 @@ function routeEditCommands(routes: Command): void {
 function routeCheckCommands(routes: Command): void {
   routes
     .command('check')
-    .description('list invalid rows (id, then reason); exit 1 if any')
+    .description(
+      'list invalid rows (id, then reason; exit 1 if any), then the names that point nowhere (warnings: a ' +
+        'route to a group or daemon not registered, a group naming an unknown agent)',
+    )
     .action(
       action((ctx) => {
-        const problems = compileRoutes(listRoutes(ctx.db({ readOnly: true }))).problems();
+        const db = ctx.db({ readOnly: true });
+        const problems = compileRoutes(listRoutes(db)).problems();
         for (const p of problems) ctx.out(`${p.id}\t${p.reason}`);
         if (problems.length === 0) ctx.out('all routes valid');
+        for (const d of danglingNames(db)) ctx.out(`warning: ${d.where}: ${d.reason} (${d.fix})`);
         return problems.length ? 1 : 0;
       }),
     );

@@ -106,6 +106,7 @@ describe('gated doctor', { timeout: 60_000 }, () => {
         new RegExp(`^OK {4}database {6}.*gated\\.db: quick_check ok, schema version ${SCHEMA_VERSION}$`),
       ),
       expect.stringMatching(/^OK {4}disk +[\d.]+ GiB free on the disk of /),
+      'OK    names          every route, agent, task and limit points somewhere',
       'OK    telegram       signed in as @gated_bot (getMe)',
       'OK    discord        signed in as gated (/users/@me)',
       'OK    slack          signed in as gated in team T0TEST (auth.test)',
