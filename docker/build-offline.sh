@@ -15,7 +15,11 @@
 #   GATED_AGENT_DIR     folder holding the agent (default agents/example of this checkout)
 #   GATED_AGENT_FILE    the agent's entry file inside that folder (default agent.mjs)
 #   GATED_AGENT_PROGRAMS  programs of this machine the agent runs, by name, space-separated (a test agent's
-#                       `mkfifo`); each is copied at its own path, with its shared libraries
+#                       `mkfifo`, the Claude agent's shell: `bash sh sleep`); each is copied at its own path,
+#                       with its shared libraries, and found by its name where this machine finds it (sh is
+#                       a link to dash here); a /bin that links to usr/bin here does so in the image too
+#   GATED_AGENT_ENV     settings of the image's environment, space-separated NAME=VALUE (the Claude agent's
+#                       GATED_CLAUDE_SHELL=1, which its production image sets too)
 # For a real agent built FROM node:20-slim on a machine that can pull images, see docker/Dockerfile.
 set -euo pipefail
 
@@ -82,9 +86,20 @@ fi
 # Every library node (and any native program the agent brought) links against, and the dynamic loader, at
 # the same paths as on this machine.
 programs=("$node_bin")
+# This machine's merged /usr: /bin (and /sbin, /lib, /lib64) as links into usr/, so that /bin/sh is found.
+for d in bin sbin lib lib64; do
+  if [ -L "/$d" ]; then
+    mkdir -p "$root/$(readlink "/$d")"
+    ln -sfn "$(readlink "/$d")" "$root/$d"
+  fi
+done
 for name in ${GATED_AGENT_PROGRAMS:-}; do
-  prog=$(readlink -f "$(command -v "$name")") || { echo "no program $name on this machine" >&2; exit 1; }
+  found=$(command -v "$name") || { echo "no program $name on this machine" >&2; exit 1; }
+  prog=$(readlink -f "$found")
   cp --parents "$prog" "$root"
+  # The name it is run by, where it differs from the file (sh -> dash), as the same link.
+  at=$(readlink -f "$(dirname "$found")")/$(basename "$found")
+  [ "$at" = "$prog" ] || ln -sf "$prog" "$root$at"
   programs+=("$prog")
 done
 while IFS= read -r -d '' f; do
@@ -100,10 +115,14 @@ printf 'root:x:0:0:root:/root:/sbin/nologin\nagent:x:1000:1000:agent:/tmp:/sbin/
 printf 'root:x:0:\nagent:x:1000:\n' >"$root/etc/group"
 chmod 1777 "$root/tmp"
 
-tar -C "$root" -c . | docker import \
-  --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
-  --change 'ENV LANG=C.UTF-8' \
-  - "$base" >/dev/null
+changes=(--change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'ENV LANG=C.UTF-8')
+for setting in ${GATED_AGENT_ENV:-}; do
+  case $setting in
+    [A-Za-z_]*=*) changes+=(--change "ENV $setting") ;;
+    *) echo "GATED_AGENT_ENV: '$setting' is not NAME=VALUE" >&2; exit 1 ;;
+  esac
+done
+tar -C "$root" -c . | docker import "${changes[@]}" - "$base" >/dev/null
 
 DOCKER_BUILDKIT=0 docker build -q \
   -f "$here/Dockerfile.offline" \

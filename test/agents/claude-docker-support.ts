@@ -1,7 +1,7 @@
 /**
  * The Claude agent in its container under the docker runtime, for the suites that run it there: a private
  * dockerd (test/infra/dockerd.ts) started for the file with the image built offline from agents/claude
- * (docker/build-offline.sh), a Messages API per test, and after each test the check that no container of
+ * (docker/build-offline.sh, with a shell as its production image has), a Messages API per test, and after each test the check that no container of
  * the test's gated is left.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
@@ -12,6 +12,12 @@ import { MessagesApiServer } from '../infra/messages-api.js';
 import { startClaudeChat, type ClaudeChat, type ClaudeChatOptions } from './claude-support.js';
 
 const IMAGE = 'gated-claude:test';
+/**
+ * This machine's programs the agent's shell commands need in the offline image (its production image,
+ * node:20-slim, has them), and the setting that image carries: shell commands allowed in the container.
+ */
+const SHELL_PROGRAMS = ['bash', 'sh', 'sleep', 'touch', 'tee'];
+const SHELL_ON = ['GATED_CLAUDE_SHELL=1'];
 
 /** What a docker suite of the Claude agent reaches during a test. */
 export interface ClaudeDockerSuite {
@@ -33,7 +39,7 @@ export function useClaudeDocker(name: string): ClaudeDockerSuite {
   let chat: ClaudeChat | undefined;
   beforeAll(async () => {
     engine = await startDockerd();
-    await engine.buildAgentImage(IMAGE, packageFile('agents', 'claude'));
+    await engine.buildAgentImage(IMAGE, packageFile('agents', 'claude'), undefined, SHELL_PROGRAMS, SHELL_ON);
   }, 180_000);
   afterAll(async () => {
     await engine?.stop();

@@ -68,29 +68,17 @@ export async function steerWhileBashScenario(chat: ClaudeChat, api: MessagesApiS
   await answeredOnce(chat, api, [first, also], 'Tool Bash said: slept');
 }
 
-/** The tool call a steering-while-approval scenario asks about, and what the model says once it ran. */
-const ASKED = {
-  Bash: { say: 'BASH echo approved | tee approved.txt', answer: 'Tool Bash said: approved' },
-  // For an image without a shell: the file tool, asked about the same way.
-  Write: { say: 'WRITE approved.txt approved', answer: 'The file is written' },
-} as const;
-
 /**
- * Steer mode: a follow-up while a tool call's approval waits (a Bash command, or `Write` where the agent
- * has no shell) is folded into the turn and answered once.
+ * Steer mode: a follow-up while a Bash command's approval waits is folded into the turn and answered once.
  */
-export async function steerWhileApprovalScenario(
-  chat: ClaudeChat,
-  api: MessagesApiServer,
-  tool: keyof typeof ASKED = 'Bash',
-): Promise<void> {
+export async function steerWhileApprovalScenario(chat: ClaudeChat, api: MessagesApiServer): Promise<void> {
   steerMode(chat);
   const db = chat.gated.db;
   upsertMember(db, chat.group, 'web:ada', 'owner');
   db.prepare(
-    `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, ?, '*', 'ask')`,
-  ).run(chat.group, tool);
-  const first = chat.send(ASKED[tool].say);
+    `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'Bash', '*', 'ask')`,
+  ).run(chat.group);
+  const first = chat.send('BASH echo approved | tee approved.txt');
   const question = await until(
     () =>
       db
@@ -109,7 +97,7 @@ export async function steerWhileApprovalScenario(
   );
   expect(existsSync(join(chat.groupDir, 'approved.txt'))).toBe(false);
   chat.send(`/approve ${/\/approve ([A-Z0-9]{5})/.exec(question)![1]!}`);
-  await answeredOnce(chat, api, [first, also], ASKED[tool].answer);
+  await answeredOnce(chat, api, [first, also], 'Tool Bash said: approved');
 }
 
 /** The conversation request streaming `words`, once it has streamed for a while (drafts are out). */

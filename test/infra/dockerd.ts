@@ -41,9 +41,16 @@ export interface TestDockerd {
   readonly docker: Docker;
   /**
    * Builds an agent image with docker/build-offline.sh; returns the tag. `programs` are programs of this
-   * machine the agent runs (GATED_AGENT_PROGRAMS), copied in with their libraries.
+   * machine the agent runs (GATED_AGENT_PROGRAMS), copied in with their libraries; `settings` are
+   * NAME=VALUE lines of the image's environment (GATED_AGENT_ENV).
    */
-  buildAgentImage(tag: string, agentDir?: string, agentFile?: string, programs?: string[]): Promise<string>;
+  buildAgentImage(
+    tag: string,
+    agentDir?: string,
+    agentFile?: string,
+    programs?: string[],
+    settings?: string[],
+  ): Promise<string>;
   /** Stops dockerd and removes everything it left. Idempotent. */
   stop(): Promise<void>;
   /**
@@ -278,11 +285,12 @@ export async function startDockerd(
       child = launch();
       await waitPing();
     },
-    async buildAgentImage(tag, agentDir, agentFile, programs) {
+    async buildAgentImage(tag, agentDir, agentFile, programs, settings) {
       const env: NodeJS.ProcessEnv = { ...process.env, DOCKER_HOST: host };
       if (agentDir) env.GATED_AGENT_DIR = agentDir;
       if (agentFile) env.GATED_AGENT_FILE = agentFile;
       if (programs?.length) env.GATED_AGENT_PROGRAMS = programs.join(' ');
+      if (settings?.length) env.GATED_AGENT_ENV = settings.join(' ');
       try {
         await run('bash', [packageFile('docker', 'build-offline.sh'), tag], { env, maxBuffer: 1 << 24 });
       } catch (err) {
