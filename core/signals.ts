@@ -98,6 +98,16 @@ export interface Signals {
    * the scheduler starts new runs less often meanwhile, so that batches stay whole.
    */
   backlog: Signal<boolean>;
+  /**
+   * A tool approval was decided in this process (a chat's `/approve` or `/reject` once its batch committed,
+   * the dashboard), or another process committed (the commit watcher): the tool approvals' checker looks.
+   */
+  decided: Signal;
+  /**
+   * A task was added, paused or resumed in this process (an agent's `schedule`, the dashboard): the task
+   * worker looks for its next due time.
+   */
+  tasks: Signal;
 }
 
 /** Makes the signals of one process; a listener that throws is reported through `onError`. */
@@ -111,5 +121,7 @@ export function createSignals(onError: (signal: string, err: unknown) => void = 
     draftsEnd: new Signal<DraftsEnd>('draftsEnd', onError),
     working: new Signal<WorkingChange>('working', onError),
     backlog: new Signal<boolean>('backlog', onError),
+    decided: new Signal('decided', onError),
+    tasks: new Signal('tasks', onError),
   };
 }

@@ -72,8 +72,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // start that works instead of burning retries.
   started = await startChannels(channels, gateway.inbound, log);
   base.metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
-  const stop = startOutbound(base, started, { queue, gateway, asks });
-  base.http?.serve(webApp({ ...base, channels: started, gateway, queue, asks }));
+  const stop = startOutbound(base, started, { queue, gateway, asks }, opts.watchCommits !== false);
+  base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
   const history = startHistory(base, opts.historyFlushMs ?? 60_000);
 
   const steps = (graceMs: number): Array<[string, () => unknown]> => [
@@ -134,7 +134,8 @@ function makeStages(
     log: log.child({ part: 'asks' }),
     timeoutMs: config.approvalTimeoutMs,
     shell,
-    checkMs: Math.min(config.pollMs, 500),
+    checkMs: config.pollMs,
+    signals,
     notifier: createApprovalNotifier({
       db,
       channels: started,
@@ -195,7 +196,12 @@ interface Outbound {
  * restart interrupted (only now: a re-run's first drafts would be lost before the channels are up), the
  * gateway, and the commit watcher.
  */
-function startOutbound(base: Base, started: Channel[], { queue, gateway, asks }: Stages): Outbound {
+function startOutbound(
+  base: Base,
+  started: Channel[],
+  { queue, gateway, asks }: Stages,
+  watch: boolean,
+): Outbound {
   const { config, log, db, signals, history } = base;
   // While a chat's agent works, the chat shows typing (only on channels that started).
   const typing = createTypingKeeper(() => started, log.child({ part: 'typing' }));
@@ -232,15 +238,18 @@ function startOutbound(base: Base, started: Channel[], { queue, gateway, asks }:
   delivery.start();
   inbox.start();
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
-  const commits = watchCommits(
-    config.db,
-    () => {
-      signals.inbound.fire();
-      signals.outbound.fire(undefined);
-      asks.wake();
-    },
-    log,
-  );
+  const commits = watch
+    ? watchCommits(
+        config.db,
+        () => {
+          signals.inbound.fire();
+          signals.outbound.fire(undefined);
+          signals.decided.fire();
+          signals.tasks.fire();
+        },
+        log,
+      )
+    : { close() {} };
   return {
     delivery,
     before: [

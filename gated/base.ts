@@ -35,6 +35,11 @@ export interface StartOptions {
   exclusive?: boolean;
   /** How often the per-minute history is written, in ms. Default 60,000 (the benchmark shortens it). */
   historyFlushMs?: number;
+  /**
+   * Watch the database's WAL file so that other processes' commits wake the stages at once (gateway/watch.ts).
+   * Default true; off, only the poll interval finds them, as on a network mount (the approval bench).
+   */
+  watchCommits?: boolean;
 }
 
 /** What every stage is built on: made first, before any stage exists. */

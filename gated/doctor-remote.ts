@@ -246,15 +246,8 @@ function emailCheck({ email }: Config): Promise<Finding>[] {
     channelFinding('email', 'EMAIL_USER and EMAIL_PASSWORD', async () => {
       const { imap, smtp } = email;
       const { ImapFlow } = await import('imapflow');
-      const client = new ImapFlow({
-        host: imap.host,
-        port: imap.port,
-        secure: imap.security === 'tls',
-        doSTARTTLS: imap.security === 'starttls' ? true : imap.security === 'none' ? false : undefined,
-        auth: { user: email.user, pass: email.password },
-        logger: false,
-        connectionTimeout: REMOTE_TIMEOUT_MS,
-      });
+      const { imapOptions, smtpOptions } = await import('../channels/email/servers.js');
+      const client = new ImapFlow(imapOptions(imap, email, REMOTE_TIMEOUT_MS));
       // Without a listener a socket error after the answer would end doctor with an unhandled event.
       client.on('error', () => {});
       try {
@@ -264,15 +257,7 @@ function emailCheck({ email }: Config): Promise<Finding>[] {
         await client.logout().catch(() => client.close());
       }
       const { default: nodemailer } = await import('nodemailer');
-      const transport = nodemailer.createTransport({
-        host: smtp.host,
-        port: smtp.port,
-        secure: smtp.security === 'tls',
-        requireTLS: smtp.security === 'starttls',
-        ignoreTLS: smtp.security === 'none',
-        auth: { user: email.user, pass: email.password },
-        connectionTimeout: REMOTE_TIMEOUT_MS,
-      });
+      const transport = nodemailer.createTransport(smtpOptions(smtp, email, REMOTE_TIMEOUT_MS));
       try {
         await transport.verify();
       } finally {

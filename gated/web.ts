@@ -30,9 +30,8 @@ export interface WebParts {
   queue: WorkQueue;
   runtime: Runtime;
   history: History | undefined;
+  /** A decision on the dashboard fires `decided`, a task paused or resumed there `tasks`. */
   signals: Signals;
-  /** The tool question broker: a decision on the dashboard wakes it. */
-  asks?: { wake(): void };
 }
 
 /**
@@ -74,7 +73,8 @@ export function webApp(p: WebParts): Hono {
       },
     },
     channels: () => p.channels,
-    ...(p.asks ? { toolDecided: () => p.asks!.wake() } : {}),
+    toolDecided: () => signals.decided.fire(),
+    tasksChanged: () => signals.tasks.fire(),
     hooks: (platform) => p.channels.find((c) => c.platform === platform)?.webhook,
     pingRuntime: () => p.runtime.ping(),
     health: () => liveness({ db, loop: gateway.loop, queue, pollMs: p.config.pollMs }),

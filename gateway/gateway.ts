@@ -21,11 +21,12 @@ export interface GatewayOptions {
   log: Logger;
   queue: QueueControl;
   /**
-   * The wake signals (core/signals.ts): the loop listens to `inbound`; the gateway fires `queued` when
-   * rows entered a lane, `outbound` when it wrote answer rows and `backlog` when the loop falls behind by
-   * more than a slice or catches up. Default: signals of its own.
+   * The wake signals (core/signals.ts): the loop listens to `inbound`, the tasks to `tasks`; the gateway
+   * fires `queued` when rows entered a lane, `outbound` when it wrote answer rows, `decided` once a batch
+   * with `/approve` or `/reject` committed, and `backlog` when the loop falls behind by more than a slice
+   * or catches up. Default: signals of its own.
    */
-  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound' | 'backlog'>;
+  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound' | 'backlog' | 'decided' | 'tasks'>;
   now?: () => number;
   metrics?: GatewayMetrics;
   /** This gateway's bot username on a platform, once its channel started (`/cmd@otherbot` is text). */
@@ -83,7 +84,7 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
  */
 function afterBatch(
   outcome: BatchOutcome,
-  signals: Pick<Signals, 'queued' | 'outbound'>,
+  signals: Pick<Signals, 'queued' | 'outbound' | 'decided'>,
   daemons: DaemonDispatcher,
   log: Logger,
   db: Db,
@@ -92,8 +93,10 @@ function afterBatch(
   if (outcome.released) signals.queued.fire();
   if (outcome.outbound) outbound();
   if (outcome.daemon) daemons.wake();
-  if (outcome.effects.length === 0) return;
+  if (outcome.effects.length === 0 && outcome.decided === 0) return;
   const batchCommitted = Promise.resolve(committed(db));
+  // A decision reaches the waiting agent only once it is durable.
+  if (outcome.decided > 0) void batchCommitted.then(() => signals.decided.fire());
   for (const effect of outcome.effects) {
     batchCommitted
       .then(effect)
@@ -129,6 +132,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     log: log.child({ part: 'tasks' }),
     tz: opts.config.tz ?? 'UTC',
     maxFailures: opts.config.taskMaxFailures ?? 5,
+    intervalMs: opts.config.pollMs,
     ...(opts.now ? { now: opts.now } : {}),
     signals,
   });
@@ -140,11 +144,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     ...(opts.config.maxInputBytes ? { maxContentChars: opts.config.maxInputBytes } : {}),
     ...opts.loop,
     ...(opts.now ? { now: opts.now } : {}),
-    // Every tick also looks at tasks: one cheap read unless something is due or a task run moved on.
-    onTick: (s: number) => {
-      opts.metrics?.pollTick(s);
-      tasks.check();
-    },
+    onTick: (s: number) => opts.metrics?.pollTick(s),
     onBacklog: (more) => signals.backlog.fire(more),
     onBatch: (outcome) => afterBatch(outcome, signals, daemons, log, db),
   });

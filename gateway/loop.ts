@@ -227,6 +227,6 @@ export class PollLoop {
     if (due === undefined || due > this.now()) return;
     const released = this.releaseTx(this.now());
     if (released === LOCKED) return LOCKED;
-    if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, effects: [] });
+    if (released) this.opts.onBatch?.({ released, outbound: 0, daemon: 0, decided: 0, effects: [] });
   }
 }

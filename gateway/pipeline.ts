@@ -63,7 +63,7 @@ export class Pipeline {
    * more runs in a savepoint of its own.
    */
   process(rows: readonly PolledRow[], now: number): BatchOutcome {
-    const out: BatchOutcome = { released: 0, outbound: 0, daemon: 0, effects: [] };
+    const out: BatchOutcome = { released: 0, outbound: 0, daemon: 0, decided: 0, effects: [] };
     const catalog = this.opts.routes.current();
     const touched = new Set<string>();
     const batch = new BatchWork(this.batchSql, this.sticky, now, (msg, err) => this.fail(msg, err));
@@ -106,6 +106,9 @@ export class Pipeline {
         this.writes.end.run({ id: msg.id, state, target: null, route_id: null, error: error ?? null });
       },
       afterCommit: (fn) => out.effects.push(fn),
+      decided: () => {
+        out.decided += 1;
+      },
       chatGroup: (passage) => chatGroupOf(passage, catalog.table),
       sessionTopic: (passage, group) =>
         passage.topic ?? (this.access.threadMode(group) === 'replies' ? '' : passage.msg.topic),
@@ -127,7 +130,12 @@ export class Pipeline {
     touched: Set<string>,
     batch: BatchWork,
   ): void {
-    const mark = { outbound: out.outbound, daemon: out.daemon, effects: out.effects.length };
+    const mark = {
+      outbound: out.outbound,
+      daemon: out.daemon,
+      decided: out.decided,
+      effects: out.effects.length,
+    };
     const mine = new Set<string>();
     let root: Span | undefined;
     try {
@@ -147,6 +155,7 @@ export class Pipeline {
       batch.rowFailed();
       out.outbound = mark.outbound;
       out.daemon = mark.daemon;
+      out.decided = mark.decided;
       out.effects.length = mark.effects;
       const error = coerceError(err).message;
       endMessage(root, { id: msg.id, step: null, group: null, held: false, error }, Date.now());

@@ -15,6 +15,8 @@ export interface BatchOutcome {
   released: number;
   outbound: number;
   daemon: number;
+  /** `/approve` or `/reject` decided codes: the tool approvals' checker looks once the batch committed. */
+  decided: number;
   effects: Array<() => void | Promise<void>>;
 }
 

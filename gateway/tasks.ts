@@ -16,8 +16,14 @@ export interface TaskSchedulerOptions {
   /** Failed runs in a row after which a task is paused. */
   maxFailures: number;
   now?: () => number;
-  /** Told when task rows were made ready (`queued`: the queue looks) or a notice written (`outbound`). */
-  signals?: Pick<Signals, 'queued' | 'outbound'>;
+  /**
+   * Told when task rows were made ready (`queued`: the queue looks) or a notice written (`outbound`); it
+   * looks at once when `tasks` fires (a task added, paused or resumed in this process, or another
+   * process's commit).
+   */
+  signals?: Pick<Signals, 'queued' | 'outbound' | 'tasks'>;
+  /** The timer fallback in ms (the poll interval): a task another process added, a firing's run that ended. */
+  intervalMs?: number;
 }
 
 /**
@@ -25,37 +31,38 @@ export interface TaskSchedulerOptions {
  * next due time commit in one transaction, so a due time fires exactly once whatever happens around it
  * (kill -9 included); due times missed while gated was down are coalesced into one firing at start.
  *
- * It runs on the worker driver (core/worker.ts) with no interval of its own: each step asks to run again at
- * the earliest due time, and `check()` runs on every poll tick too (so a task added by another process, which wakes the loop through the commit watcher, is seen
- * at once). `check()` also follows open firings to count failed runs and pause a task that keeps failing.
+ * It runs on the worker driver (core/worker.ts): each step asks to run again at the earliest due time, runs
+ * at once when `tasks` fires, and at the latest after `intervalMs`. A step also follows open firings to
+ * count failed runs and pause a task that keeps failing.
  */
 export class TaskScheduler {
   private readonly store: TaskStore;
   private readonly now: () => number;
   private readonly worker: Worker;
-  private started = false;
+  private unlisten: () => void = () => {};
 
   constructor(private readonly opts: TaskSchedulerOptions) {
     this.store = new TaskStore(opts.db);
     this.now = opts.now ?? Date.now;
-    this.worker = createWorker({ name: 'tasks', log: opts.log, step: () => this.step(), now: this.now });
+    this.worker = createWorker({
+      name: 'tasks',
+      log: opts.log,
+      step: () => this.step(),
+      ...(opts.intervalMs ? { intervalMs: opts.intervalMs } : {}),
+      now: this.now,
+    });
   }
 
   /** Starts firing; whatever fell due while gated was down fires now. */
   start(): void {
-    this.started = true;
+    this.unlisten = this.opts.signals?.tasks.on(() => this.worker.wake()) ?? (() => {});
     this.worker.start();
   }
 
   /** Stops the timer; nothing is lost (due times are rows). */
   stop(): Promise<void> {
-    this.started = false;
+    this.unlisten();
     return this.worker.stop();
-  }
-
-  /** Fires what is due and follows open firings now (on every poll tick); once started. Never throws. */
-  check(): void {
-    if (this.started) this.worker.runNow();
   }
 
   /**

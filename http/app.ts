@@ -147,7 +147,16 @@ function useOperatorApis(
   app.on('GET', ['/api/tasks', '/api/tasks/*'], auth.read);
   app.on('POST', ['/api/tasks', '/api/tasks/*'], auth.admin);
   app.route('/api/tasks', tasksReadApi(db));
-  app.route('/api/tasks', tasksAdminApi({ db, log: httpLog, tz: config.tz ?? 'UTC', now }));
+  app.route(
+    '/api/tasks',
+    tasksAdminApi({
+      db,
+      log: httpLog,
+      tz: config.tz ?? 'UTC',
+      now,
+      ...(opts.tasksChanged ? { changed: opts.tasksChanged } : {}),
+    }),
+  );
   app.route(
     '/api/approvals',
     toolApprovalsApi({

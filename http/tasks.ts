@@ -11,6 +11,8 @@ export interface TasksApiOptions {
   /** Time zone of cron tasks (GATED_TZ), for the next due time on resume. */
   tz: string;
   now: () => number;
+  /** A task was paused or resumed: the task worker looks now (core/signals.ts `tasks`). */
+  changed?: () => void;
 }
 
 /** A task as the dashboard shows it. */
@@ -73,6 +75,7 @@ export function tasksAdminApi(opts: TasksApiOptions): Hono {
       );
       if (!ok) return c.json({ error: `task ${id} is not ${verb === 'pause' ? 'active' : 'paused'}` }, 409);
       opts.log.info({ task: id }, `task ${verb}d from the dashboard`);
+      opts.changed?.();
       return c.json({ task: view(getTask(opts.db, id)!) });
     });
   change('pause');

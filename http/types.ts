@@ -67,8 +67,10 @@ export interface HttpAppOptions {
   now?: () => number;
   /** The started channels, for the dashboard's channels panel. */
   channels?: () => readonly Channel[];
-  /** A tool approval was decided on the dashboard (the ask broker's wake). */
+  /** A tool approval was decided on the dashboard: the waiting run hears it now (`decided`). */
   toolDecided?: () => void;
+  /** A task was paused or resumed on the dashboard: the task worker should look now. */
+  tasksChanged?: () => void;
   /** The webhook of a started platform channel (`/hooks/<platform>`), looked up per request. */
   hooks?: (platform: string) => WebhookHandler | undefined;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { createWorker, type Worker } from '../core/worker.js';
+import type { Signals } from '../core/signals.js';
 import { DEFAULT_AUTONOMY } from '../router/autonomy.js';
 import type { ShellParser } from '../router/shell.js';
 import { renderToolInput, ToolRuleTable, type ToolVerdict } from '../router/tool-rules.js';
@@ -44,9 +45,14 @@ export interface AskBrokerOptions {
   timeoutMs: number;
   /** Splits shell commands for the rules (gated/shell-parser.ts). */
   shell: ShellParser;
-  /** How often decisions made elsewhere and expiries are looked for. */
+  /**
+   * The timer fallback in ms (the poll interval): decisions another process made when no commit watcher
+   * tells (`decided` does otherwise). Expiries need none: the checker runs again when the first falls due.
+   */
   checkMs: number;
   notifier?: ApprovalNotifier;
+  /** The checker looks at once when `decided` fires (core/signals.ts); else only every checkMs. */
+  signals?: Pick<Signals, 'decided'>;
 }
 
 /** One question a live run waits on: exactly one per row, and one row per ask. */
@@ -91,8 +97,10 @@ export class AskBroker {
   private readonly waiting = new Map<number, Waiting>();
   private table: ToolRuleTable | undefined;
   private tableVersion = '';
-  // Looks for decisions and expiries (core/worker.ts): every checkMs, and at once after a wake.
+  // Looks for decisions and expiries (core/worker.ts): at once on `decided`, when the first pending
+  // question expires, and every checkMs.
   private readonly checker: Worker;
+  private unlisten: () => void = () => {};
 
   constructor(private readonly opts: AskBrokerOptions) {
     this.store = toolApprovalsOf(opts.db);
@@ -128,17 +136,15 @@ export class AskBroker {
     this.guard('asking unasked approvals', () => {
       for (const row of this.store.unasked()) this.opts.notifier?.ask(row);
     });
+    // Something may have been decided: a command, the dashboard, another process's commit.
+    this.unlisten = this.opts.signals?.decided.on(() => this.checker.wake()) ?? (() => {});
     this.checker.start();
   }
 
   /** Stops looking; resolves once a look in flight has ended. */
   stop(): Promise<void> {
+    this.unlisten();
     return this.checker.stop();
-  }
-
-  /** Something may have been decided (a command, the dashboard, another process's commit). */
-  wake(): void {
-    this.checker.wake();
   }
 
   /** An `ask` block of a live run. */
@@ -181,6 +187,8 @@ export class AskBroker {
     this.waiting.set(row.id, { run, askId: ask.id, through: run.turns.written });
     if (fresh) this.guard('asking the chat', () => this.opts.notifier?.ask(row));
     if (row.state !== 'pending') this.deliver(row);
+    // Its expiry may come before the one the checker waits for.
+    else if (fresh) this.checker.wake();
   }
 
   /**
@@ -283,8 +291,8 @@ export class AskBroker {
     this.checker.wake();
   }
 
-  /** The checker's step: expires, announces and delivers what is due. Never throws. */
-  private check(): void {
+  /** The checker's step: expires, announces and delivers what is due; returns the next expiry. Never throws. */
+  private check(): number | undefined {
     const t = this.now();
     this.guard('checking approvals', () => {
       // The checker wakes on every commit of another process: most looks find nothing to expire, and
@@ -299,6 +307,9 @@ export class AskBroker {
         this.store.announce(row.id);
       }
     });
+    let next: number | undefined;
+    this.guard('reading the next expiry', () => (next = this.store.nextExpiry()));
+    return next;
   }
 
   private deliver(row: ToolApproval): void {

@@ -245,6 +245,7 @@ function recordBlock(
   if (id !== null) signals.outbound.fire(id);
   for (const out of done?.outbound ?? []) signals.outbound.fire(out);
   if (returned !== null || (done?.placed ?? 0) > 0) d.events.wake();
+  if ((done?.scheduled ?? 0) > 0) signals.tasks.fire();
   return true;
 }
 

@@ -104,6 +104,7 @@ export class ToolApprovalStore {
       ),
       consume: db.prepare('UPDATE tool_approvals SET used_at = ? WHERE id = ? AND used_at IS NULL'),
       overdue: db.prepare(`SELECT 1 FROM tool_approvals WHERE state = 'pending' AND expires_at <= ? LIMIT 1`),
+      nextExpiry: db.prepare(`SELECT MIN(expires_at) FROM tool_approvals WHERE state = 'pending'`).pluck(),
       expire: db.prepare(
         `UPDATE tool_approvals SET state = 'expired', note = 'no decision', decided_by = 'expiry',
            decided_at = @now WHERE state = 'pending' AND expires_at <= @now RETURNING *`,
@@ -219,6 +220,11 @@ export class ToolApprovalStore {
   /** Whether a pending row is past its time: a read, so a look that finds none takes no write lock. */
   overdue(now: number): boolean {
     return this.s.overdue.get(now) !== undefined;
+  }
+
+  /** When the first pending row expires (epoch ms), or undefined when none is pending. */
+  nextExpiry(): number | undefined {
+    return (this.s.nextExpiry.get() as number | null) ?? undefined;
   }
 
   /** Marks a decided row used; true only for the one caller that did (a decision is used once). */

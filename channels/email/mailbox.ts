@@ -6,6 +6,7 @@ import type { Logger } from '../../core/log.js';
 import type { Db } from '../../store/db.js';
 import { whenWritable } from '../../store/group-commit.js';
 import { getState, setState } from '../../store/state.js';
+import { imapOptions } from './servers.js';
 
 /** router_state key of the mailbox cursor: `{"validity":"…","uid":N,"at":"ISO"}`. */
 export const EMAIL_CURSOR_KEY = 'email.cursor';
@@ -95,13 +96,7 @@ export class MailboxReader {
   private async connect(): Promise<ImapFlow> {
     const { server } = this.opts;
     const client = new ImapFlow({
-      host: server.host,
-      port: server.port,
-      secure: server.security === 'tls',
-      doSTARTTLS: server.security === 'starttls' ? true : server.security === 'none' ? false : undefined,
-      auth: { user: this.opts.user, pass: this.opts.password },
-      logger: false,
-      connectionTimeout: 30_000,
+      ...imapOptions(server, this.opts, 30_000),
       // imapflow waits 15 s after the last command before it enters IDLE, and mail arriving meanwhile is
       // heard of only then: the reader issues a command only when there is mail, so IDLE at once.
       autoIdleDelay: 200,

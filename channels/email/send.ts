@@ -6,6 +6,7 @@ import { parseJid, type Jid } from '../../core/types.js';
 import type { EmailStore } from '../../store/email.js';
 import type { SendFile, SendPart } from '../channel.js';
 import { mailHtml } from './html.js';
+import { smtpOptions } from './servers.js';
 import { CorrespondentCap } from './send-cap.js';
 import { isSystemAddress } from './map.js';
 
@@ -33,18 +34,7 @@ export class MailSender {
     timeoutMs = 30_000,
     private readonly cap = new CorrespondentCap(),
   ) {
-    const { smtp } = config;
-    this.transport = nodemailer.createTransport({
-      host: smtp.host,
-      port: smtp.port,
-      secure: smtp.security === 'tls',
-      requireTLS: smtp.security === 'starttls',
-      ignoreTLS: smtp.security === 'none',
-      auth: { user: config.user, pass: config.password },
-      connectionTimeout: timeoutMs,
-      greetingTimeout: timeoutMs,
-      socketTimeout: timeoutMs,
-    });
+    this.transport = nodemailer.createTransport(smtpOptions(config.smtp, config, timeoutMs));
     this.domain = config.address.slice(config.address.lastIndexOf('@') + 1);
   }
 

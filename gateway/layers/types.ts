@@ -55,6 +55,8 @@ export interface LayerEnv {
   finish(msg: Message, state: 'command' | 'done' | 'dropped' | 'unrouted', error?: string): void;
   /** Runs once the batch is committed (side effects outside the database, such as stopping an agent). */
   afterCommit(fn: () => void | Promise<void>): void;
+  /** A `/approve` or `/reject` may have decided a tool approval: its run hears it once the batch committed. */
+  decided(): void;
   /** This gateway's own bot username on the chat's platform (learned at start), when known. */
   botName(chatJid: string): string | undefined;
   /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */

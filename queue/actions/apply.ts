@@ -42,6 +42,8 @@ export interface ActionsOutcome {
   outbound: number[];
   /** Inbound rows placed in a session (delegate, escalate): the queue should look. */
   placed: number;
+  /** Tasks added (schedule): the task worker should look. */
+  scheduled: number;
 }
 
 /** What the applier counts (core/metrics.ts). */
@@ -112,7 +114,7 @@ export class ActionApplier {
 
   /** Applies a block's `actions` value. Call inside the block's transaction; never throws for bad input. */
   apply(ctx: ActionContext, raw: unknown): ActionsOutcome {
-    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: [], placed: 0 };
+    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: [], placed: 0, scheduled: 0 };
     const parsed = parseActions(raw);
     if (parsed.length === 0) return out;
     const allowed = new Set(this.capabilities(ctx.group));
@@ -207,7 +209,7 @@ export class ActionApplier {
       case 'escalate':
         return this.delegate(ctx, a, actionId, out);
       case 'schedule':
-        return this.schedule(ctx, a, actionId);
+        return this.schedule(ctx, a, actionId, out);
       case 'react':
         return this.react(ctx, a, actionId, out);
     }
@@ -272,7 +274,7 @@ export class ActionApplier {
   }
 
   /** `schedule`: a task of the group, within the bounds an agent's tasks have. */
-  private schedule(ctx: ActionContext, a: ScheduleAction, actionId: number): void {
+  private schedule(ctx: ActionContext, a: ScheduleAction, actionId: number, out: ActionsOutcome): void {
     let task: number;
     try {
       task = addTask(
@@ -294,6 +296,7 @@ export class ActionApplier {
       throw new Refusal(coerceError(err).message);
     }
     this.store.linkTask(actionId, task);
+    out.scheduled += 1;
   }
 
   /** `react`: a reaction row on the message the block answers, where its platform's row has reactions. */

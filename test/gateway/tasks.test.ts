@@ -30,7 +30,7 @@ function setup(opts: { tz?: string; maxFailures?: number; start?: string } = {})
   });
   signals.queued.on(() => fired++);
   signals.outbound.on(() => outbound++);
-  return { db, clock, sched, counts: () => ({ fired, outbound }) };
+  return { db, clock, sched, signals, counts: () => ({ fired, outbound }) };
 }
 
 function runs(db: Db, task: number) {
@@ -51,7 +51,7 @@ describe('task scheduler', () => {
     expect(sched.fireDue()).toBe(0);
     clock.t += 3_600_000;
     expect(sched.fireDue()).toBe(1);
-    expect(counts().fired).toBe(0); // fireDue alone does not wake; check() does
+    expect(counts().fired).toBe(0); // fireDue alone does not wake; a step of the worker does
     const msg = db.prepare(`SELECT * FROM messages WHERE sender = ?`).get(`task:${id}`) as Record<
       string,
       unknown
@@ -239,5 +239,28 @@ describe('task scheduler', () => {
     expect(() => addTask(db, { ...base, text: '  ' }, clock.t, 'UTC')).toThrow(/empty/);
     expect(() => addTask(db, { ...base, spec: '1x' }, clock.t, 'UTC')).toThrow(/bad duration '1x'/);
     expect(db.prepare('SELECT count(*) FROM tasks').pluck().get()).toBe(0);
+  });
+
+  it('a started scheduler looks at once when `tasks` fires: a task added in this process needs no timer', async () => {
+    const { db, clock, sched, signals, counts } = setup();
+    sched.start();
+    try {
+      // The first step (a 0 ms timer, before this 5 ms one) finds nothing due: the worker then waits for
+      // nothing at all (no interval in this test).
+      await new Promise((r) => setTimeout(r, 5));
+      clock.t -= 3_600_000;
+      addTask(
+        db,
+        { group: 'ops', topic: '', chat_jid: 'telegram:42', kind: 'every', spec: '1h', text: 'r' },
+        clock.t,
+        'UTC',
+      );
+      clock.t += 3_600_000;
+      expect(counts().fired).toBe(0);
+      signals.tasks.fire();
+      await until(() => counts().fired === 1, 2000, 'the task fired');
+    } finally {
+      await sched.stop();
+    }
   });
 });
