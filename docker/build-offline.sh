@@ -42,9 +42,11 @@ ctx=$work/context
 mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/workspace" "$root/etc" "$root/app/node_modules" "$ctx"
 cp "$node_bin" "$root/usr/local/bin/node"
 cp "$agent_dir/$agent_file" "$ctx/agent.mjs"
-# The entry's sibling modules (agents/claude/actions.mjs), which it imports by relative path.
-for f in "$agent_dir"/*.mjs; do
-  [ "$(basename "$f")" = "$agent_file" ] || [ "$(basename "$f")" = agent.mjs ] || cp "$f" "$ctx/"
+# The entry's sibling modules (agents/claude/actions.mjs), which it imports by relative path, and its
+# sibling scripts (agents/codex/codex-cli.sh, which starts the Codex CLI), as the production images copy.
+for f in "$agent_dir"/*.mjs "$agent_dir"/*.sh; do
+  [ -e "$f" ] || continue
+  [ "$(basename "$f")" = "$agent_file" ] || [ "$(basename "$f")" = agent.mjs ] || cp -p "$f" "$ctx/"
 done
 
 # The dependency closure of the agent's package.json, as package names, from the hoisted node_modules.

@@ -29,6 +29,13 @@ const START = '---GATED_OUTPUT_START---';
 const END = '---GATED_OUTPUT_END---';
 /** Drafts: at most one every this many ms. */
 const PARTIAL_MS = Number(process.env.GATED_CODEX_PARTIAL_MS ?? 400);
+/**
+ * In a container (the agent's image sets GATED_CODEX_IN_CONTAINER=1) the container is the sandbox: the
+ * CLI's own one needs bubblewrap, which cannot make its namespaces there, and every command would fail.
+ * The folder's mounts (the configuration read-only), the container's lockdown and gated's asks (the hook
+ * below) still hold. On the host (the process runtime) the CLI's sandbox keeps writes inside the folder.
+ */
+const IN_CONTAINER = process.env.GATED_CODEX_IN_CONTAINER === '1';
 /** How often a turn's rollout is copied into the folder while the turn runs. */
 const SAVE_MS = 200;
 /** Exit status of a turn the API could not serve: gated retries the run. */
@@ -224,7 +231,7 @@ async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli, r
     skipGitRepoCheck: true,
     // Writes only inside the folder (the configuration folders stay read-only). The CLI never asks
     // (nobody could answer it in exec mode); MCP tools are asked about through the bridge instead.
-    sandboxMode: 'workspace-write',
+    sandboxMode: IN_CONTAINER ? 'danger-full-access' : 'workspace-write',
     approvalPolicy: 'never',
     networkAccessEnabled: false,
     webSearchMode: 'disabled',

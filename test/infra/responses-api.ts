@@ -47,6 +47,8 @@ export interface ResponsesRequest {
     stream?: boolean;
   };
   headers: IncomingMessage['headers'];
+  /** Epoch ms the client went away before a streamed answer was complete (an interrupt), else null. */
+  cutMs: number | null;
 }
 
 type Plan =
@@ -161,7 +163,11 @@ export class ResponsesApiServer {
       res.end(JSON.stringify({ error: { message: 'bad JSON', type: 'invalid_request_error' } }));
       return;
     }
-    this.requests.push({ body, headers: req.headers });
+    const rec: ResponsesRequest = { body, headers: req.headers, cutMs: null };
+    this.requests.push(rec);
+    res.once('close', () => {
+      if (!res.writableEnded) rec.cutMs = Date.now();
+    });
     await this.stream(res, body.model ?? 'gpt-test', this.plan(body));
   }
 
