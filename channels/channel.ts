@@ -146,6 +146,12 @@ export interface Channel {
    * `maxBytes`; anything else thrown is retried by the inbox downloader.
    */
   fetchAttachment?(source: string, maxBytes: number): Promise<FetchedFile>;
+  /**
+   * An inbound attachment this channel fetched is settled for good (saved into the group's folder, failed
+   * or too large), its row already written: a page that shows the file may update it (the web chat turns
+   * "uploading" into the link).
+   */
+  attachmentSettled?(a: SettledAttachment): void;
   /** Sends one file of an outbound row; returns its platform id. Throws DeliveryError like `send`. */
   sendFile?(file: SendFile): Promise<string | null>;
   /** Platforms that push events over HTTP (Slack's Events API, GitHub): served at `/hooks/<platform>`. */
@@ -164,4 +170,14 @@ export interface Channel {
    * as a plain message naming `/approve CODE` and `/reject CODE [note]`, and followed up (not edited).
    */
   readonly approvals?: ApprovalOps;
+}
+
+/** An inbound attachment whose row reached its final state (Channel.attachmentSettled). */
+export interface SettledAttachment {
+  message_id: number;
+  seq: number;
+  name: string;
+  state: 'saved' | 'failed' | 'too_large';
+  size: number | null;
+  mime: string | null;
 }

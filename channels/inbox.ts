@@ -135,6 +135,15 @@ async function fetchOne(f: Fetcher, a: DueAttachment): Promise<void> {
   const channel = f.byPlatform.get(parseJid(a.chat_jid).platform);
   const finish = (outcome: Outcome) => {
     if (finishAttachment(db, a, outcome)) f.attached();
+    const saved = outcome.state === 'saved' ? outcome : undefined;
+    channel?.attachmentSettled?.({
+      message_id: a.message_id,
+      seq: a.seq,
+      name: a.name,
+      state: outcome.state,
+      size: saved?.size ?? a.size,
+      mime: saved?.mime ?? a.mime,
+    });
   };
   if (!channel?.fetchAttachment) {
     // Rows of a platform this process does not run wait for the process that does.

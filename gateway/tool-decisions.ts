@@ -69,6 +69,7 @@ export function decideCode(
   args: readonly string[],
   approve: boolean,
   now: number,
+  group?: string,
 ): string {
   const verb = approve ? 'approve' : 'reject';
   const typed = args[0];
@@ -81,5 +82,15 @@ export function decideCode(
     access.decideFromChat(msg, typed, approve, now);
   if (answer !== undefined) return answer;
   access.guesses.miss(who, now);
-  return `you may not ${verb} ${typed.slice(0, 16).toUpperCase()}: no such code is open to you`;
+  return `you may not ${verb} ${typed.slice(0, 16).toUpperCase()}: no such code is open to you${becomeOwner(access, msg, who, group)}`;
+}
+
+/**
+ * How a sender who is not an owner of the chat's group becomes one, said after a refused code (the same
+ * words whether the code exists or not, so they tell nothing of it): the operator's command with the
+ * sender's own id, which a newcomer could not otherwise know (docs/APPROVALS.md, "Try it").
+ */
+function becomeOwner(access: AccessGate, msg: Message, who: string, group: string | undefined): string {
+  if (group === undefined || access.source.role(group, principalOf(msg)) === 'owner') return '';
+  return ` (owners of ${group} decide its questions; you are ${who}: the operator makes you one with 'gated access add ${group} ${who} --role owner')`;
 }

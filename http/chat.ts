@@ -225,7 +225,7 @@ async function follow(deps: ChatDeps, stream: SSEStreamingApi, f: Follow): Promi
       if (ev.type === 'close') break;
       // Typing and drafts are the agent's work for the members; a viewer limited to its own rows gets
       // only its own lines and the answers to them.
-      if (ev.type !== 'message' ? only() !== null : !lineSeen(only(), ev.line)) continue;
+      if (!eventSeen(only(), ev)) continue;
       await writeEvent(stream, ev, sent);
     }
   } finally {
@@ -262,6 +262,16 @@ async function replayPage(
   return 'more';
 }
 
+/**
+ * Whether a viewer sees a live event: every event for the members (`only` null); for a viewer limited to
+ * its own rows, only its lines and the answers to them, and the files of its own posts.
+ */
+function eventSeen(only: string | null, ev: Exclude<WebEvent, { type: 'close' }>): boolean {
+  if (ev.type === 'message') return lineSeen(only, ev.line);
+  if (ev.type === 'file') return only === null || ev.sender === only;
+  return only === null;
+}
+
 /** One live event (not `close`) as SSE; a row the stream already showed whole is skipped. */
 async function writeEvent(
   stream: SSEStreamingApi,
@@ -270,6 +280,8 @@ async function writeEvent(
 ): Promise<void> {
   if (ev.type === 'typing') return stream.writeSSE({ event: 'typing', data: JSON.stringify({ on: ev.on }) });
   if (ev.type === 'draft') return stream.writeSSE({ event: 'draft', data: JSON.stringify(ev.draft) });
+  if (ev.type === 'file')
+    return stream.writeSSE({ event: 'file', data: JSON.stringify({ id: ev.id, file: ev.file }) });
   // A row this stream already showed whole (replayed, or a post) needs none of its parts again.
   if (sent.has(ev.line.id)) return;
   if (ev.line.part === null) sent.add(ev.line.id);

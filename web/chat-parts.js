@@ -26,7 +26,7 @@ export function fileUrl(group, id, seq) {
  */
 export function fileNode(group, id, f) {
   const label = [f.name, size(f.size)].filter(Boolean).join(' · ');
-  if (!f.ready) return el('span', 'file pending', `${label} (uploading)`);
+  if (!f.ready) return el('span', 'file pending', `${label} (uploading)`, { 'data-seq': String(f.seq) });
   const url = fileUrl(group, id, f.seq);
   if (INLINE.test(f.mime)) {
     const a = el('a', 'file image', null, { href: url, target: '_blank', rel: 'noopener' });

@@ -157,6 +157,16 @@ class Pane {
       this.typing.hidden = true;
     });
     es.addEventListener('draft', (ev) => this.draft.apply(JSON.parse(ev.data)));
+    // An upload of a posted line reached the group's folder: "uploading" becomes its link or picture.
+    es.addEventListener('file', (ev) => {
+      const { id, file } = JSON.parse(ev.data);
+      const pending = this.lines.querySelector(
+        `li[data-id="${Number(id)}"] .file.pending[data-seq="${Number(file.seq)}"]`,
+      );
+      if (!pending) return;
+      if (file.ready) pending.replaceWith(fileNode(this.group, id, file));
+      else pending.textContent = `${file.name} (not saved)`;
+    });
     // The server replays at most one page of missed lines per response; the next page starts after the
     // newest line shown.
     es.addEventListener('more', () => {
@@ -195,8 +205,7 @@ class Pane {
     }
     this.maxId = Math.max(this.maxId, line.id);
     const li = el('li', `line ${line.role}`, null, { 'data-id': line.id });
-    const who =
-      line.role === 'user' ? line.sender_name || 'you' : line.role === 'agent' ? 'agent' : line.role;
+    const who = line.role === 'user' ? userLabel(line) : line.role === 'agent' ? 'agent' : line.role;
     const texts = el('span', 'texts');
     texts.append(bodyOf(this.group, line));
     li.append(el('span', 'who', who), texts);
@@ -292,6 +301,18 @@ class Pane {
     this.es = null;
     this.root.remove();
   }
+}
+
+/**
+ * Who wrote a person's line: "you" for this browser's own lines, else the name the writer gave, else their
+ * visitor id shortened (v3f0912…), so two visitors of one chat are told apart.
+ */
+function userLabel(line) {
+  const mine = state.me.sender !== '' && `web:${line.sender}` === state.me.sender;
+  if (mine) return 'you';
+  if (line.sender_name) return line.sender_name;
+  const id = String(line.sender ?? '');
+  return id.length > 8 ? `${id.slice(0, 7)}…` : id || 'someone';
 }
 
 function openPane(topic) {

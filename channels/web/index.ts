@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { UsageError } from '../../core/errors.js';
 import { isoNow, isValidFolder, TOPIC_RE, type Jid } from '../../core/types.js';
 import type { Db } from '../../store/db.js';
-import type { Channel, DraftOps, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import type {
+  Channel,
+  DraftOps,
+  FetchedFile,
+  InboundSink,
+  SendFile,
+  SendPart,
+  SettledAttachment,
+} from '../channel.js';
 import { WebApprovalLookup } from './approvals.js';
 import { UploadStage } from './uploads.js';
 import {
@@ -55,6 +63,7 @@ export class WebChannel implements Channel {
   private readonly subs = new Map<string, Set<Subscriber>>();
   private readonly rowById;
   private readonly fileSeq;
+  private readonly postOf;
   /** The tool approvals that lines ask or announce (shown with their state). */
   readonly approvalLines: WebApprovalLookup;
   /** The draft each chat topic shows now (memory only: after a restart a tab shows none, never a stale one). */
@@ -87,6 +96,9 @@ export class WebChannel implements Channel {
   /** `db` is read to push a delivered reply whole, with its kind, exactly as history shows it. */
   constructor(db: Db, opts: WebChannelOptions = {}) {
     this.rowById = db.prepare<[number], ChatRow>(`SELECT ${CHAT_COLUMNS} FROM messages WHERE id = ?`);
+    this.postOf = db.prepare<[number], { chat_jid: Jid; topic: string; sender: string }>(
+      `SELECT chat_jid, topic, sender FROM messages WHERE id = ? AND chat_jid LIKE 'web:%'`,
+    );
     this.fileSeq = db
       .prepare<[number, string], number>(
         `SELECT seq FROM outbound_files WHERE message_id = ? AND abs_path = ? AND state = 'ok' ORDER BY seq LIMIT 1`,
@@ -260,6 +272,20 @@ export class WebChannel implements Channel {
   /** Reads an upload the inbox downloader is filling into the group's folder. */
   async fetchAttachment(source: string, maxBytes: number): Promise<FetchedFile> {
     return this.uploads.read(source, maxBytes);
+  }
+
+  /** The upload of a posted line is in the group's folder (or never will be): its tabs show the link. */
+  attachmentSettled(a: SettledAttachment): void {
+    const row = this.postOf.get(a.message_id);
+    if (!row) return;
+    const file: ChatFile = {
+      seq: a.seq,
+      name: a.name,
+      mime: a.mime ?? 'application/octet-stream',
+      size: a.size,
+      ready: a.state === 'saved',
+    };
+    this.emit(row.chat_jid, row.topic, { type: 'file', id: a.message_id, sender: row.sender, file });
   }
 
   /** The draft a chat topic shows now, if any (a tab that connects mid-turn starts from it). */

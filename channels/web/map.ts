@@ -73,6 +73,8 @@ export type WebEvent =
   | { type: 'message'; line: ChatLine; cursor: boolean }
   | { type: 'typing'; on: boolean }
   | { type: 'draft'; draft: ChatDraft }
+  /** A posted line's upload settled: `file` is what the line shows now (a link once it is ready). */
+  | { type: 'file'; id: number; sender: string; file: ChatFile }
   | { type: 'close' };
 
 /** A browser tab's post, as the HTTP layer hands it over (already checked against registered_groups). */

@@ -144,14 +144,16 @@ export const COMMANDS: Record<string, CommandSpec> = {
   approve: {
     help: '/approve CODE: allow the tool call, or let the stranger in, with this code (its approvers)',
     run(passage, args, env) {
-      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, true, env.now));
+      const group = passage.group ?? env.chatGroup(passage);
+      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, true, env.now, group));
       env.decided();
     },
   },
   reject: {
     help: '/reject CODE [note]: refuse the tool call (the note reaches the agent), or the stranger',
     run(passage, args, env) {
-      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, false, env.now));
+      const group = passage.group ?? env.chatGroup(passage);
+      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, false, env.now, group));
       env.decided();
     },
   },

@@ -71,7 +71,9 @@ test('GitHub: a non-collaborator is refused in a members group; /approve works w
   await until(() => find(`you may not approve ${code}`).length === 1, 20_000, 'the refusal');
   // (GitHub's comments end with the part's hidden marker.)
   expect(find(`you may not approve ${code}`)[0]).toMatch(
-    new RegExp(`^you may not approve ${code}: no such code is open to you\\s*(<!--|$)`),
+    new RegExp(
+      `^you may not approve ${code}: no such code is open to you( \\(owners of [^)]+\\))?\\s*(<!--|$)`,
+    ),
   );
   expect(await comment(olga, `/approve ${code}`)).toBe(204);
   await until(() => find('tool Bash ran:').length === 1, 30_000, 'the answer after approval');

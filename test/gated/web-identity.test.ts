@@ -134,7 +134,7 @@ describe('web identities in the whole gated', () => {
       client: 'boss',
     });
     expect(await answerTo(g, spoofed.body.id as number)).toMatch(
-      /^you may not approve [A-Z2-9]{8}: no such code is open to you$/,
+      /^you may not approve [A-Z2-9]{8}: no such code is open to you( \(owners of demo decide its questions; you are web:v[0-9a-f]{20}: the operator makes you one with 'gated access add demo web:v[0-9a-f]{20} --role owner'\))?$/,
     );
     const approve = await postJson(
       `${g.url}/api/chat/send`,

@@ -14,6 +14,13 @@ import { GUESSES_PER_WINDOW, GUESS_WINDOW_MS } from '../../gateway/code-guesses.
 import { freshDb } from '../helpers/db.js';
 import { answers, row, testGateway } from '../helpers/gateway.js';
 
+/** A refused code's answer without the words after it on how to become an owner (gateway/tool-decisions.ts). */
+const withoutHint = (answer: string) =>
+  answer.replace(
+    / \(owners of [^ ]+ decide its questions; you are [^ ]+: the operator makes you one with 'gated access add [^']+'\)$/,
+    '',
+  );
+
 beforeEach(() => {
   vi.useFakeTimers({ now: new Date('2026-11-23T10:00:00.000Z') });
 });
@@ -75,7 +82,7 @@ describe('email senders', () => {
     const ask = askTool(db, `email:${OWNER}`);
     await mail(OWNER, `/approve ${ask.code}`, FAIL);
     await mail(OWNER, `/approve ${ask.code}`, undefined); // a row without a verdict (written by hand)
-    expect(answers(db, `email:${OWNER}`)).toEqual([
+    expect(answers(db, `email:${OWNER}`).map(withoutHint)).toEqual([
       `you may not approve ${ask.code}: no such code is open to you`,
       `you may not approve ${ask.code}: no such code is open to you`,
     ]);
@@ -188,9 +195,9 @@ describe('codes', () => {
     const guess = (code: string) => send({ chat_jid: chat, sender: '99', content: `/approve ${code}` });
     for (let i = 0; i < GUESSES_PER_WINDOW; i += 1) await guess(`ZZZZ${'ABCDEFGH'[i]}`);
     expect(answers(db, chat)).toHaveLength(GUESSES_PER_WINDOW);
-    expect(new Set(answers(db, chat).map((a) => a.replace(/approve [A-Z]+/, 'approve X')))).toEqual(
-      new Set(['you may not approve X: no such code is open to you']),
-    );
+    expect(
+      new Set(answers(db, chat).map((a) => withoutHint(a).replace(/approve [A-Z]+/, 'approve X'))),
+    ).toEqual(new Set(['you may not approve X: no such code is open to you']));
     // Past the limit, even a code that exists is not looked up: the sender is told until when.
     await guess(ask.code);
     expect(answers(db, chat).at(-1)).toBe(
@@ -204,7 +211,9 @@ describe('codes', () => {
     expect(answers(db, 'telegram:1')).toEqual([`approved Bash (${ask.code})`]);
     await vi.advanceTimersByTimeAsync(GUESS_WINDOW_MS);
     await guess('ZZZZZ');
-    expect(answers(db, chat).at(-1)).toBe('you may not approve ZZZZZ: no such code is open to you');
+    expect(withoutHint(answers(db, chat).at(-1)!)).toBe(
+      'you may not approve ZZZZZ: no such code is open to you',
+    );
     gateway.stop();
   });
 });

@@ -143,9 +143,12 @@ describe('drafts and files in the web chat, in chromium', () => {
     });
     await main.locator('textarea').fill('what is in this picture?');
     await main.locator('textarea').press('Enter');
-    await main.locator('.line.user .file.pending', { hasText: 'holiday_photo.png' }).waitFor();
     const saw = main.locator('.line.agent', { hasText: `saw holiday_photo.png ${photo.length} ${sha}` });
     await saw.waitFor({ timeout: 20_000 });
+    // Without a reload, the line's "(uploading)" has become the picture itself (the stream's file event).
+    await main.locator('.line.user img[alt="holiday_photo.png"]').waitFor({ timeout: 10_000 });
+    await expectLoaded(page, '.line.user img[alt="holiday_photo.png"]');
+    expect(await main.locator('.line.user .file.pending').count()).toBe(0);
     // The agent read the file at the path it was given, relative to its folder: the same bytes.
     const id = gated.db
       .prepare(`SELECT id FROM messages WHERE is_from_me = 0 AND content = 'what is in this picture?'`)
