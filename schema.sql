@@ -632,3 +632,46 @@ CREATE TABLE IF NOT EXISTS email_mails (
   refs       TEXT NOT NULL DEFAULT '', -- the mail's References, then its Message-ID, space-separated
   PRIMARY KEY (chat_jid, message_id)
 ) WITHOUT ROWID;
+
+-- Workflows (docs/WORKFLOWS.md): one workflow_runs row per `/workflow run`, the workflow file as parsed when
+-- it started (`definition`, JSON: an edit of the file changes later runs only), and the events of its steps.
+-- A step's run is a normal inbound row (verb 'workflow', session topic wf<run>-<step>) inserted in the same
+-- transaction as its 'started' event, so each step attempt starts once across crashes; the queue answers
+-- the row once; its answer (or its failure) becomes the step's 'done' (or 'failed') event. A gate's
+-- question is a tool_approvals row (run_id NULL, ask_id 'workflow:<run>:<step>'), decided like any ask.
+-- state: running → done | failed | rejected | cancelled (resume makes a run running again). Times epoch ms.
+CREATE TABLE IF NOT EXISTS workflow_runs (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_folder TEXT NOT NULL,
+  name         TEXT NOT NULL,
+  file         TEXT NOT NULL,
+  arguments    TEXT NOT NULL DEFAULT '',
+  definition   TEXT NOT NULL,
+  chat_jid     TEXT NOT NULL,
+  thread       TEXT NOT NULL DEFAULT '', -- the platform thread of the chat it was started in
+  started_by   TEXT NOT NULL,
+  state        TEXT NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done', 'failed', 'rejected', 'cancelled')),
+  note         TEXT,
+  created_at   INTEGER NOT NULL,
+  ended_at     INTEGER
+);
+CREATE INDEX IF NOT EXISTS idx_workflow_runs_running ON workflow_runs(id) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS idx_workflow_runs_chat ON workflow_runs(chat_jid, id);
+-- kind: started (message_id) | asked (approval_id) | done (output) | approved | failed (note) | rejected
+-- (note) | cancelled | resumed (step NULL) | ended (step NULL, note: the run's end).
+CREATE TABLE IF NOT EXISTS workflow_events (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id      INTEGER NOT NULL,
+  step        TEXT,
+  kind        TEXT NOT NULL,
+  attempt     INTEGER NOT NULL DEFAULT 0,
+  message_id  INTEGER,
+  approval_id INTEGER,
+  output      TEXT,
+  note        TEXT,
+  at          INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_workflow_events_run ON workflow_events(run_id, id);
+CREATE INDEX IF NOT EXISTS idx_workflow_events_message ON workflow_events(message_id) WHERE message_id IS NOT NULL;
+-- A step attempt starts (or asks) once, whatever happens around it.
+CREATE UNIQUE INDEX IF NOT EXISTS idx_workflow_events_start ON workflow_events(run_id, step, attempt) WHERE kind IN ('started', 'asked');

@@ -1,7 +1,7 @@
 import type { Channel } from '../channels/channel.js';
 import { markdownToMrkdwn, markdownToPlain, telegramHtmlBlocks } from '../core/markdown.js';
 import { measure } from '../core/text.js';
-import type { ToolApproval } from '../store/tool-approvals.js';
+import { isGate, type ToolApproval } from '../store/tool-approvals.js';
 
 /**
  * The words of a tool approval's question (docs/APPROVALS.md, "What the approver sees"): the real input
@@ -93,7 +93,9 @@ function questionMarkdown(
   ending: string,
 ): string {
   return [
-    `The agent wants to run ${inert(row.tool)} with this input, exactly:`,
+    isGate(row)
+      ? `A workflow waits for your approval before it goes on (${inert(row.tool)}):`
+      : `The agent wants to run ${inert(row.tool)} with this input, exactly:`,
     fenced(shown),
     hidden > 0
       ? `(${hidden} characters hidden in the middle: the whole input is sent as a file where the chat takes files, and is on the dashboard's approvals page)`
@@ -141,7 +143,8 @@ export function decidedQuestionText(row: ToolApproval, target: QuestionTarget, l
 }
 
 function compose(row: ToolApproval, target: QuestionTarget, limit: number, ending: string): QuestionText {
-  const input = shownInput(row);
+  // A workflow gate's question is the operator's words from the workflow file, shown as written.
+  const input = isGate(row) ? visible(row.input_line) : shownInput(row);
   const summary = summaryLine(row, input);
   const size = (md: string) => measure(inDialect(md, target), target.limitUnit);
   const whole = questionMarkdown(row, input, 0, summary, ending);

@@ -128,7 +128,14 @@ function makeStages(
   const { config, log, db, metrics, signals } = base;
   // Each message's sender_role in agent input comes from the live access rules.
   const access = new AccessSource(db, config.admins);
-  // Tool questions (docs/APPROVALS.md): chats are asked through the channels once they have started.
+  // Tool questions (docs/APPROVALS.md) and workflow gates (docs/WORKFLOWS.md): chats are asked through the
+  // channels once they have started.
+  const notifier = createApprovalNotifier({
+    db,
+    channels: started,
+    log: log.child({ part: 'approvals' }),
+    onOutbound: (id) => signals.outbound.fire(id),
+  });
   const asks = new AskBroker({
     db,
     log: log.child({ part: 'asks' }),
@@ -136,12 +143,7 @@ function makeStages(
     shell,
     checkMs: config.pollMs,
     signals,
-    notifier: createApprovalNotifier({
-      db,
-      channels: started,
-      log: log.child({ part: 'approvals' }),
-      onOutbound: (id) => signals.outbound.fire(id),
-    }),
+    notifier,
   });
   const queue = createQueue({
     db,
@@ -176,6 +178,7 @@ function makeStages(
       pollTick: (s) => metrics.pollTick(s),
       rowFailed: (stage) => metrics.rowFailed(stage),
     },
+    askGate: (row) => notifier.ask(row),
     // The bot's own username as the platform told it at start (Telegram getMe).
     botName: (platform) =>
       (channels.find((c) => c.platform === platform) as { identity?: { username?: string } } | undefined)

@@ -10,6 +10,7 @@ import { routesCommand } from './commands/routes.js';
 import { toolsCommand } from './commands/tools.js';
 import { statusCommand } from './commands/status.js';
 import { tasksCommand } from './commands/tasks.js';
+import { workflowsCommand } from './commands/workflows.js';
 
 /** Builds the `gated` command line. Exported so tests can drive it in-process. */
 export function buildProgram(): Command {
@@ -48,6 +49,7 @@ export function buildProgram(): Command {
   auditCommand(program);
   statusCommand(program);
   tasksCommand(program);
+  workflowsCommand(program);
   backupCommands(program);
   doctorCommand(program);
   return program;

@@ -12,6 +12,8 @@ import { insertInbound } from '../store/messages.js';
 import { committed, flushGroup, OrderedWrites } from '../store/group-commit.js';
 import { RouteSource, type Catalog } from '../store/routes.js';
 import { TaskScheduler } from './tasks.js';
+import { WorkflowEngine } from './workflows.js';
+import type { ToolApproval } from '../store/tool-approvals.js';
 
 /** Options of the gateway: the database, the queue it feeds, and what it tells about replies it wrote. */
 export interface GatewayOptions {
@@ -36,6 +38,8 @@ export interface GatewayOptions {
   fetch?: typeof fetch;
   /** Backoff bounds of daemon retries (defaults 1 s .. 5 min). */
   daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
+  /** Asks a workflow gate's chat (delivery's approval messages, docs/WORKFLOWS.md). */
+  askGate?: (row: ToolApproval) => void;
 }
 
 /** The running gateway: poll loop, layers, impulse gate and daemon dispatch. */
@@ -45,6 +49,7 @@ export interface Gateway {
   readonly pipeline: Pipeline;
   readonly daemons: DaemonDispatcher;
   readonly tasks: TaskScheduler;
+  readonly workflows: WorkflowEngine;
   /**
    * Stores an inbound event and wakes the loop (null: a redelivery), committed when it resolves: what
    * channels are given. While another process holds the write lock (an operator's open transaction in
@@ -57,7 +62,7 @@ export interface Gateway {
    */
   sink(msg: NewInbound): number | null;
   start(): void;
-  /** Stops the loop, daemons and tasks; resolves when the steps in flight have ended. */
+  /** Stops the loop, daemons, tasks and workflows; resolves when the steps in flight have ended. */
   stop(): Promise<void>;
 }
 
@@ -105,6 +110,34 @@ function afterBatch(
   }
 }
 
+/** The workers that turn rows into more rows: scheduled tasks and workflow runs (docs/WORKFLOWS.md). */
+function rowWorkers(
+  opts: GatewayOptions,
+  signals: Pick<Signals, 'queued' | 'outbound' | 'decided' | 'tasks'>,
+) {
+  const { db, log } = opts;
+  const now = opts.now ? { now: opts.now } : {};
+  const tasks = new TaskScheduler({
+    db,
+    log: log.child({ part: 'tasks' }),
+    tz: opts.config.tz ?? 'UTC',
+    maxFailures: opts.config.taskMaxFailures ?? 5,
+    intervalMs: opts.config.pollMs,
+    ...now,
+    signals,
+  });
+  const askGate = opts.askGate ? { askGate: opts.askGate } : {};
+  const workflows = new WorkflowEngine({
+    db,
+    log: log.child({ part: 'workflows' }),
+    intervalMs: opts.config.pollMs,
+    ...now,
+    signals,
+    ...askGate,
+  });
+  return { tasks, workflows };
+}
+
 /** Wires the gateway together. Nothing runs until start(). */
 export function createGateway(opts: GatewayOptions): Gateway {
   const { db, log, queue } = opts;
@@ -127,15 +160,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
     ...opts.daemonRetry,
   });
-  const tasks = new TaskScheduler({
-    db,
-    log: log.child({ part: 'tasks' }),
-    tz: opts.config.tz ?? 'UTC',
-    maxFailures: opts.config.taskMaxFailures ?? 5,
-    intervalMs: opts.config.pollMs,
-    ...(opts.now ? { now: opts.now } : {}),
-    signals,
-  });
+  const { tasks, workflows } = rowWorkers(opts, signals);
   const loop = new PollLoop({
     db,
     pipeline,
@@ -162,6 +187,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pipeline,
     daemons,
     tasks,
+    workflows,
     inbound: (msg) => inOrder.run(() => store(msg)),
     sink: store,
     start() {
@@ -169,10 +195,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
       loop.start();
       daemons.wake();
       tasks.start();
+      workflows.start();
     },
     async stop() {
       unlisten();
-      await Promise.all([loop.stop(), daemons.stop(), tasks.stop()]);
+      await Promise.all([loop.stop(), daemons.stop(), tasks.stop(), workflows.stop()]);
     },
   };
 }

@@ -3,6 +3,7 @@ import type { Config } from '../core/config.js';
 import { readGroupConfig, type ConfigProblem, type McpServer } from '../core/group-config.js';
 import { folderChain } from '../core/types.js';
 import { AgentStore, BUILT_IN_AGENTS } from '../store/agents.js';
+import { WorkflowStore } from '../store/workflows.js';
 import type { Logger } from '../core/log.js';
 import type { Db } from '../store/db.js';
 import type { AgentConfigInput, AgentInput } from './prompt.js';
@@ -66,11 +67,18 @@ export function agentSetupOf(
   db: Db,
   config: SetupConfig,
   containers: boolean,
-): (group: string) => AgentSetup {
+): (group: string, topic?: string) => AgentSetup {
   const agents = new AgentStore(db);
+  const workflows = new WorkflowStore(db);
   const seen = (rel: string) => (containers ? posix.join(CONFIG_ROOT, rel) : join(config.configDir, rel));
-  return (group) => {
-    const choice = agents.choice(group);
+  return (group, topic) => {
+    const groupChoice = agents.choice(group);
+    // A workflow step's session runs the step's agent and model where it names them (docs/WORKFLOWS.md).
+    const step = topic === undefined ? undefined : workflows.stepChoice(group, topic);
+    const choice = {
+      agent: step?.agent ?? groupChoice.agent,
+      model: step?.model ?? (step?.agent ? null : groupChoice.model),
+    };
     const agent = choice.agent ?? 'claude';
     const row = agents.profile(agent);
     const builtIn = (BUILT_IN_AGENTS as readonly string[]).includes(agent);
@@ -119,12 +127,13 @@ export function agentSetupOf(
 
 /** The run's setup (none without a setup function), its unusable configuration files logged. */
 export function runSetup(
-  setup: ((group: string) => AgentSetup) | undefined,
-  group: string,
+  setup: ((group: string, topic?: string) => AgentSetup) | undefined,
+  key: { group: string; topic: string },
   runId: number,
   log: Logger,
 ): AgentSetup | undefined {
-  const s = setup?.(group);
+  const { group } = key;
+  const s = setup?.(group, key.topic);
   for (const p of s?.problems ?? [])
     log.warn({ runId, group, file: p.file, reason: p.reason }, 'configuration file not used');
   return s;

@@ -299,7 +299,7 @@ export class Scheduler {
     let input: string;
     let setup: AgentSetup | undefined;
     try {
-      setup = runSetup(opts.setup, key.group, d.runId, opts.log);
+      setup = runSetup(opts.setup, key, d.runId, opts.log);
       input = this.firstInput(key, d, setup);
     } catch (err) {
       // The run is open and its rows are running: it must end through the usual path (rows back to ready

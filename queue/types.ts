@@ -47,7 +47,7 @@ export interface QueueOptions {
    * Each run's agent, model, configuration and secrets (queue/agent-setup.ts), by group. When given, its
    * secrets replace `secrets`. A throw fails the run like a start that failed.
    */
-  setup?: (group: string) => AgentSetup;
+  setup?: (group: string, topic?: string) => AgentSetup;
   metrics?: QueueMetrics;
   /** Uniform [0, 1) source for backoff jitter (tests pin it). Default Math.random. */
   random?: () => number;

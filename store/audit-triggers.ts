@@ -38,6 +38,8 @@ export const AUDITED_TABLES: Readonly<Record<string, string>> = {
   daemons: 'name',
   tasks: 'id',
   tool_rules: 'id',
+  workflow_runs: 'id',
+  workflow_events: 'id',
 };
 
 const AUDIT_COLUMNS = ['id', 'at', 'actor', 'subject', 'action', 'row_key', 'before', 'after'];

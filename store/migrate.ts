@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 20;
+export const SCHEMA_VERSION = 21;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -107,6 +107,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 19 → 20: an ask whose turn was stopped, interrupted or ended is `cancelled` (docs/APPROVALS.md): the
   // state's CHECK names it, which needs the table rebuilt; its rows keep their ids and codes.
   19: (db) => cancelledAsks(db),
+  // 20 → 21: workflows (docs/WORKFLOWS.md): schema.sql creates workflow_runs and workflow_events; nothing
+  // older changes.
+  20: () => {},
 };
 
 /** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */

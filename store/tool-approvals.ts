@@ -58,6 +58,14 @@ export interface NewToolApproval {
   expires_at: number;
 }
 
+/** A workflow gate's question, as the workflow store asks it. */
+export type NewGateApproval = Omit<NewToolApproval, 'run_id' | 'turn_rows' | 'summary' | 'rule_id'>;
+
+/** Whether a row is a workflow gate's question rather than an agent's tool call. */
+export function isGate(row: Pick<ToolApproval, 'run_id' | 'ask_id'>): boolean {
+  return row.run_id === null && (row.ask_id ?? '').startsWith('workflow:');
+}
+
 /** A typed tool code in canonical form, or undefined when it is not one (wrong length or alphabet). */
 export function normalizeToolCode(typed: string): string | undefined {
   const code = typed.replace(/[\s-]/g, '').toUpperCase();
@@ -160,15 +168,28 @@ export class ToolApprovalStore {
   }
 
   /** Stores a new pending question under a fresh code, unique across tool and pairing codes. */
-  insert(row: NewToolApproval): ToolApproval {
+  insert(
+    row: Omit<NewToolApproval, 'run_id' | 'turn_rows'> & {
+      run_id: number | null;
+      turn_rows: readonly number[] | null;
+    },
+  ): ToolApproval {
     for (let attempt = 0; attempt < 20; attempt++) {
       const code = newToolCode();
       if (this.s.pairingCode.get(code)) continue;
-      const out = this.s.insert.get({ ...row, code, turn_rows: JSON.stringify(row.turn_rows) }) as
-        ToolApproval | undefined;
+      const turnRows = row.turn_rows === null ? null : JSON.stringify(row.turn_rows);
+      const out = this.s.insert.get({ ...row, code, turn_rows: turnRows }) as ToolApproval | undefined;
       if (out) return out;
     }
     throw new Error('no free tool approval code after 20 tries');
+  }
+
+  /**
+   * Stores a workflow gate's question (docs/WORKFLOWS.md) under a fresh code: no run and no turn waits on
+   * it (run_id NULL, turn_rows NULL), so no agent's ask ever takes it; the workflow engine reads its state.
+   */
+  insertGate(row: NewGateApproval): ToolApproval {
+    return this.insert({ ...row, run_id: null, turn_rows: null, summary: null, rule_id: null });
   }
 
   /** The run and ask id that wait for this row now (a re-run asked the same question). */

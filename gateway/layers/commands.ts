@@ -5,6 +5,9 @@ import { sessionsOf } from '../../store/sessions.js';
 import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
 import { decideCode } from '../tool-decisions.js';
+import { listWorkflows } from '../../core/workflows.js';
+import { workflowCommand } from './workflow-command.js';
+import { workflowFacts } from '../workflow-runs.js';
 import type { Passage, Layer, LayerEnv } from './types.js';
 
 /**
@@ -157,8 +160,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
       env.decided();
     },
   },
+  workflow: {
+    help: '/workflow run NAME [args] | status | cancel | resume [ID]: run a workflow of this group, follow, stop or go on with it',
+    run(passage, _args, env) {
+      workflowCommand(passage, env);
+    },
+  },
   help: {
-    help: "/help: this list, and the chat commands of this chat's group",
+    help: "/help: this list, and the chat commands and workflows of this chat's group",
     run(passage, _args, env) {
       const group = env.chatGroup(passage);
       const own =
@@ -167,6 +176,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
           : [];
       const lines = Object.values(COMMANDS).map((c) => c.help);
       if (own.length > 0) lines.push(`Commands of ${group}: ${own.map((n) => `/${n}`).join(' ')}`);
+      const flows =
+        group !== undefined && env.config.configDir !== undefined
+          ? listWorkflows(env.config.configDir, group, workflowFacts(env.db))
+          : [];
+      if (flows.length > 0) {
+        lines.push(`Workflows of ${group} (/workflow run NAME [args]):`);
+        for (const f of flows)
+          lines.push(
+            `  ${f.name}${f.problems.length > 0 ? ': INVALID, does not run (gated workflows check)' : f.workflow?.description ? `: ${f.workflow.description}` : ''}`,
+          );
+      }
       env.answer(passage.msg, lines.join('\n'));
     },
   },
