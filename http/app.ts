@@ -10,6 +10,7 @@ import { ChatReaders } from './chat-view.js';
 import { chatRoutes } from './chat.js';
 import { chatFileRoutes } from './chat-files.js';
 import { dashboardRoutesApi } from './dashboard.js';
+import { groupsAdminApi } from './groups-admin.js';
 import { hostGuard } from './guard.js';
 import { healthApi, metricsApi } from './health.js';
 import { cookieKey, identify, identityRoutes, WebIdentity } from './identity.js';
@@ -49,7 +50,8 @@ const UPLOAD_OVERHEAD = MAX_BODY_BYTES;
 
 /**
  * The HTTP surface of gated as one hono app: the web chat (`/`, `/api/chat/*`), the dashboard
- * (`/dashboard`, `/api/dashboard/*`), route edits (`/api/routes`, admin token), `/metrics` and `/healthz`.
+ * (`/dashboard`, `/api/dashboard/*`), route and group edits (`/api/routes`, `/api/groups`, admin token),
+ * `/metrics` and `/healthz`.
  * See docs/WEB.md. If the gateway has not started the web channel yet, it is started here with `sink`.
  */
 export function createHttpApp(opts: HttpAppOptions): Hono {
@@ -113,7 +115,7 @@ export function createHttpApp(opts: HttpAppOptions): Hono {
 }
 
 /**
- * The operator's side: the dashboard's reads, admin actions, route edits, tasks, tool approvals and access,
+ * The operator's side: the dashboard's reads, admin actions, route and group edits, tasks, tool approvals and access,
  * each behind the dashboard's read token or the admin token.
  */
 function useOperatorApis(
@@ -143,6 +145,8 @@ function useOperatorApis(
   app.use('/api/routes', auth.admin);
   app.use('/api/routes/*', auth.admin);
   app.route('/api/routes', routesAdminApi(db, httpLog));
+  app.use('/api/groups/*', auth.admin);
+  app.route('/api/groups', groupsAdminApi(db, httpLog));
   // Tasks: reading as the dashboard, pausing and resuming with the admin token (docs/TASKS.md).
   app.on('GET', ['/api/tasks', '/api/tasks/*'], auth.read);
   app.on('POST', ['/api/tasks', '/api/tasks/*'], auth.admin);

@@ -99,17 +99,20 @@ async function refresh() {
       held.held,
       'nothing held',
     );
-    table(
-      $('groups'),
-      [
-        ['folder', (g) => g.folder],
-        ['name', (g) => g.name || ''],
-        // What a message does while the agent works: set with `gated groups busy FOLDER MODE`.
-        ['busy', (g) => g.busy],
-        ['added', (g) => localTime(g.added_at)],
-      ],
-      groups.groups,
-    );
+    // A busy mode being chosen is not redrawn under the operator's hand.
+    if (!$('groups').contains(document.activeElement))
+      table(
+        $('groups'),
+        [
+          ['folder', (g) => g.folder],
+          ['name', (g) => g.name || ''],
+          // What a message does while the agent works: a choice with the admin token (as `gated groups busy
+          // FOLDER MODE`), else its name.
+          ['busy', (g) => (getToken() ? busyChoice(g) : g.busy), BUSY_HINT],
+          ['added', (g) => localTime(g.added_at)],
+        ],
+        groups.groups,
+      );
     const outCols = [
       ['id', (o) => o.id],
       ['state', (o) => o.delivery],
@@ -191,6 +194,39 @@ function route() {
   for (const v of ['overview', 'chat', 'run']) $(`view-${v}`).hidden = v !== view;
   document.body.dataset.view = view;
   if (view === 'overview') void refresh().then(() => hash === 'runs' && $('runs-section').scrollIntoView());
+}
+
+const BUSY_MODES = ['queue', 'steer', 'interrupt'];
+const BUSY_HINT =
+  'What a message does while the agent works on a turn: queue waits for the next turn, steer shows it to ' +
+  'the model inside the turn, interrupt stops the turn first';
+
+/** The busy mode of group `g` as a choice that sets it (admin token). */
+function busyChoice(g) {
+  const select = el('select', 'busy', undefined, { 'aria-label': `busy mode of ${g.folder}` });
+  select.dataset.folder = g.folder;
+  for (const mode of BUSY_MODES) {
+    const option = el('option', '', mode, { value: mode });
+    option.selected = mode === g.busy;
+    select.append(option);
+  }
+  select.addEventListener('change', () => void setBusy(g.folder, select));
+  return select;
+}
+
+async function setBusy(folder, select) {
+  try {
+    await getJson('/api/groups/busy', {
+      method: 'POST',
+      headers: { ...auth(), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ folder, mode: select.value }),
+    });
+    notice('');
+  } catch (err) {
+    notice(`busy mode not set: ${readError(err)}`);
+  }
+  select.blur();
+  await refresh();
 }
 
 async function removeRoute(id) {

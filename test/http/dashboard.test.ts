@@ -5,7 +5,7 @@ import { SlackChannel } from '../../channels/slack/index.js';
 import { silentLogger } from '../../core/log.js';
 import { freePort } from '../infra/atproto/proc.js';
 import { SlackApiServer } from '../infra/slack-api.js';
-import { getJson, startWebServer } from './harness.js';
+import { getJson, postJson, startWebServer } from './harness.js';
 
 type Obj = Record<string, unknown>;
 
@@ -275,5 +275,59 @@ describe('dashboard JSON', () => {
     expect((await fetch(`${s.url}/assets/..%2fpackage.json`)).status).toBe(404);
     expect((await fetch(`${s.url}/assets/index.html`)).status).toBe(404);
     expect((await fetch(`${s.url}/nowhere`)).status).toBe(404);
+  });
+});
+
+describe("a group's busy mode on the dashboard", () => {
+  const TOKEN = 'busy-admin-token';
+
+  it('is set with the admin token only, audited as the dashboard, a bad mode or group refused by name', async () => {
+    const s = await startWebServer({ adminToken: TOKEN, groups: ['ops'] });
+    const busyOf = () =>
+      s.db.prepare(`SELECT busy FROM registered_groups WHERE folder = 'ops'`).pluck().get() as string;
+    const bearer = { Authorization: `Bearer ${TOKEN}` };
+    const url = `${s.url}/api/groups/busy`;
+
+    // Reading is the dashboard's (a local client); setting needs the token, a wrong one too is refused.
+    expect((await postJson(url, { folder: 'ops', mode: 'steer' })).status).toBe(401);
+    expect(
+      (await postJson(url, { folder: 'ops', mode: 'steer' }, { Authorization: 'Bearer nope' })).status,
+    ).toBe(401);
+    expect(busyOf()).toBe('queue');
+
+    expect(await postJson(url, { folder: 'ops', mode: 'steer' }, bearer)).toEqual({
+      status: 200,
+      body: { folder: 'ops', busy: 'steer' },
+    });
+    expect(busyOf()).toBe('steer');
+    const groups = await getJson(`${s.url}/api/dashboard/groups`);
+    expect((groups.body.groups as Obj[]).find((g) => g.folder === 'ops')!.busy).toBe('steer');
+    const [row] = s.db
+      .prepare(
+        `SELECT actor, action, row_key, before, after FROM audit WHERE subject = 'registered_groups' AND action = 'update'`,
+      )
+      .all() as Obj[];
+    expect(row).toMatchObject({ actor: 'dashboard:admin-token', action: 'update', row_key: 'ops' });
+    expect(JSON.parse(row!.before as string).busy).toBe('queue');
+    expect(JSON.parse(row!.after as string).busy).toBe('steer');
+
+    expect(await postJson(url, { folder: 'ops', mode: 'later' }, bearer)).toEqual({
+      status: 400,
+      body: { error: "bad busy mode 'later': 'queue', 'steer' or 'interrupt'" },
+    });
+    expect(await postJson(url, { folder: 'nowhere', mode: 'queue' }, bearer)).toEqual({
+      status: 404,
+      body: { error: 'no group nowhere' },
+    });
+    expect((await postJson(url, { mode: 'queue' }, bearer)).status).toBe(400);
+    expect(busyOf()).toBe('steer');
+  });
+
+  it('cannot be set at all when no admin token is configured', async () => {
+    const s = await startWebServer({ groups: ['ops'] });
+    expect((await postJson(`${s.url}/api/groups/busy`, { folder: 'ops', mode: 'steer' })).status).toBe(403);
+    expect(s.db.prepare(`SELECT busy FROM registered_groups WHERE folder = 'ops'`).pluck().get()).toBe(
+      'queue',
+    );
   });
 });

@@ -13,6 +13,8 @@ afterEach(async () => {
   while (running.length) await running.pop()!.close(2000);
 });
 
+const ADMIN_TOKEN = 'ui-test-admin-token';
+
 /** The whole gated as `npm start` runs it (process runtime, example agent, demo group), on a free port. */
 async function startWholeGated(): Promise<Gated> {
   const dir = tempDir('gated-ui-');
@@ -24,6 +26,7 @@ async function startWholeGated(): Promise<Gated> {
     GATED_POLL_MS: '50',
     GATED_IDLE_TIMEOUT_MS: '400',
     GATED_LOG_LEVEL: 'silent',
+    GATED_ADMIN_TOKEN: ADMIN_TOKEN,
   });
   const gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] });
   running.push(gated);
@@ -222,6 +225,32 @@ describe('every page in chromium at 1280 and 390 px', () => {
     await page.goto(`${gated.url}/dashboard/tasks`);
     const box = (await page.locator('#tasks-section').boundingBox())!;
     expect(box.x).toBeGreaterThanOrEqual(8);
+    expect(errors).toEqual([]);
+  });
+
+  it("sets a group's busy mode from the groups table once the admin token is typed, audited as the dashboard", async () => {
+    const gated = await startWholeGated();
+    const browser = await launchChromium();
+    const { page, errors } = await strictPage(browser);
+    await page.goto(`${gated.url}/dashboard`);
+    await page.locator('#groups table').waitFor();
+    const busyOf = () =>
+      gated.db.prepare(`SELECT busy FROM registered_groups WHERE folder = 'demo'`).pluck().get();
+    expect(await page.locator('#groups select').count()).toBe(0);
+    await page.fill('#token', ADMIN_TOKEN);
+    await page.press('#token', 'Enter');
+    const choice = page.locator('#groups select[data-folder="demo"]');
+    await choice.waitFor();
+    expect(await choice.inputValue()).toBe('queue');
+    await choice.selectOption('steer');
+    await until(() => busyOf() === 'steer', 10_000, 'the busy mode set from the page');
+    expect(
+      gated.db
+        .prepare(`SELECT actor FROM audit WHERE subject = 'registered_groups' AND action = 'update'`)
+        .pluck()
+        .all(),
+    ).toEqual(['dashboard:admin-token']);
+    await until(async () => (await choice.inputValue()) === 'steer', 10_000, 'the page showing steer');
     expect(errors).toEqual([]);
   });
 });
