@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { packageFile } from '../core/paths.js';
 import { UsageError } from '../core/errors.js';
 import { action } from './context.js';
 import { accessCommand, auditCommand } from './commands/access.js';
@@ -12,10 +14,16 @@ import { statusCommand } from './commands/status.js';
 import { tasksCommand } from './commands/tasks.js';
 import { workflowsCommand } from './commands/workflows.js';
 
+/** The version in package.json (the file ships with gated, in the image too). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
+}
+
 /** Builds the `gated` command line. Exported so tests can drive it in-process. */
 export function buildProgram(): Command {
   const program = new Command('gated')
     .description('a gateway between chat platforms and AI agents, routed by a SQL table')
+    .version(packageVersion(), '-V, --version', 'print the version of gated')
     .option('--db <path>', 'SQLite database (default: $GATED_DB, else ./data/gated.db)')
     .showHelpAfterError(false)
     .exitOverride();

@@ -81,7 +81,7 @@ export class ToolApprovalStore {
   constructor(private readonly db: Db) {
     this.s = {
       rulesVersion: db.prepare(`SELECT value FROM router_state WHERE key = 'tool_rules_version'`).pluck(),
-      rules: db.prepare('SELECT * FROM tool_rules ORDER BY seq, id'),
+      rules: db.prepare('SELECT * FROM tool_rules ORDER BY group_folder, seq, id'),
       addRule: db.prepare(
         `INSERT INTO tool_rules (group_folder, seq, tool, input, decision, approvers)
          VALUES (@group_folder, @seq, @tool, @input, @decision, @approvers)`,

@@ -84,6 +84,7 @@ function routeEditCommands(routes: Command): void {
       action((ctx, id: string) => {
         const n = intArg('id', id);
         if (!audited(ctx, (db) => removeRoute(db, n))) throw new UsageError(`no route with id ${n}`);
+        ctx.out(`route ${n} removed`);
       }),
     );
 }
@@ -93,8 +94,8 @@ function routeCheckCommands(routes: Command): void {
   routes
     .command('check')
     .description(
-      'list invalid rows (id, then reason; exit 1 if any), then the names that point nowhere (warnings: a ' +
-        'route to a group or daemon not registered, a group naming an unknown agent)',
+      'list invalid rows (id, then reason; exit 1 if any); on stderr, warnings for the names that point ' +
+        'nowhere (a route to a group or daemon not registered, a group naming an unknown agent)',
     )
     .action(
       action((ctx) => {
@@ -102,7 +103,9 @@ function routeCheckCommands(routes: Command): void {
         const problems = compileRoutes(listRoutes(db)).problems();
         for (const p of problems) ctx.out(`${p.id}\t${p.reason}`);
         if (problems.length === 0) ctx.out('all routes valid');
-        for (const d of danglingNames(db)) ctx.out(`warning: ${d.where}: ${d.reason} (${d.fix})`);
+        // On stderr: stdout stays one line per invalid row, starting with its id (scripts read it).
+        for (const d of danglingNames(db))
+          process.stderr.write(`warning: ${d.where}: ${d.reason} (${d.fix})\n`);
         return problems.length ? 1 : 0;
       }),
     );

@@ -102,6 +102,7 @@ function ruleEditCommands(tools: Command): void {
         const n = intArg('id', id);
         if (!audited(ctx, (db) => toolApprovalsOf(db).removeRule(n)))
           throw new UsageError(`no tool rule with id ${n}`);
+        ctx.out(`tool rule ${n} removed`);
       }),
     );
 }

@@ -25,7 +25,7 @@ describe('gated CLI', { timeout: 120_000 }, () => {
     const ok = gated(db, 'routes', 'check');
     expect(ok.code).toBe(0);
     // The example's groups are not registered: valid rows that point nowhere, said as warnings.
-    expect(ok.out).toContain("warning: route 5: group 'default/firehose' is not registered");
+    expect(ok.err).toContain("warning: route 5: group 'default/firehose' is not registered");
     sqlite(
       db,
       `INSERT INTO routes (seq, match, target) VALUES (40, 'telegram', 'a/b');
@@ -35,10 +35,7 @@ describe('gated CLI', { timeout: 120_000 }, () => {
     );
     const bad = gated(db, 'routes', 'check');
     expect(bad.code).toBe(1);
-    const lines = bad.out
-      .trim()
-      .split('\n')
-      .filter((l) => !l.startsWith('warning: '));
+    const lines = bad.out.trim().split('\n');
     expect(lines).toHaveLength(4);
     expect(lines[0]).toMatch(/^6\s+token 'telegram' has no '='/);
     expect(lines[1]).toMatch(/^7\s+malformed glob '\[abc' for room/);
