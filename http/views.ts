@@ -43,7 +43,11 @@ export function viewsApi(deps: ViewDeps): Hono {
     if (!history) return c.json({ range: name, off: true, step: r.step, minutes: [], series: {} });
     const t = now();
     const to = Math.floor(t / 60_000) + 1;
-    return c.json({ range: name, ...history.range(to - r.minutes, to, r.step, t) });
+    return c.json({
+      range: name,
+      keptDays: history.retainDays,
+      ...history.range(to - r.minutes, to, r.step, t),
+    });
   });
 
   app.get('/chats', (c) => {

@@ -112,7 +112,7 @@ const PERCENTILES = Object.keys(SERIES)
 export class History {
   private readonly s;
   private readonly state: StateStore;
-  private readonly retainDays: number;
+  readonly retainDays: number;
   private readonly graceMs: number;
   private readonly inboundBatch: number;
   /** Every flush so far, summed (the burst benchmark reports the write cost from these). */

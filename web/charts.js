@@ -82,6 +82,7 @@ function draw(def, data, box) {
   const width = Math.max(280, box.clientWidth - 16);
   if (old && old.names === names) {
     old.plot.setData(plotData);
+    showLatest(old.plot);
     if (Math.abs(old.plot.width - width) > 4) old.plot.setSize({ width, height: 170 });
     return;
   }
@@ -99,6 +100,8 @@ function draw(def, data, box) {
       height: 170,
       scales: { x: { time: true } },
       axes: [{}, { size: 60 }],
+      // Away from the cursor, the legend shows each series' latest value instead of "--".
+      hooks: { setLegend: [(u) => u.legend.idx == null && showLatest(u)] },
       series: [
         {},
         ...lines.map(([name], i) => ({
@@ -115,6 +118,19 @@ function draw(def, data, box) {
     plotBox,
   );
   charts.set(def.id, { plot, names });
+  showLatest(plot);
+}
+
+/** Sets the legend to each series' latest point that has a value (uPlot's legend shows "--" otherwise). */
+function showLatest(u) {
+  const xs = u.data[0];
+  if (!xs || xs.length === 0) return;
+  const idxs = u.data.map((ys, i) => {
+    if (i === 0) return xs.length - 1;
+    for (let k = ys.length - 1; k >= 0; k -= 1) if (ys[k] !== null && ys[k] !== undefined) return k;
+    return null;
+  });
+  u.setLegend({ idxs }, false);
 }
 
 /** Fetches the range and redraws every chart. */
@@ -127,6 +143,8 @@ export async function refreshCharts() {
       return;
     }
     for (const def of CHARTS) draw(def, data, document.getElementById(`chart-${def.id}`));
+    const kept = document.getElementById('history-kept');
+    if (kept && data.keptDays) kept.textContent = `per minute, kept for ${data.keptDays} days`;
     status.textContent = `per ${data.step === 1 ? 'minute' : `${data.step} minutes`}, live`;
   } catch (err) {
     status.textContent = `charts: ${readError(err)}`;

@@ -79,6 +79,10 @@ describe('dashboard views in chromium on a burst-filled database', () => {
       Math.max(...times.map((r) => r.idle_ms)),
     );
     expect(await page.locator('#chart-in-platform .u-legend').textContent()).toContain('bench');
+    // Without a cursor on the chart, the legend shows the latest values, not "--" (issue 43).
+    const legend = (await page.locator('#chart-in-platform .u-legend').textContent()) ?? '';
+    expect(legend).not.toContain('--');
+    expect(await page.locator('#history-kept').textContent()).toMatch(/^per minute, kept for \d+ days$/);
     await page.locator('#history-section').screenshot({ path: screenshotPath('charts.png') });
 
     // Chat view: a chat's inbound and outbound rows, then a search by text.
