@@ -96,6 +96,12 @@ const asked = new Map();
 let askCount = 0;
 /** Set once the run starts: a question waiting for a person does not count as a stalled turn. */
 let stall = null;
+/**
+ * The turn in progress, for an ask block to name (null when gated does not number turns): gated may then
+ * interrupt the turn even when the ask is the first block of it (docs/PROTOCOL.md, "Tool questions and
+ * lines that are not turns").
+ */
+let turnInProgress = () => null;
 
 /**
  * Asks gated about one tool call (an `ask` block) and waits for its `permission` line; resolves with the
@@ -114,7 +120,13 @@ function askGated(name, input) {
           : { behavior: 'deny', message: line.note ? `Refused: ${line.note}` : 'Refused by the operator.' },
       ),
     );
-    emit({ status: 'ok', result: null, ask: { id, tool: name, input, ...(summary ? { summary } : {}) } });
+    const turn = turnInProgress();
+    emit({
+      status: 'ok',
+      result: null,
+      ask: { id, tool: name, input, ...(summary ? { summary } : {}) },
+      ...(turn !== null ? { turn } : {}),
+    });
   });
 }
 
@@ -371,6 +383,7 @@ async function main() {
     stuck: stuckReason(stateDir, plan.session),
     onStuck: (reason) => markStuck(stateDir, sessionId, reason),
   });
+  turnInProgress = () => (numbered ? book.turn : null);
   book.line({ ...first, prompt: plan.prompt });
 
   // Reading stdin runs beside the SDK's output.

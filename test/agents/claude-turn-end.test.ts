@@ -5,10 +5,14 @@
  * (`command_lifecycle` frames, its session going idle) that must not hold the turn open: both messages are
  * answered once, within seconds, and the run then ends by its idle timeout. Before the fix the turn waited
  * for a second result that never came, until gated's hard timeout killed the run. A turn that makes no
- * progress at all ends with a named error after GATED_CLAUDE_STALL_MS.
+ * progress at all ends with a named error after GATED_CLAUDE_STALL_MS. `/interrupt` while a call waits for its
+ * approval reaches the turn: the agent's ask block names the turn (gated can interrupt a turn only once a
+ * block of it said its number), the question is cancelled and the command never runs.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
+import { upsertMember } from '../../store/access.js';
 import { until } from '../helpers/process.js';
 import { runsEnded, useClaudeSuite } from './claude-support.js';
 import {
@@ -62,5 +66,46 @@ test(
     expect(run!.error).toMatch(/^exit code 1/);
     // The stalled request was given up by the agent's CLI, which it closed.
     await until(() => suite.api.turns[0]!.cutMs, 10_000, 'the stalled stream to be closed');
+  },
+);
+
+test(
+  '/interrupt while the turn waits on an approval: the ask names its turn, the turn is interrupted, the call never runs',
+  { timeout: 90_000 },
+  async () => {
+    // What the agent prints is kept beside it (blocks.log in its folder), to read its ask block.
+    const chat = await suite.start({
+      env: { GATED_AGENT_CMD: `${SHELL_AGENT} | tee blocks.log`, GATED_RUN_TIMEOUT_MS: RUN_TIMEOUT_MS },
+    });
+    const db = chat.gated.db;
+    upsertMember(db, chat.group, 'web:ada', 'owner');
+    db.prepare(
+      `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'Bash', '*', 'ask')`,
+    ).run(chat.group);
+    const asked = chat.send('BASH echo ran | tee ran.txt');
+    await until(
+      () => db.prepare(`SELECT 1 FROM tool_approvals WHERE state = 'pending'`).get(),
+      30_000,
+      'the approval question',
+    );
+    // The ask block names its turn: gated may interrupt the turn even when the ask is its first block.
+    const blocks = readFileSync(join(chat.groupDir, 'blocks.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { ask?: unknown; turn?: number });
+    expect(blocks.filter((b) => b.ask).map((b) => b.turn)).toEqual([1]);
+    const stop = chat.send('/interrupt');
+    expect(await chat.reply(stop)).toBe('interrupting claude');
+    // The ask is cancelled, its turn answered as interrupted (done), and the command never ran.
+    await until(
+      () => db.prepare(`SELECT state FROM messages WHERE id = ?`).pluck().get(asked) === 'done',
+      20_000,
+      'the interrupted turn answered',
+    );
+    expect(db.prepare(`SELECT state FROM tool_approvals`).pluck().all()).toEqual(['cancelled']);
+    const after = chat.send('still there');
+    expect(await chat.reply(after, 30_000)).toBe('echo: still there');
+    expect(existsSync(join(chat.groupDir, 'ran.txt'))).toBe(false);
+    expect(chat.runs()).toHaveLength(1);
   },
 );

@@ -150,6 +150,18 @@ function steeredWords(body: RecordedRequest['body']): string {
     .join('\n');
 }
 
+/**
+ * A user message holding a tool call's error result and a new prompt (gated's `<message>` elements): the
+ * CLI's answer for a call an interrupt cut, sent with the prompt that came next, which is what is answered.
+ */
+function afterCut(m: ApiMessage): boolean {
+  if (!Array.isArray(m.content)) return false;
+  const failed = m.content.some(
+    (b) => b.type === 'tool_result' && (b as { is_error?: boolean }).is_error === true,
+  );
+  return failed && m.content.some((b) => b.type === 'text' && /<message [^>]*>/.test(b.text ?? ''));
+}
+
 /** The plan of a `TOOL <name> <json>` in `words`, or null when they hold none. */
 function toolCall(body: RecordedRequest['body'], words: string): Plan | null {
   const call = /\bTOOL (\S+) (\{[\s\S]*\})/.exec(words);
@@ -272,7 +284,11 @@ export class MessagesApiServer {
     if (body.messages.some((m) => m.role === 'user' && /\bHUGE\b/.test(textOf(m.content))))
       return { kind: 'too-long' };
     if (!conversation || !last) return { kind: 'text', text: 'Chat' };
-    if (Array.isArray(last.content) && last.content.some((b) => b.type === 'tool_result')) {
+    if (
+      Array.isArray(last.content) &&
+      last.content.some((b) => b.type === 'tool_result') &&
+      !afterCut(last)
+    ) {
       const r = last.content.find((b) => b.type === 'tool_result')!;
       const said = typeof r.content === 'string' ? r.content : textOf(r.content as Block[]);
       const use = body.messages
