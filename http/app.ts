@@ -17,6 +17,7 @@ import { cookieKey, identify, identityRoutes, WebIdentity } from './identity.js'
 import { Inspect } from './inspect.js';
 import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
+import { waitingApi, workflowsApi } from './workflows.js';
 import { staticApi } from './static.js';
 import { tasksAdminApi, tasksReadApi } from './tasks.js';
 import { toolApprovalsApi } from './tool-approvals.js';
@@ -172,6 +173,10 @@ function useOperatorApis(
     }),
   );
   app.route('/api/access', accessApi({ db, admins: config.admins ?? [], auth, log: httpLog, now }));
+  // Workflow runs followed live, and one list of everything waiting on a person (docs/WORKFLOWS.md).
+  app.on('GET', ['/api/workflows', '/api/workflows/*', '/api/waiting'], auth.read);
+  app.route('/api/workflows', workflowsApi(db));
+  app.route('/api/waiting', waitingApi(db, now));
 }
 
 /**

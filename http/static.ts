@@ -54,7 +54,7 @@ async function vendor(name: string): Promise<{ body: Buffer; type: string } | un
 /**
  * The pages and their assets from the package's web/ folder, read per request (tiny files; an edit shows
  * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/dashboard/access` its access
- * page, `/dashboard/approvals` its tool approvals, `/assets/<name>` the rest, and `/assets/vendor/<name>` the chart library from node_modules.
+ * page, `/dashboard/approvals` its tool approvals, `/dashboard/workflows` the workflow runs, `/dashboard/waiting` everything waiting on a person, `/assets/<name>` the rest, and `/assets/vendor/<name>` the chart library from node_modules.
  */
 export function staticApi(): Hono {
   const app = new Hono();
@@ -68,6 +68,8 @@ export function staticApi(): Hono {
   app.get('/dashboard/tasks', page('tasks.html'));
   app.get('/dashboard/access', page('access.html'));
   app.get('/dashboard/approvals', page('approvals.html'));
+  app.get('/dashboard/workflows', page('workflows.html'));
+  app.get('/dashboard/waiting', page('waiting.html'));
   app.get('/assets/vendor/:name', async (c) => {
     const a = await vendor(c.req.param('name')).catch(() => undefined);
     if (!a) return c.json({ error: 'not found' }, 404);

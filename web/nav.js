@@ -18,6 +18,8 @@ export const PAGES = [
   { href: '/dashboard/tasks', label: 'tasks', here: (p) => p === '/dashboard/tasks' },
   { href: '/dashboard/access', label: 'access', here: (p) => p === '/dashboard/access' },
   { href: '/dashboard/approvals', label: 'approvals', here: (p) => p === '/dashboard/approvals' },
+  { href: '/dashboard/workflows', label: 'workflows', here: (p) => p === '/dashboard/workflows' },
+  { href: '/dashboard/waiting', label: 'waiting', here: (p) => p === '/dashboard/waiting' },
   { href: '/', label: 'web chat', here: (p) => p === '/' },
 ];
 

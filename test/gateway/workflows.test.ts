@@ -5,7 +5,7 @@ import { upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { spawnGatedCli } from '../helpers/cli.js';
-import { startTestGated } from '../helpers/gated.js';
+import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { addProfiles, BROKEN, FANOUT, SHIP, WORKFLOW_AGENT_CMD, writeWorkflows } from './workflow-support.js';
 
@@ -14,11 +14,11 @@ import { addProfiles, BROKEN, FANOUT, SHIP, WORKFLOW_AGENT_CMD, writeWorkflows }
  * workflow files of workflow-support.ts, a Telegram chat with no channel started (the questions are plain
  * messages, decisions typed).
  */
-async function start(env: Record<string, string> = {}) {
+async function start(env: Record<string, string> = {}, http = false) {
   const configDir = tempDir();
   const g = await startTestGated({
     channels: [],
-    http: false,
+    http,
     env: { GATED_IDLE_TIMEOUT_MS: '300', GATED_POLL_MS: '50', GATED_CONFIG_DIR: configDir, ...env },
   });
   addGroup(g.db, g.config.groupsDir, 'ops');
@@ -56,9 +56,25 @@ async function start(env: Record<string, string> = {}) {
 
 describe('a workflow with a gate, on the example agent', () => {
   it('plan → approve → implement → review: the plan waits for an owner, each step answered once, outputs handed on', async () => {
-    const { g, replies, send, runState, pendingCode, answeredOnce } = await start();
+    const { g, replies, send, runState, pendingCode, answeredOnce } = await start({}, true);
     send('owner', '/workflow run ship add a --dry-run flag');
     const code = await until(pendingCode, 20_000, 'the gate asks');
+    // The dashboard follows the run, and lists the gate among what waits on a person.
+    const view = (await (await fetch(`${g.url}/api/workflows/1`)).json()) as {
+      steps: Array<{ name: string; status: string; code: string | null }>;
+    };
+    expect(view.steps.map((s) => [s.name, s.status, s.code])).toEqual([
+      ['plan', 'done', null],
+      ['approve', 'asking', code],
+      ['implement', 'waiting', null],
+      ['review', 'waiting', null],
+    ]);
+    const waiting = (await (await fetch(`${g.url}/api/waiting`)).json()) as {
+      items: Array<{ kind: string; code: string; what: string }>;
+    };
+    expect(waiting.items).toMatchObject([
+      { kind: 'workflow gate', code, what: 'Workflow ship #1, gate approve: Go ahead with this plan?' },
+    ]);
     const before = replies().join('\n');
     expect(before).toContain('Workflow ship #1 started: plan, approve (gate), implement, review');
     expect(before).toContain('echo: Plan: add a --dry-run flag');
@@ -176,8 +192,11 @@ describe('a workflow with a gate, on the example agent', () => {
     const help = replies().find((r) => r.includes('Workflows of ops'))!;
     expect(help).toContain('ship: Plan a change, wait for an owner, implement it, review it');
     expect(help).toContain('broken: INVALID');
+    // The operator's check, from another process once gated stopped (it would wait for gated's write lock).
+    await closeTestGated(g);
     const r = spawnGatedCli(g.config.db, { GATED_CONFIG_DIR: configDir }, 'workflows', 'check', 'ops');
     expect(r.code, r.err).toBe(1);
+    expect(r.err).toBe('');
     expect(r.out).toContain(
       'ops/workflows/broken.md:2: the steps depend on each other in a cycle: a → b → a',
     );

@@ -45,6 +45,8 @@ function pages(runId: number): Array<{ name: string; path: string; ready: string
     { name: 'tasks', path: '/dashboard/tasks', ready: '#tasks > *' },
     { name: 'access', path: '/dashboard/access', ready: '#access-groups table' },
     { name: 'approvals', path: '/dashboard/approvals', ready: '#pending > *' },
+    { name: 'workflows', path: '/dashboard/workflows', ready: '#runs > *' },
+    { name: 'waiting', path: '/dashboard/waiting', ready: '#waiting > *' },
   ];
 }
 
@@ -176,6 +178,8 @@ describe('every page in chromium at 1280 and 390 px', () => {
       'tasks',
       'access',
       'approvals',
+      'workflows',
+      'waiting',
       'web chat',
     ]);
 
