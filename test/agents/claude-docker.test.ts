@@ -1,7 +1,12 @@
 /**
  * The Claude agent in its container (the image built offline from agents/claude by docker/build-offline.sh)
  * under the docker runtime on a real dockerd: sessions, tools, the API key kept out of the container's env,
- * a long streamed turn and an overloaded API (the engine and image: claude-docker-support.ts).
+ * a long streamed turn and an overloaded API (the engine and image: claude-docker-support.ts). Steering and
+ * approvals as on the process runtime (claude-turn-end.test.ts, claude-steering.test.ts): in steer mode a
+ * follow-up sent while a Bash command runs and one sent while the command's approval waits, each answered
+ * once within seconds with the run ending by its idle timeout, and `/interrupt` cutting a streamed turn. The
+ * offline image carries this machine's bash, sh and the few programs the commands run, and allows shell
+ * commands in the container as the production image does. One engine and image for all of them.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,6 +28,12 @@ import {
   type ClaudeChat,
 } from './claude-support.js';
 import { useClaudeDocker } from './claude-docker-support.js';
+import {
+  interruptScenario,
+  RUN_TIMEOUT_MS,
+  steerWhileApprovalScenario,
+  steerWhileBashScenario,
+} from './claude-steer-support.js';
 
 const suite = useClaudeDocker('claude-test');
 let chat: ClaudeChat | undefined;
@@ -149,5 +160,31 @@ test(
       suite.forget();
       await tg.close();
     }
+  },
+);
+
+const steerEnv = { GATED_RUN_TIMEOUT_MS: RUN_TIMEOUT_MS };
+
+test(
+  'docker: steer mode, a follow-up while a Bash command runs is answered once, within seconds',
+  { timeout: 120_000 },
+  async () => {
+    await steerWhileBashScenario(await suite.start({ env: steerEnv }), suite.api);
+  },
+);
+
+test(
+  'docker: steer mode, a follow-up while a Bash command waits for approval is answered once',
+  { timeout: 120_000 },
+  async () => {
+    await steerWhileApprovalScenario(await suite.start({ env: steerEnv }), suite.api);
+  },
+);
+
+test(
+  'docker: /interrupt mid-stream cuts the turn, marks it, and the new message is answered',
+  { timeout: 120_000 },
+  async () => {
+    await interruptScenario(await suite.start(), suite.api);
   },
 );
