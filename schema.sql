@@ -323,8 +323,62 @@ CREATE TABLE IF NOT EXISTS limits (
   group_folder     TEXT PRIMARY KEY,
   sender_per_hour  INTEGER, -- messages one sender may send to the group per hour
   runs_per_day     INTEGER, -- agent runs of the group per day
-  cost_per_day_usd REAL     -- agent cost of the group per day (session_log.cost_usd)
+  cost_per_day_usd REAL,    -- agent cost of the group per day (session_log.cost_usd)
+  tokens_per_day   INTEGER  -- agent tokens (input and output) of the group per day
 );
+
+-- Daily limits per sender of a group (docs/COSTS.md), beside the group's own: sender '*' is every sender
+-- of the group without a row of their own. NULL is no limit. Windows are UTC days.
+CREATE TABLE IF NOT EXISTS sender_limits (
+  group_folder     TEXT NOT NULL,
+  sender           TEXT NOT NULL,  -- platform:id as stored in messages.sender, or '*'
+  runs_per_day     INTEGER,
+  tokens_per_day   INTEGER,
+  cost_per_day_usd REAL,
+  PRIMARY KEY (group_folder, sender)
+);
+
+-- What a model costs, for usage an agent reports without a cost (docs/COSTS.md): US dollars per million
+-- tokens. `model` is the model's name as the run's agent got it, or '*' for any model without a row.
+CREATE TABLE IF NOT EXISTS model_prices (
+  model          TEXT PRIMARY KEY,
+  input_per_mtok  REAL NOT NULL DEFAULT 0,
+  output_per_mtok REAL NOT NULL DEFAULT 0
+);
+
+-- Every usage report of every run (a block's `usage`), credited to the sender of the turn it belongs to:
+-- what `gated usage`, the dashboard's charts and the daily limits per sender read. `cost_usd` is what the
+-- report added to the run's cost (a report that settles priced ones may add less than it says, even less
+-- than nothing). `at` is epoch ms.
+CREATE TABLE IF NOT EXISTS usage_reports (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id        INTEGER NOT NULL,
+  group_folder  TEXT    NOT NULL,
+  sender        TEXT,
+  model         TEXT,
+  at            INTEGER NOT NULL,
+  input_tokens  INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_usd      REAL    NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS idx_usage_reports_group ON usage_reports(group_folder, at);
+CREATE INDEX IF NOT EXISTS idx_usage_reports_sender ON usage_reports(group_folder, sender, at);
+
+-- One more budget an approver granted a run over a cap (docs/COSTS.md): the cap of `kind` ('cost' or
+-- 'tokens') of the group (sender '') or of one sender counts `amount` more on `day` (epoch ms of the UTC
+-- day's start). `approval_id` is the tool_approvals row that asked.
+CREATE TABLE IF NOT EXISTS budget_grants (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_folder TEXT    NOT NULL,
+  sender       TEXT    NOT NULL DEFAULT '',
+  kind         TEXT    NOT NULL,
+  day          INTEGER NOT NULL,
+  amount       REAL    NOT NULL,
+  approval_id  INTEGER,
+  granted_by   TEXT,
+  at           INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_budget_grants_day ON budget_grants(group_folder, day);
 
 -- One notice per sender, limit and window: the first message over a limit is told, the rest are quiet.
 CREATE TABLE IF NOT EXISTS limit_notices (
@@ -621,6 +675,41 @@ CREATE INDEX IF NOT EXISTS idx_tool_approvals_question ON tool_approvals(group_f
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_pending ON tool_approvals(expires_at) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS idx_tool_approvals_created ON tool_approvals(created_at);
 -- Its audit triggers (an insert, a change of state) are made by store/audit-triggers.ts with the others.
+
+-- Every tool call a run's agent asked about or reported (docs/SECURITY.md, "Receipts"), in the order they
+-- were asked (id). A call is sealed once it ended (its result reported, refused, or its run ended first):
+-- `seq` is then its place in the run's chain (1, 2, …), `prev` the receipt of the record sealed before it in
+-- the same run ('' for the first) and `receipt` the HMAC-SHA256 (hex) under the instance's key
+-- (GATED_RECEIPT_KEY_FILE) over the record's signed fields and `prev` (store/receipts.ts lists them).
+-- `input` is the input as compact JSON cut at 4,096 characters; `input_sha256` covers the whole of it.
+-- decision: allow | deny | agent (reported by the agent, never asked); decided_by says what decided it:
+-- `rule N`, `preset LEVEL`, `default`, `approval CODE`, `gated` (no turn, cancelled) or `agent`.
+-- Times are epoch ms; turn is the run's turn the call belongs to.
+CREATE TABLE IF NOT EXISTS tool_calls (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id        INTEGER NOT NULL,
+  turn          INTEGER,
+  call_id       TEXT    NOT NULL,   -- the agent's id for the call (its ask id)
+  tool          TEXT    NOT NULL,
+  input         TEXT    NOT NULL,
+  input_bytes   INTEGER NOT NULL,
+  input_sha256  TEXT    NOT NULL,
+  decision      TEXT,               -- NULL while a person is asked
+  decided_by    TEXT,
+  approval_id   INTEGER,            -- tool_approvals.id when a person was asked
+  started_at    INTEGER NOT NULL,
+  decided_at    INTEGER,
+  ended_at      INTEGER,
+  output_bytes  INTEGER,
+  output_sha256 TEXT,
+  error         TEXT,
+  seq           INTEGER,
+  prev          TEXT,
+  receipt       TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_tool_calls_run ON tool_calls(run_id, id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_tool_calls_chain ON tool_calls(run_id, seq) WHERE seq IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_tool_calls_open ON tool_calls(run_id, call_id) WHERE seq IS NULL;
 
 -- What the email channel must remember of each mail it stored to answer it in its thread
 -- (docs/CHANNELS.md, "Email"): the subject a reply repeats and the References it extends. The row's

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { channelsConfig, type ChannelsConfig } from './config-channels.js';
 import { int, list, str, type Env } from './config-read.js';
@@ -86,6 +86,11 @@ export interface Config extends ChannelsConfig {
   groupSecrets: Record<string, Record<string, string>>;
   /** Operator-owned configuration of each group: `<configDir>/<folder>/` (GATED_CONFIG_DIR, docs/AGENTS.md). */
   configDir: string;
+  /**
+   * The instance's key for tool call receipts (GATED_RECEIPT_KEY_FILE, default `receipts.key` beside the
+   * database; docs/SECURITY.md, "Receipts"): made on first use, owner-only, never given to an agent.
+   */
+  receiptKeyFile: string;
   /** The model of groups on the Claude agent that name none (GATED_CLAUDE_MODEL); unset: the CLI's default. */
   claudeModel: string | undefined;
   /** The model of groups on the Codex agent that name none (GATED_CODEX_MODEL); unset: the CLI's default. */
@@ -154,6 +159,10 @@ export function loadConfig(env: Env = process.env): Config {
     db: resolve(str(env, 'GATED_DB') ?? './data/gated.db'),
     groupsDir: resolve(str(env, 'GATED_GROUPS_DIR') ?? './data/groups'),
     configDir: resolve(str(env, 'GATED_CONFIG_DIR') ?? './data/config'),
+    receiptKeyFile: resolve(
+      str(env, 'GATED_RECEIPT_KEY_FILE') ??
+        join(dirname(resolve(str(env, 'GATED_DB') ?? './data/gated.db')), 'receipts.key'),
+    ),
     pollMs: int(env, 'GATED_POLL_MS', 2000, 10),
     ...run,
     ...agentSettings(env),

@@ -14,6 +14,9 @@ import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { watchCommits } from '../gateway/watch.js';
 import { agentSetupOf } from '../queue/agent-setup.js';
 import { AskBroker } from '../queue/asks.js';
+import { ToolCallLog } from '../queue/tool-calls.js';
+import { ToolCallStore } from '../store/tool-calls.js';
+import { receiptKey } from './receipt-key.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createApprovalNotifier } from '../delivery/approvals.js';
 import { AccessSource } from '../store/access.js';
@@ -136,8 +139,15 @@ function makeStages(
     log: log.child({ part: 'approvals' }),
     onOutbound: (id) => signals.outbound.fire(id),
   });
+  // Tool calls and their receipts (docs/SECURITY.md, "Receipts"), signed under the instance's key.
+  const calls = new ToolCallLog(
+    new ToolCallStore(db, receiptKey(config.receiptKeyFile)),
+    log.child({ part: 'tool-calls' }),
+    Date.now,
+  );
   const asks = new AskBroker({
     db,
+    calls,
     log: log.child({ part: 'asks' }),
     timeoutMs: config.approvalTimeoutMs,
     shell,
@@ -164,6 +174,7 @@ function makeStages(
       metrics,
     },
     asks,
+    calls,
   });
   const gateway = createGateway({
     db,

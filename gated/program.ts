@@ -9,6 +9,7 @@ import { doctorCommand } from './commands/doctor.js';
 import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
+import { runsCommands } from './commands/runs.js';
 import { toolsCommand } from './commands/tools.js';
 import { statusCommand } from './commands/status.js';
 import { tasksCommand } from './commands/tasks.js';
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   accessCommand(program);
   auditCommand(program);
   statusCommand(program);
+  runsCommands(program);
   tasksCommand(program);
   workflowsCommand(program);
   backupCommands(program);

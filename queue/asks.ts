@@ -10,6 +10,7 @@ import { autonomyReader } from '../store/groups.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import type { ToolAsk } from './protocol/parser.js';
 import type { Run, RunEnd } from './run.js';
+import type { ToolCallLog } from './tool-calls.js';
 
 /**
  * The tool question broker (docs/APPROVALS.md). An agent's `ask` block is decided by the group's tool
@@ -53,12 +54,16 @@ export interface AskBrokerOptions {
   notifier?: ApprovalNotifier;
   /** The checker looks at once when `decided` fires (core/signals.ts); else only every checkMs. */
   signals?: Pick<Signals, 'decided'>;
+  /** The record of tool calls and their receipts (queue/tool-calls.ts); absent: none is kept. */
+  calls?: ToolCallLog;
 }
 
 /** One question a live run waits on: exactly one per row, and one row per ask. */
 interface Waiting {
   run: Run;
   askId: string;
+  /** Its tool_calls row (null: not recorded). */
+  callId: number | null;
   /** The newest turn written when it was asked: once the agent answered through it, the ask is moot. */
   through: number;
 }
@@ -78,6 +83,7 @@ export function permissionLine(
   decision: 'allow' | 'deny',
   note?: string | null,
   by?: string | null,
+  receipt?: string | null,
 ): Record<string, unknown> {
   return {
     type: 'permission',
@@ -85,6 +91,7 @@ export function permissionLine(
     decision,
     ...(note ? { note } : {}),
     ...(by ? { by } : {}),
+    ...(receipt ? { receipt } : {}),
   };
 }
 
@@ -150,6 +157,8 @@ export class AskBroker {
   /** An `ask` block of a live run. */
   ask(run: Run, ask: ToolAsk): void {
     const t0 = this.now();
+    const calls = this.opts.calls;
+    const callId = calls?.asked(run, ask) ?? null;
     const inputLine = renderToolInput(ask.tool, ask.input);
     const autonomy = this.autonomy(run.key.group)?.level ?? DEFAULT_AUTONOMY;
     const verdict = this.rules().decide(run.key.group, ask.tool, ask.input, autonomy);
@@ -162,7 +171,10 @@ export class AskBroker {
     };
     if (verdict.decision !== 'ask') {
       const note = verdict.decision === 'deny' ? denyNote(verdict) : null;
-      run.writeControl(permissionLine(ask.id, verdict.decision, note, 'rules'));
+      const why = verdict.why.slice(0, 300);
+      if (note === null) calls?.allowed(run, callId, why);
+      const receipt = note === null ? null : (calls?.refused(run, callId, why, note) ?? null);
+      run.writeControl(permissionLine(ask.id, verdict.decision, note, 'rules', receipt));
       this.opts.log.debug(
         { ...log, decision: verdict.decision, ms: this.now() - t0 },
         'tool decided by rule',
@@ -171,20 +183,24 @@ export class AskBroker {
     }
     if (run.turns.open === 0) {
       // A decision answers an ask of one turn: with none open there is nobody to ask on behalf of.
-      run.writeControl(permissionLine(ask.id, 'deny', 'no turn in progress to ask for', 'gated'));
+      const note = 'no turn in progress to ask for';
+      const receipt = calls?.refused(run, callId, 'gated', note) ?? null;
+      run.writeControl(permissionLine(ask.id, 'deny', note, 'gated', receipt));
       this.opts.log.warn(log, 'tool call asked outside a turn: denied');
       return;
     }
     const stored = this.rowFor(run, ask, inputLine, verdict, t0);
     if (stored === undefined) {
       // Nothing stored: nobody can approve it, so the tool does not run.
-      run.writeControl(permissionLine(ask.id, 'deny', 'gated could not store the approval', 'gated'));
+      const note = 'gated could not store the approval';
+      const receipt = calls?.refused(run, callId, 'gated', note) ?? null;
+      run.writeControl(permissionLine(ask.id, 'deny', note, 'gated', receipt));
       return;
     }
     const { row, fresh } = stored;
     this.opts.log.info({ ...log, code: row.code, fresh, state: row.state }, 'tool call asked');
     run.hold();
-    this.waiting.set(row.id, { run, askId: ask.id, through: run.turns.written });
+    this.waiting.set(row.id, { run, askId: ask.id, callId, through: run.turns.written });
     if (fresh) this.guard('asking the chat', () => this.opts.notifier?.ask(row));
     if (row.state !== 'pending') this.deliver(row);
     // Its expiry may come before the one the checker waits for.
@@ -282,8 +298,9 @@ export class AskBroker {
           this.store.consume(id, t);
         }),
       );
+      const receipt = this.opts.calls?.refused(run, w.callId, 'gated', `cancelled: ${note}`, id) ?? null;
       if (!answer) continue;
-      run.writeControl(permissionLine(w.askId, 'deny', `cancelled: ${note}`, 'gated'));
+      run.writeControl(permissionLine(w.askId, 'deny', `cancelled: ${note}`, 'gated', receipt));
       run.release();
     }
     if (n === 0) return;
@@ -321,7 +338,11 @@ export class AskBroker {
     // The decision is used once: only the writer that marks it used answers the agent.
     if (!this.store.use(row.id, this.now())) return;
     const decision = row.state === 'approved' ? 'allow' : 'deny';
-    const ok = w.run.writeControl(permissionLine(w.askId, decision, row.note, row.decided_by));
+    const why = `approval ${row.code} (${row.state} by ${row.decided_by ?? '?'})`.slice(0, 300);
+    let receipt: string | null = null;
+    if (decision === 'allow') this.opts.calls?.allowed(w.run, w.callId, why, row.id);
+    else receipt = this.opts.calls?.refused(w.run, w.callId, why, row.note ?? row.state, row.id) ?? null;
+    const ok = w.run.writeControl(permissionLine(w.askId, decision, row.note, row.decided_by, receipt));
     w.run.release();
     this.opts.log.info(
       { runId: w.run.runId, code: row.code, decision, by: row.decided_by, written: ok },

@@ -2,7 +2,7 @@ import { groupDirOf } from '../core/group-dir.js';
 import { coerceError } from '../core/errors.js';
 import type { Signals } from '../core/signals.js';
 import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
-import type { AskBroker } from './asks.js';
+import { permissionLine, type AskBroker } from './asks.js';
 import { withAttachments } from './attachments.js';
 import { resolveFiles } from './files.js';
 import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
@@ -80,7 +80,10 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     onSessionId(run, sessionId) {
       store.saveSession(run.key, sessionId, now(), run.runId);
     },
-    ...(opts.asks ? askHooks(opts.asks) : {}),
+    ...askHooks(opts.asks),
+    onToolResult(run, report) {
+      opts.calls?.reported(run, report);
+    },
     onIdle(run) {
       signals.working.fire({ chatJid: run.chatJid, on: false });
       events.wake();
@@ -90,6 +93,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       engine.saw(end, t);
       settleRun(d, engine.retryMs(t, opts.random), run, end, t);
       opts.asks?.runEnded(run, end);
+      opts.calls?.runEnded(run);
       events.ended(run);
       signals.working.fire({ chatJid: run.chatJid, on: false });
       run.markSettled();
@@ -98,8 +102,12 @@ export function runRecorder(d: RecorderDeps): RunHooks {
   };
 }
 
-/** The hooks through which the ask broker hears of a run's asks and interrupts (answered turns: onBlock). */
-function askHooks(asks: AskBroker): Pick<RunHooks, 'onAsk' | 'onInterrupt'> {
+/**
+ * The hooks through which the ask broker hears of a run's asks and interrupts (answered turns: onBlock);
+ * without a broker every ask is allowed.
+ */
+function askHooks(asks: AskBroker | undefined): Pick<RunHooks, 'onAsk' | 'onInterrupt'> {
+  if (!asks) return { onAsk: (run, ask) => void run.writeControl(permissionLine(ask.id, 'allow')) };
   return {
     onAsk: (run, ask) => asks.ask(run, ask),
     onInterrupt: (run) => asks.interrupted(run),

@@ -5,6 +5,7 @@ import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
 import { replyText } from './protocol/clean.js';
 import { sessionIdProblem } from './protocol/bounds.js';
 import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
+import type { BlockUsage, ToolReport } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
@@ -66,7 +67,9 @@ export interface RunHooks {
   onDraftsEnd(run: Run, from: number, to: number): void;
   onSessionId(run: Run, sessionId: string): void;
   /** A tool question (docs/APPROVALS.md): answered later by a permission line through writeControl. */
-  onAsk?(run: Run, ask: ToolAsk): void;
+  onAsk(run: Run, ask: ToolAsk): void;
+  /** A tool call's end (docs/PROTOCOL.md, "Tool calls and receipts"), with the usage the block reported. */
+  onToolResult(run: Run, report: ToolReport, usage: BlockUsage | undefined): void;
   /** An interrupt line was written: the turn in progress is being stopped (its asks are cancelled). */
   onInterrupt?(run: Run): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
@@ -317,12 +320,9 @@ export class Run {
           `newSessionId ignored: ${refused}`,
         );
     }
-    if (block.ask) {
-      // A question answers no turn: nothing is credited, stored or counted as a block.
-      if (this.hooks.onAsk) this.hooks.onAsk(this, block.ask);
-      else this.writeControl({ type: 'permission', id: block.ask.id, decision: 'allow' });
-      return;
-    }
+    // A question or a tool call's end answers no turn: nothing is credited, stored or counted as a block.
+    if (block.ask) return this.hooks.onAsk(this, block.ask);
+    if (block.toolResult) return this.hooks.onToolResult(this, block.toolResult, block.usage);
     if (block.retry) {
       // Answers nothing: the run ends without answering and its turns are retried (the reason is kept).
       this.retryReason = (block.error ?? '').slice(0, 300) || 'the agent could not serve the turn now';

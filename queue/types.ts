@@ -1,5 +1,6 @@
 import type { AgentSetup } from './agent-setup.js';
 import type { AskBroker } from './asks.js';
+import type { ToolCallLog } from './tool-calls.js';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
@@ -76,6 +77,8 @@ export interface QueueOptions {
   };
   /** Decides agents' tool questions (docs/APPROVALS.md); absent: every tool is allowed. */
   asks?: AskBroker;
+  /** The record of tool calls and their receipts (docs/SECURITY.md, "Receipts"); absent: none is kept. */
+  calls?: ToolCallLog;
 }
 
 /**

@@ -40,6 +40,8 @@ export const AUDITED_TABLES: Readonly<Record<string, string>> = {
   tool_rules: 'id',
   workflow_runs: 'id',
   workflow_events: 'id',
+  sender_limits: 'group_folder',
+  model_prices: 'model',
 };
 
 const AUDIT_COLUMNS = ['id', 'at', 'actor', 'subject', 'action', 'row_key', 'before', 'after'];

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 21;
+export const SCHEMA_VERSION = 22;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -110,6 +110,10 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 20 → 21: workflows (docs/WORKFLOWS.md): schema.sql creates workflow_runs and workflow_events; nothing
   // older changes.
   20: () => {},
+  // 21 → 22: tool calls and their receipts, limits per sender, prices per model, usage reports and the
+  // budgets approvers granted (docs/SECURITY.md, "Receipts"; docs/COSTS.md): new tables schema.sql makes,
+  // and a daily token limit per group.
+  21: (db) => addColumn(db, 'limits', 'tokens_per_day', 'INTEGER'),
 };
 
 /** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */

@@ -26,6 +26,7 @@ import { apiTrouble, transient } from './api-errors.mjs';
 import { FILE_TOOLS, insideFolder, localPermission, SHELL_TOOLS } from './local-rules.mjs';
 import { classify, nameOf } from './messages.mjs';
 import { Progress } from './progress.mjs';
+import { receiptNote, Receipts } from './receipts.mjs';
 import { Ledger, markStuck, sessionPlan, stuckReason } from './resume.mjs';
 import { StallWatch } from './stall.mjs';
 import { TurnBook } from './turns.mjs';
@@ -102,24 +103,31 @@ let stall = null;
  * lines that are not turns").
  */
 let turnInProgress = () => null;
+/** Tool calls reported to gated and its receipts (receipts.mjs). */
+const receipts = new Receipts(emit);
+/** The ask id of each tool use gated was asked about, and the asks it refused (sealed with the refusal). */
+const askOfUse = new Map();
+const refusedAsks = new Set();
 
 /**
  * Asks gated about one tool call (an `ask` block) and waits for its `permission` line; resolves with the
  * SDK's answer. A rejection's note becomes the message the model reads as the tool's result.
  */
-function askGated(name, input) {
+function askGated(name, input, useId) {
   askCount += 1;
   const id = `ask-${askCount}`;
+  if (useId) askOfUse.set(useId, id);
   const summary = typeof input?.description === 'string' ? `${name}: ${input.description}` : undefined;
   stall?.hold(id);
   return new Promise((resolve) => {
-    asked.set(id, (line) =>
-      resolve(
-        line.decision === 'allow'
-          ? { behavior: 'allow', updatedInput: input }
-          : { behavior: 'deny', message: line.note ? `Refused: ${line.note}` : 'Refused by the operator.' },
-      ),
-    );
+    asked.set(id, (line) => {
+      if (line.decision === 'allow') return resolve({ behavior: 'allow', updatedInput: input });
+      // A refused call never runs: gated sealed its record already and says so with the refusal.
+      refusedAsks.add(id);
+      const message = line.note ? `Refused: ${line.note}` : 'Refused by the operator.';
+      const receipt = typeof line.receipt === 'string' ? `\n\n${receiptNote(line.receipt)}` : '';
+      resolve({ behavior: 'deny', message: message + receipt });
+    });
     const turn = turnInProgress();
     emit({
       status: 'ok',
@@ -142,10 +150,33 @@ function permission(line) {
  * One tool call decided: first what this agent allows at all (localPermission), then, for every tool that
  * passes, gated's tool rules: it may allow, refuse, or ask a person in the chat (docs/APPROVALS.md).
  */
-function decideTool(name, input) {
+function decideTool(name, input, useId) {
   const local = localPermission(name, input, { cwd, configured, allowShell });
-  if (local.behavior !== 'allow') return Promise.resolve(local);
-  return askGated(name, input);
+  if (local.behavior === 'allow') return askGated(name, input, useId);
+  // Refused here, never asked: gated still records it (as the agent's own decision) and signs it.
+  return receipts
+    .report(null, { tool: name, input, error: `refused by the agent: ${local.message}` })
+    .then((r) => ({ ...local, message: r ? `${local.message}\n\n${receiptNote(r)}` : local.message }));
+}
+
+/**
+ * After a tool call (PostToolUse, PostToolUseFailure): its end reported to gated, and gated's receipt
+ * handed to the model beside the result. A call gated refused was sealed with the refusal: nothing to add.
+ */
+async function afterTool(event) {
+  const ask = askOfUse.get(event.tool_use_id) ?? null;
+  askOfUse.delete(event.tool_use_id);
+  if (ask !== null && refusedAsks.delete(ask)) return {};
+  const failed = event.hook_event_name === 'PostToolUseFailure';
+  const receipt = await receipts.report(ask, {
+    tool: event.tool_name,
+    input: event.tool_input,
+    ...(failed ? { error: event.error ?? 'failed' } : { output: event.tool_response }),
+  });
+  if (receipt === null) return {};
+  return {
+    hookSpecificOutput: { hookEventName: event.hook_event_name, additionalContext: receiptNote(receipt) },
+  };
 }
 
 /** The hook's decisions by tool use id, for the permission callback should the CLI call it as well. */
@@ -159,7 +190,7 @@ const hooked = new Map();
  */
 async function preToolUse(event, toolUseId) {
   const id = toolUseId ?? event.tool_use_id;
-  const decision = decideTool(event.tool_name, event.tool_input ?? {});
+  const decision = decideTool(event.tool_name, event.tool_input ?? {}, id);
   if (id) hooked.set(id, decision);
   const d = await decision;
   // A refusal goes on to the permission callback (`ask` makes the CLI call it even for its shortcuts),
@@ -183,7 +214,7 @@ async function canUseTool(name, input, options) {
   const id = options?.toolUseID;
   const earlier = id ? hooked.get(id) : undefined;
   if (id) hooked.delete(id);
-  const d = await (earlier ?? decideTool(name, input));
+  const d = await (earlier ?? decideTool(name, input, id));
   return d.behavior === 'allow' ? { behavior: 'allow', updatedInput: input } : d;
 }
 
@@ -291,7 +322,12 @@ async function main() {
       canUseTool,
       // Every tool call, the CLI's own read-only shortcuts included, is decided by the hook. A question may
       // wait for a person far longer than a hook's default minute (gated expires it, GATED_APPROVAL_TIMEOUT_MS).
-      hooks: { PreToolUse: [{ hooks: [preToolUse], timeout: HOOK_TIMEOUT_S, onFailure: 'block' }] },
+      // After each call its end goes to gated, whose receipt the model reads beside the result.
+      hooks: {
+        PreToolUse: [{ hooks: [preToolUse], timeout: HOOK_TIMEOUT_S, onFailure: 'block' }],
+        PostToolUse: [{ hooks: [afterTool], timeout: 60 }],
+        PostToolUseFailure: [{ hooks: [afterTool], timeout: 60 }],
+      },
       // The built-in tools offered at all: the ones canUseTool may allow (the model is not shown the rest).
       tools: [...FILE_TOOLS, 'TodoWrite', ...(allowShell ? SHELL_TOOLS : [])],
       settingSources: [],
@@ -403,6 +439,11 @@ async function main() {
       // Not a turn: the answer to a tool question.
       if (line.type === 'permission') {
         permission(line);
+        continue;
+      }
+      // Not a turn either: the receipt of a tool call this agent reported.
+      if (line.type === 'receipt') {
+        receipts.line(line);
         continue;
       }
       book.line(line);

@@ -12,6 +12,9 @@
  */
 
 import { MAX_BLOCK_DEPTH, nestsWithin } from './bounds.js';
+import { toAsk, toToolReport, type ToolAsk, type ToolReport } from './tool-blocks.js';
+
+export type { ToolAsk, ToolReport } from './tool-blocks.js';
 
 /** The start marker line of a block. */
 export const OUTPUT_START = '---GATED_OUTPUT_START---';
@@ -36,6 +39,8 @@ export interface OutputBlock {
   actions?: unknown;
   /** A question before running a tool (docs/APPROVALS.md): answers no turn; gated writes a permission line. */
   ask?: ToolAsk;
+  /** How a tool call ended (docs/PROTOCOL.md, "Tool calls and receipts"): answers no turn; gated seals it. */
+  toolResult?: ToolReport;
   /** The agent stopped this turn early because gated interrupted it (docs/PROTOCOL.md, "Steering"). */
   interrupted?: boolean;
   /** The agent compacted its session (its context was full) before answering; kept in session_log. */
@@ -45,14 +50,6 @@ export interface OutputBlock {
    * answering; `error` says why, in words for the chat. Answers no turn (docs/PROTOCOL.md, "Retry later").
    */
   retry?: boolean;
-}
-
-/** The `ask` of a block: the agent's id for the question (unique within the run), the tool and its input. */
-export interface ToolAsk {
-  id: string;
-  tool: string;
-  input: unknown;
-  summary: string | null;
 }
 
 /** Tokens and cost of one block (missing or malformed fields count as 0). */
@@ -167,23 +164,12 @@ function toBlock(value: unknown): OutputBlock | string {
     if (typeof ask === 'string') return `ask: ${ask}`;
     block.ask = ask;
   }
-  return block;
-}
-
-/** Longest ask id and tool name accepted: they are handles, stored and echoed. */
-const MAX_ASK_FIELD = 256;
-
-/** Checks an `ask` object; a malformed one makes the block unusable (the agent then waits in vain, and says so). */
-function toAsk(value: unknown): ToolAsk | string {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
-  const a = value as Record<string, unknown>;
-  const id = typeof a.id === 'number' && Number.isSafeInteger(a.id) ? String(a.id) : a.id;
-  if (typeof id !== 'string' || id === '' || id.length > MAX_ASK_FIELD) return 'id must be a short string';
-  if (typeof a.tool !== 'string' || a.tool === '' || a.tool.length > MAX_ASK_FIELD) {
-    return 'tool must be a short string';
+  if (v.tool_result !== undefined && v.tool_result !== null) {
+    const report = toToolReport(v.tool_result);
+    if (typeof report === 'string') return `tool_result: ${report}`;
+    block.toolResult = report;
   }
-  const summary = typeof a.summary === 'string' ? a.summary.slice(0, 2000) : null;
-  return { id, tool: a.tool, input: a.input ?? null, summary };
+  return block;
 }
 
 /** Creates a parser for one agent's stdout. */

@@ -29,6 +29,9 @@
  * - `HUGE`: every request whose user words carry `HUGE` anywhere in the conversation is refused with HTTP
  *   400 "prompt is too long", the requests that would compact it included (a session that cannot be
  *   compacted any more);
+ * - `CALLS [[<name>, <json>], …]`: those tool calls one after another (each once the previous result came
+ *   back), then a text `Calls done.` followed by every gated receipt the conversation showed since the
+ *   message, in results or in the `system` entries hooks add (a model citing its receipts);
  * - `SAY <markdown>`: exactly that text;
  * - anything else: `echo: <text>`.
  *
@@ -188,6 +191,36 @@ function workingDir(req: RecordedRequest['body']): string {
   return m ? m[1]! : '/workspace';
 }
 
+/** A gated receipt as the agent hands it to the model (store/receipts.ts). */
+const RECEIPT = /gated-receipt:v1:\d+\.\d+:[0-9a-f]{64}/g;
+
+/**
+ * The next step of a `CALLS` script: the call after the results that came back since the message that
+ * asked, or, after the last, the text citing every receipt seen since.
+ */
+function nextCall(body: RecordedRequest['body'], script: string): Plan {
+  let steps: Array<[string, Record<string, unknown>]>;
+  try {
+    steps = JSON.parse(script) as typeof steps;
+  } catch {
+    return { kind: 'text', text: 'bad CALLS script' };
+  }
+  const asked = body.messages.findLastIndex((m) => m.role === 'user' && /\bCALLS \[/.test(textOf(m.content)));
+  // The CLI hands a hook's context to the model as a `system` entry after the tool's result.
+  const after = body.messages.slice(asked + 1);
+  const since = after.filter((m) => m.role === 'user');
+  const results = since
+    .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .filter((b) => b.type === 'tool_result');
+  const step = steps[results.length];
+  if (step) {
+    const offered = (body.tools ?? []).find((t) => t.name === step[0] || t.name.endsWith(`__${step[0]}`));
+    return { kind: 'tool', name: offered?.name ?? step[0], input: step[1] };
+  }
+  const seen = JSON.stringify(after).match(RECEIPT) ?? [];
+  return { kind: 'text', text: ['Calls done.', ...new Set(seen)].join('\n') };
+}
+
 /** The running server. */
 export class MessagesApiServer {
   /** Every request, in order. */
@@ -284,6 +317,8 @@ export class MessagesApiServer {
     if (body.messages.some((m) => m.role === 'user' && /\bHUGE\b/.test(textOf(m.content))))
       return { kind: 'too-long' };
     if (!conversation || !last) return { kind: 'text', text: 'Chat' };
+    const calls = /\bCALLS (\[[\s\S]*\])/.exec(this.promptWords(body));
+    if (calls) return nextCall(body, calls[1]!);
     if (
       Array.isArray(last.content) &&
       last.content.some((b) => b.type === 'tool_result') &&

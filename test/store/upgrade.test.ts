@@ -288,6 +288,45 @@ describe('19 → 20', { timeout: 60_000 }, () => {
   });
 });
 
+describe('21 → 22', { timeout: 60_000 }, () => {
+  it('limits gain tokens_per_day, the receipts and cost tables appear, a limits row is kept and audited', () => {
+    const dir = tempDir();
+    const path = join(dir, 'v21.db');
+    const v21 = openDatabase(path);
+    // The version-21 tables: limits without tokens_per_day, none of the new ones.
+    for (const t of ['tool_calls', 'sender_limits', 'model_prices', 'usage_reports', 'budget_grants'])
+      v21.exec(`DROP TABLE ${t}`);
+    const triggers = v21
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'limits'`)
+      .pluck()
+      .all() as string[];
+    for (const t of triggers) v21.exec(`DROP TRIGGER "${t}"`);
+    v21.exec('ALTER TABLE limits DROP COLUMN tokens_per_day');
+    v21.exec(`INSERT INTO limits (group_folder, runs_per_day, cost_per_day_usd) VALUES ('club', 5, 2.5)`);
+    v21.pragma('user_version = 21');
+    v21.close();
+
+    const db = openDatabase(path);
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    expect(shape(db)).toEqual(shape(fresh));
+    fresh.close();
+    expect(db.prepare('SELECT * FROM limits').all()).toEqual([
+      {
+        group_folder: 'club',
+        sender_per_hour: null,
+        runs_per_day: 5,
+        cost_per_day_usd: 2.5,
+        tokens_per_day: null,
+      },
+    ]);
+    db.exec(`UPDATE limits SET tokens_per_day = 1000 WHERE group_folder = 'club'`);
+    db.exec(`INSERT INTO model_prices (model, input_per_mtok, output_per_mtok) VALUES ('m', 3, 15)`);
+    const subjects = db.prepare(`SELECT subject FROM audit ORDER BY id DESC LIMIT 2`).pluck().all();
+    expect(subjects).toEqual(['model_prices', 'limits']);
+    db.close();
+  });
+});
+
 describe('going back', { timeout: 60_000 }, () => {
   it('gated run on a database from a newer gated exits 1 with one line that says the way back', async () => {
     const dir = tempDir();
