@@ -13,7 +13,10 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     pool: 'forks',
     ...(workers ? { maxWorkers: workers } : {}),
-    testTimeout: 20_000,
+    // dist/ brought up to date for the tests that start the CLI, and the run's own temp folder.
+    globalSetup: ['test/global-setup.ts'],
+    // Generous: on a loaded machine a test on real servers takes many times its idle duration.
+    testTimeout: 60_000,
     hookTimeout: 120_000,
     // Real servers (dockerd, a local Bot API, an atproto network) are started by the suites that need
     // them; the suite fails, never skips, when one cannot start.

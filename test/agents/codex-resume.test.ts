@@ -16,9 +16,11 @@ import { insertInbound } from '../../store/messages.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
 import { ResponsesApiServer, type ResponsesRequest } from '../infra/responses-api.js';
-import { killRun } from './crash-support.js';
+import { killRun, removeCodexHomes } from './crash-support.js';
 
 let openai: ResponsesApiServer;
+/** The group's folder of the test: the Codex home its killed run left in the temp folder is removed after. */
+let groupDir: string | undefined;
 
 beforeEach(async () => {
   openai = await ResponsesApiServer.start();
@@ -26,6 +28,9 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await openai.close();
+  // A test that failed before its end still leaves no home behind.
+  if (groupDir) removeCodexHomes(groupDir);
+  groupDir = undefined;
 });
 
 /** A request's input items as text, one each (messages, calls and outputs). */
@@ -52,7 +57,8 @@ test('a Codex turn cut off by kill -9 after its tool ran goes on once: its messa
   const seed = openDatabase(env.GATED_DB);
   addGroup(seed, env.GATED_GROUPS_DIR, 'cx');
   seed.prepare(`UPDATE registered_groups SET agent = 'codex' WHERE folder = 'cx'`).run();
-  const groupDir = join(env.GATED_GROUPS_DIR, 'cx');
+  const folder = join(env.GATED_GROUPS_DIR, 'cx');
+  groupDir = folder;
   const send = (content: string) =>
     insertInbound(seed, { chat_jid: 'web:cx', sender: 'ada', sender_name: 'Ada', content })!;
   const watch = new Database(env.GATED_DB, { readonly: true });
@@ -78,7 +84,7 @@ test('a Codex turn cut off by kill -9 after its tool ran goes on once: its messa
   expect(afterTool).toBeDefined();
   first.kill('SIGKILL');
   await exited(first);
-  await killRun(groupDir, /agent\.mjs|codex|mcp-proxy/);
+  await killRun(folder, /agent\.mjs|codex|mcp-proxy/);
   expect(replies(cut)).toEqual([]);
   const before = openai.requests.length;
 
@@ -101,6 +107,8 @@ test('a Codex turn cut off by kill -9 after its tool ran goes on once: its messa
   expect(watch.prepare(`SELECT kind, spec, text FROM tasks`).all()).toEqual([
     { kind: 'every', spec: '1h', text: 'check the backups' },
   ]);
+  // The run killed with -9 could not remove its Codex home (the one stopped with SIGTERM did): only it is left.
+  expect(removeCodexHomes(folder)).toBe(1);
   watch.close();
   seed.close();
 }, 180_000);

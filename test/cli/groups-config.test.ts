@@ -6,16 +6,14 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { packageFile } from '../../core/paths.js';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
 import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
-
-const CLI = packageFile('gated', 'cli.ts');
+import { GATED_BIN } from '../helpers/process.js';
 
 function gated(dir: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  const r = spawnSync(process.execPath, [GATED_BIN, ...args], {
     encoding: 'utf8',
     env: {
       PATH: process.env.PATH,

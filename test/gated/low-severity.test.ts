@@ -8,13 +8,12 @@ import { chmodSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
-import { packageFile } from '../../core/paths.js';
 import { startGated, type Gated } from '../../gated/app.js';
 import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { e2eConfig } from '../channels/support.js';
 import { tempDir } from '../helpers/db.js';
-import { exited, gatedEnv, gatedRun, gatedUp, stderrOf, until } from '../helpers/process.js';
+import { exited, GATED_BIN, gatedEnv, gatedRun, gatedUp, stderrOf, until } from '../helpers/process.js';
 
 let gated: Gated | undefined;
 afterEach(async () => {
@@ -27,7 +26,7 @@ afterEach(async () => {
  * the tests run as root, who may write anything; else the folder and file are made read-only).
  */
 function cli(args: string[], env: Record<string, string>, readOnly = false) {
-  const argv = [process.execPath, '--import', 'tsx', packageFile('gated', 'cli.ts'), ...args];
+  const argv = [process.execPath, GATED_BIN, ...args];
   const asNobody = readOnly && process.getuid?.() === 0;
   const [bin, ...rest] = asNobody
     ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...argv]

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, vi } from 'vitest';
-import { packageFile } from '../../core/paths.js';
 import { main } from '../../gated/program.js';
+import { GATED_BIN } from './process.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -37,16 +37,12 @@ export async function gatedCli(db: string, ...args: string[]): Promise<CliResult
   return { code, out, err };
 }
 
-/** The CLI's entry point, for tests that run it as a child process. */
-export const CLI = packageFile('gated', 'cli.ts');
-
 /**
  * Runs the real `gated` CLI in a child process against `db`, the groups folder beside it, with `env` over
  * this process's environment.
  */
 export function spawnGatedCli(db: string, env: Record<string, string>, ...args: string[]): CliResult {
-  // One process: node with tsx as a loader (the tsx binary would start a second node).
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args, '--db', db], {
+  const r = spawnSync(process.execPath, [GATED_BIN, ...args, '--db', db], {
     encoding: 'utf8',
     env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env },
   });

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterEach } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 
@@ -11,14 +10,18 @@ afterEach(() => {
 });
 
 /**
- * Runs the real `gated` CLI as ONE process on the sources (`node --import tsx`; the tsx binary would put a
- * wrapper process between the test's signals and gated). Killed after the test if still running.
+ * The real `gated` CLI as the tests start it in a process: dist/, brought up to date with the sources before
+ * the run (test/global-setup.ts, as `npm start` does). A third of the CPU of `node --import tsx` on the
+ * sources, which compiles every module again in each process.
+ */
+export const GATED_BIN = packageFile('dist', 'gated', 'cli.js');
+
+/**
+ * Runs the real `gated` CLI as ONE process (`node dist/gated/cli.js`, GATED_BIN), so the test's signals
+ * reach gated itself. Killed after the test if still running.
  */
 export function spawnGated(args: string[], env: Record<string, string>, cwd?: string): ChildProcess {
-  // tsx by its file: a `cwd` elsewhere would not find the package by name.
-  const tsx =
-    cwd === undefined ? 'tsx' : pathToFileURL(packageFile('node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-  const child = spawn(process.execPath, ['--import', tsx, packageFile('gated', 'cli.ts'), ...args], {
+  const child = spawn(process.execPath, [GATED_BIN, ...args], {
     env: { ...process.env, ...env },
     ...(cwd !== undefined ? { cwd } : {}),
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,0 +1,50 @@
+/**
+ * vitest's globalSetup (vitest.config.ts), once per run before any test file:
+ * - dist/ brought up to date with the sources (scripts/dist.mjs, as `npm start` does: a stat per source, an
+ *   esbuild transpile of about 0.2 s when one changed). The tests that start the real CLI as a process run
+ *   `node dist/gated/cli.js` (test/helpers/process.ts), a third of the CPU of `node --import tsx` on the
+ *   sources; `npm start`'s own tests then find it built.
+ * - One private temp folder for the whole run: TMPDIR points at it before the workers start, so every
+ *   folder a test, a server it starts (dockerd, PostgreSQL, Chromium, the atproto network) or tsx makes in
+ *   the system's temp folder lands there. After the run it is removed, and what was still in it is named on
+ *   stderr (a test should clean up itself; this is the net under a test that failed halfway). Agents
+ *   started by gated get a minimal environment without TMPDIR (queue/runtime/process.ts): what they leave
+ *   in /tmp is their tests' business (test/agents/crash-support.ts).
+ */
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+// @ts-expect-error: a plain script of this repository, without types
+import { ensureDist } from '../scripts/dist.mjs';
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  await ensureDist();
+  // vitest's watch mode: sources edited between reruns are compiled again before the rerun.
+  project.onTestsRerun(async () => {
+    await ensureDist();
+  });
+  const root = mkdtempSync(join(tmpdir(), 'gated-test-run-'));
+  // Servers the tests start as other users (PostgreSQL, an agent's own uid) make their folders here too.
+  chmodSync(root, 0o1777);
+  const before = process.env.TMPDIR;
+  process.env.TMPDIR = root;
+  return () => {
+    if (before === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = before;
+    let left: string[] = [];
+    try {
+      left = readdirSync(root);
+    } catch {
+      // already gone
+    }
+    if (left.length > 0)
+      process.stderr.write(`test run: left in its temp folder (removed now): ${left.sort().join(', ')}\n`);
+    try {
+      rmSync(root, { recursive: true, force: true });
+    } catch (err) {
+      // A mount a server left under it (an engine killed mid-test) keeps it busy: said, never hidden.
+      process.stderr.write(`test run: could not remove its temp folder ${root}: ${(err as Error).message}\n`);
+    }
+  };
+}
