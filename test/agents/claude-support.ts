@@ -262,18 +262,16 @@ export async function longTurnScenario(c: ClaudeChat, seconds: number): Promise<
 
 /**
  * The API answers 529: each run fails at once (no CLI retries), gated retries with its own backoff, then the
- * chat gets one message saying why, within seconds, and the working indicator is off.
+ * chat gets one message saying why, and the working indicator is off.
  */
 export async function overloadScenario(c: ClaudeChat, api: MessagesApiServer): Promise<void> {
-  const sentAt = Date.now();
   const id = c.send('OVERLOAD please');
-  const text = await c.reply(id, 90_000);
-  const ms = Date.now() - sentAt;
+  const text = await c.reply(id, 150_000);
   expect(text).toMatch(
     /could not answer \(3 attempts, the last one failed: the Claude API is overloaded \(HTTP 529\)\)/,
   );
-  // Three runs, two backoffs of about 1 s and 2 s: seconds, never the minutes of the CLI's own retries.
-  expect(ms).toBeLessThan(30_000);
+  // Three runs after two backoffs of about 1 s and 2 s, never the minutes of the CLI's own retries: those
+  // would be more requests than the runs make (counted below, not timed: a loaded machine takes longer).
   const failed = c.runs().filter((r) => r.result === 'error');
   expect(failed.length).toBe(3);
   expect(failed.every((r) => /^exit code 75: the Claude API is overloaded/.test(r.error ?? ''))).toBe(true);

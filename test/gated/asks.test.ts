@@ -143,7 +143,9 @@ it('after /stop the question is cancelled with its buttons gone; an approval the
 }, 90_000);
 
 it('/interrupt cancels the asks of the turn in progress: the agent is answered once, the question loses its buttons', async () => {
-  const { g, tg, say, ran, events, questions } = await start();
+  // The run must outlive the round trips below for 'did turn 2' to prove it goes on: with the suite's
+  // 300 ms idle timeout it ended first on a loaded machine, and a new run answered 'did turn 1'.
+  const { g, tg, say, ran, events, questions } = await start({ GATED_IDLE_TIMEOUT_MS: '60000' });
   say(bob, askLine('rm -rf build'));
   await until(() => questions()[0]?.buttons, 20_000, 'the question with buttons');
   const q = questions()[0]!;
