@@ -34,7 +34,8 @@ export default async function setup(project: TestProject): Promise<() => void> {
     else process.env.TMPDIR = before;
     let left: string[] = [];
     try {
-      left = readdirSync(root);
+      // tsx's cache of compiled modules (tsx-<uid>) is no leftover of a test.
+      left = readdirSync(root).filter((name) => !/^tsx-\d+$/.test(name));
     } catch {
       // already gone
     }
