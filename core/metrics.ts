@@ -33,6 +33,8 @@ export interface ClusterFacts {
   /** Lanes with a live agent, and lanes ready but waiting for a slot under GATED_MAX_CONCURRENT. */
   lanesActive: number;
   lanesWaiting: number;
+  /** The runtime this gated starts agents with (GATED_RUNTIME), when the caller knows it. */
+  runtime?: string;
 }
 
 /** What the checkpoint worker reports of one look at the WAL (store/checkpoint.ts). */

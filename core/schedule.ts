@@ -37,6 +37,24 @@ const MAX_STEPS = 10_000;
 
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?$/;
 
+/**
+ * An instant as people in the chat read it: `2026-12-02 11:00 Europe/Berlin` (GATED_TZ; minutes, the
+ * zone named), for notices that say until when.
+ */
+export function wallTime(ms: number, tz: string): string {
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone: tz,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(ms);
+  const p = (t: Intl.DateTimeFormatPartTypes) => parts.find((x) => x.type === t)?.value ?? '';
+  return `${p('year')}-${p('month')}-${p('day')} ${p('hour')}:${p('minute')} ${tz}`;
+}
+
 /** Throws a UsageError unless `tz` is an IANA time zone this Node knows (`Europe/Berlin`, `UTC`). */
 export function checkTimeZone(tz: string): string {
   try {

@@ -1,4 +1,5 @@
 import type { Message, ThreadMode } from '../core/types.js';
+import { wallTime } from '../core/schedule.js';
 import {
   AccessSource,
   type AccessSnapshot,
@@ -49,6 +50,8 @@ export class AccessGate {
   constructor(
     private readonly db: Db,
     readonly source: AccessSource,
+    /** The time zone notices give their times in (GATED_TZ). */
+    private readonly tz = 'UTC',
   ) {
     this.approvals = new ApprovalStore(db);
     // Every message the sender sent the group this hour while it had the limit counts (rows are marked
@@ -200,7 +203,7 @@ export class AccessGate {
     const reason = `limit: ${hit.text} in ${folder}`;
     const first = this.noticeStmt.run(folder, principalId(p), hit.kind, hit.window).changes > 0;
     if (!first) return { state: 'limited', reason };
-    const until = new Date(hit.window + (hit.kind === 'sender' ? HOUR : DAY)).toISOString();
+    const until = wallTime(hit.window + (hit.kind === 'sender' ? HOUR : DAY), this.tz);
     return {
       state: 'limited',
       reason,

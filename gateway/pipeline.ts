@@ -24,7 +24,7 @@ export type { BatchOutcome } from './steps.js';
 /** Dependencies of the pipeline, injected once. */
 export interface PipelineOptions {
   db: Db;
-  config: Pick<Config, 'admins'> & Partial<Pick<Config, 'configDir'>>;
+  config: Pick<Config, 'admins'> & Partial<Pick<Config, 'configDir' | 'tz'>>;
   log: Logger;
   routes: RouteSource;
   queue: QueueControl;
@@ -50,7 +50,7 @@ export class Pipeline {
   constructor(private readonly opts: PipelineOptions) {
     const { db } = opts;
     this.gate = new ImpulseGate(db);
-    this.access = new AccessGate(db, new AccessSource(db, opts.config.admins));
+    this.access = new AccessGate(db, new AccessSource(db, opts.config.admins), opts.config.tz);
     this.sticky = new StickyStore(db);
     this.writes = new StepWrites(db);
     this.batchSql = new BatchStatements(db);

@@ -136,7 +136,10 @@ function useOperatorApis(
       status,
       now,
       routes,
-      cluster: () => metrics.cluster(),
+      cluster: () => ({
+        ...metrics.cluster(),
+        ...(config.runtime !== undefined ? { runtime: config.runtime } : {}),
+      }),
       ...(opts.channels ? { channels: opts.channels } : {}),
     }),
   );

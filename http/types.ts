@@ -42,7 +42,14 @@ export interface HttpAppOptions {
     Partial<
       Pick<
         Config,
-        'tz' | 'admins' | 'httpHost' | 'httpHosts' | 'groupsDir' | 'maxAttachmentBytes' | 'clientCaps'
+        | 'tz'
+        | 'admins'
+        | 'httpHost'
+        | 'httpHosts'
+        | 'groupsDir'
+        | 'maxAttachmentBytes'
+        | 'clientCaps'
+        | 'runtime'
       >
     >;
   log: Logger;

@@ -12,6 +12,9 @@ registerPanel({
   hint: 'swarm tasks since gated started',
   async refresh(body) {
     const c = await api('cluster');
+    // Nodes are a swarm's: under the process or docker runtime the panel has nothing to say.
+    const section = body.closest('section');
+    if (section) section.hidden = c.runtime !== undefined && c.runtime !== 'swarm' && c.nodes.length === 0;
     const lanes = el(
       'p',
       c.lanesWaiting > 0 ? 'bad' : '',

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { formatDuration, parseDuration } from '../../core/duration.js';
 import { UsageError } from '../../core/errors.js';
-import { checkTimeZone, dueRange, nextDue, planSchedule, type Schedule } from '../../core/schedule.js';
+import {
+  checkTimeZone,
+  dueRange,
+  nextDue,
+  planSchedule,
+  wallTime,
+  type Schedule,
+} from '../../core/schedule.js';
 
 const T = (iso: string) => Date.parse(iso);
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -115,5 +122,13 @@ describe('schedules', () => {
       count: 8,
       next: '2026-11-23T12:15:00.000Z',
     });
+  });
+});
+
+describe('wall times in notices', () => {
+  it('gives minutes in the zone, named, across a date line and a DST change', () => {
+    expect(wallTime(Date.UTC(2026, 11, 2, 23, 30), 'UTC')).toBe('2026-12-02 23:30 UTC');
+    expect(wallTime(Date.UTC(2026, 11, 2, 23, 30), 'Europe/Berlin')).toBe('2026-12-03 00:30 Europe/Berlin');
+    expect(wallTime(Date.UTC(2026, 6, 2, 23, 30), 'Europe/Berlin')).toBe('2026-07-03 01:30 Europe/Berlin');
   });
 });

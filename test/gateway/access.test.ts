@@ -257,6 +257,8 @@ describe('access: limits', () => {
     expect([a, b, c, d].map(state)).toEqual(['ready', 'ready', 'limited', 'limited']);
     expect(answers(db, CHAT)).toHaveLength(1);
     expect(answers(db, CHAT)[0]).toMatch(/Limit reached \(2 messages per sender per hour\)/);
+    // Until when, as the chat reads it: a wall time in the configured zone, not an ISO instant.
+    expect(answers(db, CHAT)[0]).toMatch(/messages until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC are kept/);
     // Another sender has an allowance of their own.
     expect(state(await send('hi', 'quiet'))).toBe('ready');
 
