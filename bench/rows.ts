@@ -98,12 +98,13 @@ function poll(bs: BatchStatements, cursor: { at: number }, now: number): void {
     const rows = read.all(cursor.at, POLL_BATCH) as Array<{ id: number; chat_jid: string }>;
     if (rows.length === 0) return 0;
     const hits = new Map<number, number>();
-    const placed = rows.map((r) => {
+    // One UPDATE a row, as gateway/batch.ts writes them (c162461): state, group, topic, agent_content,
+    // target, route_id, weight, threshold, max_hold_ms, held_at, ready_at, interrupts, counted, id.
+    for (const r of rows) {
       const g = Number(r.chat_jid.slice('bench:g'.length));
       hits.set(g + 1, (hits.get(g + 1) ?? 0) + 1);
-      return [r.id, 'ready', `b/g${g}`, '', null, `b/g${g}`, g + 1, 100, 100, 0, now, now, null];
-    });
-    bs.place.run(JSON.stringify(placed));
+      bs.place.run('ready', `b/g${g}`, '', null, `b/g${g}`, g + 1, 100, 100, 0, now, now, null, null, r.id);
+    }
     bs.hits.run(new Date(now).toISOString(), JSON.stringify(Object.fromEntries(hits)));
     cursor.at = rows[rows.length - 1]!.id;
     setCursor.run(String(cursor.at));
