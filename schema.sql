@@ -35,6 +35,8 @@ CREATE TABLE IF NOT EXISTS messages (
   --   denied   its sender may not reach the group (docs/ACCESS.md); never dispatched
   --   pending  a stranger's message in an approval group, waiting for /approve; then held or denied
   --   limited  over one of the group's limits; `gated access release` puts it back
+  --   transcribing  came with audio and waits for its transcript (transcriptions, docs/VOICE.md)
+  --   transcribed   its transcript (or the note why there is none) is its content: the poll takes it again
   state            TEXT,
   group_folder     TEXT,    -- the session key the layers chose: group ...
   session_topic    TEXT,    -- ... and topic
@@ -73,6 +75,12 @@ CREATE TABLE IF NOT EXISTS messages (
   sender_auth       TEXT,
   -- What the platform says of the sender's standing (GitHub's author_association), NULL when nothing.
   platform_role     TEXT,
+  -- 1: the row came with an audio attachment (a voice note, an audio file, a video note), set with its
+  -- attachments; the transcribe step looks only at these rows (docs/VOICE.md).
+  audio             INTEGER,
+  -- 1: content is the transcript of the row's audio; 0: the audio was not transcribed and content says why;
+  -- NULL: no transcription. A row with a transcript is never a command and never changes routing state.
+  transcript        INTEGER,
   -- Columns the layers read must hold text: a BLOB content used to stop every later message. Older
   -- databases lack this CHECK; the poll loop validates the same types when it reads a row.
   CHECK (typeof(chat_jid) = 'text' AND typeof(sender) = 'text' AND typeof(content) = 'text'
@@ -567,6 +575,25 @@ CREATE INDEX IF NOT EXISTS idx_attachments_pending ON attachments(message_id) WH
 -- whole table in id order to find the few pending rows, on every step of the inbox.
 CREATE INDEX IF NOT EXISTS idx_attachments_due ON attachments(id) WHERE state = 'pending';
 
+-- Inbound audio waiting for its transcript (docs/VOICE.md), one row per message in state `transcribing`:
+-- the transcriber takes pending rows whose not_before passed, and writes the transcript into the message in
+-- the same transaction that finishes this row, so a crash mid-transcription transcribes the row again, once.
+CREATE TABLE IF NOT EXISTS transcriptions (
+  message_id  INTEGER PRIMARY KEY,  -- the inbound messages.id
+  group_folder TEXT,                -- the group the chat's messages go to when it was stored (its language)
+  state       TEXT NOT NULL DEFAULT 'pending',  -- pending | done | failed | refused
+  attempts    INTEGER NOT NULL DEFAULT 0,
+  not_before  INTEGER,              -- epoch ms: retry backoff
+  error       TEXT,                 -- the last failure, or why it was refused
+  duration_s  REAL,                 -- the audio's length, when ffprobe told it
+  transcriber TEXT,                 -- what transcribed it: the endpoint's host or the command's name
+  took_ms     INTEGER,              -- how long the successful transcription took
+  created_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX IF NOT EXISTS idx_transcriptions_due ON transcriptions(not_before) WHERE state = 'pending';
+-- Transcribed rows the poll takes again (gateway/loop.ts): almost always none.
+CREATE INDEX IF NOT EXISTS idx_messages_transcribed ON messages(id) WHERE state = 'transcribed';
+
 -- Files an agent's block named (`files`), sent after the reply's text parts. Each file is one more part of
 -- its reply: part number = text parts + seq, recorded in outbound_parts like text, so a restart neither
 -- loses nor repeats one. state: ok (will be sent) | refused (outside the group folder, missing; see error).
@@ -579,6 +606,7 @@ CREATE TABLE IF NOT EXISTS outbound_files (
   mime       TEXT    NOT NULL,
   state      TEXT    NOT NULL DEFAULT 'ok',
   error      TEXT,
+  spoken     INTEGER,               -- 1: the reply's text spoken by the text-to-speech command (docs/VOICE.md)
   PRIMARY KEY (message_id, seq)
 );
 -- The dashboard's history: one value per (minute, series, label), written once a minute by store/history.ts

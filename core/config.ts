@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { channelsConfig, type ChannelsConfig } from './config-channels.js';
+import { voiceConfig, type VoiceConfig } from './config-voice.js';
 import { int, list, str, type Env } from './config-read.js';
 import { checkTimeZone } from './schedule.js';
 
@@ -8,7 +9,7 @@ export { loadDotEnv } from './dotenv.js';
 export type { EmailConfig, GithubAppConfig, MailSecurity, MailServer } from './config-channels.js';
 
 /** Every setting of gated, resolved once from the environment (and .env). Documented in .env.example. */
-export interface Config extends ChannelsConfig {
+export interface Config extends ChannelsConfig, VoiceConfig {
   db: string;
   groupsDir: string;
   pollMs: number;
@@ -173,6 +174,7 @@ export function loadConfig(env: Env = process.env): Config {
       (s) => s !== 'none',
     ),
     ...channelsConfig(env),
+    ...voiceConfig(env),
     ...limitSettings(env),
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
     groupCommit: onOff(env, 'GATED_GROUP_COMMIT', true),

@@ -4,7 +4,7 @@
  */
 
 /** What kind of media an inbound attachment was on its platform. */
-export type AttachmentKind = 'photo' | 'document' | 'voice' | 'audio' | 'video' | 'image';
+export type AttachmentKind = 'photo' | 'document' | 'voice' | 'audio' | 'video' | 'video_note' | 'image';
 
 /**
  * One attachment of an inbound event, as its channel saw it. The bytes are not here: `source` tells the
@@ -20,6 +20,20 @@ export interface NewAttachment {
   size: number | null;
   /** Platform locator, meaningful only to the channel that wrote it. */
   source: string;
+}
+
+/**
+ * Whether an attachment holds speech to transcribe (docs/VOICE.md): a voice note, an audio file, a video note
+ * (a Telegram round video, which is someone talking), or any file whose type is audio. A plain video is not:
+ * its sound is rarely a message.
+ */
+export function isAudio(a: Pick<NewAttachment, 'kind' | 'mime'>): boolean {
+  return (
+    a.kind === 'voice' ||
+    a.kind === 'audio' ||
+    a.kind === 'video_note' ||
+    (a.mime !== null && a.mime.toLowerCase().startsWith('audio/'))
+  );
 }
 
 /** How an outbound file goes out: an inline picture, a voice note, or a plain document. */

@@ -8,6 +8,7 @@ import {
   type ConfigSnapshot,
 } from './config-files.js';
 import { folderChain } from './types.js';
+import { NO_VOICE, parseVoiceJson, type VoiceSettings } from './voice-settings.js';
 
 /**
  * A group's operator-owned configuration (docs/AGENTS.md): standing instructions, skills, MCP servers and
@@ -59,6 +60,10 @@ export interface GroupConfig {
   /** The mcp.json the servers came from, relative to the root (null: none). */
   mcpFile: string | null;
   commands: ChatCommand[];
+  /** voice.json of the nearest folder that has one (transcription language, spoken replies). */
+  voice: VoiceSettings;
+  /** The voice.json the settings came from, relative to the root (null: none). */
+  voiceFile: string | null;
   /** The group folders whose configuration the parts came from (what a container must see). */
   sources: string[];
   problems: ConfigProblem[];
@@ -234,7 +239,7 @@ function readNow(root: string, folder: string): GroupConfig {
   // No configuration folder at all (the default ./data/config never made): nothing to walk or report.
   if (!existsSync(root)) {
     const none = { instructions: '', instructionFiles: [], skills: [], mcpServers: {}, mcpFile: null };
-    return { folder, ...none, commands: [], sources: [], problems: [] };
+    return { folder, ...none, commands: [], ...NO_VOICE, sources: [], problems: [] };
   }
   const problems: ConfigProblem[] = [];
   const chain = folderChain(folder);
@@ -275,6 +280,8 @@ function readNow(root: string, folder: string): GroupConfig {
     ? guarded(problems, `${commandsFrom}/commands`, [], () => readCommands(root, commandsFrom, problems))
     : [];
 
+  const voice = readVoice(root, usable, exists, problems);
+
   const sources = [...new Set([instrFrom, skillsFrom, mcpFrom, commandsFrom].filter((f) => f !== null))];
   // A problem found twice (once while looking, once while reading) is reported once.
   const seen = new Set<string>();
@@ -292,9 +299,27 @@ function readNow(root: string, folder: string): GroupConfig {
     mcpServers,
     mcpFile: mcpFrom ? `${mcpFrom}/mcp.json` : null,
     commands,
+    ...voice,
     sources,
     problems: unique,
   };
+}
+
+/** voice.json of the nearest folder of the chain that has one. */
+function readVoice(
+  root: string,
+  usable: readonly string[],
+  exists: (rel: string, dir: boolean) => boolean,
+  problems: ConfigProblem[],
+): { voice: VoiceSettings; voiceFile: string | null } {
+  const from = nearest(usable, (f) => exists(`${f}/voice.json`, false));
+  if (from === null) return NO_VOICE;
+  const file = `${from}/voice.json`;
+  const text = guarded(problems, file, null, () => readConfigFile(root, file));
+  if (text === null) return { ...NO_VOICE, voiceFile: file };
+  const parsed = parseVoiceJson(text, file);
+  problems.push(...parsed.problems);
+  return { voice: parsed.voice, voiceFile: file };
 }
 
 /**

@@ -30,6 +30,12 @@ export interface PlatformRow {
   /** Replies are sent into files and attachments are fetched (the channel's `sendFile` and `fetchAttachment`). */
   files: boolean;
   /**
+   * How a spoken reply (docs/VOICE.md) arrives: as a voice note the app plays in place (Telegram's
+   * sendVoice), as an audio file, or as an audio element of the page; null where replies are never spoken.
+   * Only platforms with `files` can carry one; the Ogg/Opus file goes through the channel's `sendFile`.
+   */
+  spoken: 'voice note' | 'audio file' | 'audio element' | null;
+  /**
    * The chat's room is a group folder (`web:<folder>`, `local:<folder>`): its messages skip the routing table
    * and go to that folder, and the folder's group (or one above it) may always send there.
    */
@@ -51,6 +57,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: true,
     files: true,
+    spoken: 'voice note',
     folderRooms: false,
     threads: 'forum topics',
     doctor: 'getMe with TELEGRAM_BOT_TOKEN',
@@ -64,6 +71,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: true,
     files: true,
+    spoken: 'audio file',
     folderRooms: false,
     threads: null,
     doctor: '/users/@me with DISCORD_BOT_TOKEN',
@@ -77,6 +85,7 @@ export const PLATFORMS = {
     drafts: false,
     typing: false,
     files: true,
+    spoken: null,
     folderRooms: false,
     threads: 'reply chains (each part under the previous one)',
     doctor: 'a session opened with BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD',
@@ -90,6 +99,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: false,
     files: true,
+    spoken: 'audio file',
     folderRooms: false,
     threads: 'message threads (thread_ts)',
     doctor: 'auth.test with SLACK_BOT_TOKEN',
@@ -103,6 +113,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: false,
     files: false,
+    spoken: null,
     folderRooms: false,
     threads: null,
     doctor: '/user with GITHUB_TOKEN, or the App and one installation token',
@@ -116,6 +127,7 @@ export const PLATFORMS = {
     drafts: false,
     typing: false,
     files: true,
+    spoken: 'audio file',
     folderRooms: false,
     threads: 'mail threads (a session each, from the first mail of the thread)',
     doctor: 'an IMAP login opening EMAIL_MAILBOX and an SMTP login',
@@ -129,6 +141,7 @@ export const PLATFORMS = {
     drafts: true,
     typing: true,
     files: true,
+    spoken: 'audio element',
     folderRooms: true,
     threads: 'tabs of the chat page',
     doctor: null,
@@ -142,6 +155,7 @@ export const PLATFORMS = {
     drafts: false,
     typing: false,
     files: false,
+    spoken: null,
     folderRooms: true,
     threads: null,
     doctor: null,

@@ -82,6 +82,8 @@ export interface Signals {
    * the queue looks, and the inbox fetches their attachments.
    */
   queued: Signal;
+  /** A row that came with audio awaits its transcript (docs/VOICE.md): the transcriber looks. */
+  transcribe: Signal;
   /** A message's attachments are all fetched (or given up): its row may go to the agent now (the queue looks). */
   attached: Signal;
   /** Outbound rows were written (the id when one row is meant): delivery looks. */
@@ -116,6 +118,7 @@ export function createSignals(onError: (signal: string, err: unknown) => void = 
     inbound: new Signal('inbound', onError),
     queued: new Signal('queued', onError),
     attached: new Signal('attached', onError),
+    transcribe: new Signal('transcribe', onError),
     outbound: new Signal<number | undefined>('outbound', onError),
     partial: new Signal<PartialText>('partial', onError),
     draftsEnd: new Signal<DraftsEnd>('draftsEnd', onError),

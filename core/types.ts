@@ -101,6 +101,10 @@ export interface Message {
   sender_auth?: string | null;
   /** NewInbound.platform_role as stored. */
   platform_role?: string | null;
+  /** 1: the row came with audio (docs/VOICE.md); read by the poll loop. */
+  audio?: number | null;
+  /** 1: content is a transcript; 0: a note that the audio was not transcribed; NULL: neither. */
+  transcript?: number | null;
 }
 
 /** (group folder, topic): the unit of serialization and of the agent's session. */

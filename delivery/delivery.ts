@@ -11,6 +11,7 @@ import { abortableSleep, type BackoffOptions, type Sleep } from '../core/backoff
 import type { Signals } from '../core/signals.js';
 import { createWorker } from '../core/worker.js';
 import { deliverRow, type RowSenderDeps } from './send-row.js';
+import type { SpokenReplies } from './spoken.js';
 
 /** What delivery needs; only `db`, `channels` and `log` are required. */
 export interface DeliveryOptions {
@@ -36,6 +37,8 @@ export interface DeliveryOptions {
   groupsDir?: string;
   /** The most one file of a reply may hold when it is read for sending. Default 50 MiB. */
   maxFileBytes?: number;
+  /** Spoken replies (docs/VOICE.md): a group that speaks gets its replies' text as a voice note too. */
+  spoken?: SpokenReplies;
 }
 
 /** Delivers outbound rows. */
@@ -73,6 +76,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     replyParts: new ReplyParts(opts.db, opts.groupsDir, opts.maxFileBytes ?? 50 * 1024 * 1024),
     log,
     ...(opts.drafts ? { drafts: opts.drafts } : {}),
+    ...(opts.spoken ? { spoken: opts.spoken } : {}),
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.backoff ? { backoff: opts.backoff } : {}),
     sleep: opts.sleep ?? abortableSleep,

@@ -5,6 +5,7 @@ import type { OutboundOutcome } from '../core/metrics.js';
 import { endSpan, inSpan, startDelivery, startPart } from '../core/trace.js';
 import type { Channel } from '../channels/channel.js';
 import type { Drafts } from './drafts.js';
+import type { SpokenReplies } from './spoken.js';
 import { sendPart, type OutboundFile, type ReplyParts } from './files.js';
 import { partsFor } from './format.js';
 import type { Outbox, OutboxRow } from './outbox.js';
@@ -22,6 +23,8 @@ export interface RowSenderDeps {
   replyParts: ReplyParts;
   log: Logger;
   drafts?: Drafts;
+  /** Spoken replies: a reply of a group that speaks gets its voice note as one more file, before part 0. */
+  spoken?: SpokenReplies;
   metrics?: { outbound(outcome: OutboundOutcome): void };
   backoff?: BackoffOptions;
   /** Waits between attempts; aborted by `signal` when delivery stops. */
@@ -57,6 +60,7 @@ async function deliverIn(
   span: ReturnType<typeof startDelivery>,
 ): Promise<boolean> {
   const rlog = d.log.child({ chat: row.chat_jid, row: row.id });
+  await d.spoken?.prepare(row, channel);
   const parts = partsOf(d, row, channel);
   if ('why' in parts) {
     endSpan(span, parts.why);

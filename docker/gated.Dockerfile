@@ -24,6 +24,7 @@ COPY store store
 COPY gateway gateway
 COPY queue queue
 COPY channels channels
+COPY voice voice
 COPY delivery delivery
 COPY http http
 COPY gated gated

@@ -28,6 +28,7 @@ import { openBase, runSteps, startHistory, type Base, type StartOptions } from '
 import { startTracing } from './tracing.js';
 import { loadShellParser } from './shell-parser.js';
 import { createTypingKeeper } from './typing.js';
+import { spokenReplies, startTranscriber } from './voice.js';
 import { webApp } from './web.js';
 
 export type { StartOptions } from './base.js';
@@ -181,6 +182,7 @@ function makeStages(
     config,
     log: log.child({ part: 'gateway' }),
     queue,
+    transcribe: config.transcribe !== undefined,
     signals,
     metrics: {
       messageIn: (m) => metrics.messagesIn(parseJid(m.chat_jid).platform, m.verb),
@@ -229,6 +231,7 @@ function startOutbound(
     channels: started,
     drafts,
     groupsDir: config.groupsDir,
+    spoken: spokenReplies(base),
     log: log.child({ part: 'delivery' }),
     signals,
     metrics: {
@@ -248,9 +251,11 @@ function startOutbound(
     log: log.child({ part: 'inbox' }),
     signals,
   });
+  const transcriber = startTranscriber(base, started);
   gateway.start();
   delivery.start();
   inbox.start();
+  transcriber?.start();
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
   const commits = watch
     ? watchCommits(
@@ -275,6 +280,7 @@ function startOutbound(
       ['asks', () => asks.stop()],
       ['delivery', () => delivery.stop()],
       ['inbox', () => inbox.stop()],
+      ['transcriber', () => transcriber?.stop()],
       ['drafts', () => drafts.stop()],
     ],
   };

@@ -28,7 +28,10 @@ export interface GatewayOptions {
    * with `/approve` or `/reject` committed, and `backlog` when the loop falls behind by more than a slice
    * or catches up. Default: signals of its own.
    */
-  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound' | 'backlog' | 'decided' | 'tasks'>;
+  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound' | 'backlog' | 'decided' | 'tasks'> &
+    Partial<Pick<Signals, 'transcribe'>>;
+  /** Transcription is on (docs/VOICE.md): rows with audio wait for their transcripts; `transcribe` fires. */
+  transcribe?: boolean;
   now?: () => number;
   metrics?: GatewayMetrics;
   /** This gateway's bot username on a platform, once its channel started (`/cmd@otherbot` is text). */
@@ -89,7 +92,7 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
  */
 function afterBatch(
   outcome: BatchOutcome,
-  signals: Pick<Signals, 'queued' | 'outbound' | 'decided'>,
+  signals: Pick<Signals, 'queued' | 'outbound' | 'decided'> & Partial<Pick<Signals, 'transcribe'>>,
   daemons: DaemonDispatcher,
   log: Logger,
   db: Db,
@@ -98,6 +101,7 @@ function afterBatch(
   if (outcome.released) signals.queued.fire();
   if (outcome.outbound) outbound();
   if (outcome.daemon) daemons.wake();
+  if (outcome.transcribing) signals.transcribe?.fire();
   if (outcome.effects.length === 0 && outcome.decided === 0) return;
   const batchCommitted = Promise.resolve(committed(db));
   // A decision reaches the waiting agent only once it is durable.
@@ -151,6 +155,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     queue,
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
     ...(opts.botName ? { botName: opts.botName } : {}),
+    ...(opts.transcribe ? { transcribe: true } : {}),
   });
   const daemons = new DaemonDispatcher({
     db,
@@ -166,6 +171,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pipeline,
     log: log.child({ part: 'loop' }),
     pollMs: opts.config.pollMs,
+    ...(opts.transcribe ? { transcribed: true } : {}),
     ...(opts.config.maxInputBytes ? { maxContentChars: opts.config.maxInputBytes } : {}),
     ...opts.loop,
     ...(opts.now ? { now: opts.now } : {}),

@@ -30,6 +30,11 @@ export interface PollLoopOptions {
   maxContentChars?: number;
   /** Longest wait between retries while ticks keep failing (disk full, I/O errors); default 30 s. */
   maxBackoffMs?: number;
+  /**
+   * Transcription is on (docs/VOICE.md): each step also takes the rows the transcriber finished. Off, the
+   * loop never looks for them.
+   */
+  transcribed?: boolean;
 }
 
 /** What /healthz needs to know about the loop. */
@@ -87,6 +92,9 @@ export class PollLoop {
    */
   private readonly batchTx: (cursor: number) => { count: number; outcome?: BatchOutcome } | typeof LOCKED;
   private readonly releaseTx: (now: number) => number | typeof LOCKED;
+  private readonly transcribedStmt;
+  private readonly transcribedPeek;
+  private readonly transcribedTx: () => BatchOutcome | undefined | typeof LOCKED;
 
   constructor(private readonly opts: PollLoopOptions) {
     const { db } = opts;
@@ -100,10 +108,27 @@ export class PollLoop {
     this.readStmt = db.prepare(
       `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
               m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
-              m.platform_role, c.sticky_group AS sticky_group, c.sticky_topic AS sticky_topic
+              m.platform_role, m.audio, m.transcript, c.sticky_group AS sticky_group,
+              c.sticky_topic AS sticky_topic
        FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
        WHERE m.is_from_me = 0 AND m.id > ? AND m.state IS NULL ORDER BY m.id LIMIT ?`,
     );
+    // Rows the transcriber finished lie behind the cursor: taken by their state (an index of almost none).
+    this.transcribedStmt = db.prepare(
+      `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
+              m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
+              m.platform_role, m.audio, m.transcript, c.sticky_group AS sticky_group,
+              c.sticky_topic AS sticky_topic
+       FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
+       WHERE m.state = 'transcribed' AND m.is_from_me = 0 ORDER BY m.id LIMIT ?`,
+    );
+    this.transcribedPeek = db
+      .prepare(`SELECT 1 FROM messages WHERE state = 'transcribed' AND is_from_me = 0 LIMIT 1`)
+      .pluck();
+    this.transcribedTx = lockOrLater(db, (): BatchOutcome | undefined => {
+      const rows = this.transcribedStmt.all(this.batchSize) as PolledRow[];
+      return rows.length ? opts.pipeline.process(rows, this.now()) : undefined;
+    });
     this.peekStmt = db
       .prepare('SELECT 1 FROM messages WHERE is_from_me = 0 AND id > ? AND state IS NULL LIMIT 1')
       .pluck();
@@ -176,6 +201,7 @@ export class PollLoop {
     let more = false;
     try {
       locked = this.releaseDue() === LOCKED;
+      if (this.opts.transcribed && this.transcribedBatch() === LOCKED) locked = true;
       let n: number | typeof LOCKED;
       let from = process.hrtime.bigint();
       while ((n = this.batch()) === this.batchSize) {
@@ -220,6 +246,15 @@ export class PollLoop {
     if (done === LOCKED) return LOCKED;
     if (done.outcome) this.opts.onBatch?.(done.outcome);
     return done.count;
+  }
+
+  /** The rows the transcriber finished since the last step (at most a batch), through the pipeline. */
+  private transcribedBatch(): void | typeof LOCKED {
+    // A read first, as for the cursor's rows: an idle step takes no write lock.
+    if (this.transcribedPeek.get() === undefined) return;
+    const done = this.transcribedTx();
+    if (done === LOCKED) return LOCKED;
+    if (done) this.opts.onBatch?.(done);
   }
 
   private releaseDue(): void | typeof LOCKED {

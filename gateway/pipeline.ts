@@ -31,11 +31,13 @@ export interface PipelineOptions {
   metrics?: GatewayMetrics;
   /** This gateway's bot username on a platform (Telegram getMe), for `/cmd@bot` addressed elsewhere. */
   botName?: (platform: string) => string | undefined;
+  /** Transcription is on (docs/VOICE.md): rows with audio wait for their transcripts. */
+  transcribe?: boolean;
 }
 
 /**
- * Pushes every message of a poll batch through the steps in order (STEPS in steps.ts: sticky → command →
- * prefix → route → access → gate), then lets the impulse gate release the chats that got a held row. Runs
+ * Pushes every message of a poll batch through the steps in order (STEPS in steps.ts: transcribe → sticky →
+ * command → prefix → route → access → gate), then lets the impulse gate release the chats that got a held row. Runs
  * inside the batch transaction: every state change, answer row and the cursor commit together, so a crash
  * re-processes the whole batch and never half of it.
  */
@@ -184,6 +186,7 @@ export class Pipeline {
       access: this.access,
       metrics: this.opts.metrics,
       configDir: this.opts.config.configDir,
+      transcribe: this.opts.transcribe === true,
       out,
       touched,
       batch,

@@ -1,5 +1,6 @@
 import { formatTarget, weightOf } from '../router/index.js';
 import type { Db } from '../store/db.js';
+import { awaitTranscript } from '../store/transcriptions.js';
 import type { AccessGate } from './access.js';
 import type { BatchWork, Placement } from './batch.js';
 import { expandChatCommand } from './layers/chat-commands.js';
@@ -18,6 +19,8 @@ export interface BatchOutcome {
   /** `/approve` or `/reject` decided codes: the tool approvals' checker looks once the batch committed. */
   decided: number;
   effects: Array<() => void | Promise<void>>;
+  /** Rows that now wait for their transcripts (the transcriber is woken). */
+  transcribing?: number;
 }
 
 /**
@@ -62,6 +65,8 @@ export interface RowWork {
   metrics: GatewayMetrics | undefined;
   /** GATED_CONFIG_DIR: a group's own chat commands are expanded from its files (undefined: none). */
   configDir: string | undefined;
+  /** Transcription is on (docs/VOICE.md): rows with audio wait for their transcripts. */
+  transcribe: boolean;
   out: BatchOutcome;
   /** Chats with a row held in this batch: the gate looks at each after the rows. */
   touched: Set<string>;
@@ -86,6 +91,11 @@ export interface Step {
  */
 export const STEPS: readonly Step[] = [
   {
+    name: 'transcribe',
+    does: 'a message that came with audio waits for its transcript, then goes on with it as its text (docs/VOICE.md)',
+    run: transcribe,
+  },
+  {
     name: 'sticky',
     does: 'a message that is only `@group` or `#topic` makes the chat stick to it (a bare `@` or `#` resets)',
     run: (r) => stickyLayer(r.passage, r.env),
@@ -93,12 +103,12 @@ export const STEPS: readonly Step[] = [
   {
     name: 'command',
     does: 'gateway commands (`/new`, `/ping`, `/stop`, `/status`, `/approve`, …) are answered here',
-    run: (r) => commandLayer(r.passage, r.env),
+    run: (r) => (spoken(r) ? 'next' : commandLayer(r.passage, r.env)),
   },
   {
     name: 'prefix',
     does: 'a leading `@group ` or `#topic ` sends this one message there (stripped from what the agent reads)',
-    run: (r) => prefixLayer(r.passage, r.env),
+    run: (r) => (spoken(r) ? 'next' : prefixLayer(r.passage, r.env)),
   },
   {
     name: 'route',
@@ -116,6 +126,33 @@ export const STEPS: readonly Step[] = [
     run: hold,
   },
 ];
+
+/**
+ * A row that went through transcription: its text is what a recogniser heard (or a note of ours), so it is
+ * never a command and never addresses another group by prefix; the sticky layer lets it follow the chat's
+ * state without changing it (docs/VOICE.md).
+ */
+function spoken(r: RowWork): boolean {
+  const t = r.passage.msg.transcript;
+  return t !== null && t !== undefined;
+}
+
+/**
+ * A row that came with audio, while transcription is on, waits for its transcript (store/transcriptions.ts)
+ * unless its chat reaches no group (nothing would hear it). Its group is the one its chat's messages go to
+ * now, whose voice.json names the language. It comes back through the steps once transcribed.
+ */
+function transcribe(r: RowWork): 'handled' | 'next' {
+  const { passage } = r;
+  const { msg } = passage;
+  if (msg.audio !== 1 || !r.transcribe || spoken(r)) return 'next';
+  const group = r.env.sticky.get(msg.chat_jid).group ?? r.env.chatGroup(passage);
+  if (group === undefined || group === null || !r.env.catalog.groups.has(group)) return 'next';
+  r.batch.guard();
+  awaitTranscript(r.env.db, msg.id, group);
+  r.out.transcribing = (r.out.transcribing ?? 0) + 1;
+  return 'handled';
+}
 
 function route(r: RowWork): 'handled' | 'next' {
   const { passage, writes } = r;
@@ -164,6 +201,7 @@ function route(r: RowWork): 'handled' | 'next' {
 function expandCommand(r: RowWork, folder: string): void {
   const { passage } = r;
   if (r.configDir === undefined || passage.msg.verb !== 'message' || !passage.content.startsWith('/')) return;
+  if (spoken(r)) return;
   passage.content = expandChatCommand(r.configDir, folder, passage.content, r.env.log) ?? passage.content;
 }
 

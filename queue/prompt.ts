@@ -48,6 +48,8 @@ export interface AgentMessage {
   timestamp: string;
   platform_msg_id: string | null;
   sender_role: SenderRole;
+  /** Present (true) when `content` is the transcript of the message's audio (docs/VOICE.md). */
+  transcript?: true;
   /** Files of this message that are in the folder. */
   attachments?: AgentAttachment[];
   /** Why some of its files are not (too large, failed download). */
@@ -124,13 +126,14 @@ export function formatPrompt(messages: readonly AgentMessage[], systemNotes: rea
   for (const m of messages) {
     const who = m.sender_name && m.sender_name !== '' ? m.sender_name : m.sender;
     const verb = m.verb === 'message' ? '' : ` verb="${escapeAttr(m.verb)}"`;
+    const spoken = m.transcript ? ' transcript="true"' : '';
     const files = (m.attachments ?? []).map(
       (a) => `<attachment path="${escapeAttr(a.path)}" mime="${escapeAttr(a.mime)}" size="${a.size}"/>`,
     );
     const notes = (m.attachment_notes ?? []).map((n) => `<note>${escapeText(n)}</note>`);
     lines.push(
       `<message sender="${escapeAttr(who)}" chat="${escapeAttr(m.chat_jid)}" platform="${escapeAttr(m.platform)}" ` +
-        `time="${escapeAttr(m.timestamp)}"${verb}>` +
+        `time="${escapeAttr(m.timestamp)}"${verb}${spoken}>` +
         `${escapeText(m.content)}${[...files, ...notes].join('')}</message>`,
     );
   }

@@ -301,6 +301,7 @@ export function agentMessage(
       timestamp: r.timestamp,
       platform_msg_id: r.platform_msg_id,
       sender_role: senderRole(group, r),
+      ...(r.transcript === 1 ? { transcript: true } : {}),
     },
     r.files !== 0,
   );

@@ -24,7 +24,18 @@ const manifestFile = join(dist, '.start-manifest.json');
 export const DIST_CLI = join(dist, 'gated', 'cli.js');
 
 /** The folders tsconfig.build.json compiles. */
-const SOURCES = ['core', 'router', 'store', 'gateway', 'queue', 'channels', 'delivery', 'http', 'gated'];
+const SOURCES = [
+  'core',
+  'router',
+  'store',
+  'gateway',
+  'queue',
+  'channels',
+  'voice',
+  'delivery',
+  'http',
+  'gated',
+];
 
 /** Every source file, relative to the root, with its size and modification time. */
 function sources() {

@@ -16,6 +16,7 @@ const RANK = {
   gateway: 3,
   queue: 3,
   channels: 3,
+  voice: 3,
   delivery: 4,
   http: 5,
   gated: 6,

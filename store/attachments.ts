@@ -1,5 +1,5 @@
 import type { NewAttachment } from '../core/files.js';
-import { safeFileName } from '../core/files.js';
+import { isAudio, safeFileName } from '../core/files.js';
 import type { Db } from './db.js';
 
 /**
@@ -61,7 +61,8 @@ function prepare(db: Db) {
        VALUES (@message_id, @seq, @kind, @name, @mime, @size, @source)
        ON CONFLICT (message_id, seq) DO NOTHING`,
     ),
-    hold: db.prepare(`UPDATE messages SET not_before = ? WHERE id = ?`),
+    // `audio` marks the rows the transcribe step looks at (docs/VOICE.md); the others never pay for it.
+    hold: db.prepare(`UPDATE messages SET not_before = ?, audio = ? WHERE id = ?`),
     due: db.prepare(
       `SELECT a.*, m.chat_jid, m.group_folder FROM attachments a JOIN messages m ON m.id = a.message_id
        WHERE a.state = 'pending' AND m.group_folder IS NOT NULL AND ${SERVED}
@@ -99,7 +100,7 @@ function statements(db: Db) {
 
 /**
  * Records the attachments of a just-inserted inbound row (call it in the insert's transaction) and makes
- * the row wait for them until `now + ATTACHMENT_WAIT_MS` at the latest.
+ * the row wait for them until `now + ATTACHMENT_WAIT_MS` at the latest; a row with audio is marked `audio`.
  */
 export function insertAttachments(
   db: Db,
@@ -119,7 +120,7 @@ export function insertAttachments(
       source: a.source,
     }),
   );
-  if (list.length > 0) s.hold.run(now + ATTACHMENT_WAIT_MS, messageId);
+  if (list.length > 0) s.hold.run(now + ATTACHMENT_WAIT_MS, list.some(isAudio) ? 1 : null, messageId);
 }
 
 /** Pending attachments of routed, served messages whose retry time has come, oldest first. */

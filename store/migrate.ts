@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 22;
+export const SCHEMA_VERSION = 23;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -114,6 +114,13 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // budgets approvers granted (docs/SECURITY.md, "Receipts"; docs/COSTS.md): new tables schema.sql makes,
   // and a daily token limit per group.
   21: (db) => addColumn(db, 'limits', 'tokens_per_day', 'INTEGER'),
+  // 22 → 23: voice (docs/VOICE.md): which rows came with audio, which content is a transcript, and which
+  // file of a reply is its spoken text (schema.sql creates transcriptions and its indexes).
+  22: (db) => {
+    addColumn(db, 'messages', 'audio', 'INTEGER');
+    addColumn(db, 'messages', 'transcript', 'INTEGER');
+    addColumn(db, 'outbound_files', 'spoken', 'INTEGER');
+  },
 };
 
 /** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */

@@ -22,6 +22,7 @@ export interface BatchRow extends Pick<
   | 'topic'
   | 'sender_auth'
   | 'platform_role'
+  | 'transcript'
 > {
   /** 1: an /interrupt's text, which interrupts the turn in progress before it is written (docs/PROTOCOL.md). */
   interrupts: number;

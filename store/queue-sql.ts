@@ -18,6 +18,7 @@ const KEY = `group_folder = @group AND session_topic = @topic`;
 const rowCols = (maxChars: number) =>
   `id, chat_jid, sender, sender_name, substr(coalesce(agent_content, content), 1, ${maxChars}) AS content,
    verb, timestamp, platform_msg_id, topic, coalesce(interrupts, 0) AS interrupts, sender_auth, platform_role,
+   transcript,
    EXISTS (SELECT 1 FROM attachments a WHERE a.message_id = messages.id) AS files,
    (SELECT value FROM router_state WHERE key = 'access_version') AS access_version`;
 /** Epoch ms now, in SQL: when a row is handed to an agent (dispatched_at). */

@@ -21,8 +21,9 @@ export function fileUrl(group, id, seq) {
 }
 
 /**
- * One file of a line: a picture when it is an image that has been saved, a download link when it is
- * another saved file, and its name alone while an upload waits to be saved.
+ * One file of a line: a picture when it is an image that has been saved, a player when it is audio (a voice
+ * message, a spoken reply: docs/VOICE.md) with its download link, a download link when it is another saved
+ * file, and its name alone while an upload waits to be saved.
  */
 export function fileNode(group, id, f) {
   const label = [f.name, size(f.size)].filter(Boolean).join(' · ');
@@ -32,6 +33,12 @@ export function fileNode(group, id, f) {
     const a = el('a', 'file image', null, { href: url, target: '_blank', rel: 'noopener' });
     a.append(el('img', '', null, { src: url, alt: f.name, loading: 'lazy' }));
     return a;
+  }
+  if (/^audio\//.test(f.mime)) {
+    const box = el('span', 'file audio');
+    box.append(el('audio', '', null, { src: url, controls: '', preload: 'none' }));
+    box.append(el('a', 'file download', `↓ ${label}`, { href: url, download: f.name }));
+    return box;
   }
   return el('a', 'file download', `↓ ${label}`, { href: url, download: f.name });
 }

@@ -2,8 +2,8 @@ import type { Message } from 'telegraf/types';
 import { extensionOf, type NewAttachment } from '../../core/files.js';
 
 /**
- * The attachments of a Telegram message: the largest size of a photo, a document, a voice note, audio or
- * video. Only the file_id is kept; the bytes are fetched after the row is routed (files.ts).
+ * The attachments of a Telegram message: the largest size of a photo, a document, a voice note, audio, a
+ * video note or a video. Only the file_id is kept; the bytes are fetched after the row is routed (files.ts).
  */
 /** The attachments of one message (Telegram sends at most one file per message). */
 export function attachmentsOf(msg: Message): NewAttachment[] {
@@ -30,6 +30,19 @@ export function attachmentsOf(msg: Message): NewAttachment[] {
         kind: 'voice',
         name: `voice.${extensionOf(mime)}`,
         mime,
+        size: v.file_size ?? null,
+        source: v.file_id,
+      },
+    ];
+  }
+  if ('video_note' in msg) {
+    // A round video of someone talking: transcribed like a voice note (docs/VOICE.md).
+    const v = msg.video_note;
+    return [
+      {
+        kind: 'video_note',
+        name: 'video_note.mp4',
+        mime: 'video/mp4',
         size: v.file_size ?? null,
         source: v.file_id,
       },

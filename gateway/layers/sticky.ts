@@ -9,13 +9,15 @@ import type { Layer } from './types.js';
  *
  * The state is shared by everyone in the chat, so only a sender who may reach the group the chat goes to
  * now and the group it would go to may change it (docs/SECURITY.md); anyone else gets a short refusal. An
- * edited message never changes it: it only follows it, like any other message.
+ * edited message or a transcript never changes it: it only follows it, like any other message.
  */
 export const stickyLayer: Layer = (passage, env) => {
   const { msg } = passage;
   const token = passage.content.trim();
   const sticky = env.sticky.get(msg.chat_jid);
-  if (msg.verb !== 'edit' && /^[@#]\S*$/.test(token)) {
+  // A transcript (docs/VOICE.md) follows the state like an edit and never changes it.
+  const spoken = msg.transcript !== null && msg.transcript !== undefined;
+  if (msg.verb !== 'edit' && !spoken && /^[@#]\S*$/.test(token)) {
     const name = token.slice(1);
     const now = sticky.group ?? env.chatGroup(passage);
     const refused = (target: string | undefined): boolean => {

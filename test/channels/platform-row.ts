@@ -27,6 +27,8 @@ export function rowMismatches(channel: Channel, row: PlatformRow): string[] {
       'sendFile and fetchAttachment',
     ],
   };
+  if (row.spoken !== null && !row.files)
+    out.push(`spoken: the row says replies arrive as ${row.spoken}, but it has no files to carry them`);
   for (const [ability, [present, member]] of Object.entries(has)) {
     const promised = row[ability as keyof typeof has];
     if (promised && !present) out.push(`${ability}: the row says yes, the channel has no ${member}`);

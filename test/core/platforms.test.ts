@@ -20,6 +20,7 @@ function rendered(name: string, r: PlatformRow): string {
     yes(r.drafts),
     yes(r.typing),
     yes(r.files),
+    r.spoken ?? '–',
     yes(r.folderRooms),
     r.threads ?? '–',
     r.doctor ?? '–',

@@ -11,8 +11,16 @@ function printed(): string {
 }
 
 describe('the pipeline steps', () => {
-  it('are the six stages in order, each named once', () => {
-    expect(STEPS.map((s) => s.name)).toEqual(['sticky', 'command', 'prefix', 'route', 'access', 'gate']);
+  it('are the seven stages in order, each named once', () => {
+    expect(STEPS.map((s) => s.name)).toEqual([
+      'transcribe',
+      'sticky',
+      'command',
+      'prefix',
+      'route',
+      'access',
+      'gate',
+    ]);
   });
 
   it('are printed in docs/ARCHITECTURE.md exactly as the code lists them', () => {

@@ -39,3 +39,9 @@ export function writeGroupConfig(root: string, folder: string, opts: { mcp?: boo
   );
   return dir;
 }
+
+/** Writes one configuration file of `folder` under `root` (its folders made). */
+export function writeGroupFile(root: string, folder: string, name: string, text: string): void {
+  mkdirSync(join(root, folder), { recursive: true });
+  writeFileSync(join(root, folder, name), text);
+}

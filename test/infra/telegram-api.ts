@@ -49,7 +49,7 @@ export interface SentFile {
 
 /** A file a user sends with an injected message. */
 export interface InjectFile {
-  kind: 'photo' | 'document' | 'voice';
+  kind: 'photo' | 'document' | 'voice' | 'audio' | 'video_note';
   data: Buffer;
   /** Documents only. */
   name?: string;
@@ -207,6 +207,11 @@ export class TelegramApiServer {
       };
     }
     if (f.kind === 'voice') return { voice: { ...size, duration: 1, mime_type: f.mime ?? 'audio/ogg' } };
+    if (f.kind === 'video_note') return { video_note: { ...size, duration: 1, length: 240 } };
+    if (f.kind === 'audio')
+      return {
+        audio: { ...size, duration: 1, file_name: f.name ?? 'audio.mp3', mime_type: f.mime ?? 'audio/mpeg' },
+      };
     return {
       document: { ...size, file_name: f.name ?? 'file.bin', mime_type: f.mime ?? 'application/octet-stream' },
     };

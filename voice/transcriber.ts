@@ -1,0 +1,249 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { backoffDelay, type BackoffOptions } from '../core/backoff.js';
+import type { TranscribeConfig } from '../core/config-voice.js';
+import { coerceError } from '../core/errors.js';
+import { extensionOf, FileTooLarge } from '../core/files.js';
+import type { Logger } from '../core/log.js';
+import type { Signals } from '../core/signals.js';
+import { createWorker } from '../core/worker.js';
+import type { Db } from '../store/db.js';
+import {
+  dueTranscriptions,
+  finishTranscription,
+  nextTranscriptionDue,
+  orphanTranscriptions,
+  retryTranscription,
+  type DueTranscription,
+  type TranscriptionOutcome,
+} from '../store/transcriptions.js';
+import { durationOf, NotAudio, spokenLength } from './audio.js';
+import { TranscribeError, type Transcriber } from './transcribers.js';
+
+/** What the transcription worker needs; gated/app.ts makes the real parts. */
+export interface TranscriptionWorkerOptions {
+  db: Db;
+  transcriber: Transcriber;
+  /** The bytes of an attachment, from the channel of its chat (throws when that channel is not running). */
+  fetchAudio(
+    chatJid: string,
+    source: string,
+    maxBytes: number,
+  ): Promise<{ data: Buffer; mime: string | null }>;
+  bounds: Pick<TranscribeConfig, 'maxSeconds' | 'maxBytes' | 'timeoutMs' | 'attempts'>;
+  /** The language of a group's voice.json (undefined: the transcriber's default). */
+  language(group: string | null): string | undefined;
+  /** A folder of gated's own (beside the database) where audio waits while it is transcribed. */
+  spoolDir: string;
+  log: Logger;
+  /** Hears `transcribe` (a row awaits its transcript); fires `inbound` when one is transcribed. */
+  signals: Pick<Signals, 'transcribe' | 'inbound'>;
+  now?: () => number;
+  /** Spacing of retries (default 2 s doubling to 2 min). */
+  backoff?: BackoffOptions;
+  /** The timer fallback, in ms (default 1000): rows another process marked. */
+  pollMs?: number;
+}
+
+/** The running worker. */
+export interface TranscriptionWorker {
+  start(): void;
+  wake(): void;
+  /** Resolves when no transcription is in flight. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Transcribes inbound audio before its row is routed (docs/VOICE.md). It takes pending transcriptions one at
+ * a time (speech recognition is CPU work; two at once on a small machine only make both slow), fetches the
+ * audio into its spool, checks size and length, asks the transcriber, and writes the transcript into the row
+ * in one transaction (store/transcriptions.ts). A failure is retried after the one backoff; after the last
+ * attempt, or at once when trying again cannot help (too long, too large, not audio, a refused key), the row
+ * goes on with a note instead of words, and its audio stays attached. It runs beside the gateway: rows
+ * without audio never wait for it.
+ */
+export function createTranscriptionWorker(opts: TranscriptionWorkerOptions): TranscriptionWorker {
+  const { db, log } = opts;
+  const now = opts.now ?? Date.now;
+  let stopped = false;
+  let idle: Promise<void> = Promise.resolve();
+
+  const drain = async (): Promise<number | undefined> => {
+    await mkdir(opts.spoolDir, { recursive: true });
+    for (const id of orphanTranscriptions(db)) {
+      finish(opts, id, '', {
+        state: 'failed',
+        note: 'its audio is gone',
+        error: 'no audio attachment',
+        durationS: null,
+      });
+    }
+    for (;;) {
+      if (stopped) return undefined;
+      const [due] = dueTranscriptions(db, now(), 1);
+      if (!due) break;
+      await transcribeOne(opts, due, now);
+    }
+    return nextTranscriptionDue(db);
+  };
+
+  const worker = createWorker({
+    name: 'transcriber',
+    log,
+    step: () => {
+      const pass = drain();
+      idle = pass.then(
+        () => undefined,
+        () => undefined,
+      );
+      return pass;
+    },
+    intervalMs: opts.pollMs ?? 1000,
+    keepAlive: false,
+    now,
+  });
+  const unlisten = opts.signals.transcribe.on(() => worker.wake());
+  return {
+    start: () => {
+      // Audio a killed gated left in the spool is fetched again with its row.
+      void rm(opts.spoolDir, { recursive: true, force: true }).finally(() => worker.start());
+    },
+    wake: () => worker.wake(),
+    async idle() {
+      await idle;
+    },
+    async stop() {
+      stopped = true;
+      unlisten();
+      await worker.stop();
+    },
+  };
+}
+
+/** One transcription: fetched, checked, transcribed and written, or retried later, or given up with a note. */
+async function transcribeOne(
+  opts: TranscriptionWorkerOptions,
+  t: DueTranscription,
+  now: () => number,
+): Promise<void> {
+  const { bounds } = opts;
+  const tlog = opts.log.child({ message: t.message_id });
+  if (t.size !== null && t.size > bounds.maxBytes) {
+    const note = `it is ${megabytes(t.size)}, larger than the ${megabytes(bounds.maxBytes)} limit`;
+    return finish(opts, t, t.content, { state: 'refused', note, error: note, durationS: null });
+  }
+  const dir = await mkdtemp(join(opts.spoolDir, `${t.message_id}-`));
+  let durationS: number | null = null;
+  try {
+    const fetched = await opts.fetchAudio(t.chat_jid, t.source, bounds.maxBytes);
+    const mime = t.mime ?? fetched.mime;
+    const file = join(dir, `audio.${extensionOf(mime)}`);
+    await writeFile(file, fetched.data);
+    durationS = await durationOf(file);
+    if (durationS > bounds.maxSeconds) {
+      const note = `it is ${spokenLength(durationS)} long, longer than the ${spokenLength(bounds.maxSeconds)} limit`;
+      tlog.info({ seconds: durationS, max: bounds.maxSeconds }, 'audio refused: too long');
+      return finish(opts, t, t.content, { state: 'refused', note, error: note, durationS });
+    }
+    const started = performance.now();
+    const language = opts.language(t.group_folder);
+    const raw = await opts.transcriber.transcribe({ file, mime, language, timeoutMs: bounds.timeoutMs });
+    const text = cleanTranscript(raw);
+    const tookMs = Math.round(performance.now() - started);
+    if (text === '') {
+      const note = 'no words were recognised in it';
+      return finish(opts, t, t.content, { state: 'failed', note, error: note, durationS });
+    }
+    tlog.info(
+      { seconds: durationS, tookMs, chars: text.length, via: opts.transcriber.name },
+      'audio transcribed',
+    );
+    finish(opts, t, t.content, {
+      state: 'done',
+      text,
+      durationS,
+      transcriber: opts.transcriber.name,
+      tookMs,
+    });
+  } catch (err) {
+    failed(opts, t, err, durationS, now, tlog);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A failed attempt: retried after the backoff, or (last attempt, or hopeless) the row goes on with a note. */
+function failed(
+  opts: TranscriptionWorkerOptions,
+  t: DueTranscription,
+  err: unknown,
+  durationS: number | null,
+  now: () => number,
+  tlog: Logger,
+): void {
+  if (err instanceof FileTooLarge) {
+    const note = `it is larger than the ${megabytes(opts.bounds.maxBytes)} limit`;
+    return finish(opts, t, t.content, { state: 'refused', note, error: note, durationS });
+  }
+  const reason = coerceError(err).message.slice(0, 500);
+  const hopeless = err instanceof NotAudio || (err instanceof TranscribeError && !err.retry);
+  if (hopeless || t.attempts + 1 >= opts.bounds.attempts) {
+    tlog.warn(
+      { attempts: t.attempts + 1, err: reason },
+      'transcription failed for good; the row goes on with a note',
+    );
+    const note = err instanceof NotAudio ? `the file ${reason}` : `the transcriber failed (${reason})`;
+    return finish(opts, t, t.content, { state: 'failed', note, error: reason, durationS });
+  }
+  const asked = err instanceof TranscribeError ? err.retryAfterMs : undefined;
+  const wait = asked ?? backoffDelay(t.attempts + 1, { baseMs: 2000, maxMs: 120_000, ...opts.backoff });
+  tlog.info({ attempt: t.attempts + 1, waitMs: wait, err: reason }, 'transcription failed; retrying');
+  retryTranscription(opts.db, t.message_id, now() + wait, reason);
+}
+
+/** Writes the outcome into the row and wakes the poll loop, which routes the row now. */
+function finish(
+  opts: TranscriptionWorkerOptions,
+  t: DueTranscription | number,
+  original: string,
+  outcome: TranscriptionOutcome,
+): void {
+  const id = typeof t === 'number' ? t : t.message_id;
+  const content = contentOf(original, outcome);
+  if (finishTranscription(opts.db, id, outcome, (opts.now ?? Date.now)(), content))
+    opts.signals.inbound.fire();
+}
+
+/** A platform's stand-in text for a message that is only a file (Telegram's `[voice]`), dropped before words. */
+const LABEL = /^\[(voice|audio|video_note|video|document)\]\s*/;
+
+/**
+ * The row's text after transcription: the caption the user wrote (if any), then the transcript; or, when
+ * there is none, a note that says why, so the agent knows a voice message came and was not understood.
+ */
+export function contentOf(original: string, outcome: TranscriptionOutcome): string {
+  const caption = original.replace(LABEL, '').trim();
+  const words =
+    outcome.state === 'done'
+      ? outcome.text
+      : `[voice message not transcribed: ${outcome.note}; the audio is attached]`;
+  return caption ? `${caption}\n\n${words}` : words;
+}
+
+/** Most characters of a transcript kept (an hour of speech is about 60,000). */
+const MAX_TRANSCRIPT = 100_000;
+
+/** A transcriber's output as row text: whitespace collapsed, control characters out, bounded. */
+export function cleanTranscript(raw: string): string {
+  const text = raw
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return text.slice(0, MAX_TRANSCRIPT);
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
