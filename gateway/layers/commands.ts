@@ -26,6 +26,13 @@ function keyOf(passage: Passage, env: LayerEnv, topic?: string): SessionKey | un
 
 const NO_GROUP = 'this chat has no group yet: no route sends it anywhere';
 
+/** `/approve` and `/reject`: the code decided (tool_approvals, pairing codes), the waiting workers told. */
+function decide(passage: Passage, args: readonly string[], env: LayerEnv, approve: boolean): void {
+  const group = passage.group ?? env.chatGroup(passage);
+  env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, approve, env.now, group));
+  env.decided();
+}
+
 /** The command table (docs/ROUTING.md, layer 2). Names are matched case-insensitively. */
 export const COMMANDS: Record<string, CommandSpec> = {
   new: {
@@ -146,19 +153,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   approve: {
     help: '/approve CODE: allow the tool call, or let the stranger in, with this code (its approvers)',
-    run(passage, args, env) {
-      const group = passage.group ?? env.chatGroup(passage);
-      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, true, env.now, group));
-      env.decided();
-    },
+    run: (passage, args, env) => decide(passage, args, env, true),
   },
   reject: {
     help: '/reject CODE [note]: refuse the tool call (the note reaches the agent), or the stranger',
-    run(passage, args, env) {
-      const group = passage.group ?? env.chatGroup(passage);
-      env.answer(passage.msg, decideCode(env.db, env.access, passage.msg, args, false, env.now, group));
-      env.decided();
-    },
+    run: (passage, args, env) => decide(passage, args, env, false),
   },
   workflow: {
     help: '/workflow run NAME [args] | status | cancel | resume [ID]: run a workflow of this group, follow, stop or go on with it',

@@ -7,32 +7,16 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import { expect, it } from 'vitest';
+import { startDemoGated } from '../helpers/gated.js';
 import { principalId, principalOf, upsertMember } from '../../store/access.js';
-import { tempDir } from '../helpers/db.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
 
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
-
 it('an owner approves a tool call by clicking; a visitor who is not an approver is refused', async () => {
-  const dir = tempDir('gated-web-approvals-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
+  const g = await startDemoGated({
     GATED_IDLE_TIMEOUT_MS: '300',
-    GATED_LOG_LEVEL: 'silent',
   });
-  const g = (gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] }));
+  const config = g.config;
   g.db
     .prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('demo', 1, 'Bash', 'ask')`)
     .run();

@@ -6,35 +6,19 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import { expect, it } from 'vitest';
+import { startDemoGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
-
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
 
 const TOKEN = 'dashboard-approvals-token-0123456789';
 
 it('lists pending and decided tool approvals; an admin approves one and rejects one with a note', async () => {
-  const dir = tempDir('gated-dash-approvals-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
+  const g = await startDemoGated({
     GATED_IDLE_TIMEOUT_MS: '300',
     GATED_ADMIN_TOKEN: TOKEN,
-    GATED_LOG_LEVEL: 'silent',
   });
-  const g = (gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] }));
+  const config = g.config;
   g.db.prepare(`INSERT INTO routes (seq, match, target) VALUES (10, 'platform=telegram', 'demo')`).run();
   g.db
     .prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('demo', 1, 'Bash', 'ask')`)

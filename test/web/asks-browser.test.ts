@@ -7,36 +7,20 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
+import { expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { startGated, type Gated } from '../../gated/app.js';
-import { tempDir } from '../helpers/db.js';
+import { startDemoGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { launchChromium, strictPage } from './chromium.js';
 
 const AGENT = packageFile('test', 'queue', 'agents', 'ask-agent.mjs');
 
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
-
 it('after /interrupt the question line says cancelled and has no buttons, also after a reload', async () => {
-  const dir = tempDir('gated-web-asks-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
+  const g = await startDemoGated({
     GATED_IDLE_TIMEOUT_MS: '2000',
     GATED_AGENT_CMD: `THINK_MS=100 exec node "${AGENT}"`,
-    GATED_LOG_LEVEL: 'silent',
   });
-  const g = (gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] }));
+  const config = g.config;
   g.db
     .prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES ('demo', 1, 'Bash', 'ask')`)
     .run();

@@ -8,20 +8,11 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { silentLogger } from '../../core/log.js';
+import { expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { startGated, type Gated } from '../../gated/app.js';
+import { startDemoGated } from '../helpers/gated.js';
 import { gatedCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/db.js';
 import { launchChromium, strictPage } from './chromium.js';
-
-let gated: Gated | undefined;
-afterEach(async () => {
-  await gated?.close(2000);
-  gated = undefined;
-});
 
 /** The steps of "Try it": the sqlite3 command of step 2 and the message of step 3, as the docs write them. */
 function tryIt(): { rule: string; message: string } {
@@ -36,19 +27,10 @@ function tryIt(): { rule: string; message: string } {
 
 it('the approvals walk-through works as written: refused, told how to become an owner, then approved', async () => {
   const steps = tryIt();
-  const dir = tempDir('gated-walkthrough-');
-  const config = loadConfig({
-    GATED_DB: join(dir, 'data', 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_RUNTIME: 'process',
-    GATED_HTTP_PORT: '0',
-    GATED_POLL_MS: '50',
-    GATED_IDLE_TIMEOUT_MS: '300',
-    GATED_LOG_LEVEL: 'silent',
-  });
-  const g = (gated = await startGated({ config, log: silentLogger(), demo: true, channels: [] }));
-  // Step 2, run from the checkout's folder as the docs say (data/gated.db relative to it).
-  execFileSync('bash', ['-c', steps.rule], { cwd: dir });
+  const g = await startDemoGated({ GATED_IDLE_TIMEOUT_MS: '300' });
+  const config = g.config;
+  // Step 2 as the docs write it, with this test's database for the checkout's data/gated.db.
+  execFileSync('bash', ['-c', steps.rule.replace('data/gated.db', `'${config.db}'`)]);
 
   const browser = await launchChromium();
   const newcomer = await strictPage(browser);
