@@ -24,7 +24,10 @@ export default async function setup(project: TestProject): Promise<() => void> {
   project.onTestsRerun(async () => {
     await ensureDist();
   });
-  const root = mkdtempSync(join(tmpdir(), 'gated-test-run-'));
+  // A short name: it lengthens every path below it, and some must stay short. The Codex agent's socket
+  // folder goes in its HOME (the group's folder) only while that path stays under 90 characters, else in
+  // /tmp (agents/codex/bridge.mjs), where a run killed with -9 then leaves it.
+  const root = mkdtempSync(join(tmpdir(), 'gt-'));
   // Servers the tests start as other users (PostgreSQL, an agent's own uid) make their folders here too.
   chmodSync(root, 0o1777);
   const before = process.env.TMPDIR;
