@@ -52,10 +52,15 @@ async function flipping(root: string, decoy: string): Promise<void> {
   await until(() => said.includes('flipping'), 10_000, 'the agent flipping');
 }
 
-/** Tallies what 1,000 reads got: the agent's bytes, a refusal by reason, or anything else (foreign). */
+/**
+ * Tallies what the reads got: the agent's bytes, a refusal by reason, or anything else (foreign). 1,000
+ * reads, and more (up to 20,000) until both of the agent's entries were met: on a loaded machine the
+ * agent runs in long slices, and 1,000 opens in a row once all met the hard link.
+ */
 async function race(read: () => Promise<string>): Promise<Record<string, number>> {
   const seen: Record<string, number> = {};
-  for (let i = 0; i < 1000; i++) {
+  const met = () => (seen.own ?? 0) > 0 && (seen['refused: hard link'] ?? 0) > 0;
+  for (let i = 0; i < 1000 || (!met() && i < 20_000); i++) {
     let got: string;
     try {
       const text = await read();
