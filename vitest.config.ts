@@ -1,18 +1,22 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Test files run at once: GATED_TEST_WORKERS, else vitest's default for a run, one less than the cores (one
- * on a 2-core machine: file after file, while most of the suite's time is spent waiting on real servers
- * rather than on the CPU). Two on two cores is not the default yet: the whole suite has not been run that
- * way (docs/TESTING.md).
+ * Test files run at once: GATED_TEST_WORKERS, else twice the cores (at least 2, at most 8: 4 on a 2-core
+ * machine; vitest's own default, one less than the cores, ran one file after the other there). Most of the
+ * suite's time is spent waiting on real servers (dockerd, Chromium, the atproto network, agents' turns), not
+ * on the CPU. Files share nothing: every port is one the kernel picked, every folder a fresh one, every
+ * dockerd has its own socket, data root and exec root, and the run has its own temp folder
+ * (test/global-setup.ts). A new file gets the same. Measured numbers: docs/TESTING.md.
  */
-const workers = Number(process.env.GATED_TEST_WORKERS) || undefined;
+const workers =
+  Number(process.env.GATED_TEST_WORKERS) || Math.min(8, Math.max(2, 2 * availableParallelism()));
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
-    ...(workers ? { maxWorkers: workers } : {}),
+    maxWorkers: workers,
     // dist/ brought up to date for the tests that start the CLI, and the run's own temp folder.
     globalSetup: ['test/global-setup.ts'],
     // Generous: on a loaded machine a test on real servers takes many times its idle duration.
