@@ -86,7 +86,12 @@ function world(more: Record<string, string> = {}) {
      */
     async cutAfter(gated: ChildProcess, said: string): Promise<void> {
       const afterTool = await until(
-        () => api.turns.find((r) => JSON.stringify(r.body.messages.at(-1)).includes(said)),
+        // The newest message of the conversation: the CLI puts a hook's context (a tool call's receipt) after
+        // it as a system message.
+        () =>
+          api.turns.find((r) =>
+            JSON.stringify(r.body.messages.filter((m) => m.role !== 'system').at(-1)).includes(said),
+          ),
         60_000,
         "the tool's result reaching the model",
       );
