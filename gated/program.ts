@@ -10,6 +10,7 @@ import { groupsCommand } from './commands/groups.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
 import { runsCommands } from './commands/runs.js';
+import { usageCommands } from './commands/usage.js';
 import { toolsCommand } from './commands/tools.js';
 import { statusCommand } from './commands/status.js';
 import { tasksCommand } from './commands/tasks.js';
@@ -58,6 +59,7 @@ export function buildProgram(): Command {
   auditCommand(program);
   statusCommand(program);
   runsCommands(program);
+  usageCommands(program);
   tasksCommand(program);
   workflowsCommand(program);
   backupCommands(program);

@@ -11,6 +11,8 @@ import { engineRetryDelayMs, settlementOf } from './settle.js';
 import type { BatchRow, BlockCommit, QueueStore, Settlement } from '../store/queue.js';
 import { writableNow } from '../store/group-commit.js';
 import { sessionsOf } from '../store/sessions.js';
+import { usageOf } from '../store/usage.js';
+import { usageReport } from './usage.js';
 import type { QueueOptions, RunResult } from './types.js';
 
 /** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
@@ -81,8 +83,17 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       store.saveSession(run.key, sessionId, now(), run.runId);
     },
     ...askHooks(opts.asks),
-    onToolResult(run, report) {
+    onToolResult(run, report, usage) {
       opts.calls?.reported(run, report);
+      if (!usage) return;
+      // Spent within the turn so far: on the run at once, for the sender of the turn in progress.
+      const sender = run.turns.lastRowOf(run.turns.current).sender;
+      try {
+        const usages = usageOf(opts.db);
+        usages.record(usageReport(usages, run, usage, sender, now()), true);
+      } catch (err) {
+        log.error({ runId: run.runId, err: coerceError(err).message }, 'recording usage failed');
+      }
     },
     onIdle(run) {
       signals.working.fire({ chatJid: run.chatJid, on: false });
@@ -222,6 +233,13 @@ function recordBlock(
 ): boolean {
   const { store, applier, signals } = d;
   const sessions = sessionsOf(d.opts.db);
+  const usages = usageOf(d.opts.db);
+  // Priced before the transaction (a read); stored in it, with the block.
+  const usage = commit.usage && usageReport(usages, run, commit.usage, answering.sender, now);
+  if (usage) {
+    const { input_tokens, output_tokens, cost_usd } = usage;
+    commit = { ...commit, usage: { input_tokens, output_tokens, cost_usd } };
+  }
   const ctx = {
     runId: run.runId,
     group: run.key.group,
@@ -245,6 +263,7 @@ function recordBlock(
         if (f.refused !== null) sessions.note(run.key, `the file ${f.path} was not sent: ${f.refused}`);
       if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
       if (actions !== undefined) done = applier.apply(ctx, actions);
+      if (usage) usages.record(usage, false);
     });
   } catch (err) {
     d.opts.log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');

@@ -129,7 +129,8 @@ function runStatements(db: Db) {
     addCompacted: db.prepare(`UPDATE session_log SET compacted = coalesce(compacted, 0) + 1 WHERE id = ?`),
     addUsage: db.prepare(
       `UPDATE session_log SET input_tokens = coalesce(input_tokens, 0) + @input_tokens,
-         output_tokens = coalesce(output_tokens, 0) + @output_tokens, cost_usd = coalesce(cost_usd, 0) + @cost_usd
+         output_tokens = coalesce(output_tokens, 0) + @output_tokens,
+         cost_usd = coalesce(cost_usd, 0) + coalesce(@cost_usd, 0)
        WHERE id = @runId`,
     ),
     allRunning: db.prepare(`UPDATE messages SET state = @state WHERE run_id = @runId AND state = 'running'`),

@@ -57,7 +57,7 @@ export interface BlockCommit {
   /** The reply row, when the block's visible result is not empty or it names files. */
   reply: { content: string; replyTo: BatchRow; files?: readonly ResolvedFile[] } | null;
   /** The block's reported usage, added to the run's session_log row (the daily cost limit reads it). */
-  usage?: { input_tokens: number; output_tokens: number; cost_usd: number };
+  usage?: { input_tokens: number; output_tokens: number; cost_usd: number | null };
   /** The agent compacted its session before this block (counted on session_log.compacted). */
   compacted?: boolean;
 }

@@ -52,11 +52,15 @@ export interface OutputBlock {
   retry?: boolean;
 }
 
-/** Tokens and cost of one block (missing or malformed fields count as 0). */
+/**
+ * Tokens and cost of one block (malformed fields count as 0); `cost_usd` null when the agent gave none
+ * (gated prices the tokens), `model` the model that spent them, when the agent names it.
+ */
 export interface BlockUsage {
   input_tokens: number;
   output_tokens: number;
-  cost_usd: number;
+  cost_usd: number | null;
+  model?: string;
 }
 
 /** Why a block (or part of the stream) was not used. */
@@ -150,7 +154,9 @@ function toBlock(value: unknown): OutputBlock | string {
     block.usage = {
       input_tokens: Math.round(num(u.input_tokens)),
       output_tokens: Math.round(num(u.output_tokens)),
-      cost_usd: num(u.cost_usd),
+      // Absent: gated prices the tokens by the model's price row (docs/COSTS.md).
+      cost_usd: u.cost_usd === undefined || u.cost_usd === null ? null : num(u.cost_usd),
+      ...(typeof u.model === 'string' && u.model !== '' ? { model: u.model.slice(0, 200) } : {}),
     };
   }
   // Flags that only describe the block: anything but `true` is read as absent.
