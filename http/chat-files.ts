@@ -9,6 +9,7 @@ import { realGroupDirOf } from '../core/group-dir.js';
 import { FileRefused, openInFolder, relativeInside, spoolOf, type OpenedFile } from '../core/safe-file.js';
 import { isValidFolder } from '../core/types.js';
 import {
+  INLINE_AUDIO_RE,
   INLINE_IMAGE_RE,
   MAX_UPLOAD_FILES,
   webJid,
@@ -173,7 +174,7 @@ async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
   const { handle: fh, stat: st } = opened;
   try {
     const mime = row.mime ?? 'application/octet-stream';
-    const inline = INLINE_IMAGE_RE.test(mime);
+    const inline = INLINE_IMAGE_RE.test(mime) || INLINE_AUDIO_RE.test(mime);
     const stream = Readable.toWeb(fh.createReadStream()) as unknown as ReadableStream;
     return c.body(stream, 200, {
       'Content-Type': inline ? mime : 'application/octet-stream',

@@ -158,3 +158,9 @@ export function toChatLine(row: ChatRow): ChatLine {
 
 /** The image types the chat shows inline; every other file is offered as a download. */
 export const INLINE_IMAGE_RE = /^image\/(jpeg|png|gif|webp)$/;
+
+/**
+ * Audio the page plays in an <audio> element (a voice message, a spoken reply: docs/VOICE.md): served with
+ * its own type, like the pictures above; no browser runs anything of these.
+ */
+export const INLINE_AUDIO_RE = /^audio\/(ogg|mpeg|mp4|wav|webm)$/;

@@ -83,7 +83,13 @@ function replyWithFiles(s: WebServer, to: number | null, files: Array<{ path: st
 }
 
 const mimeFor = (p: string) =>
-  p.endsWith('.png') ? 'image/png' : p.endsWith('.html') ? 'text/html' : 'text/plain';
+  p.endsWith('.png')
+    ? 'image/png'
+    : p.endsWith('.html')
+      ? 'text/html'
+      : p.endsWith('.ogg')
+        ? 'audio/ogg'
+        : 'text/plain';
 
 describe('web chat uploads', () => {
   it('stores the message with its files staged, and the inbox saves them into the group folder', async () => {
@@ -257,9 +263,11 @@ describe('web chat file endpoint', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'chart.png'), PNG);
     writeFileSync(join(dir, 'page.html'), '<script>alert(1)</script>');
+    writeFileSync(join(dir, 'reply.ogg'), 'OggS not really opus');
     const id = replyWithFiles(s, null, [
       { path: 'out/chart.png', abs: join(dir, 'chart.png') },
       { path: 'out/page.html', abs: join(dir, 'page.html') },
+      { path: 'out/reply.ogg', abs: join(dir, 'reply.ogg') },
     ]);
     const img = await fetch(`${s.url}/api/chat/file?group=demo&id=${id}&seq=0`);
     expect(img.status).toBe(200);
@@ -276,11 +284,17 @@ describe('web chat file endpoint', () => {
     expect(html.headers.get('content-disposition')).toBe("attachment; filename*=UTF-8''page.html");
     expect(html.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
     expect(await html.text()).toBe('<script>alert(1)</script>');
-    // History shows both files with the reply.
+    // A spoken reply plays in the page's <audio> element (docs/VOICE.md): its own type, inline.
+    const ogg = await fetch(`${s.url}/api/chat/file?group=demo&id=${id}&seq=2`);
+    expect(ogg.headers.get('content-type')).toBe('audio/ogg');
+    expect(ogg.headers.get('content-disposition')).toBe("inline; filename*=UTF-8''reply.ogg");
+    expect(await ogg.text()).toBe('OggS not really opus');
+    // History shows the files with the reply.
     const h = await getJson(`${s.url}/api/chat/history?group=demo`);
     expect((h.body.lines as ChatLine[])[0]!.files!.map((f) => [f.name, f.ready])).toEqual([
       ['chart.png', true],
       ['page.html', true],
+      ['reply.ogg', true],
     ]);
   });
 
