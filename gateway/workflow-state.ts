@@ -1,6 +1,9 @@
 import { STEP_REF, type AgentStep, type Workflow, type WorkflowStep } from '../core/workflow-file.js';
 import type { WorkflowEvent } from '../store/workflows.js';
 
+/** `$STEP_<name>` (its name captured) or `$ARGUMENTS`, in one pattern. */
+const REFS = /\$STEP_([a-z0-9][a-z0-9_-]*)|\$ARGUMENTS/g;
+
 /**
  * Where each step of a workflow run stands, derived from the run's events alone (docs/WORKFLOWS.md): the
  * events are the truth, so whatever a crash cut short is found again by reading them. Pure.
@@ -105,18 +108,20 @@ export function stepPrompt(
   args: string,
   states: ReadonlyMap<string, StepState>,
 ): string {
-  const fill = (text: string) =>
-    text
-      .replace(STEP_REF, (whole, name: string) => {
-        const s = states.get(name);
-        return s ? outputOf(s) : whole;
-      })
-      .split('$ARGUMENTS')
-      .join(args.trim());
+  // One pass over the operator's text: what is put in (the run's arguments, an agent's output) is never
+  // read again for `$ARGUMENTS` or `$STEP_` (an output naming $ARGUMENTS stays as written).
+  const fill = (text: string, runArgs: string) =>
+    text.replace(REFS, (whole, name: string | undefined) => {
+      if (name === undefined) return runArgs;
+      const s = states.get(name);
+      return s ? outputOf(s) : whole;
+    });
   const base =
     step.prompt !== null
-      ? fill(step.prompt)
-      : (step.commandText ?? '').split('$ARGUMENTS').join(fill(step.arguments ?? args).trim());
+      ? fill(step.prompt, args.trim())
+      : (step.commandText ?? '')
+          .split('$ARGUMENTS')
+          .join(step.arguments !== null ? fill(step.arguments, args.trim()).trim() : args.trim());
   const named = new Set(
     [...[step.prompt, step.arguments].flatMap((t) => [...(t ?? '').matchAll(STEP_REF)])].map((m) => m[1]!),
   );
