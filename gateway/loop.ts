@@ -2,7 +2,7 @@ import type { Logger } from '../core/log.js';
 import type { BatchOutcome, Pipeline } from './pipeline.js';
 import type { PolledRow } from './batch.js';
 import { lockOrLater, LOCKED, type Db } from '../store/db.js';
-import { stateOf, type StateStore } from '../store/state.js';
+import { POLL_CURSOR_KEY, stateOf, type StateStore } from '../store/state.js';
 import { turnWorkMs } from '../store/group-commit.js';
 import { createWorker, type Worker } from '../core/worker.js';
 
@@ -47,7 +47,7 @@ export interface LoopHealth {
   failures: number;
 }
 
-const CURSOR_KEY = 'poll_cursor';
+const CURSOR_KEY = POLL_CURSOR_KEY;
 /** When a tick found the write lock held by another process, the next try, in ms (its commit wakes too). */
 const LOCKED_RETRY_MS = 2;
 /**

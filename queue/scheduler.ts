@@ -11,6 +11,7 @@ import { Run, type RunHooks } from './run.js';
 import { runSpecOf } from './spec.js';
 import { lockOrLater, LOCKED } from '../store/db.js';
 import { turnWorkMs } from '../store/group-commit.js';
+import { rowsAfterPollCursor } from '../store/state.js';
 import type { Dispatched, QueueStore, ReadyLane } from '../store/queue.js';
 import { sessionsOf } from '../store/sessions.js';
 import type { QueueOptions } from './types.js';
@@ -27,9 +28,10 @@ export const PUMP_FAILED_RETRY_MS = 1000;
  */
 export const BACKLOG_HOLD_MS = 50;
 /**
- * While the poll loop is behind, or was within the last BACKLOG_RECENT_MS, an agent that has just answered
- * keeps its slot this long (ms) before it yields to a waiting lane: the next rows of its session, placed a
- * slice at a time, join it as a follow-up instead of needing another run. Otherwise it yields at once.
+ * While inbound rows wait after the poll loop's cursor (the loop is behind, or rows came since its last
+ * slice), an agent that has just answered keeps its slot this long (ms) before it yields to a waiting lane:
+ * its session's next rows may be among them, and join it as a follow-up instead of needing another run.
+ * When nothing waits to be placed, no more rows of its session are on their way: it yields at once.
  */
 export const YIELD_GRACE_MS = 100;
 /**
@@ -38,7 +40,6 @@ export const YIELD_GRACE_MS = 100;
  * wait, instead of keeping its slot for as long as the stream lasts.
  */
 export const YIELD_GRACE_RUN_MS = 300;
-const BACKLOG_RECENT_MS = 1000;
 /**
  * A pump starts runs for at most about this long (ms; each start is a transaction, the first input line
  * and the agent's start): the rest wait for the next pump, after the event loop had its turn.
@@ -75,8 +76,8 @@ export class Scheduler {
   /** While the poll loop is behind: when the current hold began (new runs start when it has lasted long enough). */
   private holdFrom: number | undefined;
   private holdTimer: NodeJS.Timeout | undefined;
-  /** When the poll loop last said it was behind or had caught up (undefined: never behind). */
-  private backlogAt: number | undefined;
+  /** The poll loop said it is behind (more rows than a slice after its cursor) and has not caught up since. */
+  private behind = false;
   private graceTimer: NodeJS.Timeout | undefined;
   /** The next pump, when one ran out of its slice with runs left to start. */
   private goOn: NodeJS.Immediate | undefined;
@@ -114,7 +115,7 @@ export class Scheduler {
 
   /** The poll loop fell behind (a hold begins, unless one is on) or caught up (runs may start now). */
   private backlog(more: boolean): void {
-    this.backlogAt = this.now();
+    this.behind = more;
     if (more) {
       this.holdFrom ??= this.now();
       return;
@@ -179,15 +180,16 @@ export class Scheduler {
   }
 
   /**
-   * Asks idle agents to give their slots to `waiting` lanes; during a burst (YIELD_GRACE_MS) not those that
-   * have just answered in their run's first YIELD_GRACE_RUN_MS, and a pump is armed for when the first of
-   * them may.
+   * Asks idle agents to give their slots to `waiting` lanes; while rows wait to be placed (YIELD_GRACE_MS)
+   * not those that have just answered in their run's first YIELD_GRACE_RUN_MS, and a pump is armed for when
+   * the first of them may. What waits is read once per pump, and only when an agent is within its grace.
    */
   private yieldIdle(waiting: number, t: number): void {
-    const recent = this.backlogAt !== undefined && t - this.backlogAt < BACKLOG_RECENT_MS;
     const graceEnd = (run: Run) =>
       Math.min((run.lastOutputMs ?? run.startedMs) + YIELD_GRACE_MS, run.startedMs + YIELD_GRACE_RUN_MS);
-    const keep = (run: Run) => recent && graceEnd(run) > t;
+    let coming: boolean | undefined;
+    const rowsComing = () => (coming ??= this.behind || rowsAfterPollCursor(this.d.opts.db));
+    const keep = (run: Run) => graceEnd(run) > t && rowsComing();
     for (const run of this.d.lanes.yieldIdle(waiting, keep)) {
       run.trace.within(() =>
         this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent yields its slot'),

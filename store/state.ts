@@ -33,6 +33,31 @@ export class StateStore {
   }
 }
 
+/** router_state key of the poll loop's cursor: the id of the last inbound row it processed (gateway/loop.ts). */
+export const POLL_CURSOR_KEY = 'poll_cursor';
+
+const behindStmts = new WeakMap<Db, { get(): unknown }>();
+
+/**
+ * True when inbound rows are stored after the poll loop's cursor and not placed yet (the loop has them to
+ * read): a seek on the rowid range after the cursor, one row at most.
+ */
+export function rowsAfterPollCursor(db: Db): boolean {
+  let stmt = behindStmts.get(db);
+  if (!stmt)
+    behindStmts.set(
+      db,
+      (stmt = db
+        .prepare(
+          `SELECT 1 FROM messages WHERE is_from_me = 0 AND state IS NULL
+             AND id > coalesce((SELECT CAST(value AS INTEGER) FROM router_state WHERE key = '${POLL_CURSOR_KEY}'), 0)
+           LIMIT 1`,
+        )
+        .pluck()),
+    );
+  return stmt.get() !== undefined;
+}
+
 const stores = new WeakMap<Db, StateStore>();
 
 /** The StateStore of a database, made on first use and kept as long as the connection lives. */

@@ -5,6 +5,11 @@ import { flush, handQueue, ready, useQueueClock } from './helpers.js';
 
 const queues = useQueueClock();
 
+/** A row another process stored that the poll loop has not placed yet (after its cursor, no state). */
+function unplaced(db: ReturnType<typeof freshDb>['db'], chat: string): void {
+  db.prepare(`INSERT INTO messages (chat_jid, sender, content) VALUES (?, 'u', 'not placed yet')`).run(chat);
+}
+
 function setup() {
   const { db } = freshDb();
   const h = handQueue(db, { maxConcurrent: 1, idleTimeoutMs: 3_600_000 });
@@ -56,10 +61,9 @@ it('feeds a live run during a hold and keeps an idle agent’s slot while the lo
   // Idle, and another group waits: without the hold it would give its slot up now.
   expect(agent.stdinClosed).toBe(false);
 
-  // Caught up: the agent yields once it has been idle for the burst's grace (it answered just now).
+  // Caught up, and nothing waits after the cursor: no more rows of its session are coming, it yields at
+  // once although it answered just now.
   signals.backlog.fire(false);
-  await flush();
-  await vi.advanceTimersByTimeAsync(YIELD_GRACE_MS);
   await flush();
   expect(agent.stdinClosed).toBe(true);
   agent.finish();
@@ -73,15 +77,16 @@ it('during a burst, an agent that has just answered keeps its slot a moment befo
   queue.wake();
   await flush();
   const agent = runtime.agents[0]!;
-  // The loop was behind a moment ago and has caught up.
+  // The loop was behind a moment ago and has caught up, and more rows came since that it has not read.
   signals.backlog.fire(true);
   signals.backlog.fire(false);
+  unplaced(db, 'tg:1');
   ready(db, { chat: 'tg:2', group: 'g2', content: 'waits' });
   queue.wake();
   await flush();
   agent.reply('done');
   await flush();
-  // Its session's next rows may still be coming: it is not asked to yield yet.
+  // Its session's next rows may be among them: it is not asked to yield yet.
   expect(agent.stdinClosed).toBe(false);
   await vi.advanceTimersByTimeAsync(YIELD_GRACE_MS - 1);
   await flush();
@@ -102,8 +107,10 @@ it('a session whose rows keep coming keeps the grace for the first part of its r
   await flush();
   const agent = runtime.agents[0]!;
   ready(db, { chat: 'tg:2', group: 'g2', content: 'waits' });
-  // A burst: the loop keeps falling behind and catching up, and g1's rows come every 60 ms, each answered
-  // at once, so that its agent is always within the grace of its last answer.
+  // A burst: the loop keeps falling behind and catching up with rows always waiting after its cursor, and
+  // g1's rows come every 60 ms, each answered at once, so that its agent is always within the grace of its
+  // last answer.
+  unplaced(db, 'tg:3');
   let elapsed = 0;
   let answered = 0;
   while (!agent.stdinClosed && elapsed < 2_000) {
@@ -126,6 +133,26 @@ it('a session whose rows keep coming keeps the grace for the first part of its r
   expect(agent.stdinClosed).toBe(true);
   expect(elapsed).toBeGreaterThanOrEqual(YIELD_GRACE_RUN_MS - 60);
   expect(elapsed).toBeLessThan(YIELD_GRACE_RUN_MS + 120);
+  agent.finish();
+  await flush();
+  expect(runtime.agents.map((a) => a.spec.group)).toEqual(['g1', 'g2']);
+});
+
+it('a small burst: once nothing waits to be placed, an agent that has just answered yields at once', async () => {
+  const { db, queue, runtime, signals } = setup();
+  ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
+  queue.wake();
+  await flush();
+  const agent = runtime.agents[0]!;
+  // The loop was behind a moment ago (a second's grace before) and has caught up: every row is placed.
+  signals.backlog.fire(true);
+  signals.backlog.fire(false);
+  ready(db, { chat: 'tg:2', group: 'g2', content: 'waits' });
+  queue.wake();
+  await flush();
+  agent.reply('done');
+  await flush();
+  expect(agent.stdinClosed).toBe(true);
   agent.finish();
   await flush();
   expect(runtime.agents.map((a) => a.spec.group)).toEqual(['g1', 'g2']);
