@@ -23,8 +23,14 @@ export class BenchChannel implements Channel {
   }
 
   async send(part: SendPart): Promise<string | null> {
+    this.record(part.text);
+    return `b${part.messageId}.${part.part}`;
+  }
+
+  /** Traces the tokens of a text delivered now (a part sent, or a draft edited into the answer). */
+  protected record(text: string): void {
     const now = Date.now();
-    for (const tok of part.text.match(/tok-\d+/g) ?? []) {
+    for (const tok of text.match(/tok-\d+/g) ?? []) {
       const list = this.deliveries.get(tok);
       if (list) list.push(now);
       else this.deliveries.set(tok, [now]);
@@ -35,7 +41,6 @@ export class BenchChannel implements Channel {
       w.resolve();
       return false;
     });
-    return `b${part.messageId}.${part.part}`;
   }
 
   /** Resolves when `count` distinct tokens were delivered, or after `ms` (whichever first). */

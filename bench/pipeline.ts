@@ -43,7 +43,7 @@ async function childCpuSeconds(): Promise<{ agents: number; spawner: number }> {
  * Asks `url`/healthz every `everyMs` (the next ask when the last answered) from this process, until `stop()`:
  * the answers' latencies (ms, sorted) and how many were not 200. Its wait includes this process's own turns.
  */
-function healthProber(url: string, everyMs = 50) {
+export function healthProber(url: string, everyMs = 50) {
   let stopped = false;
   const asking = probeHealth(url, everyMs, () => stopped);
   return {
@@ -122,6 +122,8 @@ export async function benchInstance(opts: {
   prefill?: (db: Db) => void;
   /** More settings (variables of .env.example) over the bench's own. */
   env?: Record<string, string>;
+  /** The bench platform's channel (default a plain BenchChannel; bench/streaming.ts adds drafts). */
+  channel?: BenchChannel;
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
@@ -159,7 +161,7 @@ export async function benchInstance(opts: {
       : { GATED_RUNTIME: 'process' }),
     ...opts.env,
   });
-  const channel = new BenchChannel();
+  const channel = opts.channel ?? new BenchChannel();
   const gated: Gated = await startGated({
     config,
     log: silentLogger(),

@@ -86,6 +86,26 @@ if (want('burst')) {
   );
 }
 
+// Concurrent streaming turns (issue 49): about 25 s a size, so only when named.
+if (only?.has('streaming')) {
+  const { streaming } = await import('./streaming.js');
+  const sizes = quick ? [10, 50] : [10, 50, 200];
+  const rows = [];
+  for (const n of sizes) rows.push(await streaming(n, 20_000));
+  results.streaming = rows;
+  const last = rows.at(-1)!;
+  const ok =
+    rows.every((r) => r.delivered === r.chats && r.answeredTwice === 0) &&
+    last.eventLoopDelayP99ms <= 20 &&
+    last.canaryP50ms <= 2 * last.canaryIdleP50ms &&
+    last.firstDraftP50ms <= 500;
+  table(
+    `1d. streaming: N chats each streaming a 20 s answer as drafts, a canary and /healthz asked — ${verdict(ok)}`,
+    rows,
+    'at the largest N: loop p99 ≤ 20 ms, canary ≤ 2× idle, first draft p50 ≤ 500 ms, every answer once',
+  );
+}
+
 // The scaling table takes several bursts (minutes at full size): it runs only when named.
 if (only?.has('scaling')) {
   const { scaling } = await import('./scaling.js');

@@ -29,9 +29,10 @@ export const PUMP_FAILED_RETRY_MS = 1000;
 export const BACKLOG_HOLD_MS = 50;
 /**
  * While inbound rows wait after the poll loop's cursor (the loop is behind, or rows came since its last
- * slice), an agent that has just answered keeps its slot this long (ms) before it yields to a waiting lane:
- * its session's next rows may be among them, and join it as a follow-up instead of needing another run.
- * When nothing waits to be placed, no more rows of its session are on their way: it yields at once.
+ * slice) or were placed less than this long ago (a writer still writing, between two transactions), an
+ * agent that has just answered keeps its slot this long (ms) before it yields to a waiting lane: its
+ * session's next rows may be among them, and join it as a follow-up instead of needing another run. When
+ * nothing waits to be placed and nothing came lately, it yields at once.
  */
 export const YIELD_GRACE_MS = 100;
 /**
@@ -78,6 +79,8 @@ export class Scheduler {
   private holdTimer: NodeJS.Timeout | undefined;
   /** The poll loop said it is behind (more rows than a slice after its cursor) and has not caught up since. */
   private behind = false;
+  /** When rows were last made ready (the `queued` signal: a poll batch placed some, a task fired). */
+  private placedAt: number | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
   /** The next pump, when one ran out of its slice with runs left to start. */
   private goOn: NodeJS.Immediate | undefined;
@@ -90,7 +93,11 @@ export class Scheduler {
   constructor(private readonly d: SchedulerDeps) {
     this.now = d.opts.now ?? Date.now;
     this.take = lockOrLater(d.opts.db, (key: SessionKey, t: number) => d.store.dispatch(key, t));
-    this.unlisten = d.signals.backlog.on((more) => this.backlog(more));
+    const unlisten = [
+      d.signals.backlog.on((more) => this.backlog(more)),
+      d.signals.queued.on(() => (this.placedAt = this.now())),
+    ];
+    this.unlisten = () => unlisten.forEach((u) => u());
   }
 
   /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
@@ -188,7 +195,13 @@ export class Scheduler {
     const graceEnd = (run: Run) =>
       Math.min((run.lastOutputMs ?? run.startedMs) + YIELD_GRACE_MS, run.startedMs + YIELD_GRACE_RUN_MS);
     let coming: boolean | undefined;
-    const rowsComing = () => (coming ??= this.behind || rowsAfterPollCursor(this.d.opts.db));
+    // Rows wait after the cursor, or the last were placed within the grace: a writer still writing (a
+    // burst from another process) is between two of its transactions, and more rows are on their way.
+    const rowsComing = () =>
+      (coming ??=
+        this.behind ||
+        (this.placedAt !== undefined && t - this.placedAt < YIELD_GRACE_MS) ||
+        rowsAfterPollCursor(this.d.opts.db));
     const keep = (run: Run) => graceEnd(run) > t && rowsComing();
     for (const run of this.d.lanes.yieldIdle(waiting, keep)) {
       run.trace.within(() =>

@@ -1,0 +1,149 @@
+import type { DraftOps } from '../channels/channel.js';
+import { packageFile } from '../core/paths.js';
+import { BenchChannel } from './channel.js';
+import { monitorLoopDelay } from './loop-delay.js';
+import { benchInstance, healthProber, pct } from './pipeline.js';
+
+/**
+ * Concurrent streaming turns (issue 49): `chats` chats, each with an agent (bench/stream-agent.sh) that
+ * streams one long answer as drafts, a partial block every 100 ms for `streamMs`, while a canary chat (its
+ * agent answers at once) is asked every second and /healthz every 50 ms. The platform is the bench's
+ * in-process channel with drafts (open, edit, remove counted, instant): what is measured is gated's side,
+ * the drafts' coalescing and the event loop, not a platform's network or its rate limits (the edits per
+ * second gated asked for are printed beside Telegram's documented 30 messages a second per bot).
+ */
+
+/** The bench channel with drafts: counts them, and takes a final edit's tokens as the answer delivered. */
+class StreamChannel extends BenchChannel {
+  opened = 0;
+  edits = 0;
+  removed = 0;
+  readonly firstDraftAt = new Map<string, number>();
+  /** Draft calls (open, edit, remove) per second since the start. */
+  readonly perSecond = new Map<number, number>();
+  private readonly t0 = Date.now();
+  private next = 0;
+
+  private count(): void {
+    const s = Math.floor((Date.now() - this.t0) / 1000);
+    this.perSecond.set(s, (this.perSecond.get(s) ?? 0) + 1);
+  }
+
+  readonly drafts: DraftOps = {
+    open: async (chatJid) => {
+      this.opened++;
+      this.count();
+      if (!this.firstDraftAt.has(chatJid)) this.firstDraftAt.set(chatJid, Date.now());
+      return `d${++this.next}`;
+    },
+    edit: async (_chat, _id, text, final) => {
+      this.count();
+      if (final) this.record(text);
+      else this.edits++;
+    },
+    remove: async () => {
+      this.removed++;
+      this.count();
+    },
+  };
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+export async function streaming(chats: number, streamMs: number) {
+  const channel = new StreamChannel();
+  const canaryGroup = chats; // b/g<chats>: the canary's own group
+  const inst = await benchInstance({
+    groups: chats + 1,
+    maxConcurrent: chats + 1,
+    idleMs: 5000,
+    pollMs: 100,
+    http: true,
+    channel,
+    env: {
+      GATED_STREAM_CHANNELS: 'bench',
+      // The agent's environment is gated's own choice (none of this process's): the length goes in the command.
+      GATED_AGENT_CMD: `STREAM_MS=${streamMs} exec bash '${packageFile('bench', 'stream-agent.sh')}'`,
+    },
+  });
+  const sink = (g: number, content: string) =>
+    channel.sink!({ chat_jid: `bench:g${g}`, sender: 'bench', content });
+  let tok = 0;
+  const asked = new Map<string, number>();
+  const canary = async (): Promise<number> => {
+    const t = `tok-${++tok}`;
+    const at = Date.now();
+    asked.set(t, at);
+    sink(canaryGroup, `canary ${t}`);
+    const deadline = at + 60_000;
+    while (!channel.deliveries.has(t) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    return (channel.deliveries.get(t)?.[0] ?? NaN) - at;
+  };
+  try {
+    // The canary idle (its agent started, then answered again warm), before any stream.
+    await canary();
+    const idle: number[] = [];
+    for (let i = 0; i < 3; i++) idle.push(await canary());
+    const loop = monitorLoopDelay(10);
+    const health = healthProber(inst.gated.url!);
+    let peakRss = process.memoryUsage().rss;
+    const cpu0 = process.cpuUsage();
+    const t0 = Date.now();
+    const streams: string[] = [];
+    for (let g = 0; g < chats; g++) {
+      const t = `tok-${++tok}`;
+      streams.push(t);
+      asked.set(t, Date.now());
+      sink(g, `tell me a long story ${t}`);
+    }
+    const busy: number[] = [];
+    const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+    while (streams.some((t) => !channel.deliveries.has(t)) && Date.now() - t0 < streamMs + 120_000) {
+      busy.push(await canary());
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    clearInterval(sampler);
+    const wall = (Date.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    loop.stop();
+    const h = await health.stop();
+    const first = [...channel.firstDraftAt]
+      .filter(([chat]) => chat !== `bench:g${canaryGroup}`)
+      .map(([chat]) => channel.firstDraftAt.get(chat)! - asked.get(streams[Number(chat.slice(7))]!)!)
+      .sort((a, b) => a - b);
+    const delivered = streams.filter((t) => channel.deliveries.has(t)).length;
+    const twice = [...channel.deliveries.values()].filter((d) => d.length > 1).length;
+    idle.sort((a, b) => a - b);
+    busy.sort((a, b) => a - b);
+    const partials = chats * Math.floor(streamMs / 100);
+    return {
+      scenario: 'streaming',
+      chats,
+      streamSeconds: streamMs / 1000,
+      delivered,
+      answeredTwice: twice,
+      wallSeconds: round(wall),
+      eventLoopDelayP99ms: round(loop.percentile(99)),
+      eventLoopDelayMaxMs: round(loop.max()),
+      // Partial blocks the agents printed, and the draft edits gated made of them (the rest coalesced).
+      partialBlocks: partials,
+      draftOpens: channel.opened,
+      draftEdits: channel.edits,
+      coalesced: partials - channel.edits - channel.opened,
+      draftCallsPerSecondMax: Math.max(...channel.perSecond.values()),
+      firstDraftP50ms: pct(first, 50),
+      firstDraftMaxMs: first.at(-1) ?? NaN,
+      canaryIdleP50ms: pct(idle, 50),
+      canaryP50ms: pct(busy, 50),
+      canaryMaxMs: busy.at(-1) ?? NaN,
+      healthzP99ms: round(pct(h.latencies, 99)),
+      healthzFailed: h.failed,
+      gatedCpuSeconds: round((cpu.user + cpu.system) / 1e6),
+      peakRssMB: Math.round(peakRss / 2 ** 20),
+    };
+  } finally {
+    await inst.close();
+  }
+}
