@@ -4,6 +4,7 @@ import { channelsConfig, type ChannelsConfig } from './config-channels.js';
 import { voiceConfig, type VoiceConfig } from './config-voice.js';
 import { int, list, str, type Env } from './config-read.js';
 import { checkTimeZone } from './schedule.js';
+import { STREAM_BY_DEFAULT } from './platforms.js';
 
 export { loadDotEnv } from './dotenv.js';
 export type { EmailConfig, GithubAppConfig, MailSecurity, MailServer } from './config-channels.js';
@@ -170,7 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
     agentSecrets: secrets.all,
     groupSecrets: secrets.byGroup,
     ...httpSettings(env),
-    streamChannels: list(env, 'GATED_STREAM_CHANNELS', 'telegram,discord,web', true).filter(
+    streamChannels: list(env, 'GATED_STREAM_CHANNELS', STREAM_BY_DEFAULT.join(','), true).filter(
       (s) => s !== 'none',
     ),
     ...channelsConfig(env),

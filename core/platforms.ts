@@ -1,7 +1,8 @@
 /**
  * What each platform can do, written once (docs/CHANNELS.md has the same table for readers). The queue
  * reads it to decide whether an agent's `react` can be applied, `gated doctor` to know which platforms it
- * checks and how, and the channel conformance suite (test/channels/conformance.ts) holds every channel to
+ * checks and how, the configuration for which platforms stream drafts by default, the dashboard's channels
+ * panel for what each started channel can do, and the channel conformance suite (test/channels/conformance.ts) holds every channel to
  * its row: a channel may not offer an ability its row does not name, nor lack one it names. Each channel
  * takes its text format and limit from its row, which delivery splits and converts by.
  *
@@ -25,6 +26,11 @@ export interface PlatformRow {
   buttons: boolean;
   /** An answer in progress is shown as one message edited in place (the channel's `drafts`). */
   drafts: boolean;
+  /**
+   * Drafts are shown unless configured otherwise: the platform is in GATED_STREAM_CHANNELS's default (a
+   * platform whose edits are cheap and quiet; Slack's and GitHub's drafts are there to be switched on).
+   */
+  stream: boolean;
   /** A typing indicator is shown while the agent works (the channel's `typing`). */
   typing: boolean;
   /** Replies are sent into files and attachments are fetched (the channel's `sendFile` and `fetchAttachment`). */
@@ -42,6 +48,16 @@ export interface PlatformRow {
   folderRooms: boolean;
   /** What a thread is on the platform (the `topic` a reply follows), or null where chats have no topics. */
   threads: string | null;
+  /**
+   * Who assigns a sender's id (docs/ACCESS.md): `unique`, the platform, in a form no other platform shares
+   * (a bare GATED_ADMINS entry, without `platform:`, matches it); `overlapping`, the platform, in a form
+   * another shares (GitHub's numbers are Telegram's: written `platform:id`); `issued`, gated itself (the web
+   * chat: its one admin is whoever presented GATED_ADMIN_TOKEN); `claimed`, the writer (an email address):
+   * it counts as the sender only with a `pass` verdict, and a mail domain has one open pairing code at once.
+   */
+  senderIds: 'unique' | 'overlapping' | 'issued' | 'claimed';
+  /** The platform's own standing of a sender that makes it a member of every group (GitHub's), or none. */
+  memberRoles: readonly string[];
   /** How `gated doctor` checks the platform's settings, or null where there is nothing remote to check. */
   doctor: string | null;
 }
@@ -55,11 +71,14 @@ export const PLATFORMS = {
     reactions: true,
     buttons: true,
     drafts: true,
+    stream: true,
     typing: true,
     files: true,
     spoken: 'voice note',
     folderRooms: false,
     threads: 'forum topics',
+    senderIds: 'unique',
+    memberRoles: [],
     doctor: 'getMe with TELEGRAM_BOT_TOKEN',
   },
   discord: {
@@ -69,11 +88,14 @@ export const PLATFORMS = {
     reactions: true,
     buttons: true,
     drafts: true,
+    stream: true,
     typing: true,
     files: true,
     spoken: 'audio file',
     folderRooms: false,
     threads: null,
+    senderIds: 'unique',
+    memberRoles: [],
     doctor: '/users/@me with DISCORD_BOT_TOKEN',
   },
   bluesky: {
@@ -83,11 +105,14 @@ export const PLATFORMS = {
     reactions: false,
     buttons: false,
     drafts: false,
+    stream: false,
     typing: false,
     files: true,
     spoken: null,
     folderRooms: false,
     threads: 'reply chains (each part under the previous one)',
+    senderIds: 'unique',
+    memberRoles: [],
     doctor: 'a session opened with BLUESKY_IDENTIFIER and BLUESKY_APP_PASSWORD',
   },
   slack: {
@@ -97,11 +122,14 @@ export const PLATFORMS = {
     reactions: true,
     buttons: true,
     drafts: true,
+    stream: false,
     typing: false,
     files: true,
     spoken: 'audio file',
     folderRooms: false,
     threads: 'message threads (thread_ts)',
+    senderIds: 'unique',
+    memberRoles: [],
     doctor: 'auth.test with SLACK_BOT_TOKEN',
   },
   github: {
@@ -111,11 +139,14 @@ export const PLATFORMS = {
     reactions: true,
     buttons: false,
     drafts: true,
+    stream: false,
     typing: false,
     files: false,
     spoken: null,
     folderRooms: false,
     threads: null,
+    senderIds: 'overlapping',
+    memberRoles: ['OWNER', 'MEMBER', 'COLLABORATOR'],
     doctor: '/user with GITHUB_TOKEN, or the App and one installation token',
   },
   email: {
@@ -125,11 +156,14 @@ export const PLATFORMS = {
     reactions: false,
     buttons: false,
     drafts: false,
+    stream: false,
     typing: false,
     files: true,
     spoken: 'audio file',
     folderRooms: false,
     threads: 'mail threads (a session each, from the first mail of the thread)',
+    senderIds: 'claimed',
+    memberRoles: [],
     doctor: 'an IMAP login opening EMAIL_MAILBOX and an SMTP login',
   },
   web: {
@@ -139,11 +173,14 @@ export const PLATFORMS = {
     reactions: false,
     buttons: false,
     drafts: true,
+    stream: true,
     typing: true,
     files: true,
     spoken: 'audio element',
     folderRooms: true,
     threads: 'tabs of the chat page',
+    senderIds: 'issued',
+    memberRoles: [],
     doctor: null,
   },
   local: {
@@ -153,17 +190,25 @@ export const PLATFORMS = {
     reactions: false,
     buttons: false,
     drafts: false,
+    stream: false,
     typing: false,
     files: false,
     spoken: null,
     folderRooms: true,
     threads: null,
+    senderIds: 'unique',
+    memberRoles: [],
     doctor: null,
   },
 } as const satisfies Record<string, PlatformRow>;
 
 /** A platform gated has a channel for. */
 export type Platform = keyof typeof PLATFORMS;
+
+/** The platforms whose drafts are shown by default (GATED_STREAM_CHANNELS unset), in the table's order. */
+export const STREAM_BY_DEFAULT: readonly Platform[] = (Object.keys(PLATFORMS) as Platform[]).filter(
+  (p) => PLATFORMS[p].stream,
+);
 
 /** The row of `platform` (a JID's platform part), or undefined for one gated has no channel for. */
 export function platformRow(platform: string): PlatformRow | undefined {

@@ -140,11 +140,11 @@ class ApprovalMessages implements ApprovalNotifier {
 
   /**
    * The whole input of a question that could show only its head and tail, as a text file under it (best
-   * effort: the dashboard's approvals page shows it too). Not on the web chat, whose messages hold it all.
+   * effort: the dashboard's approvals page shows it too).
    */
   private sendWhole(row: ToolApproval, whole: string, questionId: string): void {
     const ch = this.channelOf(row.chat_jid);
-    if (!ch?.sendFile || ch.platform === 'web') return;
+    if (!ch?.sendFile) return;
     const file = {
       messageId: 0,
       chatJid: row.chat_jid,

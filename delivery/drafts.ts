@@ -8,6 +8,7 @@ import type { Db } from '../store/db.js';
 import { DraftStore } from '../store/drafts.js';
 import { flushGroup, whenWritable } from '../store/group-commit.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
+import { inRange, type ChatDraft, type ChatState } from './draft-chats.js';
 import { partsFor } from './format.js';
 
 /**
@@ -26,16 +27,16 @@ import { partsFor } from './format.js';
  * draft and edits or removes it, and a re-run's drafts reuse it instead of posting a second one.
  */
 
-/** How a channel's chats show work in progress: `stream` (drafts) or `batch` (answers only). */
-export type StreamMode = 'stream' | 'batch';
-
 /** What the drafts need. */
 export interface DraftsOptions {
   db: Db;
   channels: Channel[];
   log: Logger;
-  /** The mode of a platform (GATED_STREAM_CHANNELS). A channel without draft support is always batch. */
-  mode: (platform: string) => StreamMode;
+  /**
+   * The platforms whose chats see drafts (GATED_STREAM_CHANNELS, `stream`); the others get the answer only
+   * (`batch`), as does a channel without draft support.
+   */
+  streamChannels: readonly string[];
   /** Shortest time between two edits of one chat's draft. Default 1000 ms. */
   minIntervalMs?: number;
   now?: () => number;
@@ -70,20 +71,10 @@ export interface Drafts {
    * left stale, no edit arrives after the end, and the next turn's draft is a new message. Never throws.
    */
   end(e: DraftsEnd): void;
+  /** How many chats it keeps state of now: a chat gone quiet is forgotten. */
+  kept(): number;
   /** Waits for edits in flight and drops pending ones. */
   stop(): Promise<void>;
-}
-
-/** The draft of one thread of a chat (a web chat tab, a forum thread; '' for the chat itself). */
-interface ChatDraft {
-  chatJid: string;
-  thread: string;
-  /** The newest text not shown yet; the pacer shows it at the chat's next allowed edit. */
-  pending: PartialText | undefined;
-  /** When the pacer last gave this thread an edit: of a chat's threads, the one waiting longest goes first. */
-  shownAt: number;
-  /** Everything queued for the thread: a draft edit, an end and the takeover never interleave. */
-  chain: Promise<void>;
 }
 
 /** Creates the drafts of a gated process. */
@@ -97,6 +88,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
     takeOver: (messageId, chatJid, parts, files) => drafts.takeOver(messageId, chatJid, parts, files),
     answered: (chatJid, platformId) => drafts.store.answered(chatJid, platformId),
     end: (e) => drafts.end(e),
+    kept: () => drafts.size,
     async stop() {
       for (const off of unlisten) off();
       await drafts.stop();
@@ -107,7 +99,7 @@ export function createDrafts(opts: DraftsOptions): Drafts {
 /**
  * The drafts of every chat. Edits are paced by one worker on the driver (core/worker.ts): a partial block
  * sets its thread's pending text and wakes it; its step shows every pending text whose chat may be edited
- * now and asks to run again when the next one may.
+ * now, forgets the chats that went quiet, and asks to run again when the next one may.
  */
 class ChatDrafts {
   readonly store: DraftStore;
@@ -115,11 +107,10 @@ class ChatDrafts {
   private readonly now: () => number;
   private readonly interval: number;
   private readonly byPlatform: Map<string, Channel>;
-  private readonly chats = new Map<string, ChatDraft>();
-  // When each chat's drafts were last edited: the limit is per chat, whichever thread the edit was in.
-  private readonly lastEdit = new Map<string, number>();
-  // Per chat, the newest turns whose drafts ended: late drafts of them (already on their way) are dropped.
-  private readonly ended = new Map<string, DraftsEnd>();
+  private readonly chats = new Map<string, ChatState>();
+  // The threads with a text to show, and the chats whose work all ended (forgotten once quiet).
+  private readonly waiting = new Set<ChatDraft>();
+  private readonly settled = new Set<ChatState>();
   private readonly pacer: Worker;
   private stopped = false;
 
@@ -143,11 +134,12 @@ class ChatDrafts {
   partial(d: PartialText): void {
     try {
       if (this.stopped || !this.channelOf(d.chatJid)) return;
-      const e = this.ended.get(d.chatJid);
-      if (e && e.runId === d.runId && d.turn >= e.from && d.turn <= e.to) return;
+      const e = this.chats.get(d.chatJid)?.ended;
+      if (e && inRange(e, d.runId, d.turn)) return;
       // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
       const c = this.stateOf(d.chatJid, this.store.turnOf(d.runId, d.chatJid)?.topic ?? '');
       c.pending = d;
+      this.waiting.add(c);
       this.pacer.wake();
     } catch (err) {
       this.log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
@@ -172,12 +164,14 @@ class ChatDrafts {
   /** Ends the drafts of the turns `e` names (Drafts.end). Never throws. */
   end(e: DraftsEnd): void {
     try {
-      this.ended.set(e.chatJid, e);
-      const threads = new Set(this.store.threadsOfRun(e.chatJid, e.runId));
-      for (const c of this.chats.values()) if (c.chatJid === e.chatJid) threads.add(c.thread);
+      const chat = this.chatOf(e.chatJid);
+      chat.ended = e;
+      chat.endedAt = this.now();
+      const threads = new Set([...this.store.threadsOfRun(e.chatJid, e.runId), ...chat.threads.keys()]);
+      if (threads.size === 0) this.settle(chat);
       for (const thread of threads) {
         const c = this.stateOf(e.chatJid, thread);
-        if (c.pending && inRange(e, c.pending.runId, c.pending.turn)) c.pending = undefined;
+        if (c.pending && inRange(e, c.pending.runId, c.pending.turn)) this.unpend(c);
         // After any edit in flight: the row it writes is the one to remove.
         void this.serial(c, () => this.removeEnded(e, thread));
       }
@@ -189,35 +183,68 @@ class ChatDrafts {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.pacer.stop();
-    await Promise.all([...this.chats.values()].map((c) => c.chain));
+    await Promise.all(
+      [...this.chats.values()].flatMap((chat) => [...chat.threads.values()].map((c) => c.chain)),
+    );
   }
 
-  /** The pacer's step: shows each pending text whose chat may be edited now; returns when the next may. */
+  /**
+   * The pacer's step: shows each pending text whose chat may be edited now, forgets the chats gone quiet;
+   * returns when the next may be edited or forgotten.
+   */
   private showDue(): number | undefined {
     let next = Infinity;
-    const waiting = [...this.chats.values()].filter((c) => c.pending).sort((x, y) => x.shownAt - y.shownAt);
+    const waiting = [...this.waiting].sort((x, y) => x.shownAt - y.shownAt);
     for (const c of waiting) {
       // Another thread of the chat may have edited just now: this one waits for the chat's next slot.
-      const due = (this.lastEdit.get(c.chatJid) ?? 0) + this.interval;
+      const due = c.chat.lastEdit + this.interval;
       if (due > this.now()) {
         next = Math.min(next, due);
         continue;
       }
-      this.lastEdit.set(c.chatJid, this.now());
+      c.chat.lastEdit = this.now();
       c.shownAt = this.now();
       // The text is taken when the edit's turn comes: an edit still in flight makes this one show the newest.
       void this.serial(c, async () => {
         const d = c.pending;
-        c.pending = undefined;
+        this.unpend(c);
         if (d) await this.show(c, d);
       });
+    }
+    for (const chat of this.settled) {
+      const quietAt = Math.max(chat.lastEdit, chat.endedAt) + this.interval;
+      if (!this.idle(chat)) this.settled.delete(chat);
+      else if (quietAt > this.now()) next = Math.min(next, quietAt);
+      else {
+        this.settled.delete(chat);
+        this.chats.delete(chat.chatJid);
+      }
     }
     return next === Infinity ? undefined : next;
   }
 
+  /** The chat has nothing pending and nothing in flight. */
+  private idle(chat: ChatState): boolean {
+    for (const c of chat.threads.values()) if (c.pending || c.busy > 0) return false;
+    return true;
+  }
+
+  /** The chat's work all ended: the pacer forgets it once it stays quiet past its pacing slot. */
+  private settle(chat: ChatState): void {
+    if (this.stopped || !this.idle(chat)) return;
+    this.settled.add(chat);
+    this.pacer.wake();
+  }
+
+  private unpend(c: ChatDraft): void {
+    c.pending = undefined;
+    this.waiting.delete(c);
+  }
+
   /** Posts the thread's draft, or edits the one it shows, to the text of `d`. */
   private async show(c: ChatDraft, d: PartialText): Promise<void> {
-    const { chatJid, thread } = c;
+    const { thread } = c;
+    const { chatJid } = c.chat;
     const channel = this.channelOf(chatJid);
     if (!channel || this.stopped) return;
     const ops = channel.drafts!;
@@ -260,11 +287,12 @@ class ChatDrafts {
     parts: readonly string[],
     files: number,
   ): Promise<string | null> {
-    const { chatJid, thread } = c;
+    const { thread } = c;
+    const { chatJid } = c.chat;
     const row = this.store.get(chatJid, thread);
     // The answer is here: a draft edit not made yet would show an older text after it, in a new message
     // when the draft was already taken over (a stale draft under the answer).
-    if (kind === 'reply') c.pending = undefined;
+    if (kind === 'reply') this.unpend(c);
     if (!row) return null;
     if (row.final && row.platform_msg_id && this.store.recorded(row.platform_msg_id)) {
       // The answer it became was recorded before a crash could clear the row: nothing to take over.
@@ -313,31 +341,46 @@ class ChatDrafts {
   /** The channel of a chat whose drafts are shown (it has drafts and streams), else undefined. */
   private channelOf(chatJid: string): Channel | undefined {
     const ch = this.byPlatform.get(parseJid(chatJid).platform);
-    return ch?.drafts && this.opts.mode(ch.platform) === 'stream' ? ch : undefined;
+    return ch?.drafts && this.opts.streamChannels.includes(ch.platform) ? ch : undefined;
+  }
+
+  private chatOf(chatJid: string): ChatState {
+    let chat = this.chats.get(chatJid);
+    if (!chat) {
+      chat = { chatJid, threads: new Map(), lastEdit: 0, ended: undefined, endedAt: 0 };
+      this.chats.set(chatJid, chat);
+    }
+    return chat;
   }
 
   private stateOf(chatJid: string, thread: string): ChatDraft {
-    const key = `${chatJid}\u0000${thread}`;
-    let c = this.chats.get(key);
+    const chat = this.chatOf(chatJid);
+    let c = chat.threads.get(thread);
     if (!c) {
-      c = { chatJid, thread, pending: undefined, shownAt: 0, chain: Promise.resolve() };
-      this.chats.set(key, c);
+      c = { chat, thread, pending: undefined, shownAt: 0, chain: Promise.resolve(), busy: 0 };
+      chat.threads.set(thread, c);
     }
     return c;
   }
 
-  /** Runs `fn` after everything queued for the thread. */
+  /** Runs `fn` after everything queued for the thread; the chat may go quiet when the last one ends. */
   private serial<T>(c: ChatDraft, fn: () => Promise<T>): Promise<T> {
+    c.busy += 1;
     const next = c.chain.then(fn);
     c.chain = next.then(
-      () => undefined,
-      () => undefined,
+      () => this.done(c),
+      () => this.done(c),
     );
     return next;
   }
-}
 
-/** Whether a draft of run `runId`, turn `turn`, is one of the turns `e` ended. */
-function inRange(e: DraftsEnd, runId: number | null | undefined, turn: number | null | undefined): boolean {
-  return runId === e.runId && turn !== null && turn !== undefined && turn >= e.from && turn <= e.to;
+  private done(c: ChatDraft): void {
+    c.busy -= 1;
+    if (c.busy === 0) this.settle(c.chat);
+  }
+
+  /** How many chats the drafts keep state of (tests: a quiet chat is forgotten). */
+  get size(): number {
+    return this.chats.size;
+  }
 }

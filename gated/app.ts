@@ -2,7 +2,6 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Signals } from '../core/signals.js';
-import { parseJid } from '../core/types.js';
 import type { ShellParser } from '../router/shell.js';
 import type { Channel } from '../channels/channel.js';
 import { createInbox } from '../channels/inbox.js';
@@ -166,7 +165,7 @@ function makeStages(
     secrets: config.agentSecrets,
     // Container runtimes see configuration folders where they are mounted; the process runtime, on the host.
     setup: agentSetupOf(db, config, base.runtime.name !== 'process'),
-    senderRole: (group, row) => access.senderRole(group, row),
+    access,
     actions: {
       tz: config.tz,
       maxDepth: config.maxDelegationDepth,
@@ -184,13 +183,7 @@ function makeStages(
     queue,
     transcribe: config.transcribe !== undefined,
     signals,
-    metrics: {
-      messageIn: (m) => metrics.messagesIn(parseJid(m.chat_jid).platform, m.verb),
-      routed: (t) => metrics.routed(t),
-      unrouted: () => metrics.unrouted(),
-      pollTick: (s) => metrics.pollTick(s),
-      rowFailed: (stage) => metrics.rowFailed(stage),
-    },
+    metrics,
     askGate: (row) => notifier.ask(row),
     // The bot's own username as the platform told it at start (Telegram getMe).
     botName: (platform) =>
@@ -222,8 +215,13 @@ function startOutbound(
   // While a chat's agent works, the chat shows typing (only on channels that started).
   const typing = createTypingKeeper(() => started, log.child({ part: 'typing' }));
   const untype = signals.working.on(({ chatJid, on }) => typing.set(chatJid, on));
-  const mode = (platform: string) => (config.streamChannels.includes(platform) ? 'stream' : 'batch');
-  const drafts = createDrafts({ db, channels: started, log: log.child({ part: 'drafts' }), mode, signals });
+  const drafts = createDrafts({
+    db,
+    channels: started,
+    log: log.child({ part: 'drafts' }),
+    streamChannels: config.streamChannels,
+    signals,
+  });
   asks.start();
   queue.recover();
   const delivery = createDelivery({
@@ -259,6 +257,7 @@ function startOutbound(
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
   const commits = watch
     ? watchCommits(
+        db,
         config.db,
         () => {
           signals.inbound.fire();

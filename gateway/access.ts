@@ -1,5 +1,6 @@
 import type { Message, ThreadMode } from '../core/types.js';
 import { wallTime } from '../core/schedule.js';
+import { platformRow } from '../core/platforms.js';
 import {
   AccessSource,
   type AccessSnapshot,
@@ -154,7 +155,8 @@ export class AccessGate {
       return { state: 'pending', reason: `held without a code: ${folder} has ${MAX_OPEN_CODES} open codes` };
     }
     // Addresses cost nothing to make up on one's own domain: a mail domain has one open code at a time.
-    const domain = p.platform === 'email' ? p.id.slice(p.id.lastIndexOf('@')) : undefined;
+    const domain =
+      platformRow(p.platform)?.senderIds === 'claimed' ? p.id.slice(p.id.lastIndexOf('@')) : undefined;
     if (domain !== undefined && this.approvals.openForDomain(folder, domain, now) > 0) {
       return { state: 'pending', reason: `held without a code: ${domain} already has an open code` };
     }

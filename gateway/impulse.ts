@@ -6,11 +6,11 @@ import type { Db } from '../store/db.js';
  * releases them early: release decisions are recomputed from the rows.
  *
  * Per chat: the weights of its held messages add up; the chat is released when the sum reaches the lowest
- * threshold among them, or when its oldest held message has waited its maximum hold. Release turns every
+ * threshold among them (decided with the batch's writes, gateway/batch.ts), or here, when its oldest held
+ * message has waited its maximum hold. Release turns every
  * held row of the chat into `ready`, so light messages ride along with the next heavy one.
  */
 export class ImpulseGate {
-  private readonly sumStmt;
   private readonly releaseStmt;
   private readonly dueStmt;
   private readonly nextDueStmt;
@@ -18,10 +18,6 @@ export class ImpulseGate {
   private readonly countStmt;
 
   constructor(db: Db) {
-    this.sumStmt = db.prepare(
-      `SELECT coalesce(sum(weight), 0) AS total, min(threshold) AS threshold FROM messages
-       WHERE state = 'held' AND chat_jid = ?`,
-    );
     this.releaseStmt = db.prepare(
       `UPDATE messages SET state = 'ready', ready_at = ? WHERE state = 'held' AND chat_jid = ?`,
     );
@@ -44,13 +40,6 @@ export class ImpulseGate {
   /** How many messages the gate holds now. */
   heldCount(): number {
     return this.countStmt.get() as number;
-  }
-
-  /** After a chat got new held rows: releases it if its weights reached the threshold. True if released. */
-  weigh(chatJid: string, now: number): boolean {
-    const { total, threshold } = this.sumStmt.get(chatJid) as { total: number; threshold: number | null };
-    if (threshold === null || total < threshold) return false;
-    return this.releaseStmt.run(now, chatJid).changes > 0;
   }
 
   /** Releases every chat whose oldest held message has waited its maximum hold. Returns how many. */

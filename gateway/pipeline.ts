@@ -1,6 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
-import type { Message } from '../core/types.js';
+import { parseJid, type Message } from '../core/types.js';
 import { chatGroupOf } from './layers/route.js';
 import type { LayerEnv, QueueControl } from './layers/types.js';
 import { STEPS, StepWrites, type BatchOutcome, type RowWork } from './steps.js';
@@ -144,7 +144,7 @@ export class Pipeline {
       const bad = inboundRowError(msg as unknown as Record<string, unknown>);
       if (bad) throw new RowError(bad);
       root = startMessage(msg);
-      this.opts.metrics?.messageIn(msg);
+      this.opts.metrics?.messagesIn(parseJid(msg.chat_jid).platform, msg.verb);
       batch.beginRow(msg);
       // The sticky and command steps may write anything (answers, sessions, codes): a savepoint first.
       if (MAY_ACT.test(msg.content)) batch.guard();

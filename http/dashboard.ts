@@ -11,6 +11,7 @@ import type { RouteSource } from '../store/routes.js';
 import type { LaneInfo, StatusSnapshot } from './types.js';
 import type { ClusterFacts } from '../core/metrics.js';
 import type { Channel } from '../channels/channel.js';
+import { platformRow } from '../core/platforms.js';
 
 /** What the dashboard's read endpoints need. */
 export interface DashboardDeps {
@@ -42,20 +43,33 @@ export interface ChannelFacts {
   unit: 'chars' | 'graphemes';
 }
 
-/** The facts of one channel, read from what it implements (every platform alike). */
+/**
+ * The facts of one channel: what its platform can do from its row (core/platforms.ts, which the channel
+ * conformance suite holds every channel to), whether it is connected and takes webhooks from the channel
+ * itself. A channel of a platform without a row (a test's, the benchmark's) says what it implements.
+ */
 export function channelFacts(ch: Channel): ChannelFacts {
   const identity = 'identity' in ch ? (ch as { identity?: unknown }).identity : null;
-  return {
-    platform: ch.platform,
-    connected: identity === null ? null : identity !== undefined,
-    webhook: ch.webhook !== undefined,
+  const row = platformRow(ch.platform) ?? {
     drafts: ch.drafts !== undefined,
     typing: ch.typing !== undefined,
     buttons: ch.approvals !== undefined,
     files: ch.sendFile !== undefined && ch.fetchAttachment !== undefined,
     reactions: ch.react !== undefined,
     limit: ch.limit,
-    unit: ch.limitUnit,
+    limitUnit: ch.limitUnit,
+  };
+  return {
+    platform: ch.platform,
+    connected: identity === null ? null : identity !== undefined,
+    webhook: ch.webhook !== undefined,
+    drafts: row.drafts,
+    typing: row.typing,
+    buttons: row.buttons,
+    files: row.files,
+    reactions: row.reactions,
+    limit: row.limit,
+    unit: row.limitUnit,
   };
 }
 

@@ -43,7 +43,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
   const { opts, store, applier, signals, events } = d;
   const { config, log } = opts;
   const now = opts.now ?? Date.now;
-  const senderRole = opts.senderRole ?? defaultSenderRole;
+  const senderRole = senderRoleOf(opts);
   const engine = new EngineWatch(log);
 
   return {
@@ -294,15 +294,19 @@ function lastLine(tail: string | null): string | null {
   return line === undefined ? null : line.slice(0, 300);
 }
 
-/** Who sent a row, as the agent is told, when no access rules are wired in: everyone is a member. */
-export function defaultSenderRole(): SenderRole {
-  return 'member';
+/** Who sent a row in `group`, as the agent is told. */
+export type SenderRoleOf = (group: string, row: BatchRow) => SenderRole;
+
+/** The sender's role from the access rules the queue was given; without any, everyone is a member. */
+export function senderRoleOf(opts: Pick<QueueOptions, 'access'>): SenderRoleOf {
+  const access = opts.access;
+  return access ? (group, row) => access.senderRole(group, row) : () => 'member';
 }
 
 /** A stored row as the agent of `group` receives it: its sender's role, its attachments' paths. */
 export function agentMessage(
   opts: Pick<QueueOptions, 'db'>,
-  senderRole: NonNullable<QueueOptions['senderRole']>,
+  senderRole: SenderRoleOf,
   group: string,
   r: BatchRow,
 ): AgentMessage {

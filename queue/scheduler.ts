@@ -6,7 +6,7 @@ import { busyModeOf, sessionKeyId, type SessionKey } from '../core/types.js';
 import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
 import { Lane, type Lanes } from './lane.js';
 import { formatPrompt, inputLine } from './prompt.js';
-import { agentMessage, defaultSenderRole } from './recorder.js';
+import { agentMessage, senderRoleOf } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
 import { runSpecOf } from './spec.js';
 import { lockOrLater, LOCKED } from '../store/db.js';
@@ -342,7 +342,7 @@ export class Scheduler {
    */
   private firstInput(key: SessionKey, d: Dispatched, setup: AgentSetup | undefined): string {
     const { opts } = this.d;
-    const senderRole = opts.senderRole ?? defaultSenderRole;
+    const senderRole = senderRoleOf(opts);
     const messages = d.rows.map((r) => agentMessage(opts, senderRole, key.group, r));
     const forkFrom = d.sessionId === null ? sessionsOf(opts.db).forkSource(key) : undefined;
     return inputLine({

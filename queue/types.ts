@@ -5,10 +5,9 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { SessionKey } from '../core/types.js';
 import type { Signals } from '../core/signals.js';
+import type { AccessSource } from '../store/access.js';
 import type { Db } from '../store/db.js';
-import type { SenderRole } from './prompt.js';
 import type { Runtime } from './runtime/types.js';
-import type { BatchRow } from '../store/queue.js';
 import type { TaskBounds } from '../store/tasks.js';
 import type { ActionMetrics } from './actions/apply.js';
 
@@ -56,8 +55,11 @@ export interface QueueOptions {
   maxFailures?: number;
   /** How long an agent has to answer an interrupt before its turn is waited for as queued. Default 10 s. */
   interruptGraceMs?: number;
-  /** The role the agent is told for a message's sender in `group` (access rules). Default 'member'. */
-  senderRole?: (group: string, row: BatchRow) => SenderRole;
+  /**
+   * The live access rules (store/access.ts): the role the agent is told for a message's sender in its group.
+   * Default: every sender a 'member'.
+   */
+  access?: Pick<AccessSource, 'senderRole'>;
   /**
    * The action types a session key's agent may use (its input's `capabilities`). Default: what the
    * group's registered_groups row allows (none for an unregistered folder).

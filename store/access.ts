@@ -1,4 +1,5 @@
 import { UsageError } from '../core/errors.js';
+import { platformRow } from '../core/platforms.js';
 import { isValidFolder, parentFolder, threadModeOf, type ThreadMode } from '../core/types.js';
 import { compileGlob, globError, isLiteral, type GlobTest } from '../router/index.js';
 import { literalValue } from '../router/glob.js';
@@ -218,7 +219,7 @@ export class AccessSource {
    * (http/identity.ts); no GATED_ADMINS entry makes a web visitor an admin.
    */
   isAdmin(p: Principal): boolean {
-    if (p.platform === 'web') return p.id === WEB_ADMIN;
+    if (platformRow(p.platform)?.senderIds === 'issued') return p.id === WEB_ADMIN;
     if (p.unauthenticated !== undefined || this.admins.size === 0) return false;
     return this.admins.has(principalId(p)) || (BARE_ADMIN_PLATFORMS.has(p.platform) && this.admins.has(p.id));
   }

@@ -1,4 +1,5 @@
 import { parseJid } from '../core/types.js';
+import { PLATFORMS, platformRow } from '../core/platforms.js';
 
 /**
  * Who a row's sender is, as access sees it (docs/ACCESS.md, "Who is the sender"): the platform's id, whether
@@ -39,13 +40,10 @@ export function unauthenticatedWhy(
   platform: string,
   senderAuth: string | null | undefined,
 ): string | undefined {
-  if (platform !== 'email') return undefined;
+  if (platformRow(platform)?.senderIds !== 'claimed') return undefined;
   if (senderAuth?.startsWith('pass')) return undefined;
   return senderAuth ? senderAuth.replace(/^fail:\s*/, '') : 'no authentication verdict';
 }
-
-/** GitHub's author_association values that make a commenter a member (the rest are strangers). */
-const GITHUB_MEMBERS: ReadonlySet<string> = new Set(['OWNER', 'MEMBER', 'COLLABORATOR']);
 
 /** The principal of an inbound row: `messages.sender` holds the id, the platform comes from the chat. */
 export function principalOf(msg: SenderColumns): Principal {
@@ -53,23 +51,23 @@ export function principalOf(msg: SenderColumns): Principal {
   const p: Principal = { platform, id: msg.sender };
   const why = unauthenticatedWhy(platform, msg.sender_auth);
   if (why !== undefined) p.unauthenticated = why;
-  if (platform === 'github' && GITHUB_MEMBERS.has(msg.platform_role ?? '')) p.platformRole = 'member';
+  // The platform's own word (GitHub's author_association): the rest are strangers.
+  if (msg.platform_role && platformRow(platform)?.memberRoles.includes(msg.platform_role))
+    p.platformRole = 'member';
   return p;
 }
 
 /**
  * Platforms on which a bare GATED_ADMINS entry (no `platform:`) matches: those whose ids the platform
- * assigns in a form no other platform shares (Telegram's numbers, Discord's snowflakes, Slack's `U…`,
- * Bluesky's DIDs) and the local CLI chat. Never email (an address anyone may write into From), GitHub (its
- * numeric user ids overlap Telegram's) or the web chat (gated issues those ids): write `platform:id` there.
+ * assigns in a form no other platform shares (core/platforms.ts `senderIds: 'unique'`). Never email (an
+ * address anyone may write into From), GitHub (its numeric user ids overlap Telegram's) or the web chat
+ * (gated issues those ids): write `platform:id` there.
  */
-export const BARE_ADMIN_PLATFORMS: ReadonlySet<string> = new Set([
-  'telegram',
-  'discord',
-  'slack',
-  'bluesky',
-  'local',
-]);
+export const BARE_ADMIN_PLATFORMS: ReadonlySet<string> = new Set(
+  Object.entries(PLATFORMS)
+    .filter(([, row]) => row.senderIds === 'unique')
+    .map(([platform]) => platform),
+);
 
 /** `platform:sender_id`, the string member globs match. */
 export function principalId(p: Principal): string {

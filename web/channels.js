@@ -1,6 +1,6 @@
 // The overview's channels panel: each platform channel that started, whether it reached its platform yet
-// (a channel that could not at start keeps trying in the background), and what it can do there. Read from
-// what each channel implements, every platform alike (http/dashboard.ts channelFacts).
+// (a channel that could not at start keeps trying in the background), and what it can do there: its
+// platform's row in core/platforms.ts, every platform alike (http/dashboard.ts channelFacts).
 import { el, table } from './common.js';
 import { api, registerPanel } from './dash-core.js';
 

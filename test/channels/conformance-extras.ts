@@ -62,7 +62,7 @@ export function registerExtras(
         db,
         channels: [Object.create(channel, { drafts: { value: watched } }) as Channel],
         log: silentLogger(),
-        mode: () => 'stream',
+        streamChannels: [channel.platform],
         minIntervalMs: 400,
       });
       const partial = (text: string) =>

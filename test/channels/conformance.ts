@@ -289,7 +289,7 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
         db,
         channels: [channel],
         log: silentLogger(),
-        mode: () => 'stream',
+        streamChannels: [channel.platform],
         minIntervalMs: 0,
       });
       defer(() => drafts.stop());
@@ -327,6 +327,8 @@ export function channelConformance(name: string, makeHarness: MakeHarness, caps:
       expect(await h.received()).toHaveLength(1);
       expect(outRow(db, id)).toMatchObject({ delivery: 'sent', parts_sent: 1 });
       expect(db.prepare('SELECT count(*) FROM drafts').pluck().get()).toBe(0);
+      // The chat went quiet (no pause between edits here): the drafts keep nothing of it.
+      await until(() => drafts.kept() === 0, 5000, 'the quiet chat forgotten');
     });
 
     draftTest('replaces the draft by the parts of an answer too long for one message', async (s) => {

@@ -51,6 +51,9 @@ describe('a channel held to its platform row', () => {
       expect(rowMismatches(channel, { ...PLATFORMS.local, files: true })).toEqual([
         'files: the row says yes, the channel has no sendFile and fetchAttachment',
       ]);
+      expect(rowMismatches(channel, { ...PLATFORMS.local, stream: true })).toEqual([
+        'stream: the row streams drafts by default, the channel has no drafts',
+      ]);
     } finally {
       input.end();
       output.end();

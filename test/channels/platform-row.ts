@@ -34,5 +34,7 @@ export function rowMismatches(channel: Channel, row: PlatformRow): string[] {
     if (promised && !present) out.push(`${ability}: the row says yes, the channel has no ${member}`);
     if (!promised && present) out.push(`${ability}: the row says no, the channel has ${member}`);
   }
+  if (row.stream && channel.drafts === undefined)
+    out.push('stream: the row streams drafts by default, the channel has no drafts');
   return out;
 }

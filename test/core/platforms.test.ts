@@ -18,11 +18,14 @@ function rendered(name: string, r: PlatformRow): string {
     yes(r.reactions),
     yes(r.buttons),
     yes(r.drafts),
+    yes(r.stream),
     yes(r.typing),
     yes(r.files),
     r.spoken ?? '–',
     yes(r.folderRooms),
     r.threads ?? '–',
+    r.senderIds,
+    r.memberRoles.join(', ') || '–',
     r.doctor ?? '–',
   ];
   return `| ${cells.join(' | ')} |`;

@@ -74,8 +74,10 @@ describe('the checkpoint worker', () => {
   it('a PASSIVE checkpoint does not wake the commit watcher; shutdown folds the WAL in and removes it', async () => {
     const path = join(tempDir(), 'gated.db');
     const db = openDatabase(path);
+    // The watcher's own connection: the commits of `db` are another connection's to it.
+    const watcherDb = openDatabase(path);
     let wakes = 0;
-    const watch = watchCommits(path, () => (wakes += 1), silentLogger(), 1);
+    const watch = watchCommits(watcherDb, path, () => (wakes += 1), silentLogger(), 1);
     const cp = startCheckpointer(db, { log: silentLogger() });
     try {
       fill(db, 100);
@@ -89,6 +91,7 @@ describe('the checkpoint worker', () => {
       expect(wakes).toBe(seen + 1);
     } finally {
       watch.close();
+      watcherDb.close();
       await cp.close();
       db.close();
     }
@@ -97,6 +100,31 @@ describe('the checkpoint worker', () => {
     expect(again.prepare(`SELECT count(*) FROM messages`).pluck().get()).toBe(200);
     again.close();
   }, 20_000);
+
+  it("the commit watcher wakes for another connection's commit, never for its own connection's", async () => {
+    const path = join(tempDir(), 'gated.db');
+    const db = openDatabase(path);
+    const other = openDatabase(path);
+    let wakes = 0;
+    const watch = watchCommits(db, path, () => (wakes += 1), silentLogger(), 1);
+    try {
+      fill(db, 10);
+      // Its own commit wrote the WAL file too, and the watcher looked: no wake (a slow watcher would only
+      // make this pass without proving it; the wake below shows the watcher works).
+      await new Promise((r) => setTimeout(r, 150));
+      expect(wakes).toBe(0);
+      fill(other, 1);
+      await until(() => wakes > 0, 10_000, "the other connection's wake");
+      expect(wakes).toBe(1);
+      fill(db, 10);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(wakes).toBe(1);
+    } finally {
+      watch.close();
+      other.close();
+      db.close();
+    }
+  });
 
   it('a database in memory has no WAL: nothing starts', async () => {
     const db = openDatabase(':memory:');

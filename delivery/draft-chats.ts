@@ -1,0 +1,40 @@
+import type { DraftsEnd, PartialText } from '../core/signals.js';
+
+/**
+ * What the drafts keep of one chat while it is busy: forgotten once it goes quiet (nothing pending or in
+ * flight and its pacing slot, and that of its last end, passed), so that a chat that wrote once costs
+ * nothing after; what must survive (the draft's platform id) is a row.
+ */
+export interface ChatState {
+  chatJid: string;
+  /** Its threads (a web chat tab, a forum thread; '' for the chat itself) with a draft in progress. */
+  threads: Map<string, ChatDraft>;
+  /** When the chat's drafts were last edited: the limit is per chat, whichever thread the edit was in. */
+  lastEdit: number;
+  /** The newest turns whose drafts ended, and when: late drafts of them (already on their way) are dropped. */
+  ended: DraftsEnd | undefined;
+  endedAt: number;
+}
+
+/** The draft of one thread of a chat. */
+export interface ChatDraft {
+  chat: ChatState;
+  thread: string;
+  /** The newest text not shown yet; the pacer shows it at the chat's next allowed edit. */
+  pending: PartialText | undefined;
+  /** When the pacer last gave this thread an edit: of a chat's threads, the one waiting longest goes first. */
+  shownAt: number;
+  /** Everything queued for the thread: a draft edit, an end and the takeover never interleave. */
+  chain: Promise<void>;
+  /** How many of those have not ended yet. */
+  busy: number;
+}
+
+/** Whether a draft of run `runId`, turn `turn`, is one of the turns `e` ended. */
+export function inRange(
+  e: DraftsEnd,
+  runId: number | null | undefined,
+  turn: number | null | undefined,
+): boolean {
+  return runId === e.runId && turn !== null && turn !== undefined && turn >= e.from && turn <= e.to;
+}
