@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { backoffDelay } from '../core/backoff.js';
 import { groupDirOf } from '../core/group-dir.js';
 import type { Signals } from '../core/signals.js';
-import { createWorker } from '../core/worker.js';
+import { createDrainWorker, type DrainWorker } from '../core/worker.js';
 import { coerceError } from '../core/errors.js';
 import { FileTooLarge } from '../core/files.js';
 import type { Logger } from '../core/log.js';
@@ -38,15 +38,8 @@ export interface InboxOptions {
   now?: () => number;
 }
 
-/** The running downloader. */
-export interface Inbox {
-  start(): void;
-  /** Looks for due attachments at once (a row was stored or routed). */
-  wake(): void;
-  /** Resolves when no download is in flight. */
-  idle(): Promise<void>;
-  stop(): Promise<void>;
-}
+/** The running downloader: wake() looks for due attachments at once, idle() waits out the downloads in flight. */
+export type Inbox = DrainWorker;
 
 /**
  * Fills inbound attachments into the folder of the group each message was routed to:
@@ -63,8 +56,6 @@ export function createInbox(opts: InboxOptions): Inbox {
   const now = opts.now ?? Date.now;
   const byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
   const maxAttempts = opts.maxAttempts ?? 5;
-  let stopped = false;
-  let idle: Promise<void> = Promise.resolve();
   const fetcher: Fetcher = {
     opts,
     byPlatform,
@@ -74,46 +65,22 @@ export function createInbox(opts: InboxOptions): Inbox {
   };
 
   /** One pass: every due attachment until none is due; returns the next retry (the interval catches others). */
-  const drain = async (): Promise<number | undefined> => {
-    for (;;) {
-      if (stopped) return undefined;
-      const due = dueAttachments(db, now());
-      if (due.length === 0) break;
-      await Promise.all(due.map((a) => fetchOne(fetcher, a)));
-    }
-    return nextAttachmentDue(db);
-  };
-
-  // A timer for the next retry; the poll interval catches rows routed by another process.
-  const worker = createWorker({
+  return createDrainWorker({
     name: 'inbox',
     log,
-    step: () => {
-      const pass = drain();
-      idle = pass.then(
-        () => undefined,
-        () => undefined,
-      );
-      return pass;
-    },
-    intervalMs: opts.pollMs ?? 1000,
-    keepAlive: false,
     now,
+    ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+    listen: (wake) => opts.signals?.queued.on(wake),
+    drain: async (stopped) => {
+      for (;;) {
+        if (stopped()) return undefined;
+        const due = dueAttachments(db, now());
+        if (due.length === 0) break;
+        await Promise.all(due.map((a) => fetchOne(fetcher, a)));
+      }
+      return nextAttachmentDue(db);
+    },
   });
-  const unlisten = opts.signals?.queued.on(() => worker.wake());
-
-  return {
-    start: () => worker.start(),
-    wake: () => worker.wake(),
-    async idle() {
-      await idle;
-    },
-    async stop() {
-      stopped = true;
-      unlisten?.();
-      await worker.stop();
-    },
-  };
 }
 
 /** What fetching one attachment needs. */

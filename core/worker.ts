@@ -216,3 +216,65 @@ class Driver implements Worker {
     if (this.started && !this.stopped) this.arm(this.backoffUntil);
   }
 }
+
+/** A worker that drains a table's due rows (the inbox's downloads, the transcriptions) and says when it is idle. */
+export interface DrainWorker {
+  start(): void;
+  /** Drains at once (a row was stored or became due). */
+  wake(): void;
+  /** Resolves when no pass is in flight. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** How a drain worker runs. */
+export interface DrainWorkerOptions {
+  name: string;
+  log: Logger;
+  /** One pass over what is due; `stopped()` turns true once stop() was called. Resolves with the next due time. */
+  drain: (stopped: () => boolean) => Promise<number | undefined>;
+  /** Subscribes `wake` to the signals that mean work; returns the unsubscribe. */
+  listen?: (wake: () => void) => (() => void) | undefined;
+  /** Done before the first pass (e.g. clearing a spool a killed process left). */
+  beforeStart?: () => Promise<unknown>;
+  /** The timer fallback in ms, for rows another process made due (default 1000). */
+  pollMs?: number;
+  now?: () => number;
+}
+
+/** Makes a drain worker on createWorker: passes on wakes, due times and the poll interval, never keeping the process alive. */
+export function createDrainWorker(opts: DrainWorkerOptions): DrainWorker {
+  let stopped = false;
+  let idle: Promise<void> = Promise.resolve();
+  const worker = createWorker({
+    name: opts.name,
+    log: opts.log,
+    step: () => {
+      const pass = opts.drain(() => stopped);
+      idle = pass.then(
+        () => undefined,
+        () => undefined,
+      );
+      return pass;
+    },
+    intervalMs: opts.pollMs ?? 1000,
+    keepAlive: false,
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  const unlisten = opts.listen?.(() => worker.wake());
+  return {
+    start: () => {
+      if (opts.beforeStart) void opts.beforeStart().finally(() => worker.start());
+      else worker.start();
+    },
+    wake: () => worker.wake(),
+    async idle() {
+      await idle;
+    },
+    async stop() {
+      stopped = true;
+      unlisten?.();
+      await worker.stop();
+    },
+  };
+}

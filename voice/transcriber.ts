@@ -6,7 +6,7 @@ import { coerceError } from '../core/errors.js';
 import { extensionOf, FileTooLarge } from '../core/files.js';
 import type { Logger } from '../core/log.js';
 import type { Signals } from '../core/signals.js';
-import { createWorker } from '../core/worker.js';
+import { createDrainWorker, type DrainWorker } from '../core/worker.js';
 import type { Db } from '../store/db.js';
 import {
   dueTranscriptions,
@@ -45,14 +45,8 @@ export interface TranscriptionWorkerOptions {
   pollMs?: number;
 }
 
-/** The running worker. */
-export interface TranscriptionWorker {
-  start(): void;
-  wake(): void;
-  /** Resolves when no transcription is in flight. */
-  idle(): Promise<void>;
-  stop(): Promise<void>;
-}
+/** The running worker: idle() waits out the transcription in flight. */
+export type TranscriptionWorker = DrainWorker;
 
 /**
  * Transcribes inbound audio before its row is routed (docs/VOICE.md). It takes pending transcriptions one at
@@ -66,59 +60,33 @@ export interface TranscriptionWorker {
 export function createTranscriptionWorker(opts: TranscriptionWorkerOptions): TranscriptionWorker {
   const { db, log } = opts;
   const now = opts.now ?? Date.now;
-  let stopped = false;
-  let idle: Promise<void> = Promise.resolve();
-
-  const drain = async (): Promise<number | undefined> => {
-    await mkdir(opts.spoolDir, { recursive: true });
-    for (const id of orphanTranscriptions(db)) {
-      finish(opts, id, '', {
-        state: 'failed',
-        note: 'its audio is gone',
-        error: 'no audio attachment',
-        durationS: null,
-      });
-    }
-    for (;;) {
-      if (stopped) return undefined;
-      const [due] = dueTranscriptions(db, now(), 1);
-      if (!due) break;
-      await transcribeOne(opts, due, now);
-    }
-    return nextTranscriptionDue(db);
-  };
-
-  const worker = createWorker({
+  return createDrainWorker({
     name: 'transcriber',
     log,
-    step: () => {
-      const pass = drain();
-      idle = pass.then(
-        () => undefined,
-        () => undefined,
-      );
-      return pass;
-    },
-    intervalMs: opts.pollMs ?? 1000,
-    keepAlive: false,
     now,
+    ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
+    listen: (wake) => opts.signals.transcribe.on(wake),
+    // Audio a killed gated left in the spool is fetched again with its row.
+    beforeStart: () => rm(opts.spoolDir, { recursive: true, force: true }),
+    drain: async (stopped) => {
+      await mkdir(opts.spoolDir, { recursive: true });
+      for (const id of orphanTranscriptions(db)) {
+        finish(opts, id, '', {
+          state: 'failed',
+          note: 'its audio is gone',
+          error: 'no audio attachment',
+          durationS: null,
+        });
+      }
+      for (;;) {
+        if (stopped()) return undefined;
+        const [due] = dueTranscriptions(db, now(), 1);
+        if (!due) break;
+        await transcribeOne(opts, due, now);
+      }
+      return nextTranscriptionDue(db);
+    },
   });
-  const unlisten = opts.signals.transcribe.on(() => worker.wake());
-  return {
-    start: () => {
-      // Audio a killed gated left in the spool is fetched again with its row.
-      void rm(opts.spoolDir, { recursive: true, force: true }).finally(() => worker.start());
-    },
-    wake: () => worker.wake(),
-    async idle() {
-      await idle;
-    },
-    async stop() {
-      stopped = true;
-      unlisten();
-      await worker.stop();
-    },
-  };
 }
 
 /** One transcription: fetched, checked, transcribed and written, or retried later, or given up with a note. */
