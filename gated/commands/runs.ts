@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { RunRow } from '../../http/queries.js';
 import { UsageError } from '../../core/errors.js';
 import { parseReceipt, sameMac } from '../../store/receipts.js';
 import { ToolCallStore, type ToolCallRow } from '../../store/tool-calls.js';
@@ -29,21 +30,8 @@ export function runsCommands(program: Command): void {
     .action(action((ctx, receipt: string) => check(ctx, receipt)));
 }
 
-interface RunRow {
-  id: number;
-  group_folder: string;
-  topic: string;
-  chat_jid: string | null;
-  started_at: string;
-  ended_at: string | null;
-  result: string | null;
-  error: string | null;
-  messages: number;
-  replies: number;
-  input_tokens: number | null;
-  output_tokens: number | null;
-  cost_usd: number | null;
-}
+/** A session_log row as `runs show` reads it (the columns the dashboard's rows also name). */
+type SessionRow = Omit<RunRow, 'idle_ms' | 'work_ms'>;
 
 function store(ctx: CliContext): ToolCallStore {
   return new ToolCallStore(ctx.db({ readOnly: true }), receiptKey(ctx.config.receiptKeyFile));
@@ -51,7 +39,7 @@ function store(ctx: CliContext): ToolCallStore {
 
 function showRun(ctx: CliContext, runId: number): number {
   const db = ctx.db({ readOnly: true });
-  const run = db.prepare('SELECT * FROM session_log WHERE id = ?').get(runId) as RunRow | undefined;
+  const run = db.prepare('SELECT * FROM session_log WHERE id = ?').get(runId) as SessionRow | undefined;
   if (!run) throw new UsageError(`no run ${runId}`);
   const topic = run.topic ? ` #${run.topic}` : '';
   ctx.out(`run ${run.id}: ${run.group_folder}${topic} in ${run.chat_jid ?? '?'}`);
