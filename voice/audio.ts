@@ -126,30 +126,18 @@ export async function durationOf(file: string, timeoutMs = 30_000): Promise<numb
   return s;
 }
 
-/** Converts any audio ffmpeg reads into 16 kHz mono 16-bit WAV, what speech recognisers expect. */
-export async function toWav16k(input: string, output: string, timeoutMs: number): Promise<void> {
+/** Runs ffmpeg on `input` as mono audio at `rate` Hz with the encoder arguments `encode`, into `output`. */
+async function ffmpegMono(input: string, output: string, rate: string, encode: string[], timeoutMs: number) {
   await runProgram(
     'ffmpeg',
-    [
-      '-nostdin',
-      '-v',
-      'error',
-      '-y',
-      '-i',
-      input,
-      '-vn',
-      '-ac',
-      '1',
-      '-ar',
-      '16000',
-      '-c:a',
-      'pcm_s16le',
-      '-f',
-      'wav',
-      output,
-    ],
+    ['-nostdin', '-v', 'error', '-y', '-i', input, '-vn', '-ac', '1', '-ar', rate, ...encode, output],
     { timeoutMs },
   );
+}
+
+/** Converts any audio ffmpeg reads into 16 kHz mono 16-bit WAV, what speech recognisers expect. */
+export async function toWav16k(input: string, output: string, timeoutMs: number): Promise<void> {
+  await ffmpegMono(input, output, '16000', ['-c:a', 'pcm_s16le', '-f', 'wav'], timeoutMs);
 }
 
 /**
@@ -157,32 +145,8 @@ export async function toWav16k(input: string, output: string, timeoutMs: number)
  * file a platform plays as a voice message.
  */
 export async function toVoiceNote(input: string, output: string, timeoutMs: number): Promise<void> {
-  await runProgram(
-    'ffmpeg',
-    [
-      '-nostdin',
-      '-v',
-      'error',
-      '-y',
-      '-i',
-      input,
-      '-vn',
-      '-ac',
-      '1',
-      '-ar',
-      '48000',
-      '-c:a',
-      'libopus',
-      '-b:a',
-      '32k',
-      '-application',
-      'voip',
-      '-f',
-      'ogg',
-      output,
-    ],
-    { timeoutMs },
-  );
+  const opus = ['-c:a', 'libopus', '-b:a', '32k', '-application', 'voip', '-f', 'ogg'];
+  await ffmpegMono(input, output, '48000', opus, timeoutMs);
 }
 
 /** `1 h 2 min`, `3 min 5 s`, `42 s`: a length as a note says it. */
