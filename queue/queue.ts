@@ -36,15 +36,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
   const maxFailures = opts.maxFailures ?? 3;
   const signals = opts.signals ?? createSignals();
   const lanes = new Lanes(config.maxConcurrent);
-  const applier = new ActionApplier({
-    db: opts.db,
-    log: log.child({ part: 'actions' }),
-    tz: opts.actions?.tz ?? 'UTC',
-    maxDepth: opts.actions?.maxDepth ?? DEFAULT_CHAIN_BOUNDS.maxDepth,
-    maxHops: opts.actions?.maxHops ?? DEFAULT_CHAIN_BOUNDS.maxHops,
-    ...(opts.actions?.taskBounds ? { taskBounds: opts.actions.taskBounds } : {}),
-    ...(opts.actions?.metrics ? { metrics: opts.actions.metrics } : {}),
-  });
+  const applier = actionApplier(opts);
   const hooks = runRecorder({
     opts,
     store,
@@ -111,6 +103,19 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     },
     close,
   };
+}
+
+/** The applier of the agents' actions, with the queue's bounds on chains of delegations and tasks. */
+function actionApplier(opts: QueueOptions): ActionApplier {
+  return new ActionApplier({
+    db: opts.db,
+    log: opts.log.child({ part: 'actions' }),
+    tz: opts.actions?.tz ?? 'UTC',
+    maxDepth: opts.actions?.maxDepth ?? DEFAULT_CHAIN_BOUNDS.maxDepth,
+    maxHops: opts.actions?.maxHops ?? DEFAULT_CHAIN_BOUNDS.maxHops,
+    ...(opts.actions?.taskBounds ? { taskBounds: opts.actions.taskBounds } : {}),
+    ...(opts.actions?.metrics ? { metrics: opts.actions.metrics } : {}),
+  });
 }
 
 /** What the operator asks about one session key: its run, and what waits in its lane. */
