@@ -197,6 +197,7 @@ export class Pipeline {
       return { step: 'empty', group: null, held: false };
     }
     for (const step of STEPS) {
+      if (step.applies && !step.applies(row)) continue;
       if (stepSpan(root, step.name, () => step.run(row)) !== 'handled') continue;
       return { step: step.name, group: row.decision?.folder ?? null, held: touched.size > 0 };
     }

@@ -82,6 +82,12 @@ export interface Step {
   /** What the step does, in one line (docs/ARCHITECTURE.md prints the list). */
   does: string;
   run(row: RowWork): 'handled' | 'next';
+  /**
+   * Whether the step has anything to do with this row at all, checked before it runs (absent: always). A
+   * step that does not apply is skipped without a trace span, so a message without audio pays nothing for
+   * the transcribe step.
+   */
+  applies?(row: RowWork): boolean;
 }
 
 /**
@@ -93,6 +99,7 @@ export const STEPS: readonly Step[] = [
   {
     name: 'transcribe',
     does: 'a message that came with audio waits for its transcript, then goes on with it as its text (docs/VOICE.md)',
+    applies: (r) => r.transcribe && r.passage.msg.audio === 1,
     run: transcribe,
   },
   {
@@ -145,7 +152,7 @@ function spoken(r: RowWork): boolean {
 function transcribe(r: RowWork): 'handled' | 'next' {
   const { passage } = r;
   const { msg } = passage;
-  if (msg.audio !== 1 || !r.transcribe || spoken(r)) return 'next';
+  if (spoken(r)) return 'next';
   const group = r.env.sticky.get(msg.chat_jid).group ?? r.env.chatGroup(passage);
   if (group === undefined || group === null || !r.env.catalog.groups.has(group)) return 'next';
   r.batch.guard();
