@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { tempDir } from '../helpers/db.js';
-import { spawnGatedCli } from '../helpers/cli.js';
+import { runGatedCli } from '../helpers/cli.js';
 import { until } from '../helpers/process.js';
 import { useClaudeSuite } from './claude-support.js';
 
@@ -47,7 +47,13 @@ test('plan → approve → implement → review on the Claude agent', { timeout:
   expect(plan).toContain('Plan: a release note');
   expect(existsSync(join(chat.groupDir, 'shipped.txt'))).toBe(false);
 
-  const cli = spawnGatedCli(gated.config.db, { GATED_CONFIG_DIR: configDir }, 'approvals', 'approve', code);
+  const cli = await runGatedCli(
+    gated.config.db,
+    { GATED_CONFIG_DIR: configDir },
+    'approvals',
+    'approve',
+    code,
+  );
   expect(cli.code, cli.err).toBe(0);
   await until(() => get(`SELECT state FROM workflow_runs WHERE id = 1`) === 'done', 90_000, 'the run done');
 

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { upsertMember } from '../../store/access.js';
 import { addGroup } from '../../store/groups.js';
 import { tempDir } from '../helpers/db.js';
-import { spawnGatedCli } from '../helpers/cli.js';
-import { closeTestGated, startTestGated } from '../helpers/gated.js';
+import { runGatedCli } from '../helpers/cli.js';
+import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { addProfiles, BROKEN, FANOUT, SHIP, WORKFLOW_AGENT_CMD, writeWorkflows } from './workflow-support.js';
 
@@ -192,9 +192,9 @@ describe('a workflow with a gate, on the example agent', () => {
     const help = replies().find((r) => r.includes('Workflows of ops'))!;
     expect(help).toContain('ship: Plan a change, wait for an owner, implement it, review it');
     expect(help).toContain('broken: INVALID');
-    // The operator's check, from another process once gated stopped (it would wait for gated's write lock).
-    await closeTestGated(g);
-    const r = spawnGatedCli(g.config.db, { GATED_CONFIG_DIR: configDir }, 'workflows', 'check', 'ops');
+    // The operator's check, from another process while gated runs (spawned without blocking this event loop,
+    // which gated shares: a synchronous spawn held its group commit open and the check waited out the lock).
+    const r = await runGatedCli(g.config.db, { GATED_CONFIG_DIR: configDir }, 'workflows', 'check', 'ops');
     expect(r.code, r.err).toBe(1);
     expect(r.err).toBe('');
     expect(r.out).toContain(

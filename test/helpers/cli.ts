@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, vi } from 'vitest';
 import { main } from '../../gated/program.js';
@@ -47,4 +47,24 @@ export function spawnGatedCli(db: string, env: Record<string, string>, ...args: 
     env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env },
   });
   return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/**
+ * As spawnGatedCli, without blocking this process: for a test whose gated runs in this process. A
+ * synchronous spawn stops this event loop, so a group commit gated has open (committed at the end of the
+ * loop's turn, store/group-commit.ts) keeps the write lock until the child's busy timeout, and the child
+ * fails with SQLITE_BUSY after 30 s.
+ */
+export function runGatedCli(db: string, env: Record<string, string>, ...args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [GATED_BIN, ...args, '--db', db],
+      { encoding: 'utf8', env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, out: stdout, err: stderr });
+      },
+    );
+  });
 }
