@@ -15,6 +15,7 @@ import { openDatabase } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { startE2eGated } from '../channels/e2e.js';
 import { tempDir } from '../helpers/db.js';
+import { writeGroupFile } from '../helpers/group-config.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { silence } from './speech.js';
@@ -57,7 +58,9 @@ const env = (cmd: string, more: Record<string, string> = {}) => ({
 
 test('a transcript is never a command and never changes the sticky state: the agent gets the words', async () => {
   const c = control('print /ping');
-  const gated = await startE2eGated(env(c.cmd), seed);
+  const gated = await startE2eGated(env(c.cmd, { GATED_CONFIG_DIR: join(tempDir(), 'config') }), seed);
+  // The group's language reaches the command as GATED_TRANSCRIBE_LANGUAGE.
+  writeGroupFile(gated.config.configDir, 'tg/voice', 'voice.json', JSON.stringify({ language: 'fr' }));
   await api.waitForPoll();
   const before = api.sent.length;
   api.message({ chat, from: ada, text: '', file: { kind: 'voice', data: audio } });
@@ -77,6 +80,7 @@ test('a transcript is never a command and never changes the sticky state: the ag
   expect(
     gated.db.prepare(`SELECT state FROM messages WHERE is_from_me = 0 ORDER BY id`).pluck().all(),
   ).toEqual(['done', 'done']);
+  expect(readFileSync(join(c.dir, 'calls'), 'utf8')).toMatch(/^\S+\.ogg fr\n\S+\.ogg fr\n$/);
 }, 60_000);
 
 test('a failing transcriber is retried with backoff, then the message goes on with a clear note', async () => {
