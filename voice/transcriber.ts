@@ -183,8 +183,11 @@ function finish(
     opts.signals.inbound.fire();
 }
 
-/** A platform's stand-in text for a message that is only a file (Telegram's `[voice]`), dropped before words. */
-const LABEL = /^\[(voice|audio|video_note|video|document)\]\s*/;
+/**
+ * A platform's stand-in text for a message that is only files (Telegram's `[voice]`, Discord's and Slack's
+ * `[attachment: memo.ogg]`, one per file), dropped before the words: the files are listed to the agent anyway.
+ */
+const LABEL = /^(?:\[(?:voice|audio|video_note|video|document|attachment: [^\]\n]*)\]\s*)+/;
 
 /**
  * The row's text after transcription: the caption the user wrote (if any), then the transcript; or, when
