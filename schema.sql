@@ -792,3 +792,43 @@ CREATE INDEX IF NOT EXISTS idx_workflow_events_run ON workflow_events(run_id, id
 CREATE INDEX IF NOT EXISTS idx_workflow_events_message ON workflow_events(message_id) WHERE message_id IS NOT NULL;
 -- A step attempt starts (or asks) once, whatever happens around it.
 CREATE UNIQUE INDEX IF NOT EXISTS idx_workflow_events_start ON workflow_events(run_id, step, attempt) WHERE kind IN ('started', 'asked');
+
+-- Memory (docs/MEMORY.md): facts an agent keeps about a group, or about one sender of it, beyond the session.
+-- scope: 'group' (every turn of the group may be given it) or a sender as `platform:id` (only turns that
+-- sender is part of). provenance: JSON naming the run, turn and chat that led to it and its senders with
+-- their roles ({"run","turn","chat","senders":[{"sender","role"}]}), or the operator who added it. actor: who
+-- last changed it (`agent:<group>`, `cli:<user>`, `dashboard`, `chat:<platform:id>`). Times UTC ISO-8601.
+-- Bounded per group (GATED_MEMORY_MAX_FACTS) and per fact (GATED_MEMORY_MAX_FACT_BYTES); audited.
+CREATE TABLE IF NOT EXISTS memories (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  group_folder TEXT NOT NULL,
+  scope        TEXT NOT NULL DEFAULT 'group',
+  text         TEXT NOT NULL,
+  provenance   TEXT NOT NULL DEFAULT '{}',
+  created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  updated_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  actor        TEXT NOT NULL DEFAULT 'gated'
+);
+CREATE INDEX IF NOT EXISTS idx_memories_group ON memories(group_folder, scope, id);
+
+-- Full-text indexes (FTS5, contentless: the text stays in its table, the index keeps only tokens). `grp` is
+-- the token 'g' || hex(group folder) and `scope` 's' || hex(scope), so a search names its group and scopes
+-- inside MATCH and never walks another group's rows. memories_fts follows memories by the triggers below;
+-- messages_fts is filled behind the pipe by the history indexer (store/history-index.ts), after its cursor
+-- (router_state 'history_index_cursor'), never inside the transaction that stores or answers a message.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+  text, grp, scope, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts (rowid, text, grp, scope)
+  VALUES (NEW.id, NEW.text, 'g' || hex(NEW.group_folder), 's' || hex(NEW.scope));
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+  DELETE FROM memories_fts WHERE rowid = OLD.id;
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF text, group_folder, scope ON memories BEGIN
+  DELETE FROM memories_fts WHERE rowid = OLD.id;
+  INSERT INTO memories_fts (rowid, text, grp, scope)
+  VALUES (NEW.id, NEW.text, 'g' || hex(NEW.group_folder), 's' || hex(NEW.scope));
+END;
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+  content, grp, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');

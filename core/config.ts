@@ -117,6 +117,10 @@ export interface Config extends ChannelsConfig, VoiceConfig {
   taskMinIntervalMs: number;
   /** Most active tasks a group's agent may have scheduled (GATED_TASKS_PER_GROUP). */
   tasksPerGroup: number;
+  /** Most facts a group keeps (GATED_MEMORY_MAX_FACTS, docs/MEMORY.md). */
+  memoryMaxFacts: number;
+  /** Longest fact in bytes (GATED_MEMORY_MAX_FACT_BYTES). */
+  memoryMaxFactBytes: number;
   /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
   historyDays: number;
   /** The writes of one event-loop turn share one transaction (GATED_GROUP_COMMIT, default on; docs/QUEUE.md). */
@@ -258,6 +262,8 @@ function limitSettings(env: Env) {
     taskMinIntervalMs: int(env, 'GATED_TASK_MIN_INTERVAL_MS', 60_000, 1),
     tasksPerGroup: int(env, 'GATED_TASKS_PER_GROUP', 50, 1),
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
+    memoryMaxFacts: int(env, 'GATED_MEMORY_MAX_FACTS', 1000, 1),
+    memoryMaxFactBytes: int(env, 'GATED_MEMORY_MAX_FACT_BYTES', 2048, 16),
     approvalTimeoutMs: int(env, 'GATED_APPROVAL_TIMEOUT_MS', 600_000, 1),
   } satisfies Partial<Config>;
 }

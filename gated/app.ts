@@ -19,6 +19,7 @@ import { receiptKey } from './receipt-key.js';
 import { createQueue, type WorkQueue } from '../queue/queue.js';
 import { createApprovalNotifier } from '../delivery/approvals.js';
 import { AccessSource } from '../store/access.js';
+import { createHistoryIndexer } from '../store/history-index.js';
 import { withActor } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { addGroup, listGroups } from '../store/groups.js';
@@ -78,11 +79,15 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const stop = startOutbound(base, started, { queue, gateway, asks }, opts.watchCommits !== false);
   base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
   const history = startHistory(base, opts.historyFlushMs ?? 60_000);
+  // What was said becomes searchable behind the pipe (docs/MEMORY.md), never in a message's transaction.
+  const indexer = createHistoryIndexer({ db, log: log.child({ part: 'history-index' }) });
+  indexer.start();
 
   const steps = (graceMs: number): Array<[string, () => unknown]> => [
     ...stop.before,
     ['queue', () => queue.close(graceMs)],
     ...stop.after,
+    ['history-index', () => indexer.stop()],
     ['http', () => base.http?.close()],
     ['history', history],
     ['runtime', () => base.runtime.close?.()],
@@ -171,6 +176,7 @@ function makeStages(
       maxDepth: config.maxDelegationDepth,
       maxHops: config.maxDelegationHops,
       taskBounds: { minIntervalMs: config.taskMinIntervalMs, maxActive: config.tasksPerGroup },
+      memoryBounds: { maxFacts: config.memoryMaxFacts, maxFactBytes: config.memoryMaxFactBytes },
       metrics,
     },
     asks,

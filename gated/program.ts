@@ -7,6 +7,7 @@ import { accessCommand, auditCommand } from './commands/access.js';
 import { backupCommands } from './commands/backup.js';
 import { doctorCommand } from './commands/doctor.js';
 import { groupsCommand } from './commands/groups.js';
+import { memoryCommand } from './commands/memory.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
 import { runsCommands } from './commands/runs.js';
@@ -60,6 +61,7 @@ export function buildProgram(): Command {
   statusCommand(program);
   runsCommands(program);
   usageCommands(program);
+  memoryCommand(program);
   tasksCommand(program);
   workflowsCommand(program);
   backupCommands(program);

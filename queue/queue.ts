@@ -114,6 +114,7 @@ function actionApplier(opts: QueueOptions): ActionApplier {
     maxDepth: opts.actions?.maxDepth ?? DEFAULT_CHAIN_BOUNDS.maxDepth,
     maxHops: opts.actions?.maxHops ?? DEFAULT_CHAIN_BOUNDS.maxHops,
     ...(opts.actions?.taskBounds ? { taskBounds: opts.actions.taskBounds } : {}),
+    ...(opts.actions?.memoryBounds ? { memoryBounds: opts.actions.memoryBounds } : {}),
     ...(opts.actions?.metrics ? { metrics: opts.actions.metrics } : {}),
   });
 }

@@ -4,6 +4,7 @@ import type { Signals } from '../core/signals.js';
 import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
 import { permissionLine, type AskBroker } from './asks.js';
 import { withAttachments } from './attachments.js';
+import { memoryAnswer, turnSenders } from './memory.js';
 import { resolveFiles } from './files.js';
 import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
@@ -94,6 +95,9 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       } catch (err) {
         log.error({ runId: run.runId, err: coerceError(err).message }, 'recording usage failed');
       }
+    },
+    onMemory(run, q) {
+      run.writeControl(memoryAnswer(opts.db, log, opts.access, run.key.group, run.turns.currentRows(), q));
     },
     onIdle(run) {
       signals.working.fire({ chatJid: run.chatJid, on: false });
@@ -247,6 +251,9 @@ function recordBlock(
     chatJid: run.chatJid,
     answering,
     turnRows: rows.map((r) => r.id),
+    turn: commit.through > 0 ? commit.through : run.turns.current,
+    // Read only for a block with actions: whose memory a `remember` writes.
+    ...(actions !== undefined ? { senders: turnSenders(d.opts.access, run.key.group, rows) } : {}),
     now,
   };
   // A delegated run answers no platform chat: its answer goes back to the delegating session.

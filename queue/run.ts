@@ -5,7 +5,7 @@ import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
 import { replyText } from './protocol/clean.js';
 import { sessionIdProblem } from './protocol/bounds.js';
 import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
-import type { BlockUsage, ToolReport } from './protocol/parser.js';
+import type { BlockUsage, MemoryQuery, ToolReport } from './protocol/parser.js';
 import { followUpLine, type AgentMessage } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
@@ -36,9 +36,8 @@ export interface RunHooks {
   maxOutputBytes: number;
   now: () => number;
   /**
-   * True when gated's connection can write now without waiting for another process's write lock (it
-   * opens the turn's group commit, docs/QUEUE.md), else a promise of when it can, meanwhile the run's
-   * events wait; absent: always true.
+   * True when gated's connection can write now without another process's write lock (it opens the turn's
+   * group commit, docs/QUEUE.md), else a promise of when it can (the run's events wait); absent: true.
    */
   writable?: () => true | Promise<void>;
   /** A stored row as this run's agent receives it. */
@@ -70,6 +69,7 @@ export interface RunHooks {
   onAsk(run: Run, ask: ToolAsk): void;
   /** A tool call's end (docs/PROTOCOL.md, "Tool calls and receipts"), with the usage the block reported. */
   onToolResult(run: Run, report: ToolReport, usage: BlockUsage | undefined): void;
+  onMemory?(run: Run, query: MemoryQuery): void; // docs/MEMORY.md: answered by a `memory` line
   /** An interrupt line was written: the turn in progress is being stopped (its asks are cancelled). */
   onInterrupt?(run: Run): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
@@ -310,8 +310,7 @@ export class Run {
     this.lastOutputMs = this.hooks.now();
     if (block.turn !== undefined) this.turns.numbered = true;
     if (block.newSessionId && !this.sessionReset) {
-      // A session id is an opaque handle, echoed by /ping, stored per key and handed back to the agent: a
-      // megabyte one, or one with control characters (NUL) or half a UTF-16 pair, is refused by name.
+      // An opaque handle, echoed and handed back: a huge one, or one with NUL or half a UTF-16 pair, is refused.
       const refused = sessionIdProblem(block.newSessionId);
       if (refused === null) this.hooks.onSessionId(this, block.newSessionId);
       else
@@ -320,9 +319,10 @@ export class Run {
           `newSessionId ignored: ${refused}`,
         );
     }
-    // A question or a tool call's end answers no turn: nothing is credited, stored or counted as a block.
+    // A question, a tool call's end or a memory question answers no turn: nothing is credited or stored.
     if (block.ask) return this.hooks.onAsk(this, block.ask);
     if (block.toolResult) return this.hooks.onToolResult(this, block.toolResult, block.usage);
+    if (block.memory) return this.hooks.onMemory?.(this, block.memory);
     if (block.retry) {
       // Answers nothing: the run ends without answering and its turns are retried (the reason is kept).
       this.retryReason = (block.error ?? '').slice(0, 300) || 'the agent could not serve the turn now';

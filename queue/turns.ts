@@ -70,6 +70,12 @@ export class Turns {
     return this.rows.slice(this.answeredThrough).flatMap((turn) => turn.map((r) => r.id));
   }
 
+  /** The rows of the open turns, or of the newest turn when none is open (whom a memory question serves). */
+  currentRows(): readonly BatchRow[] {
+    const open = this.rows.slice(this.answeredThrough).flat();
+    return open.length > 0 ? open : (this.rows[this.rows.length - 1] ?? []);
+  }
+
   /** The newest row of turn n (1-based, clamped to the written turns). */
   lastRowOf(n: number): BatchRow {
     const turn = this.rows[Math.max(1, Math.min(n, this.rows.length)) - 1]!;

@@ -8,6 +8,7 @@ import type { Signals } from '../core/signals.js';
 import type { AccessSource } from '../store/access.js';
 import type { Db } from '../store/db.js';
 import type { Runtime } from './runtime/types.js';
+import type { MemoryBounds } from '../store/memory.js';
 import type { TaskBounds } from '../store/tasks.js';
 import type { ActionMetrics } from './actions/apply.js';
 
@@ -59,7 +60,7 @@ export interface QueueOptions {
    * The live access rules (store/access.ts): the role the agent is told for a message's sender in its group.
    * Default: every sender a 'member'.
    */
-  access?: Pick<AccessSource, 'senderRole'>;
+  access?: Pick<AccessSource, 'senderRole'> & Partial<Pick<AccessSource, 'mayReach'>>;
   /**
    * The action types a session key's agent may use (its input's `capabilities`). Default: what the
    * group's registered_groups row allows (none for an unregistered folder).
@@ -75,6 +76,8 @@ export interface QueueOptions {
     maxHops?: number;
     /** GATED_TASK_MIN_INTERVAL_MS and GATED_TASKS_PER_GROUP for `schedule`. Default 1 minute and 50. */
     taskBounds?: TaskBounds;
+    /** GATED_MEMORY_MAX_FACTS and GATED_MEMORY_MAX_FACT_BYTES for `remember`. Default 1,000 and 2,048. */
+    memoryBounds?: MemoryBounds;
     metrics?: ActionMetrics;
   };
   /** Decides agents' tool questions (docs/APPROVALS.md); absent: every tool is allowed. */

@@ -42,6 +42,7 @@ export const AUDITED_TABLES: Readonly<Record<string, string>> = {
   workflow_events: 'id',
   sender_limits: 'group_folder',
   model_prices: 'model',
+  memories: 'id',
 };
 
 const AUDIT_COLUMNS = ['id', 'at', 'actor', 'subject', 'action', 'row_key', 'before', 'after'];

@@ -14,6 +14,10 @@
 // waits for the `permission` line, and answers `tool NAME ran: INPUT` or `tool NAME denied: NOTE`. A run
 // it was allowed is appended to `.tool-runs.log` in its folder (tests count them: a tool runs once).
 //
+// Memory (docs/MEMORY.md): `!remember TEXT` (or `!remember sender TEXT`, about the sender only) and
+// `!forget ID` are actions; `!recall QUERY` and `!search QUERY` ask gated (a `memory` block) and answer
+// `recall: #ID TEXT` or `found: #ID SENDER: TEXT` per result from gated's `memory` line.
+//
 // Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on
 // stdout, log to stderr, never print secrets.
 import { randomUUID } from 'node:crypto';
@@ -52,6 +56,13 @@ function actionOf(content) {
       const other = /^(every|at)\s+(\S+)\s+([\s\S]+)$/.exec(rest);
       return other && { type: 'schedule', [other[1]]: other[2], text: other[3] };
     }
+    case 'remember': {
+      const about = /^sender\s+([\s\S]+)$/.exec(rest);
+      if (about) return { type: 'remember', text: about[1], scope: 'sender' };
+      return rest ? { type: 'remember', text: rest } : null;
+    }
+    case 'forget':
+      return /^\d+$/.test(rest.trim()) ? { type: 'forget', id: Number(rest.trim()) } : null;
     case 'action':
       try {
         return JSON.parse(rest);
@@ -108,8 +119,32 @@ async function runTools(messages) {
   return lines;
 }
 
+/** Memory questions waiting for gated's `memory` line, by id. */
+const remembering = new Map();
+
+/** `!recall QUERY` / `!search QUERY`: one memory question each, answered from gated's line. */
+async function askMemory(messages) {
+  const lines = [];
+  for (const m of messages) {
+    const q = /^!(recall|search)\s+([\s\S]+)$/.exec(String(m.content).trim());
+    if (!q) continue;
+    asks += 1;
+    const id = `mem-${asks}`;
+    const op = q[1] === 'recall' ? 'recall' : 'search_history';
+    const got = await new Promise((resolve) => {
+      remembering.set(id, resolve);
+      emit({ status: 'ok', result: null, memory: { id, op, query: q[2] } });
+    });
+    if (got.error) lines.push(`${q[1]} failed: ${got.error}`);
+    for (const f of got.facts ?? []) lines.push(`recall: #${f.id} ${f.text}`);
+    for (const h of got.messages ?? []) lines.push(`found: #${h.id} ${h.sender}: ${h.content}`);
+    if ((got.facts ?? got.messages ?? []).length === 0) lines.push(`${q[1]}: nothing`);
+  }
+  return lines;
+}
+
 async function answer(turn, prompt, messages) {
-  const tools = await runTools(messages);
+  const tools = [...(await runTools(messages)), ...(await askMemory(messages))];
   turns += 1;
   const notes = [...String(prompt ?? '').matchAll(/<system>([\s\S]*?)<\/system>/g)].map((m) => m[1]);
   const lines = [...notes.map((n) => `system: ${n}`), ...messages.map((m) => `echo: ${m.content}`), ...tools];
@@ -133,6 +168,13 @@ rl.on('line', (line) => {
     input = JSON.parse(line);
   } catch {
     process.stderr.write('example agent: a stdin line was not JSON\n');
+    return;
+  }
+  // Nor is a memory line: it answers a memory question.
+  if (input.type === 'memory') {
+    const resolve = remembering.get(input.id);
+    remembering.delete(input.id);
+    resolve?.(input);
     return;
   }
   // A permission line is not a turn: it answers one of our questions.

@@ -6,6 +6,7 @@ import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
 import { decideCode } from '../tool-decisions.js';
 import { listWorkflows } from '../../core/workflows.js';
+import { forgetCommand, memoryCommand } from './memory-command.js';
 import { workflowCommand } from './workflow-command.js';
 import { workflowFacts } from '../workflow-runs.js';
 import type { Passage, Layer, LayerEnv } from './types.js';
@@ -164,6 +165,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
     run(passage, _args, env) {
       workflowCommand(passage, env);
     },
+  },
+  memory: {
+    help: '/memory: what the agent remembers about you and this group',
+    run: (passage, _args, env) => memoryCommand(passage, env),
+  },
+  forget: {
+    help: '/forget ID | all: delete a fact of yours (an owner: any of the group), or all of them',
+    run: (passage, args, env) => forgetCommand(passage, args, env),
   },
   help: {
     help: "/help: this list, and the chat commands and workflows of this chat's group",

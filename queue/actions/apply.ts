@@ -3,18 +3,23 @@ import type { Logger } from '../../core/log.js';
 import { platformRow } from '../../core/platforms.js';
 import { parseJid } from '../../core/types.js';
 import { ActionStore, DELEGATION_PLATFORM, delegationOf } from '../../store/actions.js';
+import { withActor } from '../../store/audit.js';
 import type { Db } from '../../store/db.js';
+import { DEFAULT_MEMORY_BOUNDS, MemoryRefused, MemoryStore, type MemoryBounds } from '../../store/memory.js';
 import { insertOutbound } from '../../store/messages.js';
 import { RouteSource } from '../../store/routes.js';
 import { addTask, type TaskBounds } from '../../store/tasks.js';
 import { DEFAULT_CHAIN_BOUNDS, DelegationChains } from './chain.js';
+import { forgetRefusal, rememberScope, type TurnSender } from './memory.js';
 import {
   parseActions,
   type Action,
   type ActionType,
   type DelegateAction,
   type EscalateAction,
+  type ForgetAction,
   type ReactAction,
+  type RememberAction,
   type ScheduleAction,
   type SendAction,
 } from './parse.js';
@@ -31,6 +36,10 @@ export interface ActionContext {
   answering: { id: number; chat_jid: string; platform_msg_id: string | null; topic: string } | null;
   /** Every row of the turns the block answers (default: `answering` alone): a delegation chain in them goes on. */
   turnRows?: readonly number[];
+  /** The turn the block answers (its provenance for `remember`). */
+  turn?: number;
+  /** The senders of the turns the block answers, with their roles: whose memory `remember` writes. */
+  senders?: readonly TurnSender[];
   now: number;
 }
 
@@ -44,6 +53,8 @@ export interface ActionsOutcome {
   placed: number;
   /** Tasks added (schedule): the task worker should look. */
   scheduled: number;
+  /** Facts remembered or forgotten. */
+  memory: number;
 }
 
 /** What the applier counts (core/metrics.ts). */
@@ -63,6 +74,8 @@ export interface ActionApplierOptions {
   maxHops?: number;
   /** Bounds on agents' `schedule` (GATED_TASK_MIN_INTERVAL_MS, GATED_TASKS_PER_GROUP). */
   taskBounds?: TaskBounds;
+  /** Bounds on a group's memory (GATED_MEMORY_MAX_FACTS, GATED_MEMORY_MAX_FACT_BYTES). */
+  memoryBounds?: MemoryBounds;
   metrics?: ActionMetrics;
 }
 
@@ -82,9 +95,11 @@ export class ActionApplier {
   private readonly store: ActionStore;
   private readonly routes: RouteSource;
   private readonly chains: DelegationChains;
+  private readonly memory: MemoryStore;
 
   constructor(private readonly opts: ActionApplierOptions) {
     this.store = new ActionStore(opts.db);
+    this.memory = new MemoryStore(opts.db, opts.memoryBounds ?? DEFAULT_MEMORY_BOUNDS);
     this.routes = new RouteSource(opts.db);
     this.chains = new DelegationChains(opts.db, {
       maxDepth: opts.maxDepth,
@@ -114,7 +129,7 @@ export class ActionApplier {
 
   /** Applies a block's `actions` value. Call inside the block's transaction; never throws for bad input. */
   apply(ctx: ActionContext, raw: unknown): ActionsOutcome {
-    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: [], placed: 0, scheduled: 0 };
+    const out: ActionsOutcome = { applied: 0, refused: 0, outbound: [], placed: 0, scheduled: 0, memory: 0 };
     const parsed = parseActions(raw);
     if (parsed.length === 0) return out;
     const allowed = new Set(this.capabilities(ctx.group));
@@ -212,7 +227,44 @@ export class ActionApplier {
         return this.schedule(ctx, a, actionId, out);
       case 'react':
         return this.react(ctx, a, actionId, out);
+      case 'remember':
+        return withActor(this.opts.db, `agent:${ctx.group}`, () => this.remember(ctx, a, out));
+      case 'forget':
+        return withActor(this.opts.db, `agent:${ctx.group}`, () => this.forget(ctx, a, out));
     }
+  }
+
+  /** `remember`: a fact of the group, or of the turn's stranger (docs/MEMORY.md), with its provenance. */
+  private remember(ctx: ActionContext, a: RememberAction, out: ActionsOutcome): void {
+    const senders = ctx.senders ?? [];
+    const scope = rememberScope(a.scope, senders);
+    if (typeof scope !== 'string') throw new Refusal(scope.refused);
+    try {
+      this.memory.remember({
+        group: ctx.group,
+        scope,
+        text: a.text,
+        provenance: {
+          run: ctx.runId,
+          ...(ctx.turn !== undefined ? { turn: ctx.turn } : {}),
+          chat: ctx.chatJid,
+          senders: senders.map((s) => ({ sender: s.sender, role: s.role })),
+        },
+        actor: `agent:${ctx.group}`,
+      });
+    } catch (err) {
+      if (err instanceof MemoryRefused) throw new Refusal(err.message);
+      throw err;
+    }
+    out.memory += 1;
+  }
+
+  /** `forget`: one fact the turn may delete. */
+  private forget(ctx: ActionContext, a: ForgetAction, out: ActionsOutcome): void {
+    const why = forgetRefusal(this.memory.get(a.id), ctx.group, ctx.senders ?? []);
+    if (why !== null) throw new Refusal(why);
+    this.memory.forget(a.id);
+    out.memory += 1;
   }
 
   /** `send`: an outbound row to a chat the group may reach. */

@@ -7,7 +7,15 @@ import type { TaskKind } from '../../core/schedule.js';
  */
 
 /** The action type names, as `capabilities` lists them. */
-export const ACTION_TYPES = ['send', 'delegate', 'escalate', 'schedule', 'react'] as const;
+export const ACTION_TYPES = [
+  'send',
+  'delegate',
+  'escalate',
+  'schedule',
+  'react',
+  'remember',
+  'forget',
+] as const;
 /** One action type name. */
 export type ActionType = (typeof ACTION_TYPES)[number];
 
@@ -41,8 +49,21 @@ export interface ReactAction {
   type: 'react';
   emoji: string;
 }
+/** A fact to keep beyond the session (docs/MEMORY.md): the group's, or only the sender's. */
+export interface RememberAction {
+  type: 'remember';
+  text: string;
+  /** `sender`: about the turn's one sender only. Absent: the group's (a stranger's turn: the stranger's). */
+  scope: 'group' | 'sender' | undefined;
+}
+/** A fact to delete, by its id. */
+export interface ForgetAction {
+  type: 'forget';
+  id: number;
+}
 /** Any well-formed action. */
-export type Action = SendAction | DelegateAction | EscalateAction | ScheduleAction | ReactAction;
+export type Action =
+  SendAction | DelegateAction | EscalateAction | ScheduleAction | ReactAction | RememberAction | ForgetAction;
 
 /** An action as parsed: well-formed, or the reason it is not (with the type it claimed, if any). */
 export type Parsed = { ok: true; action: Action } | { ok: false; type: string; reason: string };
@@ -111,6 +132,18 @@ export function parseAction(raw: unknown): Parsed {
       if (typeof v.emoji !== 'string' || v.emoji.trim() === '' || v.emoji.length > 32)
         return bad('"emoji" must be a short non-empty string');
       return { ok: true, action: { type, emoji: v.emoji.trim() } };
+    }
+    case 'remember': {
+      const t = text('text');
+      if (typeof t !== 'string') return t;
+      if (v.scope !== undefined && v.scope !== 'group' && v.scope !== 'sender')
+        return bad('"scope" must be "group" or "sender"');
+      return { ok: true, action: { type, text: t, scope: v.scope } };
+    }
+    case 'forget': {
+      if (typeof v.id !== 'number' || !Number.isSafeInteger(v.id) || v.id < 1)
+        return bad('"id" must be the positive integer id of a fact');
+      return { ok: true, action: { type, id: v.id } };
     }
   }
 }

@@ -12,9 +12,16 @@
  */
 
 import { MAX_BLOCK_DEPTH, nestsWithin } from './bounds.js';
-import { toAsk, toToolReport, type ToolAsk, type ToolReport } from './tool-blocks.js';
+import {
+  toAsk,
+  toMemoryQuery,
+  toToolReport,
+  type MemoryQuery,
+  type ToolAsk,
+  type ToolReport,
+} from './tool-blocks.js';
 
-export type { ToolAsk, ToolReport } from './tool-blocks.js';
+export type { MemoryQuery, ToolAsk, ToolReport } from './tool-blocks.js';
 
 /** The start marker line of a block. */
 export const OUTPUT_START = '---GATED_OUTPUT_START---';
@@ -41,6 +48,8 @@ export interface OutputBlock {
   ask?: ToolAsk;
   /** How a tool call ended (docs/PROTOCOL.md, "Tool calls and receipts"): answers no turn; gated seals it. */
   toolResult?: ToolReport;
+  /** A question to memory (docs/MEMORY.md): answers no turn; gated writes a `memory` line. */
+  memory?: MemoryQuery;
   /** The agent stopped this turn early because gated interrupted it (docs/PROTOCOL.md, "Steering"). */
   interrupted?: boolean;
   /** The agent compacted its session (its context was full) before answering; kept in session_log. */
@@ -174,6 +183,11 @@ function toBlock(value: unknown): OutputBlock | string {
     const report = toToolReport(v.tool_result);
     if (typeof report === 'string') return `tool_result: ${report}`;
     block.toolResult = report;
+  }
+  if (v.memory !== undefined && v.memory !== null) {
+    const query = toMemoryQuery(v.memory);
+    if (typeof query === 'string') return `memory: ${query}`;
+    block.memory = query;
   }
   return block;
 }

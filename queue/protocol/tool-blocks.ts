@@ -52,3 +52,29 @@ export function toToolReport(value: unknown): ToolReport | string {
   const error = typeof r.error === 'string' && r.error !== '' ? r.error.slice(0, 2000) : null;
   return { id, tool, input: r.input ?? null, bytes, sha256, error };
 }
+
+/**
+ * A block's `memory` question (docs/MEMORY.md): `recall` the facts that share words with `query`, or
+ * `search_history` of the chats the session serves. Answers no turn; gated writes a `memory` line.
+ */
+export interface MemoryQuery {
+  id: string;
+  op: 'recall' | 'search_history';
+  query: string;
+  /** Most results wanted (1 to 50; default 10). */
+  limit: number;
+}
+
+/** Checks a `memory` object; a malformed one makes the block unusable. */
+export function toMemoryQuery(value: unknown): MemoryQuery | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const q = value as Record<string, unknown>;
+  const id = typeof q.id === 'number' && Number.isSafeInteger(q.id) ? String(q.id) : q.id;
+  if (typeof id !== 'string' || id === '' || id.length > MAX_ASK_FIELD) return 'id must be a short string';
+  if (q.op !== 'recall' && q.op !== 'search_history') return 'op must be "recall" or "search_history"';
+  if (typeof q.query !== 'string' || q.query.length > 4096)
+    return 'query must be a string of at most 4096 characters';
+  const limit =
+    typeof q.limit === 'number' && Number.isSafeInteger(q.limit) ? Math.min(Math.max(q.limit, 1), 50) : 10;
+  return { id, op: q.op, query: q.query, limit };
+}

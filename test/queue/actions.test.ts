@@ -67,7 +67,7 @@ describe('action parsing', () => {
     expect(reasons).toEqual([
       '?: an action must be a JSON object',
       '?: an action needs a string "type"',
-      "launch: unknown action type 'launch' (known: send, delegate, escalate, schedule, react)",
+      "launch: unknown action type 'launch' (known: send, delegate, escalate, schedule, react, remember, forget)",
       'send: "chat_jid" must be a chat JID such as telegram:-100123',
       'send: "text" must be a non-empty string',
       'schedule: a schedule needs exactly one of "cron", "every", "at"',
@@ -437,32 +437,69 @@ describe('actions applied in the block transaction', () => {
     for (const g of ['a', 'ab', 'a0', 'a-x', 'a_x']) addGroup(db, dir, g);
     const applier = new ActionApplier({ db, log: silentLogger(), tz: 'UTC', maxDepth: 4 });
     // Siblings named 'a…' ('a-x' sorts before '/', 'a0', 'ab' and 'a_x' after it) are not below 'a'.
-    expect(applier.capabilities('a')).toEqual(['send', 'schedule', 'react']);
+    expect(applier.capabilities('a')).toEqual(['send', 'schedule', 'react', 'remember', 'forget']);
     // The operator's sqlite3: another connection, writing while this one keeps its statements.
     const operator = new Database(path);
     operator.prepare(`INSERT INTO registered_groups (folder) VALUES ('a/b/c')`).run();
-    expect(applier.capabilities('a')).toEqual(['send', 'delegate', 'schedule', 'react']);
-    expect(applier.capabilities('a/b/c')).toEqual(['send', 'escalate', 'schedule', 'react']);
+    expect(applier.capabilities('a')).toEqual([
+      'send',
+      'delegate',
+      'schedule',
+      'react',
+      'remember',
+      'forget',
+    ]);
+    expect(applier.capabilities('a/b/c')).toEqual([
+      'send',
+      'escalate',
+      'schedule',
+      'react',
+      'remember',
+      'forget',
+    ]);
     expect(applier.capabilities('a/b')).toEqual([]);
     operator.prepare(`DELETE FROM registered_groups WHERE folder = 'a'`).run();
-    expect(applier.capabilities('a/b/c')).toEqual(['send', 'schedule', 'react']);
+    expect(applier.capabilities('a/b/c')).toEqual(['send', 'schedule', 'react', 'remember', 'forget']);
     operator.prepare(`UPDATE registered_groups SET folder = 'ab/c' WHERE folder = 'a/b/c'`).run();
-    expect(applier.capabilities('ab')).toEqual(['send', 'delegate', 'schedule', 'react']);
-    expect(applier.capabilities('ab/c')).toEqual(['send', 'escalate', 'schedule', 'react']);
+    expect(applier.capabilities('ab')).toEqual([
+      'send',
+      'delegate',
+      'schedule',
+      'react',
+      'remember',
+      'forget',
+    ]);
+    expect(applier.capabilities('ab/c')).toEqual([
+      'send',
+      'escalate',
+      'schedule',
+      'react',
+      'remember',
+      'forget',
+    ]);
     operator.close();
   });
 
   it('capabilities: the group setting narrows them; delegate needs a group below', () => {
     const { db, applier } = setup();
-    expect(applier.capabilities('krons')).toEqual(['send', 'delegate', 'schedule', 'react']);
+    expect(applier.capabilities('krons')).toEqual([
+      'send',
+      'delegate',
+      'schedule',
+      'react',
+      'remember',
+      'forget',
+    ]);
     expect(applier.capabilities('krons/content')).toEqual([
       'send',
       'delegate',
       'escalate',
       'schedule',
       'react',
+      'remember',
+      'forget',
     ]);
-    expect(applier.capabilities('other')).toEqual(['send', 'schedule', 'react']);
+    expect(applier.capabilities('other')).toEqual(['send', 'schedule', 'react', 'remember', 'forget']);
     db.prepare(`UPDATE registered_groups SET actions = 'send, react' WHERE folder = 'krons'`).run();
     expect(applier.capabilities('krons')).toEqual(['send', 'react']);
     applier.apply(ctx(), [{ type: 'schedule', every: '1h', text: 'x' }]);

@@ -1,0 +1,174 @@
+import type { Logger } from '../core/log.js';
+import { createWorker, type Worker } from '../core/worker.js';
+import type { Db } from './db.js';
+import { whenWritable } from './group-commit.js';
+import { anyWord, ftsToken } from './memory.js';
+import { StateStore } from './state.js';
+
+/**
+ * The full-text index of what was said (docs/MEMORY.md, "History"): messages_fts, filled behind the pipe
+ * by the history indexer after its own cursor, so storing, routing and answering a message never write it.
+ * A row is indexed under the group its layers chose (an outbound row under the group of the message it
+ * answers) once the poll loop has taken it: the indexer stops at the first inbound row not yet polled.
+ */
+
+/** router_state key of the indexer's cursor: the id of the last message it looked at. */
+export const HISTORY_CURSOR_KEY = 'history_index_cursor';
+
+/** Rows one indexing pass looks at, at most. */
+export const INDEX_BATCH = 500;
+
+/** One message found by a history search. */
+export interface HistoryHit {
+  id: number;
+  chat_jid: string;
+  sender: string;
+  sender_name: string | null;
+  content: string;
+  timestamp: string;
+  is_from_me: number;
+  topic: string;
+  score: number;
+}
+
+/**
+ * Who may see what of a group's history: every served row (`senders` null: each sender of the search may
+ * reach the group), or only the rows of these senders and the answers to them (a sender who may not reach
+ * the group sees no more than its own words, as the web chat shows it, http/chat-view.ts).
+ */
+export interface HistoryScope {
+  group: string;
+  /** Principal ids (`platform:id`) whose own rows alone are visible, or null for every served row. */
+  only: readonly string[] | null;
+}
+
+/** Indexing and searching the history of every group, over one connection. */
+export class HistoryIndex {
+  private readonly s;
+  private readonly state: StateStore;
+
+  constructor(private readonly db: Db) {
+    this.state = new StateStore(db);
+    this.s = {
+      rows: db.prepare(
+        `SELECT m.id, m.is_from_me, m.state, m.content, coalesce(m.group_folder, r.group_folder) AS g
+         FROM messages m LEFT JOIN messages r ON r.id = m.reply_to_id
+         WHERE m.id > ? ORDER BY m.id LIMIT ?`,
+      ),
+      insert: db.prepare('INSERT INTO messages_fts (rowid, content, grp) VALUES (?, ?, ?)'),
+      remove: db.prepare('DELETE FROM messages_fts WHERE rowid = ?'),
+      lastId: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
+    };
+  }
+
+  /** The indexer's cursor (0 before the first pass). */
+  cursor(): number {
+    return Number(this.state.get(HISTORY_CURSOR_KEY) ?? 0);
+  }
+
+  /** True when rows after the cursor may wait for indexing (a read only: an idle pass takes no lock). */
+  behind(): boolean {
+    return Number(this.s.lastId.get() ?? 0) > this.cursor();
+  }
+
+  /**
+   * Indexes up to `max` rows after the cursor and moves it, in one transaction; stops at the first inbound
+   * row the poll loop has not taken yet (or that waits for its transcript). Returns the rows indexed and
+   * whether more may wait.
+   */
+  indexNext(max = INDEX_BATCH): { indexed: number; more: boolean } {
+    return this.db.transaction(() => {
+      const from = this.cursor();
+      const rows = this.s.rows.all(from, max) as {
+        id: number;
+        is_from_me: number;
+        state: string | null;
+        content: unknown;
+        g: string | null;
+      }[];
+      let cursor = from;
+      let indexed = 0;
+      let stopped = false;
+      for (const r of rows) {
+        if (r.is_from_me === 0 && (r.state === null || r.state === 'transcribing')) {
+          stopped = true;
+          break;
+        }
+        cursor = r.id;
+        if (r.g === null || typeof r.content !== 'string' || r.content.trim() === '') continue;
+        this.s.insert.run(r.id, r.content, ftsToken('g', r.g));
+        indexed += 1;
+      }
+      if (cursor !== from) this.state.set(HISTORY_CURSOR_KEY, String(cursor));
+      return { indexed, more: !stopped && rows.length === max };
+    })();
+  }
+
+  /** Takes a deleted message out of the index (a retention sweep, an operator's delete). */
+  unindex(id: number): void {
+    this.s.remove.run(id);
+  }
+
+  /**
+   * The messages of `scope.group` whose text shares words with `query`, best first (bm25): inbound rows the
+   * group served (never a denied, pending or limited one, unless it is the viewer's own) and the answers,
+   * of every chat and topic of the group, never of another group.
+   */
+  search(query: string, scope: HistoryScope, limit = 20): HistoryHit[] {
+    const words = anyWord(query);
+    if (words === null) return [];
+    const only = scope.only === null ? null : [...new Set(scope.only)];
+    if (only !== null && only.length === 0) return [];
+    const own = (alias: string) =>
+      `(${alias}.sender || '') <> '' AND (substr(${alias}.chat_jid, 1, instr(${alias}.chat_jid, ':')) || ${alias}.sender) IN (${only!.map(() => '?').join(', ')})`;
+    const restrict =
+      only === null
+        ? `(m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited'))`
+        : `((m.is_from_me = 0 AND ${own('m')}) OR (m.is_from_me = 1 AND ${own('r')}))`;
+    const sql = `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
+                        coalesce(m.session_topic, m.topic) AS topic, bm25(messages_fts, 1.0, 0.0) AS score
+                 FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+                 LEFT JOIN messages r ON r.id = m.reply_to_id
+                 WHERE messages_fts MATCH ? AND ${restrict}
+                 ORDER BY score LIMIT ?`;
+    const args: unknown[] = [`grp:${ftsToken('g', scope.group)} AND content:(${words})`];
+    if (only !== null) args.push(...only, ...only);
+    args.push(limit);
+    return this.db.prepare(sql).all(...args) as HistoryHit[];
+  }
+}
+
+/** How the history indexer runs (gated/app.ts makes it). */
+export interface HistoryIndexerOptions {
+  db: Db;
+  log: Logger;
+  /** How often it looks for rows to index when nothing woke it. Default 1 s. */
+  intervalMs?: number;
+  /** Longest stretch of indexing in one event-loop turn, in ms. Default 8. */
+  sliceMs?: number;
+}
+
+/**
+ * The history indexer: a background worker (core/worker.ts) that indexes messages after its cursor in
+ * slices of a few milliseconds, each pass its own transaction, so the message path never waits on the
+ * index (bench/memory.ts measures what it costs a burst). Off while nothing is behind: an idle pass reads
+ * one value and takes no lock.
+ */
+export function createHistoryIndexer(opts: HistoryIndexerOptions): Worker {
+  const index = new HistoryIndex(opts.db);
+  const slice = opts.sliceMs ?? 8;
+  const pass = (): number | null => {
+    const until = performance.now() + slice;
+    let more = true;
+    while (more && performance.now() < until) more = index.indexNext().more;
+    // Rows left: the next slice after the event loop had its turn.
+    return more ? Date.now() + 10 : null;
+  };
+  return createWorker({
+    name: 'history-index',
+    log: opts.log,
+    intervalMs: opts.intervalMs ?? 1000,
+    keepAlive: false,
+    step: () => (index.behind() ? whenWritable(opts.db, pass) : null),
+  });
+}
