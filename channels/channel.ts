@@ -152,6 +152,11 @@ export interface Channel {
    * "uploading" into the link).
    */
   attachmentSettled?(a: SettledAttachment): void;
+  /**
+   * The audio of an inbound row of this channel was transcribed, or given up with a note (docs/VOICE.md):
+   * its content is what it reads now. A page that shows the row may update it (the web chat does).
+   */
+  transcribed?(messageId: number): void;
   /** Sends one file of an outbound row; returns its platform id. Throws DeliveryError like `send`. */
   sendFile?(file: SendFile): Promise<string | null>;
   /** Platforms that push events over HTTP (Slack's Events API, GitHub): served at `/hooks/<platform>`. */

@@ -18,18 +18,21 @@ export function startTranscriber(base: Base, started: Channel[]): TranscriptionW
   if (!config.transcribe) return undefined;
   const spoolDir = join(dirname(config.db), 'transcribing');
   const tmpDir = () => mkdtemp(join(spoolDir, 'tmp-'));
+  const channelOf = (chatJid: string) => started.find((c) => c.platform === parseJid(chatJid).platform);
   return createTranscriptionWorker({
     db,
     transcriber: transcriberOf(config.transcribe.via, tmpDir),
     fetchAudio: (chatJid, source, maxBytes) => {
-      const platform = parseJid(chatJid).platform;
-      const channel = started.find((c) => c.platform === platform);
+      const channel = channelOf(chatJid);
       if (!channel?.fetchAttachment)
-        return Promise.reject(new TranscribeError(`the ${platform} channel is not running`, true));
+        return Promise.reject(
+          new TranscribeError(`the ${parseJid(chatJid).platform} channel is not running`, true),
+        );
       return channel.fetchAttachment(source, maxBytes);
     },
     bounds: config.transcribe,
     language: (group) => (group ? readGroupConfig(config.configDir, group).voice.language : undefined),
+    settled: (chatJid, id) => channelOf(chatJid)?.transcribed?.(id),
     spoolDir,
     log: log.child({ part: 'transcriber' }),
     signals,

@@ -264,11 +264,11 @@ async function replayPage(
 
 /**
  * Whether a viewer sees a live event: every event for the members (`only` null); for a viewer limited to
- * its own rows, only its lines and the answers to them, and the files of its own posts.
+ * its own rows, only its lines and the answers to them, and the files and transcripts of its own posts.
  */
 function eventSeen(only: string | null, ev: Exclude<WebEvent, { type: 'close' }>): boolean {
   if (ev.type === 'message') return lineSeen(only, ev.line);
-  if (ev.type === 'file') return only === null || ev.sender === only;
+  if (ev.type === 'file' || ev.type === 'transcript') return only === null || ev.sender === only;
   return only === null;
 }
 
@@ -282,6 +282,8 @@ async function writeEvent(
   if (ev.type === 'draft') return stream.writeSSE({ event: 'draft', data: JSON.stringify(ev.draft) });
   if (ev.type === 'file')
     return stream.writeSSE({ event: 'file', data: JSON.stringify({ id: ev.id, file: ev.file }) });
+  if (ev.type === 'transcript')
+    return stream.writeSSE({ event: 'transcript', data: JSON.stringify(ev.line) });
   // A row this stream already showed whole (replayed, or a post) needs none of its parts again.
   if (sent.has(ev.line.id)) return;
   if (ev.line.part === null) sent.add(ev.line.id);

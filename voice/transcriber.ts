@@ -36,6 +36,8 @@ export interface TranscriptionWorkerOptions {
   /** A folder of gated's own (beside the database) where audio waits while it is transcribed. */
   spoolDir: string;
   log: Logger;
+  /** A row's transcript (or its note) is written: the channel of its chat may show it (web chat tabs). */
+  settled?(chatJid: string, messageId: number): void;
   /** Hears `transcribe` (a row awaits its transcript); fires `inbound` when one is transcribed. */
   signals: Pick<Signals, 'transcribe' | 'inbound'>;
   now?: () => number;
@@ -179,8 +181,9 @@ function finish(
 ): void {
   const id = typeof t === 'number' ? t : t.message_id;
   const content = contentOf(original, outcome);
-  if (finishTranscription(opts.db, id, outcome, (opts.now ?? Date.now)(), content))
-    opts.signals.inbound.fire();
+  if (!finishTranscription(opts.db, id, outcome, (opts.now ?? Date.now)(), content)) return;
+  opts.signals.inbound.fire();
+  if (typeof t !== 'number') opts.settled?.(t.chat_jid, id);
 }
 
 /**

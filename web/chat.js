@@ -4,12 +4,17 @@
 // the pane drops lines whose id it already shows. Who this browser is comes from gated: a visitor id in an
 // HttpOnly cookie (the page never sees or sends it), or the admin after signing in with the admin token.
 import { ApprovalBoxes, DraftBubble, fileNode } from './chat-parts.js';
+import { recordControl } from './chat-record.js';
 import { el, getJson, randomId } from './common.js';
 import { markdownNode } from './markdown.js';
 
-// Agent replies are Markdown (rendered as DOM nodes, never as HTML); everything else is plain text.
-const textOf = (line) =>
-  line.role === 'agent' ? markdownNode(line.content) : el('span', 'text', line.content);
+// Agent replies are Markdown (rendered as DOM nodes, never as HTML); everything else is plain text, a
+// transcript of a voice message marked as one (docs/VOICE.md).
+const textOf = (line) => {
+  if (line.role === 'agent') return markdownNode(line.content);
+  if (!line.transcript) return el('span', 'text', line.content);
+  return el('span', 'text transcript', line.content, { title: 'transcript of the voice message' });
+};
 
 /** What a line (or one live part of it) shows: its text, a note when history cut it, its files. */
 function bodyOf(group, line) {
@@ -86,13 +91,14 @@ class Pane {
     this.file.addEventListener('change', () => {
       this.chosen.textContent = [...this.file.files].map((f) => f.name).join(', ');
     });
-    this.form.append(
-      attach,
-      this.file,
-      this.input,
-      this.chosen,
-      el('button', '', 'send', { type: 'submit' }),
+    this.form.append(attach, this.file);
+    // A recording is sent when it ends, with what is typed as its caption.
+    const record = recordControl(
+      (file) => void this.send([file]),
+      (why) => notice(why),
     );
+    if (record) this.form.append(record.button, record.clock);
+    this.form.append(this.input, this.chosen, el('button', '', 'send', { type: 'submit' }));
     this.form.addEventListener('submit', (e) => {
       e.preventDefault();
       void this.send();
@@ -167,6 +173,8 @@ class Pane {
       if (file.ready) pending.replaceWith(fileNode(this.group, id, file));
       else pending.textContent = `${file.name} (not saved)`;
     });
+    // A posted voice message was transcribed: its line shows the words (or the note why there are none).
+    es.addEventListener('transcript', (ev) => this.transcribed(JSON.parse(ev.data)));
     // The server replays at most one page of missed lines per response; the next page starts after the
     // newest line shown.
     es.addEventListener('more', () => {
@@ -177,6 +185,14 @@ class Pane {
       this.typing.hidden = !JSON.parse(ev.data).on;
       if (this.typing.hidden) void this.refreshShared();
     });
+  }
+
+  /** Replaces the text of a shown line by what its row reads after transcription; its files stay. */
+  transcribed(line) {
+    const texts = this.lines.querySelector(`li[data-id="${Number(line.id)}"] .texts`);
+    if (!texts) return;
+    texts.querySelector(':scope > .text')?.remove();
+    texts.prepend(textOf(line));
   }
 
   setConn(text) {
@@ -241,9 +257,10 @@ class Pane {
     return getJson('/api/chat/upload', { method: 'POST', body: form });
   }
 
-  async send() {
+  /** Sends what is typed with the chosen files and, when one ends, a recording (`recorded`). */
+  async send(recorded = []) {
     const content = this.input.value;
-    const files = [...this.file.files];
+    const files = [...this.file.files, ...recorded];
     if (!content.trim() && files.length === 0) return;
     this.input.value = '';
     this.file.value = '';

@@ -288,6 +288,15 @@ export class WebChannel implements Channel {
     this.emit(row.chat_jid, row.topic, { type: 'file', id: a.message_id, sender: row.sender, file });
   }
 
+  /** A posted line's audio was transcribed (or given up with a note): its tabs show the words now. */
+  transcribed(messageId: number): void {
+    const post = this.postOf.get(messageId);
+    const row = post && this.rowById.get(messageId);
+    if (!post || !row) return;
+    const line = toChatLine(row);
+    this.emit(post.chat_jid, post.topic, { type: 'transcript', id: messageId, sender: post.sender, line });
+  }
+
   /** The draft a chat topic shows now, if any (a tab that connects mid-turn starts from it). */
   currentDraft(chatJid: Jid, topic: string): ChatDraft | undefined {
     return this.shownDrafts.get(subKey(chatJid, topic));

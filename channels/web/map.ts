@@ -33,6 +33,8 @@ export interface ChatLine {
    * page shows Approve and Reject while it is pending (docs/WEB.md, "Tool approvals").
    */
   approval?: ChatApproval;
+  /** On a person's line: its text is the transcript of its audio (docs/VOICE.md). Absent otherwise. */
+  transcript?: true;
 }
 
 /** A tool approval as a chat line shows it. */
@@ -75,6 +77,8 @@ export type WebEvent =
   | { type: 'draft'; draft: ChatDraft }
   /** A posted line's upload settled: `file` is what the line shows now (a link once it is ready). */
   | { type: 'file'; id: number; sender: string; file: ChatFile }
+  /** A posted line's audio was transcribed (or not): `line` is the row as it reads now. */
+  | { type: 'transcript'; id: number; sender: string; line: ChatLine }
   | { type: 'close' };
 
 /** A browser tab's post, as the HTTP layer hands it over (already checked against registered_groups). */
@@ -95,8 +99,13 @@ export interface WebPost {
 }
 
 /** The fields of a messages row that decide how it is shown. */
-export interface ChatRow extends Omit<ChatLine, 'role' | 'part' | 'files' | 'full_length' | 'approval'> {
+export interface ChatRow extends Omit<
+  ChatLine,
+  'role' | 'part' | 'files' | 'full_length' | 'approval' | 'transcript'
+> {
   is_from_me: number;
+  /** messages.transcript: 1 when the content is the transcript of the row's audio. */
+  transcript?: number | null;
   kind: string | null;
   /** The stored content's length; larger than `content` when the read cut it. */
   content_length?: number | null;
@@ -114,7 +123,7 @@ export const CHAT_LINE_MAX = 4 * WEB_LIMIT;
 
 /** The messages columns a ChatRow is read from, the content cut at CHAT_LINE_MAX characters. */
 export const CHAT_COLUMNS = `id, is_from_me, kind, substr(CAST(content AS TEXT), 1, ${CHAT_LINE_MAX}) AS content,
-  length(CAST(content AS TEXT)) AS content_length, sender, sender_name, topic, timestamp, reply_to`;
+  length(CAST(content AS TEXT)) AS content_length, sender, sender_name, topic, timestamp, reply_to, transcript`;
 
 // An agent marks a reply as a tool/status line by starting it with one of these (the protocol has no field
 // for it; outbound kind 'status' is the other way). The marker is shown as styling, not as text.
@@ -149,6 +158,7 @@ export function toChatLine(row: ChatRow): ChatLine {
     topic: row.topic,
     timestamp: row.timestamp,
     reply_to: row.reply_to,
+    ...(!row.is_from_me && row.transcript === 1 ? { transcript: true as const } : {}),
     // Both counted in characters by SQLite: cut exactly when the stored text is longer than the cap.
     ...(row.content_length != null && row.content_length > CHAT_LINE_MAX
       ? { full_length: row.content_length }

@@ -32,8 +32,9 @@ function isAlive(pid: number): boolean {
 /**
  * Launches headless chromium with the flags this machine needs. Playwright gives it a fresh
  * --user-data-dir of its own and removes it on close. Fails (never skips) when chromium is missing.
+ * `extraArgs` are more flags (a test's fake microphone, for one).
  */
-export async function launchChromium(): Promise<Browser> {
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: run scripts/setup.d/40-chromium.sh (apt-get install chromium)`);
   }
@@ -48,6 +49,7 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-component-update',
       '--disable-sync',
       '--no-first-run',
+      ...extraArgs,
     ],
   });
   const browser = await chromium.connect(server.wsEndpoint());
