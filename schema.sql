@@ -832,3 +832,25 @@ CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF text, group_fol
 END;
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
   content, grp, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+-- Codebases (docs/WORKTREES.md): a group bound to a git repository. `source` is what the operator gave (a URL
+-- gated cloned, or a local repository it adopted); `git_dir` the repository's common git folder on disk
+-- (a bare clone of gated's own beside the groups, or the adopted repository's .git); `branch` the base
+-- branch new topic branches start from.
+CREATE TABLE IF NOT EXISTS group_repos (
+  group_folder TEXT PRIMARY KEY,
+  source       TEXT NOT NULL,
+  git_dir      TEXT NOT NULL,
+  branch       TEXT NOT NULL,
+  cloned       INTEGER NOT NULL DEFAULT 0,
+  added_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+-- One git worktree per topic of a bound group: the agent's folder for that topic's runs, on its own branch.
+CREATE TABLE IF NOT EXISTS worktrees (
+  group_folder TEXT NOT NULL,
+  topic        TEXT NOT NULL,
+  path         TEXT NOT NULL,
+  branch       TEXT NOT NULL,
+  created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  last_run_at  TEXT,
+  PRIMARY KEY (group_folder, topic)
+);

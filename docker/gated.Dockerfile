@@ -20,6 +20,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.sql ./
 COPY core core
 COPY router router
+COPY worktrees worktrees
 COPY store store
 COPY gateway gateway
 COPY queue queue

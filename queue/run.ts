@@ -157,11 +157,11 @@ export class Run {
   }
 
   /** Starts the agent and feeds it `input`; resolves when the run has ended (not settled). */
-  async begin(spec: () => RunSpec, input: string): Promise<void> {
+  async begin(spec: () => RunSpec | Promise<RunSpec>, input: string): Promise<void> {
     this.hard.arm(this.hooks.runTimeoutMs);
     let handle: AgentHandle;
     try {
-      handle = await this.hooks.runtime.start({ ...spec(), signal: this.starting.signal });
+      handle = await this.hooks.runtime.start({ ...(await spec()), signal: this.starting.signal });
     } catch (err) {
       // Given up by the hard timeout while the start was pending (kill): that end is the run's.
       if (this.starting.signal.aborted) return;

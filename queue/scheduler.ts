@@ -9,6 +9,7 @@ import { formatPrompt, inputLine } from './prompt.js';
 import { agentMessage, senderRoleOf } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
 import { runSpecOf } from './spec.js';
+import { withWorktree } from './worktree.js';
 import { lockOrLater, LOCKED } from '../store/db.js';
 import { turnWorkMs } from '../store/group-commit.js';
 import { rowsAfterPollCursor } from '../store/state.js';
@@ -331,7 +332,15 @@ export class Scheduler {
       'run starting',
     );
     void run.begin(
-      () => runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
+      () =>
+        withWorktree(
+          opts.db,
+          opts.config.groupsDir,
+          runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
+          key,
+          opts.log,
+          opts.now,
+        ),
       input,
     );
   }

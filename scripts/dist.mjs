@@ -27,6 +27,7 @@ export const DIST_CLI = join(dist, 'gated', 'cli.js');
 const SOURCES = [
   'core',
   'router',
+  'worktrees',
   'store',
   'gateway',
   'queue',

@@ -12,6 +12,7 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const RANK = {
   core: 0,
   router: 1,
+  worktrees: 1,
   store: 2,
   gateway: 3,
   queue: 3,

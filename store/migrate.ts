@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 24;
+export const SCHEMA_VERSION = 25;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -124,6 +124,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 23 → 24: memory (docs/MEMORY.md): schema.sql creates memories, its full-text index and that of the
   // messages; the history indexer fills the latter from the first row on (its cursor starts at 0).
   23: () => {},
+  // 24 → 25: codebases and worktrees (docs/WORKTREES.md): schema.sql creates group_repos (a group's
+  // repository) and worktrees (one per topic of such a group); nothing older changes.
+  24: () => {},
 };
 
 /** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */

@@ -17,14 +17,17 @@ import {
 } from '../../store/groups.js';
 import { audited } from './access.js';
 import { action } from '../context.js';
+import { repoCommand } from './worktrees.js';
+import { WorktreeStore } from '../../store/worktrees.js';
 
-/** `gated groups list | add | rm | config | agent | threads | busy | autonomy | network`. */
+/** `gated groups list | add | rm | config | agent | threads | busy | autonomy | network | repo`. */
 export function groupsCommand(program: Command): void {
   const groups = program.command('groups').description('registered agent workspaces');
   registryCommands(groups);
   settingCommands(groups);
   runCommands(groups);
   autonomyCommand(groups);
+  repoCommand(groups);
 }
 
 /** `gated groups list | add | rm`: which groups are registered. */
@@ -34,11 +37,17 @@ function registryCommands(groups: Command): void {
     .description('registered groups')
     .action(
       action((ctx) => {
-        ctx.out(['folder', 'name', 'image', 'network', 'autonomy', 'added_at'].join('\t'));
-        for (const g of listGroups(ctx.db({ readOnly: true }))) {
+        ctx.out(['folder', 'name', 'image', 'network', 'autonomy', 'repo', 'added_at'].join('\t'));
+        const db = ctx.db({ readOnly: true });
+        const repos = new Map(new WorktreeStore(db).repos().map((r) => [r.group_folder, r]));
+        for (const g of listGroups(db)) {
           const autonomy =
             autonomyOf(g.autonomy) ?? `bad: ${String(g.autonomy)} (read as ${DEFAULT_AUTONOMY})`;
-          ctx.out([g.folder, g.name ?? '', g.image ?? '', networkShown(g), autonomy, g.added_at].join('\t'));
+          const r = repos.get(g.folder);
+          const repo = r ? `${r.source} (${r.branch})` : '';
+          ctx.out(
+            [g.folder, g.name ?? '', g.image ?? '', networkShown(g), autonomy, repo, g.added_at].join('\t'),
+          );
         }
       }),
     );

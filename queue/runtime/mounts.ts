@@ -2,7 +2,7 @@ import { closeSync, existsSync, lstatSync, mkdirSync, realpathSync } from 'node:
 import { basename, dirname, isAbsolute, posix, relative, resolve, sep } from 'node:path';
 import { GroupDirError, openGroupDirSync, type OpenedGroupDir } from '../../core/group-dir.js';
 import { chownTreeAt } from './owner.js';
-import type { ConfigMount, MountRequest } from './types.js';
+import type { ConfigMount, MountRequest, WorkTree } from './types.js';
 
 /**
  * What may enter a container besides the group's own folder: only paths the operator allow-listed
@@ -180,6 +180,7 @@ export interface Workspace {
 export function prepareWorkspace(
   spec: {
     groupDir: string;
+    work?: WorkTree | undefined;
     mounts?: readonly MountRequest[] | undefined;
     config?: readonly ConfigMount[] | undefined;
   },
@@ -188,7 +189,11 @@ export function prepareWorkspace(
   user: string | undefined,
 ): Workspace {
   const mounts = [...validateMounts(spec.mounts ?? [], allowRoots), ...configMounts(spec.config ?? [])];
-  const dir = openWorkspace(groupsRoot, spec.groupDir);
+  // A topic's worktree (docs/WORKTREES.md) is the workspace instead, a direct child of the operator's
+  // folder of the group's worktrees, as the group's folder is of the groups folder.
+  const dir = spec.work
+    ? openWorkspace(spec.work.root, spec.work.dir)
+    : openWorkspace(groupsRoot, spec.groupDir);
   try {
     return { groupDir: dir.path, user: pickUser(dir, user), mounts };
   } finally {

@@ -322,7 +322,8 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const cmd = spec.command ?? opts.cmd;
       // The working directory is the group's own folder, made when missing and refused when a link is at
       // its name (core/group-dir.ts): never a path another group's agent could have redirected.
-      const cwd = checkGroupDirSync(spec.groupDir);
+      // A topic's worktree, when the group is bound to a repository (docs/WORKTREES.md), is checked alike.
+      const cwd = checkGroupDirSync(spec.work?.dir ?? spec.groupDir);
       // HOME is made (or checked) by whoever starts the agent, just before it starts (SpawnRequest.home).
       const home = join(cwd, AGENT_HOME_DIR);
       const env = { ...agentEnv(opts.env), HOME: home, [RUN_MARK_VAR]: mark };

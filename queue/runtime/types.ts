@@ -24,6 +24,11 @@ export interface RunSpec {
   topic: string;
   /** Absolute host path of the group's folder: the agent's working directory. Created when missing. */
   groupDir: string;
+  /**
+   * The topic's git worktree, when the group is bound to a repository (docs/WORKTREES.md): then it, not
+   * the group's folder, is the agent's working directory.
+   */
+  work?: WorkTree;
   /** The group's own image (registered_groups.image), else the runtime's default. Docker only. */
   image?: string | null;
   /**
@@ -45,6 +50,19 @@ export interface RunSpec {
    * the start and kills what it started; one that cannot may resolve later (the run kills that handle).
    */
   signal?: AbortSignal;
+}
+
+/** A topic's worktree as a runtime needs it. */
+export interface WorkTree {
+  /** The worktree's folder: the agent's working directory. */
+  dir: string;
+  /** The operator's folder of the group's worktrees (`dir` is a direct child of it). */
+  root: string;
+  /** The repository's common git folder (objects, refs). */
+  gitDir: string;
+  /** The worktree's own git folder (`<gitDir>/worktrees/<name>`: HEAD, index). */
+  adminDir: string;
+  branch: string;
 }
 
 /** A configuration folder a container sees read-only. */
