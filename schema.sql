@@ -339,7 +339,7 @@ CREATE TABLE IF NOT EXISTS limits (
 -- of the group without a row of their own. NULL is no limit. Windows are UTC days.
 CREATE TABLE IF NOT EXISTS sender_limits (
   group_folder     TEXT NOT NULL,
-  sender           TEXT NOT NULL,  -- platform:id as stored in messages.sender, or '*'
+  sender           TEXT NOT NULL,  -- platform:id (the chat's platform, messages.sender), or '*'
   runs_per_day     INTEGER,
   tokens_per_day   INTEGER,
   cost_per_day_usd REAL,
@@ -362,7 +362,7 @@ CREATE TABLE IF NOT EXISTS usage_reports (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id        INTEGER NOT NULL,
   group_folder  TEXT    NOT NULL,
-  sender        TEXT,
+  sender        TEXT,  -- platform:id of the turn's newest message
   model         TEXT,
   at            INTEGER NOT NULL,
   input_tokens  INTEGER NOT NULL DEFAULT 0,

@@ -96,7 +96,11 @@ export class AccessGate {
   quiet(msg: Message, folder: string): boolean {
     if (isTaskRow(msg)) return true;
     const snap = this.snap ?? this.source.current();
-    return this.source.mode(folder, snap) !== 'approval' && this.source.limits(folder, snap) === undefined;
+    return (
+      this.source.mode(folder, snap) !== 'approval' &&
+      this.source.limits(folder, snap) === undefined &&
+      !this.daily.hasSenderLimits(folder)
+    );
   }
 
   /**
@@ -133,7 +137,7 @@ export class AccessGate {
       if (mode === 'approval') return this.pair(msg, p, folder, now);
     }
     const limits = source.limits(folder, snap);
-    return limits ? this.limit(p, folder, limits, now) : SERVE;
+    return limits || this.daily.hasSenderLimits(folder) ? this.limit(p, folder, limits, now) : SERVE;
   }
 
   /** A stranger in an approval group: issue a code, or hold the message without one (docs/ACCESS.md). */
@@ -182,10 +186,10 @@ export class AccessGate {
   }
 
   /** Limits: the first one exceeded makes the message `limited`; its sender is told once per window. */
-  private limit(p: Principal, folder: string, limits: Limits, now: number): AccessVerdict {
+  private limit(p: Principal, folder: string, limits: Limits | undefined, now: number): AccessVerdict {
     const hour = Math.floor(now / HOUR) * HOUR;
     let hit: { kind: string; window: number; text: string } | null = null;
-    if (limits.senderPerHour !== null) {
+    if (limits && limits.senderPerHour !== null) {
       const since = new Date(hour).toISOString();
       const n = this.senderCountStmt.get({
         group: folder,
@@ -201,6 +205,9 @@ export class AccessGate {
       }
     }
     hit ??= this.daily.reached(folder, limits, now);
+    // The sender's own daily limits (sender_limits), noticed apart from the group's.
+    const own = hit ? null : this.daily.senderReached(folder, principalId(p), now);
+    if (own) hit = { ...own, kind: `sender-${own.kind}` };
     if (!hit) return SERVE;
     const reason = `limit: ${hit.text} in ${folder}`;
     const first = this.noticeStmt.run(folder, principalId(p), hit.kind, hit.window).changes > 0;

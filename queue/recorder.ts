@@ -14,6 +14,8 @@ import { writableNow } from '../store/group-commit.js';
 import { sessionsOf } from '../store/sessions.js';
 import { usageOf } from '../store/usage.js';
 import { usageReport } from './usage.js';
+import { warnCaps } from './budget.js';
+import { principalId, principalOf } from '../store/principal.js';
 import type { QueueOptions, RunResult } from './types.js';
 
 /** What the recorder tells the scheduler: a run left its lane, or new ready rows may exist. */
@@ -88,10 +90,15 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       opts.calls?.reported(run, report);
       if (!usage) return;
       // Spent within the turn so far: on the run at once, for the sender of the turn in progress.
-      const sender = run.turns.lastRowOf(run.turns.current).sender;
+      const sender = senderOf(run.turns.lastRowOf(run.turns.current));
       try {
         const usages = usageOf(opts.db);
-        usages.record(usageReport(usages, run, usage, sender, now()), true);
+        const at = now();
+        const warned = opts.db.transaction(() => {
+          usages.record(usageReport(usages, run, usage, sender, at), true);
+          return applier.isDelegationChat(run.chatJid) ? [] : warnCaps(opts.db, run, sender, at);
+        })();
+        for (const id of warned) signals.outbound.fire(id);
       } catch (err) {
         log.error({ runId: run.runId, err: coerceError(err).message }, 'recording usage failed');
       }
@@ -239,7 +246,8 @@ function recordBlock(
   const sessions = sessionsOf(d.opts.db);
   const usages = usageOf(d.opts.db);
   // Priced before the transaction (a read); stored in it, with the block.
-  const usage = commit.usage && usageReport(usages, run, commit.usage, answering.sender, now);
+  const sender = senderOf(answering);
+  const usage = commit.usage && usageReport(usages, run, commit.usage, sender, now);
   if (usage) {
     const { input_tokens, output_tokens, cost_usd } = usage;
     commit = { ...commit, usage: { input_tokens, output_tokens, cost_usd } };
@@ -261,6 +269,7 @@ function recordBlock(
   const delegated = reply !== null && applier.isDelegationChat(run.chatJid);
   let done: ActionsOutcome | undefined;
   let returned: number | null = null;
+  let warned: number[] = [];
   let id: number | null;
   try {
     id = store.commitBlock(delegated ? { ...commit, reply: null } : commit, () => {
@@ -271,13 +280,14 @@ function recordBlock(
       if (delegated && reply.content !== '') returned = applier.answerDelegation(ctx, reply.content);
       if (actions !== undefined) done = applier.apply(ctx, actions);
       if (usage) usages.record(usage, false);
+      if (usage && !delegated) warned = warnCaps(d.opts.db, run, sender, now);
     });
   } catch (err) {
     d.opts.log.error({ runId: run.runId, err: coerceError(err).message }, 'storing a block failed');
     return false;
   }
   if (id !== null) signals.outbound.fire(id);
-  for (const out of done?.outbound ?? []) signals.outbound.fire(out);
+  for (const out of [...(done?.outbound ?? []), ...warned]) signals.outbound.fire(out);
   if (returned !== null || (done?.placed ?? 0) > 0) d.events.wake();
   if ((done?.scheduled ?? 0) > 0) signals.tasks.fire();
   return true;
@@ -335,4 +345,9 @@ export function agentMessage(
     },
     r.files !== 0,
   );
+}
+
+/** Who a turn's usage is credited to: its row's sender as `platform:id` (the form members and limits use). */
+function senderOf(row: BatchRow): string {
+  return principalId(principalOf(row));
 }

@@ -1,6 +1,7 @@
 import { AccessSource, listMembers, type AccessMode, type Limits, type MemberRow } from './access.js';
 import { ApprovalStore, type Approval } from './approvals.js';
 import type { Db } from './db.js';
+import { listSenderLimits } from './limits.js';
 
 /** One group as `gated access list` and the dashboard show it. */
 export interface GroupAccess {
@@ -129,6 +130,7 @@ export function accessOverview(db: Db, admins: string[], now: number, only?: str
           l.senderPerHour !== null ? `${l.senderPerHour}/sender/h` : '',
           l.runsPerDay !== null ? `${l.runsPerDay} runs/day` : '',
           l.costPerDayUsd !== null ? `$${l.costPerDayUsd}/day` : '',
+          l.tokensPerDay != null ? `${l.tokensPerDay} tokens/day` : '',
         ]
           .filter(Boolean)
           .join(', ')
@@ -149,6 +151,16 @@ export function accessOverview(db: Db, admins: string[], now: number, only?: str
   // Every row, also those of folders that are only parents (`krons` for `krons/content`).
   for (const m of listMembers(db, only))
     out.push(['', m.id, m.group_folder, m.sender, m.role, m.note ?? ''].join('\t'));
+  out.push('');
+  out.push(['sender limits:', 'group', 'sender', 'runs/day', 'cost/day', 'tokens/day'].join('\t'));
+  for (const r of listSenderLimits(db, only)) {
+    const v = (n: number | null) => (n === null ? 'none' : String(n));
+    out.push(
+      ['', r.group_folder, r.sender, v(r.runs_per_day), v(r.cost_per_day_usd), v(r.tokens_per_day)].join(
+        '\t',
+      ),
+    );
+  }
   out.push('');
   out.push(['open codes:', 'code', 'group', 'sender', 'chat', 'expires'].join('\t'));
   for (const a of rep.open) {

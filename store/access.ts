@@ -47,6 +47,8 @@ export interface Limits {
   senderPerHour: number | null;
   runsPerDay: number | null;
   costPerDayUsd: number | null;
+  /** Agent tokens (input and output) of the group per day; absent or null is no limit. */
+  tokensPerDay?: number | null;
 }
 
 /** One compiled `members` row. An invalid glob never matches (as an invalid route never does). */
@@ -120,7 +122,7 @@ export class AccessSource {
     this.groupsStmt = db.prepare('SELECT folder, access, threads FROM registered_groups');
     this.membersStmt = db.prepare('SELECT id, group_folder, sender, role FROM members ORDER BY id');
     this.limitsStmt = db.prepare(
-      'SELECT group_folder, sender_per_hour, runs_per_day, cost_per_day_usd FROM limits',
+      'SELECT group_folder, sender_per_hour, runs_per_day, cost_per_day_usd, tokens_per_day FROM limits',
     );
   }
 
@@ -177,11 +179,13 @@ export class AccessSource {
       sender_per_hour: number | null;
       runs_per_day: number | null;
       cost_per_day_usd: number | null;
+      tokens_per_day: number | null;
     }[]) {
       limits.set(l.group_folder, {
         senderPerHour: l.sender_per_hour,
         runsPerDay: l.runs_per_day,
         costPerDayUsd: l.cost_per_day_usd,
+        tokensPerDay: l.tokens_per_day,
       });
     }
     return { version, modes, threads, rules, limits };
@@ -358,13 +362,21 @@ export function setAccessMode(db: Db, folder: string, mode: string): boolean {
 /** Writes a group's limits (null clears one); a row with no limit left is deleted. */
 export function setLimits(db: Db, folder: string, limits: Limits): void {
   if (!isValidFolder(folder)) throw new UsageError(`bad group folder '${folder}'`);
-  if (limits.senderPerHour === null && limits.runsPerDay === null && limits.costPerDayUsd === null) {
+  const tokens = limits.tokensPerDay ?? null;
+  if (
+    limits.senderPerHour === null &&
+    limits.runsPerDay === null &&
+    limits.costPerDayUsd === null &&
+    tokens === null
+  ) {
     db.prepare('DELETE FROM limits WHERE group_folder = ?').run(folder);
     return;
   }
   db.prepare(
-    `INSERT INTO limits (group_folder, sender_per_hour, runs_per_day, cost_per_day_usd) VALUES (?, ?, ?, ?)
+    `INSERT INTO limits (group_folder, sender_per_hour, runs_per_day, cost_per_day_usd, tokens_per_day)
+     VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (group_folder) DO UPDATE SET sender_per_hour = excluded.sender_per_hour,
-       runs_per_day = excluded.runs_per_day, cost_per_day_usd = excluded.cost_per_day_usd`,
-  ).run(folder, limits.senderPerHour, limits.runsPerDay, limits.costPerDayUsd);
+       runs_per_day = excluded.runs_per_day, cost_per_day_usd = excluded.cost_per_day_usd,
+       tokens_per_day = excluded.tokens_per_day`,
+  ).run(folder, limits.senderPerHour, limits.runsPerDay, limits.costPerDayUsd, tokens);
 }

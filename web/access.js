@@ -45,6 +45,7 @@ function limitsText(l) {
   if (l.senderPerHour !== null) parts.push(`${l.senderPerHour} msgs/sender/h`);
   if (l.runsPerDay !== null) parts.push(`${l.runsPerDay} runs/day`);
   if (l.costPerDayUsd !== null) parts.push(`$${l.costPerDayUsd}/day`);
+  if (l.tokensPerDay != null) parts.push(`${l.tokensPerDay} tokens/day`);
   return parts.join(', ') || 'none';
 }
 

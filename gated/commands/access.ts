@@ -11,6 +11,7 @@ import {
   upsertMember,
   type Limits,
 } from '../../store/access.js';
+import { senderLimitsRow, setSenderLimits, type SenderLimits } from '../../store/limits.js';
 import { ApprovalStore, releaseLimited } from '../../store/approvals.js';
 import { listAudit, withActor } from '../../store/audit.js';
 import type { Db } from '../../store/db.js';
@@ -132,39 +133,72 @@ function memberCommands(access: Command): void {
     );
 }
 
-/** `gated access limit`: a group's limits, the ones not named kept. */
+/** `gated access limit`: a group's limits, or one sender's in it, the ones not named kept. */
 function limitCommand(access: Command): void {
   access
     .command('limit')
-    .description("set a group's limits ('none' clears one; unnamed ones stay)")
+    .description(
+      "set a group's limits, or with --sender one sender's daily limits in it ('none' clears one; unnamed ones stay)",
+    )
     .argument('<group>')
-    .option('--sender-per-hour <n>', 'messages one sender may send per hour')
+    .option('--sender <id>', "one sender's limits: platform:id as in members, or '*' for every sender")
+    .option('--sender-per-hour <n>', 'messages one sender may send per hour (a group limit)')
     .option('--runs-per-day <n>', 'agent runs per day')
     .option('--cost-per-day <usd>', 'agent cost per day in USD')
+    .option('--tokens-per-day <n>', 'agent tokens (input and output) per day')
     .action(
-      action(
-        (ctx, group: string, opts: { senderPerHour?: string; runsPerDay?: string; costPerDay?: string }) => {
-          const current: Limits = new AccessSource(ctx.db(), []).limits(group) ?? {
-            senderPerHour: null,
-            runsPerDay: null,
-            costPerDayUsd: null,
-          };
-          const next: Limits = {
-            senderPerHour: pick(
-              limitArg('--sender-per-hour', opts.senderPerHour, true),
-              current.senderPerHour,
-            ),
-            runsPerDay: pick(limitArg('--runs-per-day', opts.runsPerDay, true), current.runsPerDay),
-            costPerDayUsd: pick(limitArg('--cost-per-day', opts.costPerDay, false), current.costPerDayUsd),
-          };
-          audited(ctx, (db) => setLimits(db, group, next));
-          ctx.out(
-            `${group}: sender/hour ${next.senderPerHour ?? 'none'}, runs/day ${next.runsPerDay ?? 'none'}, ` +
-              `cost/day ${next.costPerDayUsd ?? 'none'}`,
-          );
-        },
-      ),
+      action((ctx, group: string, opts: LimitOpts) => {
+        if (opts.sender !== undefined) return senderLimit(ctx, group, opts.sender, opts);
+        const current: Limits = new AccessSource(ctx.db(), []).limits(group) ?? {
+          senderPerHour: null,
+          runsPerDay: null,
+          costPerDayUsd: null,
+        };
+        const next: Limits = {
+          senderPerHour: pick(limitArg('--sender-per-hour', opts.senderPerHour, true), current.senderPerHour),
+          runsPerDay: pick(limitArg('--runs-per-day', opts.runsPerDay, true), current.runsPerDay),
+          costPerDayUsd: pick(limitArg('--cost-per-day', opts.costPerDay, false), current.costPerDayUsd),
+          tokensPerDay: pick(
+            limitArg('--tokens-per-day', opts.tokensPerDay, true),
+            current.tokensPerDay ?? null,
+          ),
+        };
+        audited(ctx, (db) => setLimits(db, group, next));
+        ctx.out(
+          `${group}: sender/hour ${next.senderPerHour ?? 'none'}, runs/day ${next.runsPerDay ?? 'none'}, ` +
+            `cost/day ${next.costPerDayUsd ?? 'none'}, tokens/day ${next.tokensPerDay ?? 'none'}`,
+        );
+      }),
     );
+}
+
+interface LimitOpts {
+  sender?: string;
+  senderPerHour?: string;
+  runsPerDay?: string;
+  costPerDay?: string;
+  tokensPerDay?: string;
+}
+
+/** `gated access limit GROUP --sender ID`: the sender's daily limits in the group. */
+function senderLimit(ctx: CliContext, group: string, sender: string, opts: LimitOpts): void {
+  if (opts.senderPerHour !== undefined)
+    throw new UsageError('--sender-per-hour is a group limit: leave out --sender');
+  const current: SenderLimits = senderLimitsRow(ctx.db(), group, sender) ?? {
+    runsPerDay: null,
+    costPerDayUsd: null,
+    tokensPerDay: null,
+  };
+  const next: SenderLimits = {
+    runsPerDay: pick(limitArg('--runs-per-day', opts.runsPerDay, true), current.runsPerDay),
+    costPerDayUsd: pick(limitArg('--cost-per-day', opts.costPerDay, false), current.costPerDayUsd),
+    tokensPerDay: pick(limitArg('--tokens-per-day', opts.tokensPerDay, true), current.tokensPerDay),
+  };
+  audited(ctx, (db) => setSenderLimits(db, group, sender, next));
+  ctx.out(
+    `${group} ${sender}: runs/day ${next.runsPerDay ?? 'none'}, cost/day ${next.costPerDayUsd ?? 'none'}, ` +
+      `tokens/day ${next.tokensPerDay ?? 'none'}`,
+  );
 }
 
 /** `gated access approve | reject | release`: deciding pairing codes, releasing limited messages. */

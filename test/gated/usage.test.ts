@@ -40,10 +40,10 @@ test('usage without a cost is priced by the model, credited per sender, summed o
     .prepare('SELECT sender, model, input_tokens, output_tokens, cost_usd FROM usage_reports ORDER BY id')
     .all();
   expect(reports).toEqual([
-    { sender: 'ada', model: 'm-test', input_tokens: 1000, output_tokens: 0, cost_usd: 0.003 },
-    { sender: 'ada', model: 'm-test', input_tokens: 0, output_tokens: 2000, cost_usd: 0.03 },
-    { sender: 'bob', model: 'm-test', input_tokens: 1000, output_tokens: 0, cost_usd: 0.003 },
-    { sender: 'bob', model: 'm-test', input_tokens: 0, output_tokens: 2000, cost_usd: 0.03 },
+    { sender: 'telegram:ada', model: 'm-test', input_tokens: 1000, output_tokens: 0, cost_usd: 0.003 },
+    { sender: 'telegram:ada', model: 'm-test', input_tokens: 0, output_tokens: 2000, cost_usd: 0.03 },
+    { sender: 'telegram:bob', model: 'm-test', input_tokens: 1000, output_tokens: 0, cost_usd: 0.003 },
+    { sender: 'telegram:bob', model: 'm-test', input_tokens: 0, output_tokens: 2000, cost_usd: 0.03 },
   ]);
   const runs = g.db
     .prepare('SELECT input_tokens, output_tokens, round(cost_usd, 6) AS cost FROM session_log ORDER BY id')
@@ -62,8 +62,8 @@ test('usage without a cost is priced by the model, credited per sender, summed o
   const lines = usage.out.trim().split('\n');
   expect(lines[0]).toBe('day\tgroup\tsender\treports\tinput tokens\toutput tokens\tcost usd');
   expect(lines.slice(1).map((l) => l.split('\t').slice(1))).toEqual([
-    ['club', 'ada', '2', '1000', '2000', '0.033000'],
-    ['club', 'bob', '2', '1000', '2000', '0.033000'],
+    ['club', 'telegram:ada', '2', '1000', '2000', '0.033000'],
+    ['club', 'telegram:bob', '2', '1000', '2000', '0.033000'],
   ]);
   expect((await gatedCli(path, 'prices', 'rm', 'm-test')).out).toBe('price of m-test removed\n');
   expect((await gatedCli(path, 'prices', 'rm', 'm-test')).code).toBe(2);

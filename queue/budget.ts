@@ -1,0 +1,56 @@
+import type { Db } from '../store/db.js';
+import { dayOf, DailyUsage, type CapUse } from '../store/limits.js';
+import { insertOutbound } from '../store/messages.js';
+import type { Run } from './run.js';
+
+/**
+ * The daily caps while a run spends (docs/COSTS.md): after each usage report, every cost or token cap of the
+ * run's group and of the report's sender that is 80 % used is told to the run's chat, once per cap and UTC
+ * day. The notice is a `limit_notices` row written in the report's own transaction with the chat's message,
+ * so a restart (even kill -9) neither loses nor repeats it.
+ */
+
+/** The share of a cap at which the chat is warned. */
+export const WARN_AT = 0.8;
+
+function noticeStmt(db: Db) {
+  return db.prepare(
+    `INSERT INTO limit_notices (group_folder, sender, kind, window_start) VALUES (?, ?, ?, ?)
+     ON CONFLICT DO NOTHING`,
+  );
+}
+
+const stmts = new WeakMap<Db, ReturnType<typeof noticeStmt>>();
+
+function describe(group: string, c: CapUse): string {
+  const who = c.sender === '' ? group : `${c.sender} in ${group}`;
+  const [used, cap] =
+    c.kind === 'cost' ? [`$${c.used.toFixed(4)}`, `$${c.cap}`] : [`${c.used} tokens`, `${c.cap} tokens`];
+  const pct = Math.floor((c.used / c.cap) * 100);
+  return `Budget warning: ${who} has used ${pct} % of its daily agent ${c.kind} cap today (${used} of ${cap}).`;
+}
+
+/**
+ * Warns the run's chat of each cap the group or `sender` crossed 80 % of today, once per (group or sender,
+ * cap, day). Call inside the transaction that stored the report. Returns the outbound ids it wrote.
+ */
+export function warnCaps(db: Db, run: Run, sender: string | null, now: number): number[] {
+  const group = run.key.group;
+  const uses = new DailyUsage(db).capUses(group, sender, now);
+  const ids: number[] = [];
+  let insert = stmts.get(db);
+  for (const c of uses) {
+    if (c.cap <= 0 || c.used < WARN_AT * c.cap) continue;
+    if (!insert) stmts.set(db, (insert = noticeStmt(db)));
+    if (insert.run(group, c.sender, `warn-${c.kind}`, dayOf(now)).changes === 0) continue;
+    ids.push(
+      insertOutbound(db, {
+        chat_jid: run.chatJid,
+        kind: 'gateway',
+        topic: run.key.topic,
+        content: describe(group, c),
+      }),
+    );
+  }
+  return ids;
+}
