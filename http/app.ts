@@ -1,5 +1,5 @@
 import type { Logger } from '../core/log.js';
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { secureHeaders } from 'hono/secure-headers';
 import { accessApi } from './access.js';
@@ -8,7 +8,7 @@ import { createAuth } from './auth.js';
 import { admitUploads, ClientBounds, DEFAULT_CLIENT_CAPS, limitTokenGuesses } from './bounds.js';
 import { ChatReaders } from './chat-view.js';
 import { chatRoutes } from './chat.js';
-import { chatFileRoutes } from './chat-files.js';
+import { chatFileRoutes, dashboardAudioRoutes } from './chat-files.js';
 import { dashboardRoutesApi } from './dashboard.js';
 import { groupsAdminApi } from './groups-admin.js';
 import { hostGuard } from './guard.js';
@@ -144,6 +144,7 @@ function useOperatorApis(
     }),
   );
   app.route('/api/dashboard', viewsApi({ inspect: new Inspect(db), history: opts.history, now }));
+  app.route('/api/dashboard', dashboardAudioRoutes({ q, log: httpLog, groupsDir: config.groupsDir }));
   app.use('/api/admin/*', auth.admin);
   app.route('/api/admin', adminApi(opts.admin, httpLog));
   app.use('/api/routes', auth.admin);
@@ -193,10 +194,12 @@ function useFront(app: Hono, opts: HttpAppOptions): void {
   });
   // Set after every other header middleware (this one wraps them all): a file an agent wrote is never a
   // page of this origin, whatever its type.
-  app.use('/api/chat/file', async (c, next) => {
+  const sandboxed: MiddlewareHandler = async (c, next) => {
     await next();
     c.res.headers.set('Content-Security-Policy', "default-src 'none'; sandbox");
-  });
+  };
+  app.use('/api/chat/file', sandboxed);
+  app.use('/api/dashboard/audio', sandboxed);
   app.use(
     secureHeaders({
       // The pages load only their own script and style files: no inline code, nothing from elsewhere.
@@ -205,6 +208,8 @@ function useFront(app: Hono, opts: HttpAppOptions): void {
         scriptSrc: ["'self'"],
         styleSrc: ["'self'"],
         imgSrc: ["'self'", 'data:'],
+        // The dashboard plays a chat's audio from a blob it fetched with the admin token (docs/VOICE.md).
+        mediaSrc: ["'self'", 'blob:'],
         connectSrc: ["'self'"],
         frameAncestors: ["'none'"],
         formAction: ["'self'"],

@@ -19,7 +19,7 @@ import {
 import { lineSeen, type ChatReaders } from './chat-view.js';
 import { chatPostFields, nonNegInt } from './chat.js';
 import { parseUpload, UploadRefused, type ParsedUpload } from './multipart.js';
-import type { Queries } from './queries.js';
+import type { ChatFileRow, Queries } from './queries.js';
 
 /** What the chat's file endpoints need. */
 export interface ChatFilesDeps {
@@ -146,10 +146,26 @@ async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
   )
     return c.json({ error: 'no such file' }, 404);
   const group = row.group_folder && isValidFolder(row.group_folder) ? row.group_folder : folder;
+  return sendFolderFile(deps.groupsDir, log, c, { id, seq, row, group });
+}
+
+/**
+ * Sends file `seq` of row `id`, read from inside `group`'s folder through core/safe-file.ts: 404 when it is
+ * gone, 403 with the reason when it is not a plain file reached without links. Pictures and audio inline
+ * with their type, everything else as an attachment.
+ */
+async function sendFolderFile(
+  groupsDir: string,
+  log: Logger,
+  c: Context,
+  f: { id: number; seq: number; row: ChatFileRow; group: string },
+): Promise<Response> {
+  const { id, seq, row, group } = f;
+  if (!row.path) return c.json({ error: 'no such file' }, 404);
   let root: string | undefined;
   try {
     // The groups folder's links are the operator's; the group's own entry is walked without following.
-    root = realGroupDirOf(deps.groupsDir, group);
+    root = realGroupDirOf(groupsDir, group);
   } catch {
     root = undefined;
   }
@@ -159,7 +175,7 @@ async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
   let opened: OpenedFile;
   try {
     // Taken through the groups folder's spool: a hard link to a file outside cannot be raced past the check.
-    const spool = await spoolOf(await realpath(deps.groupsDir));
+    const spool = await spoolOf(await realpath(groupsDir));
     opened = await openInFolder(
       root,
       isAbsolute(row.path) ? relativeInside(root, row.path) : row.path,
@@ -186,4 +202,31 @@ async function serveFile(deps: ChatFilesDeps, c: Context): Promise<Response> {
     await fh.close().catch(() => undefined);
     throw err;
   }
+}
+
+/** What the dashboard's audio endpoint needs. */
+export interface DashboardAudioDeps {
+  q: Queries;
+  log: Logger;
+  groupsDir: string | undefined;
+}
+
+/**
+ * `GET /audio?id=&seq=` of the dashboard (behind its read access): an audio file of any chat's row, a
+ * voice message or a spoken reply, so the chat view plays it beside its transcript (docs/VOICE.md). Only
+ * audio is served here, from inside the row's group folder as the web chat's files are.
+ */
+export function dashboardAudioRoutes(deps: DashboardAudioDeps): Hono {
+  const app = new Hono();
+  app.get('/audio', async (c) => {
+    const id = nonNegInt(c.req.query('id'));
+    const seq = nonNegInt(c.req.query('seq'));
+    if (id === undefined || seq === undefined) return c.json({ error: 'give id and seq' }, 400);
+    const row = deps.q.chatFile(id, seq);
+    const group = row?.group_folder;
+    if (!deps.groupsDir || !row || !INLINE_AUDIO_RE.test(row.mime ?? '') || !group || !isValidFolder(group))
+      return c.json({ error: 'no such audio' }, 404);
+    return sendFolderFile(deps.groupsDir, deps.log, c, { id, seq, row, group });
+  });
+  return app;
 }

@@ -33,6 +33,14 @@ export type ChatMessage = Record<string, unknown> & {
   run_result: string | null;
 };
 
+/** An audio file of a chat row (a voice message, a spoken reply): played by the dashboard beside its text. */
+export interface ChatAudio {
+  message_id: number;
+  seq: number;
+  name: string;
+  mime: string;
+}
+
 /** A run with its messages and derived timings. */
 export interface RunView {
   run: Record<string, unknown> & { id: number; started_at: string; ended_at: string | null };
@@ -95,6 +103,17 @@ export class Inspect {
         `SELECT chat_jid, count(*) AS messages, max(id) AS last_id, max(timestamp) AS last_at
            FROM messages WHERE chat_jid LIKE ? ESCAPE '\\' GROUP BY chat_jid ORDER BY last_id DESC LIMIT ?`,
       ),
+      // The saved audio of the rows in an id range of one chat: uploads and voice notes, and spoken replies.
+      audioIn: db.prepare<[string, number, number, string, number, number], ChatAudio>(
+        `SELECT a.message_id, a.seq, a.name, a.mime FROM attachments a JOIN messages m ON m.id = a.message_id
+          WHERE m.chat_jid = ? AND a.message_id BETWEEN ? AND ? AND a.state = 'saved'
+            AND lower(coalesce(a.mime, '')) LIKE 'audio/%'
+         UNION ALL
+         SELECT f.message_id, f.seq, f.name, f.mime FROM outbound_files f JOIN messages m ON m.id = f.message_id
+          WHERE m.chat_jid = ? AND f.message_id BETWEEN ? AND ? AND f.state = 'ok'
+            AND lower(coalesce(f.mime, '')) LIKE 'audio/%'
+         ORDER BY 1, 2`,
+      ),
       run: db.prepare<[number], RunView['run']>(`SELECT * FROM session_log WHERE id = ?`),
       // The run's own rows, and the replies to them; the chat index bounds the walk to that chat.
       runMessages: db.prepare<[string, number, string, number, number], ChatMessage>(
@@ -126,13 +145,33 @@ export class Inspect {
       stmt = this.db.prepare(sql);
       this.chatStmts.set(sql, stmt);
     }
-    return stmt.all({
+    const rows = stmt.all({
       chat: q.chatJid,
       limit: q.limit,
       ...(q.before !== undefined ? { before: q.before } : {}),
       ...(q.text ? { text: likePattern(q.text) } : {}),
       ...(q.sender ? { sender: likePattern(q.sender) } : {}),
     }) as ChatMessage[];
+    return this.withAudio(q.chatJid, rows);
+  }
+
+  /** The rows, each with `audio` (its audio files, played beside its text) when it has any. */
+  private withAudio(chatJid: string, rows: ChatMessage[]): ChatMessage[] {
+    if (rows.length === 0) return rows;
+    const ids = rows.map((r) => r.id);
+    const lo = Math.min(...ids);
+    const hi = Math.max(...ids);
+    const byRow = new Map<number, ChatAudio[]>();
+    for (const a of this.s.audioIn.all(chatJid, lo, hi, chatJid, lo, hi)) {
+      const list = byRow.get(a.message_id) ?? [];
+      list.push(a);
+      byRow.set(a.message_id, list);
+    }
+    for (const r of rows) {
+      const audio = byRow.get(r.id);
+      if (audio) r.audio = audio.map(({ seq, name, mime }) => ({ seq, name, mime }));
+    }
+    return rows;
   }
 
   /** A run with its messages and timings, or undefined. */

@@ -2,7 +2,7 @@
 // it (state, route, session, the run that answered it, delivery). Columns this page does not know (added
 // by newer parts of gated: attachments, drafts, usage, …) are listed as they are rather than hidden.
 import { el, localTime } from './common.js';
-import { runLink } from './dash-core.js';
+import { auth, runLink } from './dash-core.js';
 
 const KNOWN = new Set([
   'id',
@@ -41,6 +41,8 @@ const KNOWN = new Set([
   'kind',
   'answered_by',
   'run_result',
+  'transcript',
+  'audio',
 ]);
 
 function tag(cls, text) {
@@ -83,11 +85,13 @@ export function messageItem(m) {
     meta.append(r);
   }
   li.append(meta);
-  const text = el('div', 'text', m.content);
+  // A voice message's words (docs/VOICE.md): marked as a transcript, its audio playable beside them.
+  const text = el('div', m.transcript === 1 ? 'text transcript' : 'text', m.content);
   if (m.content_length > m.content.length) {
     text.append(el('span', 'cut', ` … (${m.content_length.toLocaleString('en')} characters in all)`));
   }
   li.append(text);
+  for (const a of Array.isArray(m.audio) ? m.audio : []) li.append(audioPlayer(m.id, a));
   const problem = m.error || m.delivery_error;
   if (problem) li.append(el('div', 'problem', problem));
   const extra = Object.entries(m).filter(([k, v]) => !KNOWN.has(k) && v !== null && v !== '');
@@ -98,4 +102,29 @@ export function messageItem(m) {
     li.append(box);
   }
   return li;
+}
+
+/**
+ * A button that plays audio `a` of row `id`: fetched from /api/dashboard/audio with the typed token (an
+ * <audio> element cannot send it) into a player that stays in place.
+ */
+function audioPlayer(id, a) {
+  const box = el('div', 'audio');
+  const play = el('button', 'play-audio', `▶ ${a.name}`, { type: 'button', title: 'play the audio' });
+  play.addEventListener('click', async () => {
+    play.disabled = true;
+    try {
+      const res = await fetch(`/api/dashboard/audio?id=${id}&seq=${a.seq}`, { headers: auth() });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const url = URL.createObjectURL(await res.blob());
+      const player = el('audio', '', null, { src: url, controls: '' });
+      box.replaceChildren(player);
+      void player.play().catch(() => undefined);
+    } catch (err) {
+      play.disabled = false;
+      box.append(el('span', 'bad', ` not played: ${err.message}`));
+    }
+  });
+  box.append(play);
+  return box;
 }

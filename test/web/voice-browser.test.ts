@@ -3,7 +3,8 @@
  * plays espeak-ng's speech, the record button records it with MediaRecorder (WebM/Opus), the recording is
  * uploaded as audio through the chat's upload path, the real pocketsphinx transcribes it, and the line
  * shows the words marked as a transcript with a player of the recording beside them, live and after a
- * reload; the agent reads the words with the audio attached.
+ * reload; the agent reads the words with the audio attached. The dashboard's chat view plays the same
+ * audio beside its transcript.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -111,5 +112,13 @@ test('the record button records the microphone; the line shows its transcript be
   await playable(page, '.line.user .file.audio audio');
   await page.screenshot({ path: screenshotPath('chat-voice.png') });
 
+  // The dashboard's chat view: the row's audio plays beside its transcript.
+  await page.goto(`${gated.url}/dashboard#chat=${encodeURIComponent('web:demo')}`);
+  const item = page.locator(`#chat-messages li.msg.in[data-id="${(row as { id: number }).id}"]`);
+  await item.waitFor({ timeout: 20_000 });
+  for (const w of KEY_WORDS) expect(await item.locator('.text.transcript').textContent()).toContain(w);
+  await item.locator('button.play-audio').click();
+  await playable(page, `#chat-messages li.msg.in[data-id="${(row as { id: number }).id}"] audio`);
+  await page.screenshot({ path: screenshotPath('dashboard-voice.png') });
   expect(errors).toEqual([]);
 }, 180_000);
