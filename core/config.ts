@@ -121,6 +121,8 @@ export interface Config extends ChannelsConfig, VoiceConfig {
   memoryMaxFacts: number;
   /** Longest fact in bytes (GATED_MEMORY_MAX_FACT_BYTES). */
   memoryMaxFactBytes: number;
+  /** Bytes of facts each turn's input carries at most (GATED_MEMORY_TURN_BYTES); 0 gives none. */
+  memoryTurnBytes: number;
   /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
   historyDays: number;
   /** The writes of one event-loop turn share one transaction (GATED_GROUP_COMMIT, default on; docs/QUEUE.md). */
@@ -264,6 +266,7 @@ function limitSettings(env: Env) {
     historyDays: int(env, 'GATED_HISTORY_DAYS', 14, 0),
     memoryMaxFacts: int(env, 'GATED_MEMORY_MAX_FACTS', 1000, 1),
     memoryMaxFactBytes: int(env, 'GATED_MEMORY_MAX_FACT_BYTES', 2048, 16),
+    memoryTurnBytes: int(env, 'GATED_MEMORY_TURN_BYTES', 4096, 0),
     approvalTimeoutMs: int(env, 'GATED_APPROVAL_TIMEOUT_MS', 600_000, 1),
   } satisfies Partial<Config>;
 }

@@ -8,6 +8,7 @@ import { principalId, principalOf } from '../store/principal.js';
 import type { BatchRow } from '../store/queue.js';
 import { historyScope, recallScope, type TurnSender } from './actions/memory.js';
 import type { MemoryQuery } from './protocol/parser.js';
+import type { MemoryFact } from './prompt.js';
 
 /**
  * Memory questions of a run (docs/MEMORY.md): a block's `memory` (`recall`, `search_history`) is answered
@@ -32,8 +33,58 @@ export function turnSenders(
   });
 }
 
+/** Most facts one turn is given, whatever the budget leaves. */
+const TURN_FACTS = 20;
+/** Most characters of a turn's text the search reads (its words beyond MAX_QUERY_WORDS are not read anyway). */
+const TURN_QUERY_CHARS = 4096;
+
+const stores = new WeakMap<Db, MemoryStore>();
+
+/**
+ * The facts most relevant to a turn (docs/MEMORY.md): those of the group and of the turn's senders that
+ * share words with its messages, best first, as many as fit in `budget` bytes of text. Never throws: a
+ * turn without its facts is still a turn.
+ */
+export function turnMemory(
+  db: Db,
+  log: Logger,
+  access: MemoryAccess | undefined,
+  group: string,
+  rows: readonly BatchRow[],
+  budget: number,
+): MemoryFact[] {
+  if (budget <= 0 || rows.length === 0) return [];
+  try {
+    let store = stores.get(db);
+    if (!store) stores.set(db, (store = new MemoryStore(db)));
+    const text = rows
+      .map((r) => (typeof r.content === 'string' ? r.content : ''))
+      .join('\n')
+      .slice(0, TURN_QUERY_CHARS);
+    const found = store.recall(text, recallScope(group, turnSenders(access, group, rows)), TURN_FACTS);
+    const out: MemoryFact[] = [];
+    let used = 0;
+    for (const f of found) {
+      const bytes = Buffer.byteLength(f.text, 'utf8');
+      if (used + bytes > budget) continue;
+      used += bytes;
+      out.push(factOut(f));
+    }
+    return out;
+  } catch (err) {
+    log.error({ group, err: coerceError(err).message }, 'reading the turn’s memory failed');
+    return [];
+  }
+}
+
 /** A fact as an agent is given it. */
-function factOut(f: { id: number; text: string; scope: string; provenance: string; updated_at: string }) {
+function factOut(f: {
+  id: number;
+  text: string;
+  scope: string;
+  provenance: string;
+  updated_at: string;
+}): MemoryFact {
   let provenance: unknown = null;
   try {
     provenance = JSON.parse(f.provenance);

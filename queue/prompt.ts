@@ -56,6 +56,23 @@ export interface AgentMessage {
   attachment_notes?: string[];
 }
 
+/**
+ * One remembered fact given with a turn (docs/MEMORY.md): data about the group or one of its people, with
+ * where it came from; never an instruction.
+ */
+export interface MemoryFact {
+  id: number;
+  text: string;
+  /** `group`, or the sender (`platform:id`) it is about. */
+  scope: string;
+  /** The run, turn, chat and senders (with roles) that led to it, or the operator who added it. */
+  provenance: unknown;
+  updated_at: string;
+}
+
+/** The facts given with one turn (empty: none was relevant, or memory is off). */
+export type TurnMemory = readonly MemoryFact[];
+
 /** The first stdin line of a run. */
 export interface AgentInput {
   /** Always 1: the first line is the first turn. */
@@ -71,6 +88,8 @@ export interface AgentInput {
   topic: string;
   chatJid: string;
   messages: AgentMessage[];
+  /** The facts most relevant to this turn's messages (docs/MEMORY.md); absent when there is none. */
+  memory?: MemoryFact[];
   /** The action types this group may use (empty: answers only). */
   capabilities: string[];
   /** Operator-configured secrets (API keys): only ever on stdin, never in env, image or mounts. */
@@ -90,6 +109,8 @@ export interface AgentFollowUp {
   turn: number;
   prompt: string;
   messages: AgentMessage[];
+  /** The facts most relevant to this turn's messages; absent when there is none. */
+  memory?: MemoryFact[];
   /**
    * Steer mode (registered_groups.busy = 'steer'): show these messages to the model inside the turn in
    * progress; one block may answer both turns.
@@ -115,13 +136,39 @@ function escapeAttr(s: string): string {
   return /[&<>"]/.test(s) ? s.replace(/[&<>"]/g, entityOf) : s;
 }
 
+/** Where a fact came from, in a few words: its senders with their roles, or who added it. */
+function factSource(p: unknown): string {
+  const v = (typeof p === 'object' && p !== null ? p : {}) as {
+    senders?: { sender?: unknown; role?: unknown }[];
+    by?: unknown;
+  };
+  const who = Array.isArray(v.senders)
+    ? v.senders.map((s) => `${String(s?.sender ?? '?')} (${String(s?.role ?? '?')})`).join(', ')
+    : '';
+  return who !== '' ? who : typeof v.by === 'string' ? v.by : 'unknown';
+}
+
+/** A fact as a `<memory>` element: marked as data, with its provenance; its text escaped like a message's. */
+function memoryElement(f: MemoryFact): string {
+  return (
+    `<memory id="${f.id}" kind="data" scope="${escapeAttr(f.scope)}" from="${escapeAttr(factSource(f.provenance))}" ` +
+    `time="${escapeAttr(f.updated_at)}">${escapeText(f.text)}</memory>`
+  );
+}
+
 /**
- * Formats messages (and pending system notes) for a model: one `<message>` element per message with who,
- * from which chat and platform, when and what kind of event, content escaped so a user cannot forge markup of their own.
+ * Formats messages (and pending system notes, and the facts remembered for the turn) for a model: one
+ * `<message>` element per message with who, from which chat and platform, when and what kind of event,
+ * content escaped so a user cannot forge markup of their own; each fact a `<memory kind="data">` before them.
  */
-export function formatPrompt(messages: readonly AgentMessage[], systemNotes: readonly string[] = []): string {
+export function formatPrompt(
+  messages: readonly AgentMessage[],
+  systemNotes: readonly string[] = [],
+  memory: TurnMemory = [],
+): string {
   const lines: string[] = [];
   for (const note of systemNotes) lines.push(`<system>${escapeText(note)}</system>`);
+  for (const f of memory) lines.push(memoryElement(f));
   lines.push('<messages>');
   for (const m of messages) {
     const who = m.sender_name && m.sender_name !== '' ? m.sender_name : m.sender;
@@ -152,12 +199,14 @@ export function followUpLine(
   messages: readonly AgentMessage[],
   systemNotes: readonly string[] = [],
   steer = false,
+  memory: TurnMemory = [],
 ): string {
   const line: AgentFollowUp = {
     type: 'message',
     turn,
-    prompt: formatPrompt(messages, systemNotes),
+    prompt: formatPrompt(messages, systemNotes, memory),
     messages: [...messages],
+    ...(memory.length > 0 ? { memory: [...memory] } : {}),
     ...(steer ? { steer: true } : {}),
   };
   return JSON.stringify(line) + '\n';

@@ -4,7 +4,7 @@ import type { Signals } from '../core/signals.js';
 import type { ActionApplier, ActionsOutcome } from './actions/apply.js';
 import { permissionLine, type AskBroker } from './asks.js';
 import { withAttachments } from './attachments.js';
-import { memoryAnswer, turnSenders } from './memory.js';
+import { memoryAnswer, turnMemory, turnSenders } from './memory.js';
 import { resolveFiles } from './files.js';
 import { platformOf, type AgentMessage, type SenderRole } from './prompt.js';
 import type { Run, RunEnd, RunHooks } from './run.js';
@@ -60,6 +60,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     // Another process's write lock is waited for by a later try, never by sleeping on the event loop.
     writable: () => writableNow(opts.db),
     message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),
+    memory: (group, rows) => turnMemory(opts.db, log, opts.access, group, rows, config.memoryTurnBytes ?? 0),
     resolveFiles(run, paths) {
       // Checked on disk before the block's transaction: a reply never commits without its files' verdicts.
       const resolved = resolveFiles(groupDirOf(config.groupsDir, run.key.group), paths);

@@ -6,7 +6,7 @@ import { replyText } from './protocol/clean.js';
 import { sessionIdProblem } from './protocol/bounds.js';
 import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
 import type { BlockUsage, MemoryQuery, ToolReport } from './protocol/parser.js';
-import { followUpLine, type AgentMessage } from './prompt.js';
+import { followUpLine, type AgentMessage, type TurnMemory } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
 import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
@@ -70,6 +70,7 @@ export interface RunHooks {
   /** A tool call's end (docs/PROTOCOL.md, "Tool calls and receipts"), with the usage the block reported. */
   onToolResult(run: Run, report: ToolReport, usage: BlockUsage | undefined): void;
   onMemory?(run: Run, query: MemoryQuery): void; // docs/MEMORY.md: answered by a `memory` line
+  memory?(group: string, rows: readonly BatchRow[]): TurnMemory; // docs/MEMORY.md: the facts of a turn
   /** An interrupt line was written: the turn in progress is being stopped (its asks are cancelled). */
   onInterrupt?(run: Run): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
@@ -212,7 +213,8 @@ export class Run {
     if (!this.acceptsFollowUps || rows.length === 0) return false;
     const turn = this.turns.written + 1;
     const messages = rows.map((r) => this.hooks.message(this, r));
-    if (!this.handle!.write(followUpLine(turn, messages, notes, steer))) return false;
+    const memory = this.hooks.memory?.(this.key.group, rows);
+    if (!this.handle!.write(followUpLine(turn, messages, notes, steer, memory))) return false;
     clearTimeout(this.idleTimer);
     this.turns.idle.stop(this.hooks.now());
     this.turns.add(rows);
@@ -220,10 +222,7 @@ export class Run {
     return true;
   }
 
-  /**
-   * Writes one line that is not a turn (a `permission` answer, docs/PROTOCOL.md "Lines that are not
-   * turns"): it carries no `turn`, opens no turn and credits none. False when stdin is closed.
-   */
+  /** Writes a line that is not a turn (a `permission`, docs/PROTOCOL.md): it opens and credits none. */
   writeControl(line: Record<string, unknown>): boolean {
     if (!this.acceptsControl) return false;
     return this.handle!.write(JSON.stringify(line) + '\n');
@@ -285,9 +284,8 @@ export class Run {
 
   /**
    * Ends the agent now. The first reason wins. The hard timeout also ends a run whose agent has not started
-   * yet: a start that never comes back (a socket the spawner passed and gated never received, because its
-   * descriptors ran out) must not hold the run's slot forever; the start is aborted and its agent, if it
-   * comes, killed.
+   * yet: a start that never comes back (a socket the spawner passed and gated never got, its descriptors
+   * run out) must not hold the run's slot forever; the start is aborted and its agent, if it comes, killed.
    */
   kill(reason: KillReason): void {
     if (this.phase === 'ended') return;

@@ -354,15 +354,17 @@ export class Scheduler {
     const senderRole = senderRoleOf(opts);
     const messages = d.rows.map((r) => agentMessage(opts, senderRole, key.group, r));
     const forkFrom = d.sessionId === null ? sessionsOf(opts.db).forkSource(key) : undefined;
+    const memory = this.d.hooks.memory?.(key.group, d.rows) ?? [];
     return inputLine({
       turn: 1,
-      prompt: formatPrompt(messages, d.systemNotes),
+      prompt: formatPrompt(messages, d.systemNotes, memory),
       sessionId: d.sessionId,
       ...(forkFrom !== undefined ? { forkFrom } : {}),
       group: key.group,
       topic: key.topic,
       chatJid: d.chatJid,
       messages,
+      ...(memory.length > 0 ? { memory: [...memory] } : {}),
       capabilities: this.d.capabilities(key),
       ...setupFields(setup, opts.secrets),
     });

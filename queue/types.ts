@@ -31,7 +31,7 @@ export interface QueueOptions {
   db: Db;
   runtime: Runtime;
   config: Pick<Config, 'groupsDir' | 'maxConcurrent' | 'idleTimeoutMs' | 'runTimeoutMs' | 'maxOutputBytes'> &
-    Partial<Pick<Config, 'maxInputBytes' | 'idleAgentsMax'>>;
+    Partial<Pick<Config, 'maxInputBytes' | 'idleAgentsMax' | 'memoryTurnBytes'>>;
   log: Logger;
   /** The clock for rows (ready_at, not_before, session_log); timers use setTimeout. Default Date.now. */
   now?: () => number;

@@ -65,13 +65,25 @@ export function ftsToken(prefix: 'g' | 's', value: string): string {
 const MAX_QUERY_WORDS = 32;
 
 /**
+ * Words that say nothing about what a text is about (English function words): a turn that shares only these
+ * with a fact does not make it relevant.
+ */
+const STOP_WORDS = new Set(
+  (
+    'a an and are as at be been but by can could did do does for from had has have he her his how i if in ' +
+    'into is it its me my no not of on or our she so than that the their them then there these they this ' +
+    'to us was we were what when where which who why will with would you your'
+  ).split(' '),
+);
+
+/**
  * The words of free text as an FTS5 expression that matches any of them ("a" OR "b"), or null when the text
- * has no word: user text never reaches MATCH as syntax.
+ * has no word that is not a stop word: user text never reaches MATCH as syntax.
  */
 export function anyWord(text: string): string | null {
   const seen = new Set<string>();
   for (const m of text.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)) {
-    if (m[0].length < 2 && !/\p{N}/u.test(m[0])) continue;
+    if ((m[0].length < 2 && !/\p{N}/u.test(m[0])) || STOP_WORDS.has(m[0])) continue;
     seen.add(m[0]);
     if (seen.size >= MAX_QUERY_WORDS) break;
   }

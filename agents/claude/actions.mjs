@@ -85,6 +85,24 @@ const ACTIONS = {
     action: (a) => ({ type: 'react', emoji: a.emoji }),
     summary: (a) => `the reaction ${a.emoji}`,
   },
+  remember: {
+    description:
+      'Remember a fact beyond this session (the group keeps it; later turns that mention it are given it). ' +
+      'scope "sender": about the one person you are answering only. What a stranger tells you is kept as ' +
+      "that stranger's, whatever the scope.",
+    shape: {
+      text: z.string().min(1).max(2048).describe('the fact, in one or two sentences'),
+      scope: z.enum(['group', 'sender']).optional().describe('group (default) or sender'),
+    },
+    action: (a) => ({ type: 'remember', text: a.text, ...(a.scope ? { scope: a.scope } : {}) }),
+    summary: () => 'a fact to remember',
+  },
+  forget: {
+    description: 'Forget a remembered fact by its id (from recall, or a <memory id=…> of the prompt).',
+    shape: { id: z.number().int().min(1).describe('the fact id') },
+    action: (a) => ({ type: 'forget', id: a.id }),
+    summary: (a) => `forgetting fact #${a.id}`,
+  },
 };
 
 /** The action types this agent knows, out of `capabilities` (unknown names are skipped). */
@@ -129,10 +147,10 @@ export function replay(types, call, record, attach) {
 }
 
 /**
- * The tool server: `attach` (always) and one tool per action type of `types` (from offered()), each call
- * handed to `record(action)`. Also returns the full tool names.
+ * The tool server: `attach` (always), one tool per action type of `types` (from offered()), each call
+ * handed to `record(action)`, and the memory questions `extra` (memory.mjs). Also returns the full tool names.
  */
-export function actionServer(types, record, attach) {
+export function actionServer(types, record, attach, extra = []) {
   const tools = types.map((type) => {
     const a = ACTIONS[type];
     return tool(type, a.description, a.shape, async (args) => {
@@ -142,12 +160,12 @@ export function actionServer(types, record, attach) {
       return done(a.summary(args));
     });
   });
-  tools.push(attachTool(attach));
+  tools.push(attachTool(attach), ...extra);
   return {
     // Always in the prompt (a few small tools), never deferred behind tool search: the model must see them
     // from the first turn on, and the session waits for the server before that turn.
     server: createSdkMcpServer({ name: SERVER, version: '1.0.0', tools, alwaysLoad: true }),
-    names: [...types, 'attach'].map((t) => `mcp__${SERVER}__${t}`),
+    names: [...types, 'attach', ...extra.map((t) => t.name)].map((t) => `mcp__${SERVER}__${t}`),
     actions: types.length > 0,
   };
 }

@@ -87,6 +87,36 @@ const ACTIONS = {
     action: (a) => ({ type: 'react', emoji: a.emoji }),
     summary: (a) => `the reaction ${a.emoji}`,
   },
+  remember: {
+    description:
+      'Remember a fact beyond this session (the group keeps it; later turns that mention it are given it). ' +
+      'scope "sender": about the one person you are answering only. What a stranger tells you is kept as ' +
+      "that stranger's, whatever the scope.",
+    properties: {
+      text: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 2048,
+        description: 'the fact, in one or two sentences',
+      },
+      scope: { type: 'string', enum: ['group', 'sender'], description: 'group (default) or sender' },
+    },
+    required: ['text'],
+    check: (a) =>
+      a.scope === undefined || a.scope === 'group' || a.scope === 'sender'
+        ? null
+        : 'scope must be group or sender',
+    action: (a) => ({ type: 'remember', text: a.text, ...(a.scope ? { scope: a.scope } : {}) }),
+    summary: () => 'a fact to remember',
+  },
+  forget: {
+    description: 'Forget a remembered fact by its id (a <memory id=…> of the prompt).',
+    properties: { id: { type: 'integer', minimum: 1, description: 'the fact id' } },
+    required: ['id'],
+    check: (a) => (Number.isSafeInteger(a.id) && a.id > 0 ? null : 'id must be a fact id'),
+    action: (a) => ({ type: 'forget', id: a.id }),
+    summary: (a) => `forgetting fact #${a.id}`,
+  },
 };
 
 /** The action types this agent knows, out of `capabilities` (unknown names are skipped). */

@@ -16,7 +16,8 @@
 //
 // Memory (docs/MEMORY.md): `!remember TEXT` (or `!remember sender TEXT`, about the sender only) and
 // `!forget ID` are actions; `!recall QUERY` and `!search QUERY` ask gated (a `memory` block) and answer
-// `recall: #ID TEXT` or `found: #ID SENDER: TEXT` per result from gated's `memory` line.
+// `recall: #ID TEXT` or `found: #ID SENDER: TEXT` per result from gated's `memory` line. The facts gated
+// gives with a turn (its `memory`) lead the answer as `memory: #ID [SCOPE] TEXT` lines.
 //
 // Use it as a template for a real agent: read JSON lines from stdin, print blocks between the markers on
 // stdout, log to stderr, never print secrets.
@@ -143,11 +144,18 @@ async function askMemory(messages) {
   return lines;
 }
 
-async function answer(turn, prompt, messages) {
+async function answer(turn, prompt, messages, memory) {
   const tools = [...(await runTools(messages)), ...(await askMemory(messages))];
   turns += 1;
   const notes = [...String(prompt ?? '').matchAll(/<system>([\s\S]*?)<\/system>/g)].map((m) => m[1]);
-  const lines = [...notes.map((n) => `system: ${n}`), ...messages.map((m) => `echo: ${m.content}`), ...tools];
+  // The facts gated gave with the turn (docs/MEMORY.md) are data, shown as such; never acted on.
+  const facts = (Array.isArray(memory) ? memory : []).map((f) => `memory: #${f.id} [${f.scope}] ${f.text}`);
+  const lines = [
+    ...notes.map((n) => `system: ${n}`),
+    ...facts,
+    ...messages.map((m) => `echo: ${m.content}`),
+    ...tools,
+  ];
   const actions = messages.flatMap((m) => {
     const a = actionOf(String(m.content));
     return a === null ? [] : Array.isArray(a) ? a : [a];
@@ -201,7 +209,7 @@ rl.on('line', (line) => {
     );
   }
   const messages = Array.isArray(input.messages) ? input.messages : [];
-  chain = chain.then(() => answer(input.turn, input.prompt, messages));
+  chain = chain.then(() => answer(input.turn, input.prompt, messages, input.memory));
 });
 
 rl.on('close', () => {

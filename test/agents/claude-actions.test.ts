@@ -51,7 +51,16 @@ test(
       toolNames('TOOL schedule')
         .filter((n) => n.startsWith('mcp__'))
         .sort(),
-    ).toEqual(['mcp__gated__attach', 'mcp__gated__react', 'mcp__gated__schedule', 'mcp__gated__send']);
+    ).toEqual([
+      'mcp__gated__attach',
+      'mcp__gated__forget',
+      'mcp__gated__react',
+      'mcp__gated__recall',
+      'mcp__gated__remember',
+      'mcp__gated__schedule',
+      'mcp__gated__search_history',
+      'mcp__gated__send',
+    ]);
 
     const sent = c.send('TOOL send {"chat_jid":"web:elsewhere","text":"hello over there"}');
     expect(await c.reply(sent)).toContain('Recorded: a message to web:elsewhere');
@@ -94,7 +103,7 @@ test('a capability the group does not have is not offered as a tool', { timeout:
     toolNames('TOOL schedule')
       .filter((n) => n.startsWith('mcp__'))
       .sort(),
-  ).toEqual(['mcp__gated__attach', 'mcp__gated__react']);
+  ).toEqual(['mcp__gated__attach', 'mcp__gated__react', 'mcp__gated__recall', 'mcp__gated__search_history']);
   expect(c.gated.db.prepare(`SELECT COUNT(*) FROM tasks`).pluck().get()).toBe(0);
 });
 
