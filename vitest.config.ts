@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/sequencer.js';
 
 /**
  * Test files run at once: GATED_TEST_WORKERS, else twice the cores (at least 2, at most 8: 4 on a 2-core
@@ -25,6 +26,8 @@ export default defineConfig({
     // Real servers (dockerd, a local Bot API, an atproto network) are started by the suites that need
     // them; the suite fails, never skips, when one cannot start.
     passWithNoTests: false,
+    // The longest files first (measured durations: test/durations.json), so the run ends on short ones.
+    sequence: { sequencer: LongestFirst },
     reporters: ['default'],
   },
 });
