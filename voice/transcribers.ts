@@ -162,7 +162,11 @@ const MODELS = '/usr/share/pocketsphinx/model';
  * model when one is installed under /usr/share/pocketsphinx/model; else US English. Quick and offline, and
  * far less accurate than Whisper: clear speech of common words comes through.
  */
-export function pocketsphinxTranscriber(tmpDir: () => Promise<string>): Transcriber {
+export function pocketsphinxTranscriber(
+  tmpDir: () => Promise<string>,
+  /** Where the model packages are (tests give their own). */
+  modelsDir = MODELS,
+): Transcriber {
   return {
     name: 'pocketsphinx',
     async transcribe(req) {
@@ -170,7 +174,7 @@ export function pocketsphinxTranscriber(tmpDir: () => Promise<string>): Transcri
       const wav = join(dir, 'speech.wav');
       try {
         await toWav16k(req.file, wav, req.timeoutMs);
-        const model = modelOf(req.language);
+        const model = modelOf(modelsDir, req.language);
         const args = ['-infile', wav, '-logfn', '/dev/null'];
         if (model) args.push('-hmm', model.hmm, '-lm', model.lm, '-dict', model.dict);
         const out = await runProgram('pocketsphinx_continuous', args, { timeoutMs: req.timeoutMs });
@@ -188,11 +192,14 @@ export function pocketsphinxTranscriber(tmpDir: () => Promise<string>): Transcri
 }
 
 /** The model files of a language other than US English, when its package is installed (null: the default). */
-function modelOf(language: string | undefined): { hmm: string; lm: string; dict: string } | null {
+function modelOf(
+  modelsDir: string,
+  language: string | undefined,
+): { hmm: string; lm: string; dict: string } | null {
   if (!language) return null;
   const lang = language.toLowerCase();
   if (!/^[a-z]{2}(-[a-z]{2})?$/.test(lang) || lang === 'en' || lang === 'en-us') return null;
-  const dir = join(MODELS, lang);
+  const dir = join(modelsDir, lang);
   const hmm = join(dir, lang);
   const lm = join(dir, `${lang}.lm.bin`);
   const dict = join(dir, 'cmudict-' + lang + '.dict');

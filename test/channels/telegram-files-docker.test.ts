@@ -4,9 +4,12 @@
  * agent (test/agents/files-agent.mjs, built into an image) reads the photo a user sent at the path its
  * input lists, relative to /workspace (the group's folder mounted), and answers with its size and hash; the
  * files it writes there are uploaded back. The folder a host process would see is not enough: the file
- * must be visible inside the container.
+ * must be visible inside the container. A voice note is transcribed on the host (the real pocketsphinx) and
+ * the agent in its container reads the words, marked as a transcript, with the audio in its folder.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
@@ -19,8 +22,10 @@ import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
 import { groupDirOf } from '../../core/group-dir.js';
+import { KEY_WORDS, voiceNote } from '../voice/speech.js';
 
 const IMAGE = 'gated-files-agent:test';
+const VOICE_IMAGE = 'gated-voice-agent:test';
 const chat: Chat.PrivateChat = { id: 778, type: 'private', first_name: 'Ada' };
 const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
 
@@ -31,7 +36,8 @@ let gated: Gated | undefined;
 beforeAll(async () => {
   engine = await startDockerd();
   await engine.buildAgentImage(IMAGE, packageFile('test', 'agents'), 'files-agent.mjs');
-}, 180_000);
+  await engine.buildAgentImage(VOICE_IMAGE, packageFile('test', 'agents'), 'voice-agent.mjs');
+}, 300_000);
 
 afterEach(async () => {
   if (gated) await closeTestGated(gated, 5000);
@@ -111,4 +117,44 @@ test('a photo reaches the agent in its container as a file of its folder; its fi
   expect(api.sentFiles[1]).toMatchObject({ method: 'sendDocument', name: 'notes.txt' });
   expect(api.sentFiles[1]!.data.toString()).toBe('contents of notes.txt\n');
   expect(g.db.prepare(`SELECT count(*) FROM outbound_files WHERE state = 'refused'`).pluck().get()).toBe(0);
+}, 180_000);
+
+test('a voice note is transcribed before the run; the agent in its container reads the words and the audio', async () => {
+  api = await TelegramApiServer.start();
+  api.addChat(chat);
+  gated = await startE2eGated(
+    {
+      TELEGRAM_BOT_TOKEN: api.token,
+      TELEGRAM_API_ROOT: api.url,
+      GATED_RUNTIME: 'docker',
+      DOCKER_HOST: engine!.host,
+      GATED_AGENT_IMAGE: VOICE_IMAGE,
+      GATED_TRANSCRIBE_CMD: 'pocketsphinx',
+    },
+    { groups: [['tg/voice', 'Voice']], routes: [[0, 'platform=telegram', 'tg/voice']] },
+  );
+  const g = gated;
+  await api.waitForPoll();
+  const note = await voiceNote();
+  const msg = api.message({ chat, from: ada, text: '', file: { kind: 'voice', data: note } });
+  const [reply] = await api.waitForSent(1);
+  const row = g.db
+    .prepare(`SELECT id, transcript FROM messages WHERE platform_msg_id = ? AND is_from_me = 0`)
+    .get(String(msg.message_id)) as { id: number; transcript: number };
+  // The agent found the voice note at its path inside the container (else the line says "missing").
+  expect(reply!.text).toMatch(
+    new RegExp(`^heard: .*weather.* \\[transcript\\] \\[audio inbox/${row.id}/0-voice\\.ogg\\]$`),
+  );
+  expect(row.transcript).toBe(1);
+  const dir = groupDirOf(g.config.groupsDir, 'tg/voice');
+  const input = JSON.parse(readFileSync(join(dir, 'inputs.jsonl'), 'utf8').trim().split('\n')[0]!) as {
+    messages: Array<{ content: string; transcript: boolean; attachments: Array<{ path: string }> }>;
+  };
+  const [m] = input.messages;
+  expect(m!.transcript).toBe(true);
+  for (const w of KEY_WORDS) expect(m!.content).toContain(w);
+  expect(readFileSync(join(dir, m!.attachments[0]!.path))).toEqual(note);
+  // It ran in a container, in /workspace (the group's folder mounted), never on the host in the folder.
+  const env = JSON.parse(readFileSync(join(dir, 'env.json'), 'utf8')) as Record<string, string>;
+  expect(env.VOICE_AGENT_CWD).toBe('/workspace');
 }, 180_000);
