@@ -11,7 +11,7 @@ import {
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
-import { abortableSleep, retryInBackground, type Sleep } from '../../core/backoff.js';
+import type { Sleep } from '../../core/backoff.js';
 import type {
   ApprovalOps,
   Channel,
@@ -21,6 +21,7 @@ import type {
   SendFile,
   SendPart,
 } from '../channel.js';
+import { Connection } from '../connection.js';
 import { buttonToInbound, discordApprovals } from './buttons.js';
 import { discordDrafts } from './drafts.js';
 import { fetchDiscordFile, sendDiscordFile } from './files.js';
@@ -69,9 +70,7 @@ export class DiscordChannel implements Channel {
   private readonly rest: REST;
   readonly drafts: DraftOps;
   readonly approvals: ApprovalOps;
-  private readonly sleep: Sleep;
-  private abort = new AbortController();
-  private retrying: Promise<void> | undefined;
+  private readonly connection: Connection;
 
   constructor(private readonly opts: DiscordChannelOptions) {
     const api = opts.apiRoot ? { api: opts.apiRoot } : {};
@@ -83,7 +82,13 @@ export class DiscordChannel implements Channel {
     }).setToken(opts.token);
     this.drafts = discordDrafts(this.rest);
     this.approvals = discordApprovals(this.rest);
-    this.sleep = opts.sleep ?? abortableSleep;
+    this.connection = new Connection({
+      platform: 'discord',
+      log: opts.log,
+      refused: isFatal,
+      refusedWhat: 'the bot',
+      sleep: opts.sleep,
+    });
   }
 
   /**
@@ -91,18 +96,13 @@ export class DiscordChannel implements Channel {
    * unreachable API does not: the channel keeps trying in the background (sends work meanwhile, over REST).
    */
   async start(sink: InboundSink): Promise<void> {
-    if (this.client || this.retrying) return;
-    this.abort = new AbortController();
-    try {
-      this.client = await this.connect(sink);
-    } catch (err) {
-      if (isFatal(err)) throw err;
-      this.opts.log.warn(
-        { err: coerceError(err).message },
-        'discord unreachable; retrying in the background',
-      );
-      this.retrying = this.reconnect(sink);
-    }
+    if (this.client || this.connection.busy) return;
+    await this.connection.open(async () => {
+      const client = await this.connect(sink);
+      // stop() may have come while connecting; it waits for the retries, so closing here leaves nothing.
+      if (this.connection.signal.aborted) await client.destroy();
+      else this.client = client;
+    });
   }
 
   private async connect(sink: InboundSink): Promise<Client> {
@@ -169,32 +169,8 @@ export class DiscordChannel implements Channel {
     );
   }
 
-  private reconnect(sink: InboundSink): Promise<void> {
-    const signal = this.abort.signal;
-    const connect = async () => {
-      const client = await this.connect(sink);
-      // stop() may have come while connecting; it waits for this loop, so closing here leaves nothing.
-      if (signal.aborted) await client.destroy();
-      else this.client = client;
-    };
-    return retryInBackground(connect, {
-      signal,
-      sleep: this.sleep,
-      failed: (err, attempt) => {
-        if (isFatal(err)) {
-          this.opts.log.error({ err: coerceError(err).message }, 'discord refused the bot; channel stopped');
-          return 'give up';
-        }
-        this.opts.log.warn({ err: coerceError(err).message, attempt }, 'discord still unreachable');
-        return 'retry';
-      },
-    });
-  }
-
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.retrying;
-    this.retrying = undefined;
+    await this.connection.close();
     const client = this.client;
     this.client = undefined;
     await client?.destroy();

@@ -1,11 +1,12 @@
 import { PLATFORMS } from '../../core/platforms.js';
 import { Octokit } from '@octokit/rest';
 import { Webhooks } from '@octokit/webhooks';
-import { retryInBackground, type Sleep } from '../../core/backoff.js';
+import type { Sleep } from '../../core/backoff.js';
 import { coerceError, DeliveryError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import type { Channel, DraftOps, InboundSink, SendPart, WebhookHandler } from '../channel.js';
+import { Connection } from '../connection.js';
 import { GithubAppRefused, InstallationTokens, type GithubAppKey } from './app-auth.js';
 import { commentToInbound, type CommentPayload, type GithubSelf } from './map.js';
 import { githubDrafts, reactGithub, sendGithubPart } from './send.js';
@@ -54,10 +55,16 @@ export class GithubChannel implements Channel {
   private sink: InboundSink | undefined;
   /** The App's installation tokens, when gated answers as an App. */
   readonly tokens: InstallationTokens | undefined;
-  private abort = new AbortController();
-  private retrying: Promise<void> | undefined;
+  private readonly connection: Connection;
 
   constructor(private readonly opts: GithubChannelOptions) {
+    this.connection = new Connection({
+      platform: 'github',
+      log: opts.log,
+      refused: isRefused,
+      refusedWhat: 'the credentials',
+      sleep: opts.sleep,
+    });
     const log = opts.log.child({ lib: 'octokit' });
     if (!opts.token === !opts.app) throw new Error('github needs a token or an app, not both');
     this.tokens = opts.app
@@ -101,15 +108,8 @@ export class GithubChannel implements Channel {
    */
   async start(sink: InboundSink): Promise<void> {
     this.sink = sink;
-    if (this.self || this.retrying) return;
-    this.abort = new AbortController();
-    try {
-      await this.hello();
-    } catch (err) {
-      if (isRefused(err)) throw err;
-      this.opts.log.warn({ err: coerceError(err).message }, 'github unreachable; retrying in the background');
-      this.retrying = this.retry();
-    }
+    if (this.self || this.connection.busy) return;
+    await this.connection.open(() => this.hello());
   }
 
   private async hello(): Promise<void> {
@@ -125,25 +125,8 @@ export class GithubChannel implements Channel {
     this.opts.log.info({ bot: this.self.login, app: this.tokens !== undefined }, 'github connected');
   }
 
-  private retry(): Promise<void> {
-    return retryInBackground(() => this.hello(), {
-      signal: this.abort.signal,
-      sleep: this.opts.sleep,
-      failed: (err, attempt) => {
-        const refused = isRefused(err);
-        this.opts.log[refused ? 'error' : 'warn'](
-          { err: coerceError(err).message, attempt },
-          refused ? 'github refused the credentials; channel stopped' : 'github still unreachable',
-        );
-        return refused ? 'give up' : 'retry';
-      },
-    });
-  }
-
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.retrying;
-    this.retrying = undefined;
+    await this.connection.close();
     this.sink = undefined;
   }
 

@@ -1,7 +1,7 @@
 import { PLATFORMS } from '../../core/platforms.js';
 import { SocketModeClient } from '@slack/socket-mode';
 import { LogLevel, WebClient, type Logger as SlackLogger } from '@slack/web-api';
-import { retryInBackground, type Sleep } from '../../core/backoff.js';
+import type { Sleep } from '../../core/backoff.js';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
@@ -15,6 +15,7 @@ import type {
   SendPart,
   WebhookHandler,
 } from '../channel.js';
+import { Connection } from '../connection.js';
 import { fetchCapped } from '../fetch.js';
 import { slackApprovals } from './approvals.js';
 import { handleSlackPayload, slackWebhook, type SlackInbound } from './events.js';
@@ -68,10 +69,16 @@ export class SlackChannel implements Channel {
   private self: SlackSelf | undefined;
   private sink: InboundSink | undefined;
   private readonly apiOrigin: string;
-  private abort = new AbortController();
-  private retrying: Promise<void> | undefined;
+  private readonly connection: Connection;
 
   constructor(private readonly opts: SlackChannelOptions) {
+    this.connection = new Connection({
+      platform: 'slack',
+      log: opts.log,
+      refused: isTokenRefused,
+      refusedWhat: 'the token',
+      sleep: opts.sleep,
+    });
     const apiUrl = opts.apiUrl ?? 'https://slack.com/api/';
     this.apiOrigin = new URL(apiUrl).origin;
     this.web = new WebClient(opts.botToken, {
@@ -103,31 +110,9 @@ export class SlackChannel implements Channel {
    * events are answered 503 (Slack sends them again) and sends go out as usual.
    */
   async start(sink: InboundSink): Promise<void> {
-    if (this.retrying) return;
+    if (this.connection.busy) return;
     this.sink = sink;
-    this.abort = new AbortController();
-    try {
-      await this.hello();
-    } catch (err) {
-      if (isTokenRefused(err)) throw err;
-      this.opts.log.warn({ err: coerceError(err).message }, 'slack unreachable; retrying in the background');
-      this.retrying = this.retry();
-    }
-  }
-
-  private retry(): Promise<void> {
-    return retryInBackground(() => this.hello(), {
-      signal: this.abort.signal,
-      sleep: this.opts.sleep,
-      failed: (err, attempt) => {
-        const refused = isTokenRefused(err);
-        this.opts.log[refused ? 'error' : 'warn'](
-          { err: coerceError(err).message, attempt },
-          refused ? 'slack refused the token; channel stopped' : 'slack still unreachable',
-        );
-        return refused ? 'give up' : 'retry';
-      },
-    });
+    await this.connection.open(() => this.hello());
   }
 
   private async hello(): Promise<void> {
@@ -156,7 +141,7 @@ export class SlackChannel implements Channel {
       throw err;
     }
     // stop() may have come while connecting; it waits for the retries, so closing here leaves nothing.
-    if (this.abort.signal.aborted) await socket.disconnect();
+    if (this.connection.signal.aborted) await socket.disconnect();
     else this.socket = socket;
   }
 
@@ -176,9 +161,7 @@ export class SlackChannel implements Channel {
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.retrying;
-    this.retrying = undefined;
+    await this.connection.close();
     const socket = this.socket;
     this.socket = undefined;
     await socket?.disconnect();

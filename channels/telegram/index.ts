@@ -4,7 +4,7 @@ import type { Update } from 'telegraf/types';
 import { coerceError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
-import { abortableSleep, backoffDelay, retryInBackground, type Sleep } from '../../core/backoff.js';
+import { abortableSleep, backoffDelay, type Sleep } from '../../core/backoff.js';
 import type { Db } from '../../store/db.js';
 import { whenWritable } from '../../store/group-commit.js';
 import { botUsernameKey, getState, setState } from '../../store/state.js';
@@ -17,6 +17,7 @@ import type {
   SendFile,
   SendPart,
 } from '../channel.js';
+import { Connection } from '../connection.js';
 import { fetchTelegramFile, sendTelegramFile } from './files.js';
 import { telegramDrafts } from './drafts.js';
 import { callbackToInbound, telegramApprovals } from './buttons.js';
@@ -65,8 +66,7 @@ export class TelegramChannel implements Channel {
   private readonly log: Logger;
   private readonly sleep: Sleep;
   private bot: TelegramBotIdentity | undefined;
-  private abort = new AbortController();
-  private loop: Promise<void> | undefined;
+  private readonly connection: Connection;
 
   constructor(private readonly opts: TelegramChannelOptions) {
     // An apiRoot with a path must end in '/': telegraf resolves `./bot<token>/<method>` against it.
@@ -76,6 +76,14 @@ export class TelegramChannel implements Channel {
     this.approvals = telegramApprovals(this.telegram);
     this.log = opts.log;
     this.sleep = opts.sleep ?? abortableSleep;
+    this.connection = new Connection({
+      platform: 'telegram',
+      log: opts.log,
+      refused: isTokenRefused,
+      refusedWhat: 'the bot token',
+      sleep: this.sleep,
+      backoff: { baseMs: 1000, maxMs: 30_000 },
+    });
   }
 
   /** The bot's identity once started. */
@@ -88,57 +96,28 @@ export class TelegramChannel implements Channel {
    * the channel keeps trying in the background, so a gateway booted before the network still comes up.
    */
   async start(sink: InboundSink): Promise<void> {
-    if (this.loop) return;
-    this.abort = new AbortController();
-    let bot: TelegramBotIdentity | undefined;
-    try {
-      bot = await this.hello();
-    } catch (err) {
-      if (isTokenRefused(err)) throw err;
-      this.log.warn({ err: coerceError(err).message }, 'telegram unreachable; retrying in the background');
-    }
-    this.loop = this.run(sink, bot);
+    if (this.connection.busy) return;
+    await this.connection.open(
+      () => this.hello(),
+      () => this.poll(sink, this.bot!),
+    );
   }
 
-  private async hello(): Promise<TelegramBotIdentity> {
+  private async hello(): Promise<void> {
     const me = await this.telegram.getMe();
     // getUpdates answers 409 while a webhook is set; pending updates are kept.
     await this.telegram.callApi('deleteWebhook', { drop_pending_updates: false });
     this.bot = { id: me.id, username: me.username };
     setState(this.opts.db, botUsernameKey('telegram'), me.username);
     this.log.info({ bot: me.username }, 'telegram polling');
-    return this.bot;
-  }
-
-  private async run(sink: InboundSink, known: TelegramBotIdentity | undefined): Promise<void> {
-    let bot = known;
-    if (!bot) {
-      const hello = async () => void (bot = await this.hello());
-      await retryInBackground(hello, {
-        signal: this.abort.signal,
-        sleep: this.sleep,
-        backoff: { baseMs: 1000, maxMs: 30_000 },
-        failed: (err, attempt) => {
-          if (isTokenRefused(err)) {
-            this.log.error('telegram refused the bot token; channel stopped');
-            return 'give up';
-          }
-          this.log.warn({ err: coerceError(err).message, attempt }, 'telegram still unreachable');
-          return 'retry';
-        },
-      });
-    }
-    if (bot) await this.poll(sink, bot);
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.loop;
-    this.loop = undefined;
+    await this.connection.close();
   }
 
   private async poll(sink: InboundSink, bot: TelegramBotIdentity): Promise<void> {
-    const signal = this.abort.signal;
+    const signal = this.connection.signal;
     let offset = Number(getState(this.opts.db, TELEGRAM_OFFSET_KEY) ?? 0);
     let saved = offset;
     let failures = 0;
