@@ -6,13 +6,16 @@ import { runProgram, toVoiceNote } from './audio.js';
  * Text to speech for spoken replies (docs/VOICE.md): a local command speaks the text into a file and ffmpeg
  * makes it an Ogg/Opus voice note, the file every platform plays. `espeak-ng` (the default) is built in;
  * another command gets the text on stdin and the file to write as its last argument (any format ffmpeg
- * reads), with none of gated's environment.
+ * reads), GATED_TTS_VOICE set when the group names a voice or a language, and none of gated's environment.
  */
 
 /** What speaking one reply needs. */
 export interface SpeakRequest {
   text: string;
-  /** espeak-ng's `-v` (a group's voice.json `voice`, else its `language`); undefined: the default voice. */
+  /**
+   * A group's voice.json `voice`, else its `language`: espeak-ng's `-v`, another command's GATED_TTS_VOICE;
+   * undefined: the default voice.
+   */
   voice: string | undefined;
   timeoutMs: number;
   /** A folder of gated's own for the intermediate file; removed after. */
@@ -53,6 +56,7 @@ export async function speak(command: string, req: SpeakRequest): Promise<Buffer>
       await runProgram('sh', ['-c', `${command} "$@"`, 'sh', raw], {
         input: req.text,
         timeoutMs: req.timeoutMs,
+        env: req.voice ? { GATED_TTS_VOICE: req.voice } : {},
       });
     }
     const ogg = join(dir, 'reply.ogg');
