@@ -852,5 +852,9 @@ CREATE TABLE IF NOT EXISTS worktrees (
   branch       TEXT NOT NULL,
   created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   last_run_at  TEXT,
+  -- Set when the worktree is to go (/new #topic, its issue or PR closed): removed once no run uses it,
+  -- its branch kept when it holds unpushed work, and remove_chat told.
+  remove_reason TEXT,
+  remove_chat  TEXT,
   PRIMARY KEY (group_folder, topic)
 );

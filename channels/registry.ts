@@ -3,6 +3,7 @@ import type { Config } from '../core/config.js';
 import { coerceError, UsageError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { chatAwaitsDecision } from '../store/approvals.js';
+import { cloneUrlRecorder } from '../store/worktrees.js';
 import type { Db } from '../store/db.js';
 import type { Channel, InboundSink } from './channel.js';
 
@@ -98,6 +99,7 @@ export const githubFactory: ChannelFactory = {
       ...(apiUrl ? { apiUrl } : {}),
       log: log.child({ channel: 'github' }),
       awaitsDecision: chatAwaitsDecision(db),
+      repository: cloneUrlRecorder(db),
     });
   },
 };

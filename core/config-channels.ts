@@ -4,7 +4,7 @@
  */
 import { isIP } from 'node:net';
 import { UsageError } from './errors.js';
-import { int, list, str, type Env } from './config-read.js';
+import { int, list, onOff, str, type Env } from './config-read.js';
 
 /** The configured platforms; undefined: that platform is off. */
 export interface ChannelsConfig {
@@ -23,7 +23,15 @@ export interface ChannelsConfig {
    * GITHUB_API_URL points it at another server (GitHub Enterprise, tests).
    */
   github:
-    { token?: string; app?: GithubAppConfig; webhookSecret: string; apiUrl: string | undefined } | undefined;
+    | {
+        token?: string;
+        app?: GithubAppConfig;
+        webhookSecret: string;
+        apiUrl: string | undefined;
+        /** GITHUB_WORKTREES=1: groups serving a repository's chats are bound to it (docs/WORKTREES.md). */
+        worktrees: boolean;
+      }
+    | undefined;
   /** The email channel (docs/CHANNELS.md, "Email"): on when EMAIL_ADDRESS and EMAIL_PASSWORD are set. */
   email: EmailConfig | undefined;
 }
@@ -197,5 +205,6 @@ function githubConfig(env: Env): ChannelsConfig['github'] {
     ...(app ? { app } : {}),
     webhookSecret,
     apiUrl: str(env, 'GITHUB_API_URL'),
+    worktrees: onOff(env, 'GITHUB_WORKTREES', false),
   };
 }

@@ -26,3 +26,11 @@ export function list(env: Env, key: string, dflt = '', lower = false): string[] 
     .map((s) => (lower ? s.trim().toLowerCase() : s.trim()))
     .filter(Boolean);
 }
+
+/** A switch: 1 on, 0 off, `dflt` when unset; anything else is a named error, not a guess. */
+export function onOff(env: Env, key: string, dflt: boolean): boolean {
+  const v = str(env, key);
+  if (v === undefined) return dflt;
+  if (v === '1' || v === '0') return v === '1';
+  throw new UsageError(`${key} must be 0 or 1, got '${v}'`);
+}

@@ -2,7 +2,7 @@ import { dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { channelsConfig, type ChannelsConfig } from './config-channels.js';
 import { voiceConfig, type VoiceConfig } from './config-voice.js';
-import { int, list, str, type Env } from './config-read.js';
+import { int, list, onOff, str, type Env } from './config-read.js';
 import { checkTimeZone } from './schedule.js';
 import { STREAM_BY_DEFAULT } from './platforms.js';
 
@@ -284,14 +284,6 @@ function tracesConfig(env: Env): Config['traces'] {
   const key = full !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : baseKey;
   if (!/^https?:\/\/[^/]/.test(url)) throw new UsageError(`${key} must be an http(s) URL`);
   return { url, serviceName: str(env, 'OTEL_SERVICE_NAME') ?? 'gated' };
-}
-
-/** A switch: 1 on, 0 off, `dflt` when unset; anything else is a named error, not a guess. */
-function onOff(env: Env, key: string, dflt: boolean): boolean {
-  const v = str(env, key);
-  if (v === undefined) return dflt;
-  if (v === '1' || v === '0') return v === '1';
-  throw new UsageError(`${key} must be 0 or 1, got '${v}'`);
 }
 
 /**

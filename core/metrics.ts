@@ -101,6 +101,7 @@ const KNOWN_VERBS = new Set([
   'delete',
   'follow',
   'quote',
+  'close',
 ]);
 const ACTION_LABELS = new Set(['send', 'delegate', 'escalate', 'schedule', 'react', 'partial']);
 

@@ -54,6 +54,8 @@ export type Verb =
   | 'quote'
   /** A pressed approval button (§18): content is the button's command, docs/CHANNELS.md "Buttons". */
   | 'button'
+  /** The platform closed the chat's issue, pull request or thread: its topic's worktree goes (docs/WORKTREES.md). */
+  | 'close'
   | (string & {});
 
 /** What an adapter (or `gated send`) writes for one inbound event. */

@@ -168,6 +168,7 @@ function makeStages(
     signals,
     metrics,
     secrets: config.agentSecrets,
+    githubWorktrees: config.github?.worktrees === true,
     // Container runtimes see configuration folders where they are mounted; the process runtime, on the host.
     setup: agentSetupOf(db, config, base.runtime.name !== 'process'),
     access,

@@ -7,6 +7,7 @@ import { accessCommand, auditCommand } from './commands/access.js';
 import { backupCommands } from './commands/backup.js';
 import { doctorCommand } from './commands/doctor.js';
 import { groupsCommand } from './commands/groups.js';
+import { worktreesCommand } from './commands/worktrees.js';
 import { memoryCommand } from './commands/memory.js';
 import { messagesCommands } from './commands/messages.js';
 import { routesCommand } from './commands/routes.js';
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   routesCommand(program);
   toolsCommand(program);
   groupsCommand(program);
+  worktreesCommand(program);
   accessCommand(program);
   auditCommand(program);
   statusCommand(program);

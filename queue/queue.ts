@@ -5,6 +5,7 @@ import { DEFAULT_CHAIN_BOUNDS } from './actions/chain.js';
 import { Lanes } from './lane.js';
 import { runRecorder } from './recorder.js';
 import { Scheduler } from './scheduler.js';
+import { worktreeSweeper } from './worktree.js';
 import { QueueStore } from '../store/queue.js';
 import { ReadyKeys } from '../store/ready-keys.js';
 import type { LaneFacts, LaneInfo, QueueOptions, WorkQueue } from './types.js';
@@ -43,8 +44,10 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     applier,
     signals,
     maxFailures,
-    events: { ended: (run) => lanes.end(run), wake: () => scheduler.wake() },
+    // A worktree asked to go (/new #topic, an issue closed) is removed once its topic's run ended.
+    events: { ended: (run) => void (lanes.end(run), sweepWorktrees()), wake: () => scheduler.wake() },
   });
+  const sweepWorktrees = worktreeSweeper(opts.db, (key) => lanes.get(key) !== undefined, log, signals);
   const scheduler = new Scheduler({
     opts,
     store,
@@ -83,7 +86,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     },
     resetSession(key) {
       const run = lanes.get(key)?.run;
-      if (!run) return;
+      if (!run) return void sweepWorktrees();
       run.sessionReset = true;
       run.closeStdin('reset');
     },
@@ -100,6 +103,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
       const n = store.recover(now(), live);
       if (n > 0) log.warn({ rows: n }, 'rows of unanswered turns of interrupted runs are ready again');
       wake();
+      void sweepWorktrees();
     },
     close,
   };

@@ -334,12 +334,17 @@ export class Scheduler {
     void run.begin(
       () =>
         withWorktree(
-          opts.db,
-          opts.config.groupsDir,
+          {
+            db: opts.db,
+            groupsDir: opts.config.groupsDir,
+            log: opts.log,
+            ...(opts.now ? { now: opts.now } : {}),
+            signals: this.d.signals,
+            githubWorktrees: opts.githubWorktrees,
+          },
           runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
           key,
-          opts.log,
-          opts.now,
+          d.chatJid,
         ),
       input,
     );

@@ -45,6 +45,11 @@ export interface QueueOptions {
   /** Passed to every agent in its first stdin line; never in env, image or mounts. */
   secrets?: Record<string, string>;
   /**
+   * GITHUB_WORKTREES=1: a group with no repository whose run serves a GitHub issue or pull request is bound
+   * to that repository (cloned from the URL its deliveries named) at the run's start (docs/WORKTREES.md).
+   */
+  githubWorktrees?: boolean;
+  /**
    * Each run's agent, model, configuration and secrets (queue/agent-setup.ts), by group. When given, its
    * secrets replace `secrets`. A throw fails the run like a start that failed.
    */

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 25;
+export const SCHEMA_VERSION = 26;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -127,6 +127,12 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // 24 → 25: codebases and worktrees (docs/WORKTREES.md): schema.sql creates group_repos (a group's
   // repository) and worktrees (one per topic of such a group); nothing older changes.
   24: () => {},
+  // 25 → 26: a topic's worktree may be asked to go (/new #topic, its issue or PR closed, the operator):
+  // why, and the chat told what became of its branch (docs/WORKTREES.md, "Removal").
+  25: (db) => {
+    addColumn(db, 'worktrees', 'remove_reason', 'TEXT');
+    addColumn(db, 'worktrees', 'remove_chat', 'TEXT');
+  },
 };
 
 /** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */

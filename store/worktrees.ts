@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { getState, setState } from './state.js';
 
 /** A group's repository binding (table group_repos, docs/WORKTREES.md). */
 export interface RepoRow {
@@ -22,6 +23,10 @@ export interface WorktreeRow {
   branch: string;
   created_at: string;
   last_run_at: string | null;
+  /** Why the worktree is to be removed (NULL: it stays). */
+  remove_reason: string | null;
+  /** The chat told what became of its branch. */
+  remove_chat: string | null;
 }
 
 /** The statements of group_repos and worktrees. */
@@ -79,6 +84,41 @@ export class WorktreeStore {
       .run(group, topic, path, branch, at);
   }
 
+  /**
+   * Asks for a topic's worktree to be removed once no run uses it; `chat` is told what became of its
+   * branch. False when the topic has no worktree.
+   */
+  requestRemoval(group: string, topic: string, reason: string, chat: string | null): boolean {
+    return (
+      this.db
+        .prepare(
+          `UPDATE worktrees SET remove_reason = ?, remove_chat = coalesce(?, remove_chat)
+           WHERE group_folder = ? AND topic = ?`,
+        )
+        .run(reason, chat, group, topic).changes > 0
+    );
+  }
+
+  /** The worktrees asked to go. */
+  removals(): WorktreeRow[] {
+    return this.db
+      .prepare('SELECT * FROM worktrees WHERE remove_reason IS NOT NULL ORDER BY group_folder, topic')
+      .all() as WorktreeRow[];
+  }
+
+  /** The chat of the topic's latest run: where news of its worktree goes when no chat asked. */
+  lastChat(group: string, topic: string): string | null {
+    return (
+      (this.db
+        .prepare(
+          `SELECT chat_jid FROM session_log WHERE group_folder = ? AND topic = ? AND chat_jid IS NOT NULL
+           ORDER BY id DESC LIMIT 1`,
+        )
+        .pluck()
+        .get(group, topic) as string | undefined) ?? null
+    );
+  }
+
   /** Forgets a topic's worktree row. */
   forget(group: string, topic: string): boolean {
     return (
@@ -86,4 +126,27 @@ export class WorktreeStore {
         .changes > 0
     );
   }
+}
+
+/** The router_state key of where a GitHub repository (`owner/name`) is cloned from. */
+function cloneUrlKey(fullName: string): string {
+  return `github.clone_url:${fullName.toLowerCase()}`;
+}
+
+/**
+ * Records the clone URL each GitHub delivery names for its repository (written only when new or changed),
+ * so a group serving that repository's chats can be bound to it at its first run (docs/WORKTREES.md).
+ */
+export function cloneUrlRecorder(db: Db): (fullName: string, cloneUrl: string) => void {
+  const seen = new Map<string, string>();
+  return (fullName, cloneUrl) => {
+    if (seen.get(fullName) === cloneUrl) return;
+    setState(db, cloneUrlKey(fullName), cloneUrl);
+    seen.set(fullName, cloneUrl);
+  };
+}
+
+/** Where the GitHub repository `owner/name` is cloned from, as its deliveries said; undefined before one. */
+export function cloneUrlOf(db: Db, fullName: string): string | undefined {
+  return getState(db, cloneUrlKey(fullName));
 }

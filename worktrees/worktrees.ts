@@ -143,7 +143,7 @@ export async function listGitWorktrees(gitDir: string): Promise<Map<string, stri
 }
 
 /** The git folder of a worktree gated made, read from its `gitdir` back-link (never from the worktree). */
-function adminDirOf(gitDir: string, path: string): string {
+export function adminDirOf(gitDir: string, path: string): string {
   const base = join(gitDir, 'worktrees');
   for (const name of existsSync(base) ? readdirSync(base) : []) {
     const link = join(base, name, 'gitdir');
@@ -154,7 +154,8 @@ function adminDirOf(gitDir: string, path: string): string {
 
 /**
  * The worktree of (`folder`, `topic`): made on its branch at the first call (the branch from `base` when it
- * does not exist yet, else the existing branch checked out), found again after. Serialized per repository.
+ * does not exist yet, a `pr-N` branch fetched from the pull request's head, else the existing branch checked
+ * out), found again after. Serialized per repository.
  */
 export function ensureWorktree(
   reposDir: string,
@@ -163,6 +164,7 @@ export function ensureWorktree(
   topic: string,
   branch: string = topicBranch(topic),
 ): Promise<TopicWorktree> {
+  const pr = /^pr-([1-9]\d*)$/.exec(branch);
   const home = repoHomeOf(reposDir, folder);
   const path = join(home, branch);
   const { gitDir } = repo;
@@ -183,7 +185,20 @@ export function ensureWorktree(
       () => true,
       () => false,
     );
-    const args = exists ? [path, branch] : ['-b', branch, path, repo.branch];
+    // A clone of gated's own brings its base branch up to date first (an unreachable origin leaves it).
+    if (!exists && repo.cloned)
+      await repoGit({ gitDir }, [
+        'fetch',
+        '--no-tags',
+        'origin',
+        `+refs/heads/${repo.branch}:refs/heads/${repo.branch}`,
+      ]).catch(() => '');
+    // A pull request's topic starts on the pull request's head, as its origin serves it (GitHub's
+    // refs/pull/N/head), never on the base branch; kept as a remote ref too, so its commits count as pushed.
+    const pullRef = pr ? `refs/remotes/origin/pull/${pr[1]}` : null;
+    if (!exists && pullRef !== null)
+      await repoGit({ gitDir }, ['fetch', '--no-tags', 'origin', `+refs/pull/${pr![1]}/head:${pullRef}`]);
+    const args = exists ? [path, branch] : ['-b', branch, path, pullRef ?? repo.branch];
     await repoGit({ gitDir, cwd: home }, ['worktree', 'add', ...args]);
     return { path, branch, adminDir: adminDirOf(gitDir, path), created: true };
   });

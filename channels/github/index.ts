@@ -8,7 +8,13 @@ import type { Jid } from '../../core/types.js';
 import type { Channel, DraftOps, InboundSink, SendPart, WebhookHandler } from '../channel.js';
 import { Connection } from '../connection.js';
 import { GithubAppRefused, InstallationTokens, type GithubAppKey } from './app-auth.js';
-import { commentToInbound, type CommentPayload, type GithubSelf } from './map.js';
+import {
+  closeToInbound,
+  commentToInbound,
+  type ClosePayload,
+  type CommentPayload,
+  type GithubSelf,
+} from './map.js';
 import { githubDrafts, reactGithub, sendGithubPart } from './send.js';
 
 export { commentToInbound, githubJid, issueOf } from './map.js';
@@ -33,6 +39,8 @@ export interface GithubChannelOptions {
    * `/approve CODE` or `/reject CODE` comment is read without a mention of the bot.
    */
   awaitsDecision?: (chatJid: Jid) => boolean;
+  /** Told each repository a delivery names (`owner/name`) and the URL it is cloned from. */
+  repository?: (fullName: string, cloneUrl: string) => void;
 }
 
 /**
@@ -92,6 +100,15 @@ export class GithubChannel implements Channel {
       // A throw here fails the delivery with 503, so it can be delivered again; `receive` awaits it.
       const msg = commentToInbound(ev.payload as CommentPayload, this.self!, opts.awaitsDecision);
       if (msg) await this.sink!(msg);
+    });
+    this.webhooks.on(['issues.closed', 'pull_request.closed'], async (ev) => {
+      const msg = closeToInbound(ev.payload as ClosePayload);
+      if (msg) await this.sink!(msg);
+    });
+    this.webhooks.onAny((ev) => {
+      // Where each repository is cloned from, for groups bound to their GitHub repository (docs/WORKTREES.md).
+      const repo = (ev.payload as { repository?: { full_name?: string; clone_url?: string } }).repository;
+      if (repo?.full_name && repo.clone_url) opts.repository?.(repo.full_name, repo.clone_url);
     });
     this.webhook = (req) => this.receive(req);
   }

@@ -43,7 +43,50 @@ export interface CommentPayload {
   };
   issue?: { number: number; pull_request?: unknown };
   pull_request?: { number: number };
+  repository?: { name: string; owner: { login: string }; clone_url?: string };
+}
+
+/**
+ * The session topic of an issue or pull request: `issue-N` or `pr-N`, so each is a session of its own and,
+ * in a group bound to the repository, a worktree on a branch of that name (docs/WORKTREES.md).
+ */
+export function issueTopic(number: number, pullRequest: boolean): string {
+  return `${pullRequest ? 'pr' : 'issue'}-${number}`;
+}
+
+/** The fields of an `issues.closed` or `pull_request.closed` delivery gated reads. */
+export interface ClosePayload {
+  action?: string;
+  issue?: { number: number; pull_request?: unknown; closed_at?: string | null };
+  pull_request?: { number: number; merged?: boolean; closed_at?: string | null };
   repository?: { name: string; owner: { login: string } };
+  sender?: { login: string; id: number };
+}
+
+/**
+ * An issue or pull request closed, as an inbound row of verb `close` in its topic (the gateway removes
+ * the topic's worktree, docs/WORKTREES.md; no agent reads it); null for any other action. Its
+ * platform_msg_id names the close, so a redelivery is stored once and a reopened, closed again issue twice.
+ */
+export function closeToInbound(p: ClosePayload): NewInbound | null {
+  const pr = p.pull_request;
+  const item = pr ?? p.issue;
+  if (p.action !== 'closed' || !item || !p.repository) return null;
+  const isPr = pr !== undefined || p.issue?.pull_request !== undefined;
+  const ref = { owner: p.repository.owner.login, repo: p.repository.name, number: item.number };
+  const what = isPr
+    ? `pull request #${item.number} ${pr?.merged ? 'merged' : 'closed'}`
+    : `issue #${item.number} closed`;
+  return {
+    chat_jid: githubJid(ref),
+    sender: String(p.sender?.id ?? 0),
+    sender_name: p.sender?.login ?? 'github',
+    verb: 'close',
+    content: what,
+    topic: issueTopic(item.number, isPr),
+    platform_msg_id: `close-${item.number}-${item.closed_at ?? ''}`,
+    reply_to: null,
+  };
 }
 
 /** A comment that is a decision: `/approve CODE` or `/reject CODE …` as its first words. */
@@ -80,6 +123,7 @@ export function commentToInbound(
     sender_name: c.user.login,
     verb: tagged ? 'mention' : 'message',
     content: stripped === '' ? body : stripped,
+    topic: issueTopic(number, p.pull_request !== undefined || p.issue?.pull_request != null),
     platform_msg_id: String(c.id),
     reply_to: null,
     ...(c.author_association ? { platform_role: c.author_association } : {}),

@@ -2,6 +2,7 @@ import { commandNames } from '../../core/group-config.js';
 import { sessionKeyId, type SessionKey } from '../../core/types.js';
 import { principalOf } from '../../store/access.js';
 import { sessionsOf } from '../../store/sessions.js';
+import { WorktreeStore } from '../../store/worktrees.js';
 import { clipText } from '../../core/text.js';
 import { isTopicName } from './names.js';
 import { decideCode } from '../tool-decisions.js';
@@ -55,8 +56,20 @@ export const COMMANDS: Record<string, CommandSpec> = {
       const sessions = sessionsOf(env.db);
       sessions.drop(key);
       sessions.note(key, 'The session was reset by /new: earlier conversation is gone.');
+      // A topic with a worktree of its own (docs/WORKTREES.md) starts from the base branch again: the
+      // worktree goes once no run uses it, its branch kept when it holds unpushed work.
+      const tree = new WorktreeStore(env.db).requestRemoval(
+        key.group,
+        key.topic,
+        '/new',
+        passage.msg.chat_jid,
+      );
       env.afterCommit(() => env.queue.resetSession(key));
-      env.answer(passage.msg, `new session for ${sessionKeyId(key)}`);
+      env.answer(
+        passage.msg,
+        `new session for ${sessionKeyId(key)}` +
+          (tree ? '; its worktree is removed, its unpushed work kept' : ''),
+      );
     },
   },
   ping: {
@@ -229,9 +242,26 @@ export function parseCommand(
 export const commandLayer: Layer = (passage, env) => {
   // An edit is never a command (docs/SECURITY.md): changing an old message must not stop or reset a session.
   if (passage.msg.verb === 'edit') return 'next';
+  if (passage.msg.verb === 'close') return closeTopic(passage, env);
   const cmd = parseCommand(passage.content, () => env.botName(passage.msg.chat_jid));
   if (!cmd) return 'next';
   if (COMMANDS[cmd.name]!.run(passage, cmd.args, env) === 'continue') return 'next';
   env.finish(passage.msg, 'command');
   return 'handled';
 };
+
+/**
+ * An issue or pull request closed on its platform (verb `close`, content what closed): the topic's worktree
+ * is asked to go (docs/WORKTREES.md), its branch kept when it holds unpushed work and the chat told. The row
+ * never reaches an agent.
+ */
+function closeTopic(passage: Passage, env: LayerEnv): 'handled' {
+  const key = keyOf(passage, env);
+  if (
+    key &&
+    new WorktreeStore(env.db).requestRemoval(key.group, key.topic, passage.content, passage.msg.chat_jid)
+  )
+    env.afterCommit(() => env.queue.resetSession(key));
+  env.finish(passage.msg, 'command');
+  return 'handled';
+}

@@ -42,7 +42,16 @@ describe('configuration', () => {
       token: 't',
       webhookSecret: 'w',
       apiUrl: undefined,
+      worktrees: false,
     });
+    expect(
+      loadConfig({ GITHUB_TOKEN: 't', GITHUB_WEBHOOK_SECRET: 'w', GITHUB_WORKTREES: '1' }).github,
+    ).toMatchObject({
+      worktrees: true,
+    });
+    expect(() =>
+      loadConfig({ GITHUB_TOKEN: 't', GITHUB_WEBHOOK_SECRET: 'w', GITHUB_WORKTREES: 'on' }),
+    ).toThrow(/GITHUB_WORKTREES must be 0 or 1/);
     expect(() => loadConfig({ GITHUB_TOKEN: 't' })).toThrow(/GITHUB_WEBHOOK_SECRET/);
     // Retired: a setting that would be ignored is refused, naming what replaced it.
     expect(() => loadConfig({ GATED_TOOL_DEFAULT: 'deny' })).toThrow(
@@ -57,6 +66,7 @@ describe('configuration', () => {
       app: { appId: '123', installationId: '456', privateKeyFile: '/k.pem' },
       webhookSecret: 'w',
       apiUrl: undefined,
+      worktrees: false,
     });
     expect(() => loadConfig({ GITHUB_APP_ID: '123', GITHUB_WEBHOOK_SECRET: 'w' })).toThrow(
       /GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY_FILE/,

@@ -133,13 +133,53 @@ export class GithubApiServer {
           : {}),
       },
       comment: this.view(c),
-      repository: {
-        name: where.repo,
-        full_name: `${where.owner}/${where.repo}`,
-        owner: { login: where.owner },
-      },
+      repository: this.repository(where.owner, where.repo),
       sender: user,
     };
+  }
+
+  /** Where each repository is cloned from (`owner/name` → URL), as GitHub's payloads name it. */
+  readonly cloneUrls = new Map<string, string>();
+
+  private repository(owner: string, repo: string): Json {
+    const clone = this.cloneUrls.get(`${owner}/${repo}`);
+    return {
+      name: repo,
+      full_name: `${owner}/${repo}`,
+      owner: { login: owner },
+      ...(clone ? { clone_url: clone } : {}),
+    };
+  }
+
+  /**
+   * An issue or pull request closed by `user`: the `issues` (or `pull_request`) `closed` payload GitHub
+   * would deliver, and the event's name.
+   */
+  closed(
+    where: { owner: string; repo: string; number: number; pull?: boolean; merged?: boolean },
+    user: GithubUser,
+  ): { event: string; payload: Json } {
+    const closedAt = new Date().toISOString();
+    const item = { number: where.number, title: 'Something is broken', state: 'closed', closed_at: closedAt };
+    return where.pull
+      ? {
+          event: 'pull_request',
+          payload: {
+            action: 'closed',
+            pull_request: { ...item, merged: where.merged ?? false },
+            repository: this.repository(where.owner, where.repo),
+            sender: user,
+          },
+        }
+      : {
+          event: 'issues',
+          payload: {
+            action: 'closed',
+            issue: item,
+            repository: this.repository(where.owner, where.repo),
+            sender: user,
+          },
+        };
   }
 
   /**

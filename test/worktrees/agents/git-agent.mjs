@@ -1,7 +1,7 @@
 // An agent that works on code, for the worktree tests: it changes the repository's shared.txt to name its
-// topic, waits until every agent of the test has made its change (files in $BARRIER, $AGENTS of them), reads
-// the file again, commits it on whatever branch its folder has checked out, and answers with what it read
-// and the branch. It runs git as an agent would: in its working folder, nothing else named.
+// topic, waits until every agent of the test has made its change (files in $BARRIER, $AGENTS of them; no
+// wait without $BARRIER), reads the file again, commits it on whatever branch its folder has checked out, and
+// answers with what it read, the branch, and the subject of the commit it started from. It runs git as an agent would: in its working folder, nothing else named.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,14 +22,17 @@ rl.on('line', async (line) => {
   answered = true;
   const { topic } = JSON.parse(line);
   writeFileSync('shared.txt', `changed by ${topic}\n`);
-  writeFileSync(join(process.env.BARRIER, topic || 'default'), '');
-  const deadline = Date.now() + 60_000;
-  while (readdirSync(process.env.BARRIER).length < Number(process.env.AGENTS) && Date.now() < deadline)
-    await sleep(20);
+  const started = git('log', '-1', '--format=%s');
+  if (process.env.BARRIER) {
+    writeFileSync(join(process.env.BARRIER, topic || 'default'), '');
+    const deadline = Date.now() + 60_000;
+    while (readdirSync(process.env.BARRIER).length < Number(process.env.AGENTS) && Date.now() < deadline)
+      await sleep(20);
+  }
   const seen = readFileSync('shared.txt', 'utf8');
   git('commit', '-q', '-am', `change of ${topic}`);
   const branch = git('rev-parse', '--abbrev-ref', 'HEAD');
-  const result = JSON.stringify({ seen, branch, cwd: process.cwd() });
+  const result = JSON.stringify({ seen, branch, started, cwd: process.cwd() });
   process.stdout.write(`${START}\n${JSON.stringify({ status: 'ok', result })}\n${END}\n`);
 });
 rl.on('close', () => process.exit(0));
