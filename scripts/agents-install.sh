@@ -19,9 +19,8 @@ for name in "${agents[@]}"; do
     echo "agents-install: no agent '$name' with a package-lock.json (agents/claude, agents/codex)" >&2
     exit 2
   fi
-  # npm writes this copy of the lock last: present and newer than the lock means the install is current.
-  stamp=$dir/node_modules/.package-lock.json
-  if [ -f "$stamp" ] && [ ! "$dir/package-lock.json" -nt "$stamp" ]; then
+  # What npm installed, compared with the lock by content (a checkout rewrites the lock unchanged).
+  if node scripts/lock-current.mjs "$dir" --omit-dev; then
     echo "agents-install: $dir is up to date"
     continue
   fi

@@ -3,19 +3,16 @@
 # (test/infra/dockerd.ts). Idempotent: does nothing when dockerd is already present. No service is started
 # here; the tests start and stop their own dockerd.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../setup-apt.sh"
 
 if command -v dockerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1; then
   exit 0
 fi
 
-export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" -ne 0 ]; then
   echo "20-docker.sh: root is needed to install docker.io" >&2
   exit 1
 fi
-# Other setup scripts may run apt at the same moment: wait for dpkg's lock instead of failing.
-apt_opts=(-o DPkg::Lock::Timeout=600)
-apt-get "${apt_opts[@]}" update -qq
-apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends docker.io >/dev/null
+apt_install docker.io
 command -v dockerd >/dev/null
 echo "20-docker.sh: docker.io installed ($(dockerd --version))"

@@ -3,6 +3,7 @@
 # This machine's docker CLI has no `compose` plugin and Debian 12 ships none; its `docker-compose` package
 # (Compose 1.29, Python) reads the same file. Idempotent: does nothing when either is present.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../setup-apt.sh"
 
 if docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; then
   exit 0
@@ -11,9 +12,6 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "25-compose.sh: root is needed to install docker-compose" >&2
   exit 1
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt_opts=(-o DPkg::Lock::Timeout=600)
-apt-get "${apt_opts[@]}" update -qq
-apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends docker-compose >/dev/null
+apt_install docker-compose
 command -v docker-compose >/dev/null
 echo "25-compose.sh: $(docker-compose version --short) installed"

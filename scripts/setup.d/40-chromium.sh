@@ -2,6 +2,7 @@
 # Installs Debian's chromium for the browser test (test/web/browser.test.ts drives it with playwright-core).
 # Idempotent: does nothing when /usr/bin/chromium already runs. Never downloads a browser build of its own.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../setup-apt.sh"
 
 if [ -x /usr/bin/chromium ] && /usr/bin/chromium --version >/dev/null 2>&1; then
   exit 0
@@ -12,7 +13,5 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+apt_install chromium fonts-dejavu-core
 /usr/bin/chromium --version

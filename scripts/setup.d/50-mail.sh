@@ -4,6 +4,7 @@
 # Idempotent: does nothing when both are present. No mail service is started or enabled here: Postfix is
 # preseeded as "No configuration" and the packages' start scripts are held back by policy-rc.d.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../setup-apt.sh"
 
 if [ -x /usr/sbin/dovecot ] && [ -x /usr/lib/dovecot/lmtp ] && [ -x /usr/lib/dovecot/imap ] \
   && [ -x /usr/lib/postfix/sbin/master ]; then
@@ -15,7 +16,6 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-export DEBIAN_FRONTEND=noninteractive
 # Postfix asks how it should be configured; the tests write their own main.cf, so: none.
 echo 'postfix postfix/main_mailer_type select No configuration' | debconf-set-selections
 
@@ -31,10 +31,7 @@ fi
 cleanup() { if [ "$own_policy" = 1 ]; then rm -f "$policy"; fi; }
 trap cleanup EXIT
 
-# Other setup scripts may run apt at the same moment: wait for dpkg's lock instead of failing.
-apt_opts=(-o DPkg::Lock::Timeout=600)
-apt-get "${apt_opts[@]}" update -qq
-apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends \
+apt_install \
   dovecot-core dovecot-imapd dovecot-lmtpd postfix >/dev/null
 /usr/sbin/dovecot --version >/dev/null
 test -x /usr/lib/postfix/sbin/master

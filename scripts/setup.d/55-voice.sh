@@ -4,6 +4,7 @@
 # file's duration) and espeak-ng (the default text-to-speech command). The voice tests speak a sentence with
 # espeak-ng and transcribe it with pocketsphinx. Idempotent: does nothing when all four are present.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../setup-apt.sh"
 
 have() {
   command -v pocketsphinx_continuous >/dev/null 2>&1 &&
@@ -20,10 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "55-voice.sh: root is needed to install pocketsphinx, pocketsphinx-en-us, ffmpeg and espeak-ng" >&2
   exit 1
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt_opts=(-o DPkg::Lock::Timeout=600)
-apt-get "${apt_opts[@]}" update -qq
-apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends \
+apt_install \
   pocketsphinx pocketsphinx-en-us ffmpeg espeak-ng >/dev/null
 have
 echo "55-voice.sh: pocketsphinx, pocketsphinx-en-us, ffmpeg and espeak-ng installed"

@@ -243,7 +243,7 @@ describe('gated doctor', { timeout: 60_000 }, () => {
     );
     w.close();
     const base = { GATED_GROUPS_DIR: join(dir, 'groups'), GATED_RUNTIME: 'process' };
-    // This checkout's own agents are installed by the test setup (scripts/setup.d/15-agents.sh).
+    // This checkout's own agents are installed by the test setup (scripts/setup.d/15-agents.npm.sh).
     const own = await doctor(db, {
       ...base,
       GATED_AGENT_CMD: 'node "$GATED_HOME/agents/claude/agent.mjs"',

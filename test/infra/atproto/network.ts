@@ -57,7 +57,7 @@ function loadDevEnv(): DevEnvModule {
     return req('@atproto/dev-env') as DevEnvModule;
   } catch (err) {
     throw new Error(
-      `@atproto/dev-env cannot be loaded from test/infra/atproto (run scripts/setup.d/30-atproto.sh): ${String(err)}`,
+      `@atproto/dev-env cannot be loaded from test/infra/atproto (run scripts/setup.d/31-atproto.npm.sh): ${String(err)}`,
     );
   }
 }
