@@ -89,6 +89,15 @@ export async function streaming(chats: number, streamMs: number) {
     const loop = monitorLoopDelay(10);
     const health = healthProber(inst.gated.url!);
     let peakRss = process.memoryUsage().rss;
+    // Where the first draft's time goes: the message → its agent working → its first partial at gated.
+    const workingAt = new Map<string, number>();
+    const partialAt = new Map<string, number>();
+    const offWorking = inst.gated.signals.working.on(({ chatJid, on }) => {
+      if (on && !workingAt.has(chatJid)) workingAt.set(chatJid, Date.now());
+    });
+    const offPartial = inst.gated.signals.partial.on(({ chatJid }) => {
+      if (!partialAt.has(chatJid)) partialAt.set(chatJid, Date.now());
+    });
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
     const streams: string[] = [];
@@ -105,14 +114,20 @@ export async function streaming(chats: number, streamMs: number) {
       await new Promise((r) => setTimeout(r, 1000));
     }
     clearInterval(sampler);
+    offWorking();
+    offPartial();
     const wall = (Date.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     loop.stop();
     const h = await health.stop();
-    const first = [...channel.firstDraftAt]
-      .filter(([chat]) => chat !== `bench:g${canaryGroup}`)
-      .map(([chat]) => channel.firstDraftAt.get(chat)! - asked.get(streams[Number(chat.slice(7))]!)!)
-      .sort((a, b) => a - b);
+    const since = (at: Map<string, number>) =>
+      [...at]
+        .filter(([chat]) => chat !== `bench:g${canaryGroup}`)
+        .map(([chat, t]) => t - asked.get(streams[Number(chat.slice(7))]!)!)
+        .sort((a, b) => a - b);
+    const first = since(channel.firstDraftAt);
+    const working = since(workingAt);
+    const firstPartial = since(partialAt);
     const delivered = streams.filter((t) => channel.deliveries.has(t)).length;
     const twice = [...channel.deliveries.values()].filter((d) => d.length > 1).length;
     idle.sort((a, b) => a - b);
@@ -135,6 +150,9 @@ export async function streaming(chats: number, streamMs: number) {
       draftCallsPerSecondMax: Math.max(...channel.perSecond.values()),
       firstDraftP50ms: pct(first, 50),
       firstDraftMaxMs: first.at(-1) ?? NaN,
+      // Of the first draft's time: until the agent was started (typing on), and its first partial read.
+      workingP50ms: pct(working, 50),
+      firstPartialP50ms: pct(firstPartial, 50),
       canaryIdleP50ms: pct(idle, 50),
       canaryP50ms: pct(busy, 50),
       canaryMaxMs: busy.at(-1) ?? NaN,

@@ -14,6 +14,16 @@ export interface ChatState {
   /** The newest turns whose drafts ended, and when: late drafts of them (already on their way) are dropped. */
   ended: DraftsEnd | undefined;
   endedAt: number;
+  /**
+   * The thread of the turn drafted last (its running rows' topic, read once per turn): the partial blocks
+   * of one turn, ten a second, all go to that thread.
+   */
+  turnThread: { runId: number; turn: number; thread: string } | undefined;
+}
+
+/** A chat's state when it starts being busy. */
+export function newChat(chatJid: string): ChatState {
+  return { chatJid, threads: new Map(), lastEdit: 0, ended: undefined, endedAt: 0, turnThread: undefined };
 }
 
 /** The draft of one thread of a chat. */

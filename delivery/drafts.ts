@@ -8,7 +8,7 @@ import type { Db } from '../store/db.js';
 import { DraftStore } from '../store/drafts.js';
 import { flushGroup, whenWritable } from '../store/group-commit.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
-import { inRange, type ChatDraft, type ChatState } from './draft-chats.js';
+import { inRange, newChat, type ChatDraft, type ChatState } from './draft-chats.js';
 import { partsFor } from './format.js';
 
 /**
@@ -137,13 +137,25 @@ class ChatDrafts {
       const e = this.chats.get(d.chatJid)?.ended;
       if (e && inRange(e, d.runId, d.turn)) return;
       // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
-      const c = this.stateOf(d.chatJid, this.store.turnOf(d.runId, d.chatJid)?.topic ?? '');
+      const c = this.stateOf(d.chatJid, this.threadOf(d));
       c.pending = d;
       this.waiting.add(c);
       this.pacer.wake();
     } catch (err) {
       this.log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
     }
+  }
+
+  /** The thread of the turn a partial block is of: read from its running rows once per turn. */
+  private threadOf(d: PartialText): string {
+    const chat = this.chatOf(d.chatJid);
+    const known = chat.turnThread;
+    if (known && known.runId === d.runId && known.turn === d.turn) return known.thread;
+    const row = this.store.turnOf(d.runId, d.chatJid);
+    const thread = row?.topic ?? '';
+    // Not kept before the turn's rows are found running: a later block reads them again.
+    chat.turnThread = row ? { runId: d.runId, turn: d.turn, thread } : undefined;
+    return thread;
   }
 
   /** The takeover of Drafts.takeOver, after anything queued for the answer's thread. */
@@ -347,7 +359,7 @@ class ChatDrafts {
   private chatOf(chatJid: string): ChatState {
     let chat = this.chats.get(chatJid);
     if (!chat) {
-      chat = { chatJid, threads: new Map(), lastEdit: 0, ended: undefined, endedAt: 0 };
+      chat = newChat(chatJid);
       this.chats.set(chatJid, chat);
     }
     return chat;

@@ -167,10 +167,12 @@ export class Scheduler {
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       let i = 0;
       // What this turn did before (a poll slice, replies) counts against the pump's slice: a pump that finds
-      // it spent starts nothing and leaves the runs to the next turn, whose first pump starts at least one.
-      const started = performance.now() - turnWorkMs(this.d.opts.db);
+      // it spent starts nothing and leaves the runs to the next turn, whose first pump has a slice of its
+      // own. Counting the turn there too started one run per turn while many agents stream (each turn busy
+      // with their blocks): 200 chats waited seconds for their agents.
       const owed = this.owed;
       this.owed = false;
+      const started = performance.now() - (owed ? 0 : turnWorkMs(this.d.opts.db));
       while (lanes.free > 0 && i < next.length) {
         if ((i > 0 || !owed) && performance.now() - started > PUMP_SLICE_MS) return this.later();
         if (!this.dispatch(next[i++]!, t)) return this.afterLock();
