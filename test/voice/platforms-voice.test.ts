@@ -61,7 +61,7 @@ async function heard(data: Buffer): Promise<string> {
     file,
     mime: 'audio/ogg',
     language: undefined,
-    timeoutMs: 30_000,
+    timeoutMs: 120_000,
   });
 }
 
@@ -113,7 +113,7 @@ describe('Discord', () => {
     const [, , said, voice] = await api.waitForPosted(4);
     expect(said!.content).toBe('please check the weather tomorrow');
     await expectSpeech(voice!.attachments[0]!.data);
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('Slack', () => {
@@ -137,19 +137,19 @@ describe('Slack', () => {
         files: [{ name: 'memo.ogg', data: note, mimetype: 'audio/ogg' }],
       }),
     );
-    await until(() => api.posted.some((p) => p.files.length > 0), 60_000, 'the spoken reply');
+    await until(() => api.posted.some((p) => p.files.length > 0), 180_000, 'the spoken reply');
     expect(api.posted.find((p) => p.files.length === 0)!.text).toMatch(TRANSCRIBED);
     expectTranscribed(g);
 
     await push(api.messageEvent({ channel: api.channelId, user: 'U0ADA001', text: SAY }));
-    await until(() => api.posted.filter((p) => p.files.length > 0).length === 2, 60_000, 'the second');
+    await until(() => api.posted.filter((p) => p.files.length > 0).length === 2, 180_000, 'the second');
     expect(api.posted.filter((p) => p.files.length === 0).map((p) => p.text)[1]).toBe(
       'please check the weather tomorrow',
     );
     const file = api.posted.filter((p) => p.files.length > 0)[1]!.files[0]!;
     expect(file.name).toBe('reply.ogg');
     await expectSpeech(file.data);
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('email', () => {
@@ -173,12 +173,12 @@ describe('email', () => {
       await world.settled();
       return world.inbox(ALICE, from - 1);
     };
-    const got = await until(async () => ((await mails()).length >= 2 ? mails() : undefined), 60_000, 'mail');
+    const got = await until(async () => ((await mails()).length >= 2 ? mails() : undefined), 180_000, 'mail');
     // The subject leads the first mail of a thread, as the user's caption; the words follow.
     expect(got[0]!.mail.text!.trim()).toMatch(/^heard: Subject: memo\n\n.*weather.* \[transcript\] \[audio /);
     expectTranscribed(g);
     const [audio] = got[1]!.mail.attachments;
     expect(audio).toMatchObject({ filename: 'reply.ogg', contentType: 'audio/ogg' });
     expect(audio!.content.subarray(0, 4).toString()).toBe('OggS');
-  }, 120_000);
+  }, 240_000);
 });

@@ -50,7 +50,7 @@ beforeAll(async () => {
   tg = await TelegramApiServer.start();
   tg.addChat(chat);
   asr = await TranscriptionsApi.start();
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   await tg.close();
   await asr.close();
@@ -120,7 +120,7 @@ test('an MP3 audio file and a video note: uploaded with the group language and t
   expect(gated.db.prepare(`SELECT DISTINCT transcriber FROM transcriptions`).pluck().all()).toEqual([
     `endpoint ${new URL(asr.url).host}`,
   ]);
-}, 90_000);
+}, 240_000);
 
 test('an audio file larger than GATED_TRANSCRIBE_MAX_BYTES is refused with its reason, the endpoint unasked', async () => {
   const gated = await start({ GATED_TRANSCRIBE_MAX_BYTES: '4096' });
@@ -133,4 +133,4 @@ test('an audio file larger than GATED_TRANSCRIBE_MAX_BYTES is refused with its r
   );
   expect(asr.requests.length).toBe(asked);
   expect(gated.db.prepare(`SELECT state FROM transcriptions`).pluck().get()).toBe('refused');
-}, 60_000);
+}, 180_000);

@@ -140,7 +140,7 @@ test('a group that speaks: the reply also arrives as a Telegram voice note of re
     file,
     mime: 'audio/ogg',
     language: undefined,
-    timeoutMs: 30_000,
+    timeoutMs: 120_000,
   });
   for (const w of KEY_WORDS) expect(heard).toContain(w);
   const row = gated.db.prepare(`SELECT path, mime, spoken FROM outbound_files WHERE spoken = 1`).get() as {

@@ -71,7 +71,7 @@ test("the command gets the reply's text and the group's voice; its speech arrive
   const before = api.sent.length;
   const files = api.sentFiles.length;
   api.message({ chat, from: ada, text: 'say please check the weather tomorrow' });
-  await until(() => api.sentFiles.length > files, 30_000, 'the voice note');
+  await until(() => api.sentFiles.length > files, 120_000, 'the voice note');
   expect(api.sent.slice(before).map((m) => m.text)).toEqual(['please check the weather tomorrow']);
   expect(calls()).toEqual([{ text: 'please check the weather tomorrow', voice: 'en-gb', leaked: [] }]);
   const note = api.sentFiles[files]!;
@@ -82,10 +82,10 @@ test("the command gets the reply's text and the group's voice; its speech arrive
     file: join(dir, 'reply.ogg'),
     mime: 'audio/ogg',
     language: undefined,
-    timeoutMs: 30_000,
+    timeoutMs: 120_000,
   });
   for (const w of KEY_WORDS) expect(heard).toContain(w);
-}, 60_000);
+}, 180_000);
 
 test('without a voice the language is the voice; a failing command leaves the reply as text alone, once', async () => {
   const { gated, calls } = await start('fail', { language: 'de' });
@@ -93,7 +93,7 @@ test('without a voice the language is the voice; a failing command leaves the re
   const files = api.sentFiles.length;
   api.message({ chat, from: ada, text: 'say guten Tag' });
   await api.waitForSent(before + 1);
-  await until(() => calls().length === 1, 30_000, 'the command ran');
+  await until(() => calls().length === 1, 120_000, 'the command ran');
   expect(calls()[0]).toMatchObject({ text: 'guten Tag', voice: 'de' });
   await gated.delivery.idle();
   expect(api.sent.slice(before).map((m) => m.text)).toEqual(['guten Tag']);
@@ -102,4 +102,4 @@ test('without a voice the language is the voice; a failing command leaves the re
   expect(gated.db.prepare(`SELECT delivery FROM messages WHERE is_from_me = 1`).pluck().all()).toEqual([
     'sent',
   ]);
-}, 60_000);
+}, 180_000);

@@ -85,14 +85,14 @@ test('the record button records the microphone; the line shows its transcript be
 
   // The words replace the line's "recording" upload, marked as a transcript; the player comes when saved.
   const transcript = main.locator('.line.user .text.transcript');
-  await transcript.waitFor({ timeout: 60_000 });
+  await transcript.waitFor({ timeout: 150_000 });
   for (const w of KEY_WORDS) expect(await transcript.textContent()).toContain(w);
   const reply = main.locator('.line.agent', { hasText: '[transcript]' });
-  await reply.waitFor({ timeout: 60_000 });
+  await reply.waitFor({ timeout: 150_000 });
   expect(await reply.textContent()).toMatch(
     /heard: .*hello world.* \[transcript\] \[audio inbox\/\d+\/0-recording\.webm\]/,
   );
-  await main.locator('.line.user .file.audio audio').waitFor({ timeout: 30_000 });
+  await main.locator('.line.user .file.audio audio').waitFor({ timeout: 90_000 });
   await playable(page, '.line.user .file.audio audio');
 
   const row = gated.db
@@ -121,4 +121,4 @@ test('the record button records the microphone; the line shows its transcript be
   await playable(page, `#chat-messages li.msg.in[data-id="${(row as { id: number }).id}"] audio`);
   await page.screenshot({ path: screenshotPath('dashboard-voice.png') });
   expect(errors).toEqual([]);
-}, 180_000);
+}, 300_000);
