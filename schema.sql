@@ -830,8 +830,11 @@ CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF text, group_fol
   INSERT INTO memories_fts (rowid, text, grp, scope)
   VALUES (NEW.id, NEW.text, 'g' || hex(NEW.group_folder), 's' || hex(NEW.scope));
 END;
+-- `who` is 'u' || hex(platform:sender) of an inbound row, of the row it answers for an outbound one.
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-  content, grp, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+  content, grp, who, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+-- How many indexed rows each word is in: a search leaves out the words most rows have.
+CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts_terms USING fts5vocab(messages_fts, row);
 -- Codebases (docs/WORKTREES.md): a group bound to a git repository. `source` is what the operator gave (a URL
 -- gated cloned, or a local repository it adopted); `git_dir` the repository's common git folder on disk
 -- (a bare clone of gated's own beside the groups, or the adopted repository's .git); `branch` the base

@@ -257,6 +257,12 @@ export async function burst(
   timeoutMs: number,
   historyFlushMs?: number,
   prefill?: (db: Db) => void,
+  more?: {
+    /** Settings over the bench's own (bench/memory.ts: the history index on or off). */
+    env?: Record<string, string>;
+    /** Awaited after the last delivery, before the CPU is read: work behind the pipe counts too. */
+    drain?: (gated: Gated) => Promise<void>;
+  },
 ) {
   const inst = await benchInstance({
     groups,
@@ -265,6 +271,7 @@ export async function burst(
     http: true,
     ...(historyFlushMs ? { history: { flushMs: historyFlushMs } } : {}),
     ...(prefill ? { prefill } : {}),
+    ...(more?.env ? { env: more.env } : {}),
   });
   // How late a timer runs on gated's loop (the 10 ms period of the probing timer taken off).
   const loop = monitorLoopDelay(10);
@@ -291,6 +298,7 @@ export async function burst(
     const w = await writer;
     await inst.channel.waitFor(total, timeoutMs);
     const wall = (Math.max(inst.channel.lastDelivery, t0) - t0) / 1000;
+    await more?.drain?.(inst.gated);
     const cpu = process.cpuUsage(cpu0);
     sql.stop();
     const child1 = await childCpuSeconds();

@@ -123,6 +123,8 @@ export interface Config extends ChannelsConfig, VoiceConfig {
   memoryMaxFactBytes: number;
   /** Bytes of facts each turn's input carries at most (GATED_MEMORY_TURN_BYTES); 0 gives none. */
   memoryTurnBytes: number;
+  /** The history indexer runs (GATED_HISTORY_INDEX, default on); off, history search finds nothing new. */
+  historyIndex: boolean;
   /** Days of per-minute dashboard history kept (GATED_HISTORY_DAYS); 0 keeps none and writes none. */
   historyDays: number;
   /** The writes of one event-loop turn share one transaction (GATED_GROUP_COMMIT, default on; docs/QUEUE.md). */
@@ -185,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...limitSettings(env),
     logLevel: str(env, 'GATED_LOG_LEVEL') ?? 'info',
     groupCommit: onOff(env, 'GATED_GROUP_COMMIT', true),
+    historyIndex: onOff(env, 'GATED_HISTORY_INDEX', true),
     tz: checkTimeZone(str(env, 'GATED_TZ') ?? 'UTC'),
     ...retiredToolDefault(env),
     traces: tracesConfig(env),

@@ -81,7 +81,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const history = startHistory(base, opts.historyFlushMs ?? 60_000);
   // What was said becomes searchable behind the pipe (docs/MEMORY.md), never in a message's transaction.
   const indexer = createHistoryIndexer({ db, log: log.child({ part: 'history-index' }) });
-  indexer.start();
+  if (config.historyIndex) indexer.start();
 
   const steps = (graceMs: number): Array<[string, () => unknown]> => [
     ...stop.before,

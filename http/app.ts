@@ -19,6 +19,7 @@ import { Queries } from './queries.js';
 import { routesAdminApi } from './routes-admin.js';
 import { waitingApi, workflowsApi } from './workflows.js';
 import { staticApi } from './static.js';
+import { memoryAdminApi, memoryReadApi } from './memory.js';
 import { tasksAdminApi, tasksReadApi } from './tasks.js';
 import { toolApprovalsApi } from './tool-approvals.js';
 import { AccessSource } from '../store/access.js';
@@ -152,6 +153,11 @@ function useOperatorApis(
   app.route('/api/routes', routesAdminApi(db, httpLog));
   app.use('/api/groups/*', auth.admin);
   app.route('/api/groups', groupsAdminApi(db, httpLog));
+  // Memory: reading and searching as the dashboard, forgetting with the admin token (docs/MEMORY.md).
+  app.on('GET', ['/api/memory', '/api/memory/*'], auth.read);
+  app.on('POST', ['/api/memory', '/api/memory/*'], auth.admin);
+  app.route('/api/memory', memoryReadApi(db));
+  app.route('/api/memory', memoryAdminApi(db, httpLog));
   // Tasks: reading as the dashboard, pausing and resuming with the admin token (docs/TASKS.md).
   app.on('GET', ['/api/tasks', '/api/tasks/*'], auth.read);
   app.on('POST', ['/api/tasks', '/api/tasks/*'], auth.admin);

@@ -54,7 +54,7 @@ async function vendor(name: string): Promise<{ body: Buffer; type: string } | un
 /**
  * The pages and their assets from the package's web/ folder, read per request (tiny files; an edit shows
  * on reload, no build step). `/` is the chat, `/dashboard` the dashboard, `/dashboard/access` its access
- * page, `/dashboard/approvals` its tool approvals, `/dashboard/workflows` the workflow runs, `/dashboard/waiting` everything waiting on a person, `/assets/<name>` the rest, and `/assets/vendor/<name>` the chart library from node_modules.
+ * page, `/dashboard/memory` what the groups' agents remember, `/dashboard/approvals` its tool approvals, `/dashboard/workflows` the workflow runs, `/dashboard/waiting` everything waiting on a person, `/assets/<name>` the rest, and `/assets/vendor/<name>` the chart library from node_modules.
  */
 export function staticApi(): Hono {
   const app = new Hono();
@@ -66,6 +66,7 @@ export function staticApi(): Hono {
   app.get('/', page('index.html'));
   app.get('/dashboard', page('dashboard.html'));
   app.get('/dashboard/tasks', page('tasks.html'));
+  app.get('/dashboard/memory', page('memory.html'));
   app.get('/dashboard/access', page('access.html'));
   app.get('/dashboard/approvals', page('approvals.html'));
   app.get('/dashboard/workflows', page('workflows.html'));

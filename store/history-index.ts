@@ -2,7 +2,7 @@ import type { Logger } from '../core/log.js';
 import { createWorker, type Worker } from '../core/worker.js';
 import type { Db } from './db.js';
 import { whenWritable } from './group-commit.js';
-import { anyWord, ftsToken } from './memory.js';
+import { anyOf, ftsToken, queryWords } from './memory.js';
 import { StateStore } from './state.js';
 
 /**
@@ -14,6 +14,9 @@ import { StateStore } from './state.js';
 
 /** router_state key of the indexer's cursor: the id of the last message it looked at. */
 export const HISTORY_CURSOR_KEY = 'history_index_cursor';
+
+/** A word in at most this many rows is always looked for: ranking that many is cheap. */
+const RARE_ENOUGH = 1000;
 
 /** Rows one indexing pass looks at, at most. */
 export const INDEX_BATCH = 500;
@@ -51,11 +54,30 @@ export class HistoryIndex {
     this.state = new StateStore(db);
     this.s = {
       rows: db.prepare(
-        `SELECT m.id, m.is_from_me, m.state, m.content, coalesce(m.group_folder, r.group_folder) AS g
+        `SELECT m.id, m.is_from_me, m.state, m.content, coalesce(m.group_folder, r.group_folder) AS g,
+                CASE WHEN m.is_from_me = 1 THEN r.chat_jid ELSE m.chat_jid END AS chat,
+                CASE WHEN m.is_from_me = 1 THEN r.sender ELSE m.sender END AS sender
          FROM messages m LEFT JOIN messages r ON r.id = m.reply_to_id
          WHERE m.id > ? ORDER BY m.id LIMIT ?`,
       ),
-      insert: db.prepare('INSERT INTO messages_fts (rowid, content, grp) VALUES (?, ?, ?)'),
+      insert: db.prepare('INSERT INTO messages_fts (rowid, content, grp, who) VALUES (?, ?, ?, ?)'),
+      rows_with: db.prepare('SELECT doc FROM messages_fts_terms WHERE term = ?').pluck(),
+      served: db.prepare(
+        `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
+                coalesce(m.session_topic, m.topic) AS topic, f.score
+         FROM (SELECT rowid, bm25(messages_fts, 1.0, 0.0, 0.0) AS score FROM messages_fts
+               WHERE messages_fts MATCH ? ORDER BY score LIMIT ?) f
+         JOIN messages m ON m.id = f.rowid
+         WHERE m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited')
+         ORDER BY f.score LIMIT ?`,
+      ),
+      own: db.prepare(
+        `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
+                coalesce(m.session_topic, m.topic) AS topic, f.score
+         FROM (SELECT rowid, bm25(messages_fts, 1.0, 0.0, 0.0) AS score FROM messages_fts
+               WHERE messages_fts MATCH ? ORDER BY score LIMIT ?) f
+         JOIN messages m ON m.id = f.rowid ORDER BY f.score`,
+      ),
       remove: db.prepare('DELETE FROM messages_fts WHERE rowid = ?'),
       lastId: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
     };
@@ -85,6 +107,8 @@ export class HistoryIndex {
         state: string | null;
         content: unknown;
         g: string | null;
+        chat: string | null;
+        sender: string | null;
       }[];
       let cursor = from;
       let indexed = 0;
@@ -96,7 +120,10 @@ export class HistoryIndex {
         }
         cursor = r.id;
         if (r.g === null || typeof r.content !== 'string' || r.content.trim() === '') continue;
-        this.s.insert.run(r.id, r.content, ftsToken('g', r.g));
+        const colon = r.chat?.indexOf(':') ?? -1;
+        const who =
+          r.chat && r.sender ? ftsToken('u', `${r.chat.slice(0, colon < 0 ? 0 : colon)}:${r.sender}`) : '';
+        this.s.insert.run(r.id, r.content, ftsToken('g', r.g), who);
         indexed += 1;
       }
       if (cursor !== from) this.state.set(HISTORY_CURSOR_KEY, String(cursor));
@@ -110,31 +137,36 @@ export class HistoryIndex {
   }
 
   /**
+   * The words of a query worth looking for: those in at most 1 % of the indexed rows or in at most
+   * RARE_ENOUGH rows (a word most rows have tells none apart and costs the most to rank), else the rarest
+   * one. Words no row has are dropped.
+   */
+  private telling(words: readonly string[]): string[] {
+    const total = Math.max(1, this.cursor());
+    const counted = words.map((w) => ({ w, n: Number(this.s.rows_with.get(w) ?? 0) })).filter((x) => x.n > 0);
+    const rare = counted.filter((x) => x.n <= Math.max(total / 100, RARE_ENOUGH)).map((x) => x.w);
+    if (rare.length > 0 || counted.length === 0) return rare;
+    return [counted.reduce((a, b) => (b.n < a.n ? b : a)).w];
+  }
+
+  /**
    * The messages of `scope.group` whose text shares words with `query`, best first (bm25): inbound rows the
    * group served (never a denied, pending or limited one, unless it is the viewer's own) and the answers,
-   * of every chat and topic of the group, never of another group.
+   * of every chat and topic of the group, never of another group. The best `limit` × 3 by the index are
+   * read and filtered, so a search over many withheld rows may return fewer than `limit`.
    */
   search(query: string, scope: HistoryScope, limit = 20): HistoryHit[] {
-    const words = anyWord(query);
+    const words = anyOf(this.telling(queryWords(query)));
     if (words === null) return [];
-    const only = scope.only === null ? null : [...new Set(scope.only)];
-    if (only !== null && only.length === 0) return [];
-    const own = (alias: string) =>
-      `(${alias}.sender || '') <> '' AND (substr(${alias}.chat_jid, 1, instr(${alias}.chat_jid, ':')) || ${alias}.sender) IN (${only!.map(() => '?').join(', ')})`;
-    const restrict =
-      only === null
-        ? `(m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited'))`
-        : `((m.is_from_me = 0 AND ${own('m')}) OR (m.is_from_me = 1 AND ${own('r')}))`;
-    const sql = `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
-                        coalesce(m.session_topic, m.topic) AS topic, bm25(messages_fts, 1.0, 0.0) AS score
-                 FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-                 LEFT JOIN messages r ON r.id = m.reply_to_id
-                 WHERE messages_fts MATCH ? AND ${restrict}
-                 ORDER BY score LIMIT ?`;
-    const args: unknown[] = [`grp:${ftsToken('g', scope.group)} AND content:(${words})`];
-    if (only !== null) args.push(...only, ...only);
-    args.push(limit);
-    return this.db.prepare(sql).all(...args) as HistoryHit[];
+    const group = `grp:${ftsToken('g', scope.group)}`;
+    if (scope.only === null) {
+      return this.s.served.all(`${group} AND content:(${words})`, limit * 3, limit) as HistoryHit[];
+    }
+    // Only its own rows: the sender is named inside MATCH (two such senders together see nothing).
+    const only = [...new Set(scope.only)];
+    if (only.length !== 1) return [];
+    const who = `who:${ftsToken('u', only[0]!)}`;
+    return this.s.own.all(`${group} AND ${who} AND content:(${words})`, limit) as HistoryHit[];
   }
 }
 

@@ -57,7 +57,7 @@ export class MemoryRefused extends Error {
 }
 
 /** The FTS5 token naming a group (or a scope): one run of hex digits, which no tokenizer splits. */
-export function ftsToken(prefix: 'g' | 's', value: string): string {
+export function ftsToken(prefix: 'g' | 's' | 'u', value: string): string {
   return prefix + Buffer.from(value, 'utf8').toString('hex').toUpperCase();
 }
 
@@ -81,14 +81,23 @@ const STOP_WORDS = new Set(
  * has no word that is not a stop word: user text never reaches MATCH as syntax.
  */
 export function anyWord(text: string): string | null {
+  return anyOf(queryWords(text));
+}
+
+/** The distinct words of free text a search looks for (lower case, no stop words, at most 32). */
+export function queryWords(text: string): string[] {
   const seen = new Set<string>();
   for (const m of text.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)) {
     if ((m[0].length < 2 && !/\p{N}/u.test(m[0])) || STOP_WORDS.has(m[0])) continue;
     seen.add(m[0]);
     if (seen.size >= MAX_QUERY_WORDS) break;
   }
-  if (seen.size === 0) return null;
-  return [...seen].map((w) => `"${w}"`).join(' OR ');
+  return [...seen];
+}
+
+/** Words as an FTS5 expression matching any of them (each quoted: only letters and digits), or null. */
+export function anyOf(words: readonly string[]): string | null {
+  return words.length === 0 ? null : words.map((w) => `"${w}"`).join(' OR ');
 }
 
 /** What to remember. */

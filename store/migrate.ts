@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 26;
+export const SCHEMA_VERSION = 27;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -133,7 +133,27 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
     addColumn(db, 'worktrees', 'remove_reason', 'TEXT');
     addColumn(db, 'worktrees', 'remove_chat', 'TEXT');
   },
+  // 26 → 27: the history index names each row's sender too (who), so a stranger's search reads only its own
+  // rows inside MATCH, and has a vocabulary table (the share of rows a word is in). The index of schema 24
+  // is made again: dropped here, refilled by the history indexer from its cursor, reset to 0.
+  26: (db) => historyIndexV27(db),
 };
+
+/** The 26 → 27 step: messages_fts with its `who` column and messages_fts_terms; the indexer starts over. */
+function historyIndexV27(db: Database.Database): void {
+  const sql = db
+    .prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'messages_fts'`)
+    .pluck()
+    .get() as string | undefined;
+  if (sql !== undefined && /\bwho\b/.test(sql)) return;
+  db.exec(`
+    DROP TABLE IF EXISTS messages_fts_terms;
+    DROP TABLE IF EXISTS messages_fts;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+      content, grp, who, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE messages_fts_terms USING fts5vocab(messages_fts, row);
+    DELETE FROM router_state WHERE key = 'history_index_cursor';`);
+}
 
 /** The 19 → 20 step: tool_approvals rebuilt with `cancelled` among its states, indexes and triggers kept. */
 function cancelledAsks(db: Database.Database): void {

@@ -16,6 +16,7 @@ export const PAGES = [
     here: (p, h) => p === '/dashboard' && /^#(chats|chat=)/.test(h),
   },
   { href: '/dashboard/tasks', label: 'tasks', here: (p) => p === '/dashboard/tasks' },
+  { href: '/dashboard/memory', label: 'memory', here: (p) => p === '/dashboard/memory' },
   { href: '/dashboard/access', label: 'access', here: (p) => p === '/dashboard/access' },
   { href: '/dashboard/approvals', label: 'approvals', here: (p) => p === '/dashboard/approvals' },
   { href: '/dashboard/workflows', label: 'workflows', here: (p) => p === '/dashboard/workflows' },
