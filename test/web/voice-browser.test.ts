@@ -4,13 +4,16 @@
  * uploaded as audio through the chat's upload path, the real pocketsphinx transcribes it, and the line
  * shows the words marked as a transcript with a player of the recording beside them, live and after a
  * reload; the agent reads the words with the audio attached. The dashboard's chat view plays the same
- * audio beside its transcript.
+ * audio beside its transcript. A group that speaks has its reply played in the chat as well.
  */
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { expect, test } from 'vitest';
+import { pocketsphinxTranscriber } from '../../voice/transcribers.js';
 import { startDemoGated } from '../helpers/gated.js';
+import { writeGroupFile } from '../helpers/group-config.js';
 import { tempDir } from '../helpers/db.js';
 import { until } from '../helpers/process.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
@@ -120,5 +123,42 @@ test('the record button records the microphone; the line shows its transcript be
   await item.locator('button.play-audio').click();
   await playable(page, `#chat-messages li.msg.in[data-id="${(row as { id: number }).id}"] audio`);
   await page.screenshot({ path: screenshotPath('dashboard-voice.png') });
+  expect(errors).toEqual([]);
+}, 300_000);
+
+test('a group that speaks: the reply plays in the web chat in an audio element of real speech', async () => {
+  const gated = await startDemoGated({ GATED_AGENT_CMD: VOICE_AGENT_CMD });
+  writeGroupFile(
+    gated.config.configDir,
+    'demo',
+    'voice.json',
+    JSON.stringify({ speak: true, voice: 'en-us' }),
+  );
+  const browser = await launchChromium();
+  const { page, errors } = await strictPage(browser);
+  await page.goto(`${gated.url}/#demo`);
+  const main = page.locator('.pane[data-topic=""]');
+  await main.locator('.conn[data-state="live"]').waitFor();
+  await main.locator('textarea').fill(`say ${SPOKEN}`);
+  await main.locator('textarea').press('Enter');
+  const reply = main.locator('.line.agent', { hasText: SPOKEN });
+  await reply.waitFor({ timeout: 120_000 });
+  // The voice note comes as the reply's next part: a player, with its download link.
+  await reply.locator('.file.audio audio').waitFor({ timeout: 120_000 });
+  expect(await reply.locator('.file.audio a.file.download').textContent()).toContain('reply.ogg');
+  await playable(page, '.line.agent .file.audio audio');
+  // What the page plays is the reply spoken: pocketsphinx hears its words.
+  const src = await reply.locator('.file.audio audio').getAttribute('src');
+  const res = await page.request.get(`${gated.url}${src}`);
+  expect(res.headers()['content-type']).toBe('audio/ogg');
+  const dir = tempDir();
+  writeFileSync(join(dir, 'reply.ogg'), await res.body());
+  const words = await pocketsphinxTranscriber(async () => dir).transcribe({
+    file: join(dir, 'reply.ogg'),
+    mime: 'audio/ogg',
+    language: undefined,
+    timeoutMs: 120_000,
+  });
+  for (const w of KEY_WORDS) expect(words).toContain(w);
   expect(errors).toEqual([]);
 }, 300_000);
