@@ -13,7 +13,7 @@
 // The socket lives in a private directory (mode 0700) under the system's temp folder, never in the group's
 // folder; it is removed when the run ends. Anything that reaches it is still asked about like the model's
 // own calls, so it grants nothing the tool rules do not.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { actionCall, actionTools, SERVER } from './actions.mjs';
+import { ownedTempDir, sweepOwnedDirs } from './owned-dir.mjs';
 
 /** How long one tool of a group's server may run once allowed (the question's wait is not counted). */
 const TOOL_RUN_MS = Number(process.env.GATED_CODEX_TOOL_MS ?? 600_000);
@@ -121,7 +122,10 @@ export class ToolBridge {
 
   /** Listens on a new private socket; returns its path. */
   async start() {
-    this.#dir = mkdtempSync(join(socketParent(), 'gated-codex-'));
+    const parent = socketParent();
+    // A run killed with -9 left its socket folder there: the next one removes it.
+    sweepOwnedDirs(parent, SOCKET_PREFIX);
+    this.#dir = ownedTempDir(parent, SOCKET_PREFIX);
     const path = join(this.#dir, 'tools.sock');
     this.#listener = createServer((socket) => this.#serve(socket));
     await new Promise((resolve, reject) => {
@@ -250,6 +254,9 @@ export class ToolBridge {
 
 /** The longest socket path Linux takes is 107 bytes; this leaves room for the folder's random suffix. */
 const SOCKET_PATH_MAX = 90;
+
+/** The name of a run's socket folder, before mkdtemp's six characters. */
+const SOCKET_PREFIX = 'gated-codex-';
 
 /**
  * Where the socket's private folder goes: the run's own HOME (the process runtime gives each run one in

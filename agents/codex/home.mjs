@@ -6,18 +6,13 @@
 // (sessions/…/rollout-*.jsonl: plain JSON lines of a conversation, which the CLI reads as history, never as
 // settings) persist, in the folder's `.codex-agent/sessions/`: copied in at the start (regular files with one
 // name only, no link followed) and out after each turn, so a later run resumes its threads.
-import {
-  constants,
-  copyFileSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { constants, copyFileSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { ownedTempDir, sweepOwnedDirs } from './owned-dir.mjs';
+
+/** The name of a run's home in the temp folder, before mkdtemp's six characters. */
+const HOME_PREFIX = 'gated-codex-home-';
 
 /** What the CLI reads from its home as settings, hooks, rules or instructions. */
 const TRUSTED = [
@@ -72,8 +67,9 @@ function copyRollouts(from, to, onlyNewer) {
 export function runHome(workspace) {
   const store = join(workspace, '.codex-agent', 'sessions');
   // A run killed with -9 leaves its home behind (a few KiB of the CLI's state, no secret: the key is in
-  // the CLI's environment only); the system's temp cleaning takes it.
-  const dir = mkdtempSync(join(tmpdir(), 'gated-codex-home-'));
+  // the CLI's environment only): the next run's start removes it (owned-dir.mjs).
+  sweepOwnedDirs(tmpdir(), HOME_PREFIX);
+  const dir = ownedTempDir(tmpdir(), HOME_PREFIX);
   copyRollouts(store, join(dir, 'sessions'), false);
   return {
     dir,
