@@ -112,13 +112,17 @@ describe('the gated image with compose', { timeout: 900_000 }, () => {
     const d = engine!;
     const started = Math.floor(Date.now() / 1000);
     const env = { ...process.env, DOCKER_HOST: d.host };
-    await d.buildAgentImage('gated-agent:latest');
-    const built = await run('bash', [packageFile('docker', 'build-gated-offline.sh'), 'gated:test'], {
-      env,
-      maxBuffer: 1 << 24,
-    }).catch((err: Error & { stderr?: string }) => {
-      throw new Error(`building gated:test failed: ${err.message}\n${err.stderr ?? ''}`);
-    });
+    // The two images at once (each imports a base of its own), gated's from the dist/ the run built
+    // (test/global-setup.ts) rather than a second compile.
+    const [, built] = await Promise.all([
+      d.buildAgentImage('gated-agent:latest'),
+      run('bash', [packageFile('docker', 'build-gated-offline.sh'), 'gated:test'], {
+        env: { ...env, GATED_DIST: packageFile('dist') },
+        maxBuffer: 1 << 24,
+      }).catch((err: Error & { stderr?: string }) => {
+        throw new Error(`building gated:test failed: ${err.message}\n${err.stderr ?? ''}`);
+      }),
+    ]);
     expect(built.stdout.trim()).toBe('gated:test');
     const image = (await d.docker.getImage('gated:test').inspect()) as {
       Config: { User: string; Healthcheck?: { Test: string[] } };
