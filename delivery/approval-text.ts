@@ -1,7 +1,7 @@
 import type { Channel } from '../channels/channel.js';
 import { markdownToMrkdwn, markdownToPlain, telegramHtmlBlocks } from '../core/markdown.js';
 import { measure } from '../core/text.js';
-import { isGate, type ToolApproval } from '../store/tool-approvals.js';
+import { isBudget, isGate, type ToolApproval } from '../store/tool-approvals.js';
 
 /**
  * The words of a tool approval's question (docs/APPROVALS.md, "What the approver sees"): the real input
@@ -95,7 +95,9 @@ function questionMarkdown(
   return [
     isGate(row)
       ? `A workflow waits for your approval before it goes on (${inert(row.tool)}):`
-      : `The agent wants to run ${inert(row.tool)} with this input, exactly:`,
+      : isBudget(row)
+        ? 'An agent run is over a daily cap and waits for you: go on with one more budget, or stop it?'
+        : `The agent wants to run ${inert(row.tool)} with this input, exactly:`,
     fenced(shown),
     hidden > 0
       ? `(${hidden} characters hidden in the middle: the whole input is sent as a file where the chat takes files, and is on the dashboard's approvals page)`
@@ -123,6 +125,8 @@ export function inDialect(markdown: string, target: QuestionTarget): string {
 
 /** The commands under a pending question. */
 function commands(row: ToolApproval): string {
+  if (isBudget(row))
+    return `/approve ${row.code} for one more budget (the cap once more, today), /reject ${row.code} \\[note\\] to stop the run.`;
   return `/approve ${row.code} to allow it, /reject ${row.code} \\[note\\] to refuse.`;
 }
 
@@ -144,7 +148,7 @@ export function decidedQuestionText(row: ToolApproval, target: QuestionTarget, l
 
 function compose(row: ToolApproval, target: QuestionTarget, limit: number, ending: string): QuestionText {
   // A workflow gate's question is the operator's words from the workflow file, shown as written.
-  const input = isGate(row) ? visible(row.input_line) : shownInput(row);
+  const input = isGate(row) || isBudget(row) ? visible(row.input_line) : shownInput(row);
   const summary = summaryLine(row, input);
   const size = (md: string) => measure(inDialect(md, target), target.limitUnit);
   const whole = questionMarkdown(row, input, 0, summary, ending);

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { stepStates } from '../gateway/workflow-state.js';
 import { ApprovalStore } from '../store/approvals.js';
 import type { Db } from '../store/db.js';
-import { isGate, toolApprovalsOf } from '../store/tool-approvals.js';
+import { isBudget, isGate, toolApprovalsOf } from '../store/tool-approvals.js';
 import { WorkflowStore, type WorkflowRunRow } from '../store/workflows.js';
 
 /** The most of a step's output a view carries (the whole answer is in its reply rows). */
@@ -75,11 +75,15 @@ export function waitingApi(db: Db, now: () => number): Hono {
   app.get('/', (c) => {
     const t = now();
     const questions = asks.pending().map((a) => ({
-      kind: isGate(a) ? ('workflow gate' as const) : ('tool call' as const),
+      kind: isGate(a)
+        ? ('workflow gate' as const)
+        : isBudget(a)
+          ? ('budget' as const)
+          : ('tool call' as const),
       code: a.code,
       group_folder: a.group_folder,
       chat_jid: a.chat_jid,
-      what: isGate(a) ? a.input_line : `${a.tool}: ${a.input_line}`,
+      what: isGate(a) || isBudget(a) ? a.input_line : `${a.tool}: ${a.input_line}`,
       who_decides: a.approvers === 'members' ? 'members and owners' : 'owners',
       asked_at: a.created_at,
       expires_at: a.expires_at,

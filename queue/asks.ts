@@ -11,6 +11,7 @@ import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
 import type { ToolAsk } from './protocol/parser.js';
 import type { Run, RunEnd } from './run.js';
 import type { ToolCallLog } from './tool-calls.js';
+import { BudgetGuard } from './budget-asks.js';
 
 /**
  * The tool question broker (docs/APPROVALS.md). An agent's `ask` block is decided by the group's tool
@@ -108,11 +109,14 @@ export class AskBroker {
   // question expires, and every checkMs.
   private readonly checker: Worker;
   private unlisten: () => void = () => {};
+  /** The daily caps while a run spends: its questions share this broker's rows, checker and notifier. */
+  readonly budget: BudgetGuard;
 
   constructor(private readonly opts: AskBrokerOptions) {
     this.store = toolApprovalsOf(opts.db);
     this.autonomy = autonomyReader(opts.db);
     this.now = opts.now ?? Date.now;
+    this.budget = new BudgetGuard(opts.db, opts.log, opts.timeoutMs, this.now, () => opts.notifier);
     this.checker = createWorker({
       name: 'tool approvals',
       log: opts.log,
@@ -156,6 +160,12 @@ export class AskBroker {
 
   /** An `ask` block of a live run. */
   ask(run: Run, ask: ToolAsk): void {
+    // A run over a daily cap waits here for its approvers first (queue/budget-asks.ts), or is refused.
+    const gate = this.budget.gate(run, () => this.ask(run, ask));
+    if (!gate.go) {
+      if (gate.stopped !== null) this.overBudget(run, ask, gate.stopped);
+      return;
+    }
     const t0 = this.now();
     const calls = this.opts.calls;
     const callId = calls?.asked(run, ask) ?? null;
@@ -205,6 +215,14 @@ export class AskBroker {
     if (row.state !== 'pending') this.deliver(row);
     // Its expiry may come before the one the checker waits for.
     else if (fresh) this.checker.wake();
+  }
+
+  /** Refuses a tool call of a run stopped over its budget: the model reads why, and answers with what it has. */
+  private overBudget(run: Run, ask: ToolAsk, why: string): void {
+    const note = `stopped: ${why}. Do not call more tools; answer now with what you have.`;
+    const calls = this.opts.calls;
+    const receipt = calls?.refused(run, calls.asked(run, ask), 'budget', note) ?? null;
+    run.writeControl(permissionLine(ask.id, 'deny', note, 'gated', receipt));
   }
 
   /**
@@ -275,6 +293,7 @@ export class AskBroker {
    * is shutting down: then they stay pending for the re-run of the same turn after the restart.
    */
   runEnded(run: Run, end: RunEnd): void {
+    this.budget.runEnded(run);
     const note = cancelNoteOf(end);
     if (note !== null) return this.cancel(run, note, () => true, false);
     for (const [id, w] of this.waiting) if (w.run === run) this.waiting.delete(id);
@@ -319,6 +338,7 @@ export class AskBroker {
         const row = this.store.get(id);
         if (row && row.state !== 'pending') this.deliver(row);
       }
+      this.budget.check();
       for (const row of this.store.unannounced()) {
         this.opts.notifier?.decided(row);
         this.store.announce(row.id);

@@ -1,6 +1,8 @@
 import type { Db } from '../store/db.js';
 import { dayOf, DailyUsage, type CapUse } from '../store/limits.js';
 import { insertOutbound } from '../store/messages.js';
+import type { BatchRow } from '../store/queue.js';
+import type { BudgetGuard } from './budget-asks.js';
 import type { Run } from './run.js';
 
 /**
@@ -53,4 +55,40 @@ export function warnCaps(db: Db, run: Run, sender: string | null, now: number): 
     );
   }
   return ids;
+}
+
+/**
+ * The next turn's pause point (Lane.feed): the rows go to the agent when the run is under its caps; while
+ * the approvers are asked they wait (`wake` runs once decided); once the run stopped over its budget they are
+ * kept `limited` (an operator may release them, docs/ACCESS.md) and the chat is told once.
+ */
+export function budgetGate(
+  db: Db,
+  run: Run,
+  guard: BudgetGuard,
+  wake: () => void,
+  told: (outboundId: number) => void,
+): (rows: readonly BatchRow[]) => boolean {
+  return (rows) => {
+    const g = guard.gate(run, wake);
+    if (g.go) return true;
+    if (g.stopped === null) return false;
+    const reason = `limit: the run stopped over its budget (${g.stopped})`;
+    const id = db.transaction(() => {
+      const limit = db.prepare(
+        `UPDATE messages SET state = 'limited', error = ? WHERE id = ? AND state = 'ready'`,
+      );
+      let n = 0;
+      for (const r of rows) n += limit.run(reason, r.id).changes;
+      if (n === 0) return null;
+      return insertOutbound(db, {
+        chat_jid: run.chatJid,
+        kind: 'gateway',
+        topic: run.key.topic,
+        content: `Not answered: ${g.stopped}. ${n} message${n === 1 ? ' is' : 's are'} kept for an operator to release.`,
+      });
+    })();
+    if (id !== null) told(id);
+    return false;
+  };
 }

@@ -1,6 +1,6 @@
 import { sessionKeyId, type SessionKey } from '../core/types.js';
 import type { Run } from './run.js';
-import type { QueueStore } from '../store/queue.js';
+import type { BatchRow, QueueStore } from '../store/queue.js';
 import type { LaneInfo } from './types.js';
 
 /**
@@ -30,12 +30,18 @@ export class Lane {
    * `interrupt` (or an /interrupt's text) first asks the agent to stop the turn in progress, `steer` marks
    * the line so the agent shows it to the model inside that turn, `queue` just writes it.
    */
-  feed(store: QueueStore, now: number, before?: number): boolean {
+  feed(
+    store: QueueStore,
+    now: number,
+    before?: number,
+    /** A pause point (the budget, queue/budget-asks.ts): false keeps the rows where they are. */
+    gate?: (rows: readonly BatchRow[]) => boolean,
+  ): boolean {
     const run = this.run;
     if (!run.acceptsFollowUps) return false;
     const ready = store.followUps(this.key, run.chatJid, now);
     const rows = before === undefined ? ready : ready.filter((r) => r.id < before);
-    if (rows.length === 0) return false;
+    if (rows.length === 0 || (gate && !gate(rows))) return false;
     const busy = run.turns.open > 0;
     const interrupts = busy && (run.busy === 'interrupt' || rows.some((r) => r.interrupts === 1));
     if (interrupts) run.interrupt();

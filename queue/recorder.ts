@@ -14,6 +14,7 @@ import { writableNow } from '../store/group-commit.js';
 import { sessionsOf } from '../store/sessions.js';
 import { usageOf } from '../store/usage.js';
 import { usageReport } from './usage.js';
+import type { BlockUsage } from './protocol/parser.js';
 import { warnCaps } from './budget.js';
 import { principalId, principalOf } from '../store/principal.js';
 import type { QueueOptions, RunResult } from './types.js';
@@ -89,20 +90,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     ...askHooks(opts.asks),
     onToolResult(run, report, usage) {
       opts.calls?.reported(run, report);
-      if (!usage) return;
-      // Spent within the turn so far: on the run at once, for the sender of the turn in progress.
-      const sender = senderOf(run.turns.lastRowOf(run.turns.current));
-      try {
-        const usages = usageOf(opts.db);
-        const at = now();
-        const warned = opts.db.transaction(() => {
-          usages.record(usageReport(usages, run, usage, sender, at), true);
-          return applier.isDelegationChat(run.chatJid) ? [] : warnCaps(opts.db, run, sender, at);
-        })();
-        for (const id of warned) signals.outbound.fire(id);
-      } catch (err) {
-        log.error({ runId: run.runId, err: coerceError(err).message }, 'recording usage failed');
-      }
+      if (usage) recordSpent(d, run, usage, now());
     },
     onMemory(run, q) {
       run.writeControl(memoryAnswer(opts.db, log, opts.access, run.key.group, run.turns.currentRows(), q));
@@ -248,11 +236,19 @@ function recordBlock(
   const usages = usageOf(d.opts.db);
   // Priced before the transaction (a read); stored in it, with the block.
   const sender = senderOf(answering);
-  const usage = commit.usage && usageReport(usages, run, commit.usage, sender, now);
+  const budget = d.opts.asks?.budget;
+  const usage = commit.usage && usageReport(usages, run, commit.usage, sender, now, true);
   if (usage) {
     const { input_tokens, output_tokens, cost_usd } = usage;
     commit = { ...commit, usage: { input_tokens, output_tokens, cost_usd } };
   }
+  // The first answer after a run stopped over its budget says so (queue/budget-asks.ts).
+  const stopNote = commit.reply ? (budget?.takeNote(run) ?? null) : null;
+  if (stopNote !== null && commit.reply)
+    commit = {
+      ...commit,
+      reply: { ...commit.reply, content: `${commit.reply.content}\n\n${stopNote}`.trim() },
+    };
   const ctx = {
     runId: run.runId,
     group: run.key.group,
@@ -289,6 +285,7 @@ function recordBlock(
   }
   if (id !== null) signals.outbound.fire(id);
   for (const out of [...(done?.outbound ?? []), ...warned]) signals.outbound.fire(out);
+  if (usage) budget?.spent(run, sender, now);
   if (returned !== null || (done?.placed ?? 0) > 0) d.events.wake();
   if ((done?.scheduled ?? 0) > 0) signals.tasks.fire();
   return true;
@@ -346,6 +343,26 @@ export function agentMessage(
     },
     r.files !== 0,
   );
+}
+
+/**
+ * Usage on a tool_result block: what the turn spent so far, on the run at once, for the sender of the turn
+ * in progress; the 80 % warnings in the same transaction, then the budget's check (queue/budget-asks.ts).
+ */
+function recordSpent(d: RecorderDeps, run: Run, usage: BlockUsage, at: number): void {
+  const { opts, applier, signals } = d;
+  const sender = senderOf(run.turns.lastRowOf(run.turns.current));
+  try {
+    const usages = usageOf(opts.db);
+    const warned = opts.db.transaction(() => {
+      usages.record(usageReport(usages, run, usage, sender, at), true);
+      return applier.isDelegationChat(run.chatJid) ? [] : warnCaps(opts.db, run, sender, at);
+    })();
+    for (const id of warned) signals.outbound.fire(id);
+    opts.asks?.budget.spent(run, sender, at);
+  } catch (err) {
+    opts.log.error({ runId: run.runId, err: coerceError(err).message }, 'recording usage failed');
+  }
 }
 
 /** Who a turn's usage is credited to: its row's sender as `platform:id` (the form members and limits use). */

@@ -5,6 +5,7 @@ import type { Signals } from '../core/signals.js';
 import { busyModeOf, sessionKeyId, type SessionKey } from '../core/types.js';
 import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
 import { Lane, type Lanes } from './lane.js';
+import { budgetGate } from './budget.js';
 import { formatPrompt, inputLine } from './prompt.js';
 import { agentMessage, senderRoleOf } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
@@ -102,6 +103,10 @@ export class Scheduler {
   }
 
   /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
+  /** wake() as one function, for callbacks that are registered once (a Set of them). */
+  private readonly wakeFn = () => this.wake();
+  private readonly toldFn = (id: number) => this.d.signals.outbound.fire(id);
+
   wake(): void {
     if (this.closed || this.scheduled) return;
     this.scheduled = true;
@@ -230,7 +235,10 @@ export class Scheduler {
   private feedOrClose(lane: Lane, t: number): void {
     const run = lane.run;
     const waiting = this.d.store.otherChatWaiting(lane.key, run.chatJid, t);
-    if (lane.feed(this.d.store, t, waiting ?? undefined)) this.working(run.chatJid, true);
+    const asks = this.d.opts.asks;
+    const gate = asks && budgetGate(this.d.opts.db, run, asks.budget, this.wakeFn, this.toldFn);
+    if (lane.feed(this.d.store, t, waiting ?? undefined, gate)) this.working(run.chatJid, true);
+    if (this.d.opts.asks?.budget.stopped(run) && run.idle) return run.closeStdin('idle');
     if (waiting === null || !run.idle) return;
     run.trace.within(() =>
       this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent closed: another chat waits'),

@@ -66,6 +66,14 @@ export function isGate(row: Pick<ToolApproval, 'run_id' | 'ask_id'>): boolean {
   return row.run_id === null && (row.ask_id ?? '').startsWith('workflow:');
 }
 
+/** The tool of a budget question (queue/budget-asks.ts): a run over a daily cap asks to go on. */
+export const BUDGET_TOOL = 'gated:budget';
+
+/** Whether a row is a budget question (ask id `budget:RUN:N`); no agent's ask ever takes one. */
+export function isBudget(row: Pick<ToolApproval, 'ask_id'>): boolean {
+  return (row.ask_id ?? '').startsWith('budget:');
+}
+
 /** A typed tool code in canonical form, or undefined when it is not one (wrong length or alphabet). */
 export function normalizeToolCode(typed: string): string | undefined {
   const code = typed.replace(/[\s-]/g, '').toUpperCase();
@@ -89,7 +97,8 @@ export class ToolApprovalStore {
       removeRule: db.prepare('DELETE FROM tool_rules WHERE id = ?'),
       open: db.prepare(
         `SELECT * FROM tool_approvals WHERE group_folder = ? AND topic = ? AND tool = ? AND input_json = ?
-           AND used_at IS NULL AND state NOT IN ('expired', 'cancelled') ORDER BY id LIMIT 50`,
+           AND used_at IS NULL AND state NOT IN ('expired', 'cancelled') AND ask_id NOT LIKE 'budget:%'
+         ORDER BY id LIMIT 50`,
       ),
       pairingCode: db.prepare('SELECT 1 FROM approvals WHERE code = ?').pluck(),
       insert: db.prepare(

@@ -111,6 +111,29 @@ const memoryQuestions = new MemoryQuestions(emit, () => turnInProgress());
 /** The ask id of each tool use gated was asked about, and the asks it refused (sealed with the refusal). */
 const askOfUse = new Map();
 const refusedAsks = new Set();
+/**
+ * Tokens of the model's answers since the last report (docs/COSTS.md): each tool call's end reports what
+ * the turn spent so far, so gated can hold a run that crosses a cap mid-turn; the turn's answer reports the
+ * rest, with the turn's cost. An answer's usage is read once per message id (the SDK repeats it per block).
+ */
+const spent = { input: 0, output: 0, model: null, seen: new Set(), reported: { input: 0, output: 0 } };
+
+function countUsage(message) {
+  if (!message?.id || spent.seen.has(message.id) || !message.usage) return;
+  spent.seen.add(message.id);
+  spent.input += Number(message.usage.input_tokens ?? 0);
+  spent.output += Number(message.usage.output_tokens ?? 0);
+  if (typeof message.model === 'string') spent.model = message.model;
+}
+
+/** The usage since the last report, or undefined when there is none; it counts as reported. */
+function takeUsage() {
+  const input = spent.input - spent.reported.input;
+  const output = spent.output - spent.reported.output;
+  if (input <= 0 && output <= 0) return undefined;
+  spent.reported = { input: spent.input, output: spent.output };
+  return { input_tokens: input, output_tokens: output, ...(spent.model ? { model: spent.model } : {}) };
+}
 
 /**
  * Asks gated about one tool call (an `ask` block) and waits for its `permission` line; resolves with the
@@ -171,10 +194,12 @@ async function afterTool(event) {
   askOfUse.delete(event.tool_use_id);
   if (ask !== null && refusedAsks.delete(ask)) return {};
   const failed = event.hook_event_name === 'PostToolUseFailure';
+  const usage = takeUsage();
   const receipt = await receipts.report(ask, {
     tool: event.tool_name,
     input: event.tool_input,
     ...(failed ? { error: event.error ?? 'failed' } : { output: event.tool_response }),
+    ...(usage ? { usage } : {}),
   });
   if (receipt === null) return {};
   return {
@@ -404,9 +429,15 @@ async function main() {
     const before = Number(costs[sessionId] ?? 0);
     costs[sessionId] = total;
     writeFileSync(costFile, JSON.stringify(costs));
+    // The tokens the turn's tool calls reported already are not counted twice; the cost is the turn's
+    // whole (gated settles what it priced of those reports against it).
+    const early = spent.reported;
+    spent.input = spent.output = 0;
+    spent.reported = { input: 0, output: 0 };
+    spent.seen.clear();
     return {
-      input_tokens: msg.usage?.input_tokens ?? 0,
-      output_tokens: msg.usage?.output_tokens ?? 0,
+      input_tokens: Math.max(0, (msg.usage?.input_tokens ?? 0) - early.input),
+      output_tokens: Math.max(0, (msg.usage?.output_tokens ?? 0) - early.output),
       // Rounded to a millionth of a dollar: the difference of two running totals carries float noise.
       cost_usd: Math.round(Math.max(0, total - before) * 1e6) / 1e6,
     };
@@ -556,6 +587,7 @@ async function follow(q, { book, progress, numbered, onResult, onSession }) {
 function work(msg, progress, book, showDraft) {
   const content = Array.isArray(msg.message?.content) ? msg.message.content : [];
   if (msg.type === 'assistant' && !msg.parent_tool_use_id) {
+    countUsage(msg.message);
     for (const b of content) if (b?.type === 'tool_use') stall.hold(`tool:${b.id}`);
     if (progress.assistant(msg.message)) showDraft(true);
   } else if (msg.type === 'user') {
