@@ -161,7 +161,7 @@ export class AskBroker {
   /** An `ask` block of a live run. */
   ask(run: Run, ask: ToolAsk): void {
     // A run over a daily cap waits here for its approvers first (queue/budget-asks.ts), or is refused.
-    const gate = this.budget.gate(run, () => this.ask(run, ask));
+    const gate = this.budget.gate(run, `ask:${ask.id}`, () => this.ask(run, ask));
     if (!gate.go) {
       if (gate.stopped !== null) this.overBudget(run, ask, gate.stopped);
       return;

@@ -24,7 +24,8 @@ interface RunBudget {
   over: CapUse | null;
   /** The cap asked about, with its row. */
   asking: { row: ToolApproval; cap: CapUse } | null;
-  resumes: Set<() => void>;
+  /** What to do once decided, by pause point (one each: a feed, an ask id). */
+  resumes: Map<string, () => void>;
   /** Why the run stops (set once; a stopped run is never asked again). */
   stopped: string | null;
   /** The note for the next answer, once. */
@@ -69,12 +70,12 @@ export class BudgetGuard {
    * A pause point (a tool call about to be decided, a next turn about to be written): go on, or wait while
    * the approvers are asked (`resume` runs once they decided), or stop.
    */
-  gate(run: Run, resume: () => void): BudgetGate {
+  gate(run: Run, point: string, resume: () => void): BudgetGate {
     const s = this.runs.get(run);
     if (!s) return { go: true };
     if (s.stopped !== null) return { go: false, stopped: s.stopped };
     if (s.over === null && s.asking === null) return { go: true };
-    s.resumes.add(resume);
+    s.resumes.set(point, resume);
     if (s.asking === null) this.ask(run, s);
     return { go: false, stopped: null };
   }
@@ -126,7 +127,7 @@ export class BudgetGuard {
   private stateOf(run: Run): RunBudget {
     let s = this.runs.get(run);
     if (!s) {
-      s = { over: null, asking: null, resumes: new Set(), stopped: null, note: null, asked: 0 };
+      s = { over: null, asking: null, resumes: new Map(), stopped: null, note: null, asked: 0 };
       this.runs.set(run, s);
     }
     return s;
@@ -199,7 +200,7 @@ export class BudgetGuard {
       this.stop(s, `${describeCap(run.key.group, cap)}; ${why}`);
       this.log.info({ runId: run.runId, code: row.code, state: row.state }, 'run stopped over its budget');
     }
-    const resumes = [...s.resumes];
+    const resumes = [...s.resumes.values()];
     s.resumes.clear();
     for (const r of resumes) r();
   }

@@ -1,6 +1,7 @@
 import type { Db } from '../store/db.js';
 import { dayOf, DailyUsage, type CapUse } from '../store/limits.js';
 import { insertOutbound } from '../store/messages.js';
+import type { Signals } from '../core/signals.js';
 import type { BatchRow } from '../store/queue.js';
 import type { BudgetGuard } from './budget-asks.js';
 import type { Run } from './run.js';
@@ -57,20 +58,30 @@ export function warnCaps(db: Db, run: Run, sender: string | null, now: number): 
   return ids;
 }
 
+/** The next turn's pause point (Lane.feed takes it), and whether the run stopped and was closed. */
+export interface FeedGate {
+  (rows: readonly BatchRow[]): boolean;
+  /** Closes the run once it is idle after it stopped over its budget; true when it did. */
+  closeIfStopped(): boolean;
+}
+
 /**
- * The next turn's pause point (Lane.feed): the rows go to the agent when the run is under its caps; while
- * the approvers are asked they wait (`wake` runs once decided); once the run stopped over its budget they are
- * kept `limited` (an operator may release them, docs/ACCESS.md) and the chat is told once.
+ * The next turn's pause point: the rows go to the agent when the run is under its caps; while the approvers
+ * are asked they wait (`wake` runs once decided); once the run stopped over its budget they are kept
+ * `limited` (an operator may release them, docs/ACCESS.md) and the chat is told once. Undefined without an
+ * ask broker.
  */
 export function budgetGate(
-  db: Db,
+  opts: { db: Db; asks?: { budget: BudgetGuard } | undefined },
+  signals: Pick<Signals, 'outbound'>,
   run: Run,
-  guard: BudgetGuard,
   wake: () => void,
-  told: (outboundId: number) => void,
-): (rows: readonly BatchRow[]) => boolean {
-  return (rows) => {
-    const g = guard.gate(run, wake);
+): FeedGate | undefined {
+  const guard = opts.asks?.budget;
+  if (!guard) return undefined;
+  const db = opts.db;
+  const gate = (rows: readonly BatchRow[]) => {
+    const g = guard.gate(run, 'feed', wake);
     if (g.go) return true;
     if (g.stopped === null) return false;
     const reason = `limit: the run stopped over its budget (${g.stopped})`;
@@ -88,7 +99,14 @@ export function budgetGate(
         content: `Not answered: ${g.stopped}. ${n} message${n === 1 ? ' is' : 's are'} kept for an operator to release.`,
       });
     })();
-    if (id !== null) told(id);
+    if (id !== null) signals.outbound.fire(id);
     return false;
   };
+  return Object.assign(gate, {
+    closeIfStopped(): boolean {
+      if (!guard.stopped(run) || !run.idle) return false;
+      run.closeStdin('idle');
+      return true;
+    },
+  });
 }

@@ -103,10 +103,6 @@ export class Scheduler {
   }
 
   /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
-  /** wake() as one function, for callbacks that are registered once (a Set of them). */
-  private readonly wakeFn = () => this.wake();
-  private readonly toldFn = (id: number) => this.d.signals.outbound.fire(id);
-
   wake(): void {
     if (this.closed || this.scheduled) return;
     this.scheduled = true;
@@ -235,10 +231,9 @@ export class Scheduler {
   private feedOrClose(lane: Lane, t: number): void {
     const run = lane.run;
     const waiting = this.d.store.otherChatWaiting(lane.key, run.chatJid, t);
-    const asks = this.d.opts.asks;
-    const gate = asks && budgetGate(this.d.opts.db, run, asks.budget, this.wakeFn, this.toldFn);
+    const gate = budgetGate(this.d.opts, this.d.signals, run, () => this.wake());
     if (lane.feed(this.d.store, t, waiting ?? undefined, gate)) this.working(run.chatJid, true);
-    if (this.d.opts.asks?.budget.stopped(run) && run.idle) return run.closeStdin('idle');
+    if (gate?.closeIfStopped()) return;
     if (waiting === null || !run.idle) return;
     run.trace.within(() =>
       this.d.opts.log.debug({ runId: run.runId, key: run.keyId }, 'idle agent closed: another chat waits'),
