@@ -6,6 +6,7 @@ import { busyModeOf, sessionKeyId, type SessionKey } from '../core/types.js';
 import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
 import { Lane, type Lanes } from './lane.js';
 import { budgetGate } from './budget.js';
+import { PumpAlarm } from './pump-alarm.js';
 import { formatPrompt, inputLine } from './prompt.js';
 import { agentMessage, senderRoleOf } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
@@ -71,21 +72,17 @@ export interface SchedulerDeps {
 export class Scheduler {
   private scheduled = false;
   private closed = false;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryAt: number | null = null;
   private readonly now: () => number;
-  private lockedTimer: NodeJS.Timeout | undefined;
-  private failedTimer: NodeJS.Timeout | undefined;
+  /** The deadlines by which the pump runs again (queue/pump-alarm.ts: backoff, lock, failure, hold, grace). */
+  private readonly alarm: PumpAlarm;
   /** While the poll loop is behind: when the current hold began (new runs start when it has lasted long enough). */
   private holdFrom: number | undefined;
-  private holdTimer: NodeJS.Timeout | undefined;
   /** The poll loop said it is behind (more rows than a slice after its cursor) and has not caught up since. */
   private behind = false;
   /** When rows were last made ready (the `queued` signal: a poll batch placed some, a task fired). */
   private placedAt: number | undefined;
-  private graceTimer: NodeJS.Timeout | undefined;
   /** The next pump, when one ran out of its slice with runs left to start. */
-  private goOn: NodeJS.Immediate | undefined;
+  private nextSlice: NodeJS.Immediate | undefined;
   /** A pump left runs to start for lack of time: the pump it armed starts at least one, whatever its turn did. */
   private owed = false;
   private readonly unlisten: () => void;
@@ -94,6 +91,7 @@ export class Scheduler {
 
   constructor(private readonly d: SchedulerDeps) {
     this.now = d.opts.now ?? Date.now;
+    this.alarm = new PumpAlarm(this.now, () => this.wake());
     this.take = lockOrLater(d.opts.db, (key: SessionKey, t: number) => d.store.dispatch(key, t));
     const unlisten = [
       d.signals.backlog.on((more) => this.backlog(more)),
@@ -114,12 +112,8 @@ export class Scheduler {
   close(): void {
     this.closed = true;
     this.unlisten();
-    clearTimeout(this.retryTimer);
-    clearTimeout(this.lockedTimer);
-    clearTimeout(this.failedTimer);
-    clearTimeout(this.holdTimer);
-    clearTimeout(this.graceTimer);
-    if (this.goOn) clearImmediate(this.goOn);
+    this.alarm.clear();
+    if (this.nextSlice) clearImmediate(this.nextSlice);
   }
 
   /** The poll loop fell behind (a hold begins, unless one is on) or caught up (runs may start now). */
@@ -130,8 +124,7 @@ export class Scheduler {
       return;
     }
     this.holdFrom = undefined;
-    clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
+    this.alarm.set('hold', null);
     this.wake();
   }
 
@@ -146,10 +139,7 @@ export class Scheduler {
       this.holdFrom = t;
       return false;
     }
-    this.holdTimer ??= setTimeout(() => {
-      this.holdTimer = undefined;
-      this.wake();
-    }, until - t);
+    this.alarm.soonest('hold', until);
     return true;
   }
 
@@ -162,7 +152,7 @@ export class Scheduler {
       store.rejoinParked(this.d.maxFailures);
       for (const lane of lanes.all()) this.feedOrClose(lane, t);
       // No run starts and no idle agent yields its slot while the loop is still placing rows.
-      if (this.holding(t)) return this.armRetryTimer(t);
+      if (this.holding(t)) return this.armBackoff(t);
       // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
       // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
       const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
@@ -176,17 +166,14 @@ export class Scheduler {
       const started = performance.now() - (owed ? 0 : turnWorkMs(this.d.opts.db));
       while (lanes.free > 0 && i < next.length) {
         if ((i > 0 || !owed) && performance.now() - started > PUMP_SLICE_MS) return this.later();
-        if (!this.dispatch(next[i++]!, t)) return this.afterLock();
+        if (!this.dispatch(next[i++]!, t)) return this.alarm.soonest('lock', this.now() + LOCKED_RETRY_MS);
       }
       if (next.length > i) this.yieldIdle(next.length - i, t);
       this.keepIdleBudget();
-      this.armRetryTimer(t);
+      this.armBackoff(t);
     } catch (err) {
       this.d.opts.log.error({ err: coerceError(err).message }, 'queue pump failed');
-      this.failedTimer ??= setTimeout(() => {
-        this.failedTimer = undefined;
-        this.wake();
-      }, PUMP_FAILED_RETRY_MS);
+      this.alarm.soonest('failure', t + PUMP_FAILED_RETRY_MS);
     }
   }
 
@@ -213,12 +200,8 @@ export class Scheduler {
       );
     }
     const kept = this.d.lanes.all().filter((l) => l.run.idle && !l.run.closing && keep(l.run));
-    if (kept.length === 0 || this.graceTimer) return;
-    const at = Math.min(...kept.map((l) => graceEnd(l.run)));
-    this.graceTimer = setTimeout(() => {
-      this.graceTimer = undefined;
-      this.wake();
-    }, at - t);
+    if (kept.length === 0) return;
+    this.alarm.soonest('grace', Math.min(...kept.map((l) => graceEnd(l.run))));
   }
 
   /**
@@ -265,24 +248,15 @@ export class Scheduler {
    * one armed from there runs in the next turn's).
    */
   private later(): void {
-    if (this.goOn) return;
+    if (this.nextSlice) return;
     // node:timers' setImmediate: the event loop's own check phase, whatever a test does to the global timers.
-    this.goOn = setImmediate(() => {
-      this.goOn = setImmediate(() => {
-        this.goOn = undefined;
+    this.nextSlice = setImmediate(() => {
+      this.nextSlice = setImmediate(() => {
+        this.nextSlice = undefined;
         this.owed = true;
         this.wake();
       });
     });
-  }
-
-  /** Another process holds the write lock: the pump runs again shortly, when it may be free. */
-  private afterLock(): void {
-    if (this.lockedTimer) return;
-    this.lockedTimer = setTimeout(() => {
-      this.lockedTimer = undefined;
-      this.wake();
-    }, LOCKED_RETRY_MS);
   }
 
   /**
@@ -384,16 +358,8 @@ export class Scheduler {
     this.d.signals.working.fire({ chatJid, on });
   }
 
-  private armRetryTimer(t: number): void {
-    const next = this.d.store.nextRetry(t);
-    if (next === this.retryAt) return;
-    clearTimeout(this.retryTimer);
-    this.retryAt = next;
-    if (next === null) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryAt = null;
-      this.wake();
-    }, next - t);
-    this.retryTimer.unref?.();
+  /** A lane in backoff starts when its backoff ends: the earliest retry of a ready row, or none. */
+  private armBackoff(t: number): void {
+    this.alarm.set('backoff', this.d.store.nextRetry(t));
   }
 }
