@@ -1,6 +1,7 @@
 import type { ApprovalButton, Channel } from '../channels/channel.js';
 import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import type { Signals } from '../core/signals.js';
 import { parseJid } from '../core/types.js';
 import type { ApprovalNotifier } from '../queue/asks.js';
 import {
@@ -29,13 +30,14 @@ import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
  */
 const PLAIN_LIMIT = 4000;
 
-/** What the notifier needs: the started channels and a way to wake delivery for outbound rows. */
+/** What the notifier needs: the started channels and the signal that wakes delivery for outbound rows. */
 export interface ApprovalNotifierOptions {
   db: Db;
-  channels: () => readonly Channel[];
+  /** The channels that started (filled in once they have: none is asked before). */
+  channels: readonly Channel[];
   log: Logger;
-  /** An outbound row was written (its id). */
-  onOutbound: (id: number) => void;
+  /** `outbound` is fired with each row the notifier writes. */
+  signals: Pick<Signals, 'outbound'>;
 }
 
 /** The buttons of an asking message, approve first. */
@@ -174,7 +176,7 @@ class ApprovalMessages implements ApprovalNotifier {
 
   private channelOf(jid: string): Channel | undefined {
     const platform = parseJid(jid).platform;
-    return this.opts.channels().find((c) => c.platform === platform);
+    return this.opts.channels.find((c) => c.platform === platform);
   }
 
   private outbound(row: ToolApproval, content: string): number {
@@ -184,7 +186,7 @@ class ApprovalMessages implements ApprovalNotifier {
       kind: 'status',
       topic: row.topic,
     });
-    this.opts.onOutbound(id);
+    this.opts.signals.outbound.fire(id);
     return id;
   }
 

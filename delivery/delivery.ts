@@ -29,6 +29,8 @@ export interface DeliveryOptions {
   /** Failed attempts after which a row is marked failed even on transient errors. Default: never. */
   maxAttempts?: number;
   metrics?: { outbound(outcome: OutboundOutcome): void };
+  /** The per-minute history (store/history.ts): failures leave no timestamped row, so it counts them here. */
+  history?: { delivery(outcome: 'failed' | 'retried', now: number): void };
   /** The chats' streaming drafts: an answer takes over its chat's draft instead of appearing twice. */
   drafts?: Drafts;
   /** Delivery looks at once when `outbound` fires (rows were written). */
@@ -77,7 +79,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
     log,
     ...(opts.drafts ? { drafts: opts.drafts } : {}),
     ...(opts.spoken ? { spoken: opts.spoken } : {}),
-    ...(opts.metrics ? { metrics: opts.metrics } : {}),
+    ...(opts.metrics || opts.history ? { metrics: outcomes(opts) } : {}),
     ...(opts.backoff ? { backoff: opts.backoff } : {}),
     sleep: opts.sleep ?? abortableSleep,
     signal: abort.signal,
@@ -167,4 +169,14 @@ async function sendChat(
   } finally {
     done();
   }
+}
+
+/** Each part's outcome, counted in the metrics and, when not delivered, in the history. */
+function outcomes({ metrics, history }: DeliveryOptions): { outbound(outcome: OutboundOutcome): void } {
+  return {
+    outbound(outcome) {
+      metrics?.outbound(outcome);
+      if (outcome !== 'delivered') history?.delivery(outcome, Date.now());
+    },
+  };
 }

@@ -1,11 +1,11 @@
 import { realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { coerceError } from '../core/errors.js';
+import { readGroupConfig } from '../core/group-config.js';
 import { groupDirOf } from '../core/group-dir.js';
 import type { Logger } from '../core/log.js';
 import { platformRow } from '../core/platforms.js';
 import { writeInFolder } from '../core/safe-file.js';
-import type { VoiceSettings } from '../core/voice-settings.js';
 import type { Channel } from '../channels/channel.js';
 import type { Db } from '../store/db.js';
 import { speakable } from '../voice/speech.js';
@@ -16,8 +16,8 @@ export interface SpokenOptions {
   db: Db;
   /** GATED_GROUPS_DIR: the spoken file is written into the answering group's folder. */
   groupsDir: string;
-  /** The voice settings of a group (its voice.json). */
-  voiceOf(group: string): VoiceSettings;
+  /** GATED_CONFIG_DIR: a group's voice settings are its voice.json there (core/group-config.ts). */
+  configDir: string;
   /** Speaks `text` with `voice` into an Ogg/Opus voice note (voice/speech.ts). */
   speak(text: string, voice: string | undefined): Promise<Buffer>;
   log: Logger;
@@ -59,7 +59,7 @@ export class SpokenReplies {
     if (!channel.sendFile || !platformRow(channel.platform)?.spoken) return;
     const group = this.groupOf.get(row.reply_to_id) as string | undefined;
     if (group === undefined) return;
-    const v = this.opts.voiceOf(group);
+    const v = readGroupConfig(this.opts.configDir, group).voice;
     if (!v.speak || this.hasSpoken.get(row.id) !== undefined) return;
     const text = speakable(row.content);
     if (text === '') return;

@@ -27,7 +27,7 @@ import { History } from '../store/history.js';
 import { openBase, runSteps, startHistory, type Base, type StartOptions } from './base.js';
 import { startTracing } from './tracing.js';
 import { loadShellParser } from './shell-parser.js';
-import { createTypingKeeper } from './typing.js';
+import { createTypingKeeper } from '../delivery/typing.js';
 import { spokenReplies, startTranscriber } from './voice.js';
 import { webApp } from './web.js';
 
@@ -69,12 +69,12 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   }
   const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Tool questions are asked through the channels that started; none has before startChannels.
-  let started: Channel[] = [];
+  const started: Channel[] = [];
   const shell = await loadShellParser();
-  const { queue, gateway, asks } = makeStages(base, channels, () => started, shell);
+  const { queue, gateway, asks } = makeStages(base, channels, started, shell);
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
-  started = await startChannels(channels, gateway.inbound, log);
+  started.push(...(await startChannels(channels, gateway.inbound, log)));
   base.metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
   const stop = startOutbound(base, started, { queue, gateway, asks }, opts.watchCommits !== false);
   base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
@@ -130,7 +130,7 @@ interface Stages {
 function makeStages(
   base: Base,
   channels: readonly Channel[],
-  started: () => Channel[],
+  started: readonly Channel[],
   shell: ShellParser,
 ): Stages {
   const { config, log, db, metrics, signals } = base;
@@ -142,7 +142,7 @@ function makeStages(
     db,
     channels: started,
     log: log.child({ part: 'approvals' }),
-    onOutbound: (id) => signals.outbound.fire(id),
+    signals,
   });
   // Tool calls and their receipts (docs/SECURITY.md, "Receipts"), signed under the instance's key.
   const calls = new ToolCallLog(
@@ -220,8 +220,7 @@ function startOutbound(
 ): Outbound {
   const { config, log, db, signals, history } = base;
   // While a chat's agent works, the chat shows typing (only on channels that started).
-  const typing = createTypingKeeper(() => started, log.child({ part: 'typing' }));
-  const untype = signals.working.on(({ chatJid, on }) => typing.set(chatJid, on));
+  const typing = createTypingKeeper({ channels: started, log: log.child({ part: 'typing' }), signals });
   const drafts = createDrafts({
     db,
     channels: started,
@@ -239,13 +238,8 @@ function startOutbound(
     spoken: spokenReplies(base),
     log: log.child({ part: 'delivery' }),
     signals,
-    metrics: {
-      outbound(outcome) {
-        base.metrics.outbound(outcome);
-        // Failures leave no timestamped row: the history counts them as they happen.
-        if (outcome !== 'delivered') history?.delivery(outcome, Date.now());
-      },
-    },
+    metrics: base.metrics,
+    ...(history ? { history } : {}),
   });
   // Rows the gateway released may carry attachments: the inbox fetches them into the routed folder.
   const inbox = createInbox({
@@ -278,7 +272,7 @@ function startOutbound(
   return {
     delivery,
     before: [
-      ['typing', () => (untype(), typing.stop())],
+      ['typing', () => typing.stop()],
       ['channels', () => Promise.all(started.map((c) => c.stop()))],
       ['gateway', () => (commits.close(), gateway.stop())],
     ],

@@ -46,7 +46,7 @@ export function spokenReplies(base: Base): SpokenReplies {
   return new SpokenReplies({
     db,
     groupsDir: config.groupsDir,
-    voiceOf: (group) => readGroupConfig(config.configDir, group).voice,
+    configDir: config.configDir,
     speak: async (text, voice) => {
       await mkdir(tmpRoot, { recursive: true });
       return speak(config.ttsCmd, { text, voice, timeoutMs: 60_000, tmpRoot });
