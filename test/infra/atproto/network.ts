@@ -4,7 +4,9 @@
  * in this folder's own node_modules (pinned for Node 20, installed by scripts/setup.d/30-atproto.sh), so it
  * is loaded at run time and the root package stays light.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AtpAgent } from '@atproto/api';
@@ -83,7 +85,19 @@ export async function startAtprotoNetwork(schema = 'gated'): Promise<AtprotoNetw
     stops.push(() => redis.stop());
     // dev-env reads the Redis address from the environment only.
     process.env.REDIS_HOST = redis.host;
-    const dev = await devEnv.TestNetwork.create({ dbPostgresUrl: pg.url, dbPostgresSchema: schema });
+    // The PDS's blob store and data folders and the AppView's image cache are made in the temp folder at
+    // create: in a private one for this network, removed after it (the file's worker is its own process).
+    const scratch = mkdtempSync(join(tmpdir(), 'gated-atproto-'));
+    stops.push(async () => rmSync(scratch, { recursive: true, force: true }));
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = scratch;
+    let dev: DevEnvNetwork;
+    try {
+      dev = await devEnv.TestNetwork.create({ dbPostgresUrl: pg.url, dbPostgresSchema: schema });
+    } finally {
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+    }
     stops.push(() => dev.close());
     return {
       pdsUrl: dev.pds.url,
