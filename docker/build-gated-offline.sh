@@ -81,8 +81,15 @@ while read -r name; do
     cp -a "$modules/$name" "$root/app/node_modules/$name"
 done <"$work/deps"
 
-# The libraries node and every native module (better-sqlite3) link against, at this machine's paths.
-programs=("$node_bin")
+# git for groups bound to a repository (docs/WORKTREES.md), with the helpers it runs (git-core).
+git_bin=$(readlink -f "$(command -v git)")
+cp --parents -L "$git_bin" "$root"
+[ "$git_bin" = /usr/bin/git ] || { mkdir -p "$root/usr/bin" && ln -sf "$git_bin" "$root/usr/bin/git"; }
+git_core=$(git --exec-path)
+mkdir -p "$root$git_core" && cp -a "$git_core/." "$root$git_core/"
+# The libraries node, git and every native module (better-sqlite3) link against, at this machine's paths.
+programs=("$node_bin" "$git_bin")
+[ -e "$git_core/git-remote-http" ] && programs+=("$git_core/git-remote-http")
 while IFS= read -r -d '' f; do programs+=("$f"); done < <(find "$root/app/node_modules" -name '*.node' -print0)
 for prog in "${programs[@]}"; do
   for lib in $(ldd "$prog" 2>/dev/null | grep -o '/[^ ]*'); do

@@ -33,6 +33,10 @@ RUN npm run build \
   && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${BASE}
+# git for groups bound to a repository (docs/WORKTREES.md): gated clones and makes the topics' worktrees.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends git ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/dist dist

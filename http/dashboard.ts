@@ -12,6 +12,8 @@ import type { LaneInfo, StatusSnapshot } from './types.js';
 import type { ClusterFacts } from '../core/metrics.js';
 import type { Channel } from '../channels/channel.js';
 import { platformRow } from '../core/platforms.js';
+import { WorktreeStore } from '../store/worktrees.js';
+import { aheadBehind } from '../worktrees/remove.js';
 
 /** What the dashboard's read endpoints need. */
 export interface DashboardDeps {
@@ -174,6 +176,19 @@ export function dashboardRoutesApi(deps: DashboardDeps): Hono {
   app.get('/runs', (c) => {
     const limit = Math.min(Math.max(Number(c.req.query('limit')) || 50, 1), 500);
     return c.json({ runs: q.recentRuns(limit) });
+  });
+
+  // The topics' worktrees of groups bound to a repository (docs/WORKTREES.md), as `gated worktrees list`.
+  app.get('/worktrees', async (c) => {
+    const store = new WorktreeStore(q.db);
+    const rows = await Promise.all(
+      store.worktrees().map(async (w) => {
+        const repo = store.repo(w.group_folder);
+        const ab = repo ? await aheadBehind(repo.git_dir, repo.branch, w.branch) : null;
+        return { ...w, base: repo?.branch ?? null, ahead: ab?.ahead ?? null, behind: ab?.behind ?? null };
+      }),
+    );
+    return c.json({ repos: store.repos(), worktrees: rows });
   });
 
   app.get('/outbox', (c) => {

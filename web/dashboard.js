@@ -64,13 +64,14 @@ function renderRoutes(routes) {
 
 async function refresh() {
   try {
-    const [routes, lanes, held, groups, outbox, runs] = await Promise.all([
+    const [routes, lanes, held, groups, outbox, runs, trees] = await Promise.all([
       api('routes'),
       api('lanes'),
       api('held'),
       api('groups'),
       api('outbox'),
       api('runs?limit=30'),
+      api('worktrees'),
     ]);
     renderRoutes(routes.routes);
     const laneCols = [
@@ -148,6 +149,20 @@ async function refresh() {
       runCols,
       runs.runs.map((r) => ({ ...r, __class: `run ${stateOf(r)}` })),
       'no runs yet',
+    );
+    table(
+      $('worktrees'),
+      [
+        ['group', (w) => w.group_folder],
+        ['topic', (w) => (w.topic === '' ? '(default)' : `#${w.topic}`)],
+        ['branch', (w) => w.branch],
+        ['last run', (w) => localTime(w.last_run_at)],
+        ['ahead', (w) => (w.ahead === null ? '?' : w.ahead)],
+        ['behind', (w) => (w.behind === null ? '?' : `${w.behind} (${w.base})`)],
+        ['removal', (w) => (w.remove_reason ? `asked: ${w.remove_reason}` : '')],
+      ],
+      trees.worktrees,
+      trees.repos.length === 0 ? 'no group is bound to a repository (gated groups repo)' : 'no worktree yet',
     );
     await refreshPanels();
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;

@@ -60,6 +60,8 @@ const HARDENING: readonly string[] = [
   'fetch.fsckObjects=true',
   'transfer.fsckObjects=true',
   'safe.bareRepository=all',
+  // A worktree handed to a container's user is not gated's: gated still reads it, with all of the above.
+  'safe.directory=*',
 ];
 
 /** Config keys naming programs under a name the repository chooses (`filter.<name>.smudge`, …). */
@@ -94,9 +96,11 @@ export interface GitPlace {
   cwd?: string;
   /** git's HOME: default a path with nothing there (no ~/.gitconfig, ~/.ssh, credential store). */
   home?: string;
+  /** Object folders git may read besides the repository's own (GIT_ALTERNATE_OBJECT_DIRECTORIES). */
+  alternates?: string;
 }
 
-const MAX_BUFFER = 16 * 1024 * 1024;
+const MAX_BUFFER = 256 * 1024 * 1024;
 
 /** Runs git with `args` and resolves with its stdout; rejects with a GitError. */
 export function git(
@@ -104,21 +108,35 @@ export function git(
   args: readonly string[],
   extra: readonly string[] = [],
 ): Promise<string> {
+  return gitBytes(place, args, extra).then((b) => b.toString('utf8'));
+}
+
+/** As git(), with `input` on stdin and stdout as bytes (a pack). */
+export function gitBytes(
+  place: GitPlace,
+  args: readonly string[],
+  extra: readonly string[] = [],
+  input?: Buffer | string,
+): Promise<Buffer> {
   const head = HARDENING.concat(extra).flatMap((c) => ['-c', c]);
   if (place.gitDir !== undefined) head.push(`--git-dir=${place.gitDir}`);
   if (place.workTree !== undefined) head.push(`--work-tree=${place.workTree}`);
   const cwd = place.cwd ?? place.workTree ?? place.gitDir ?? '/';
+  const env = gitEnv(place.home);
+  if (place.alternates !== undefined) env.GIT_ALTERNATE_OBJECT_DIRECTORIES = place.alternates;
   return new Promise((done, fail) => {
-    execFile(
+    const child = execFile(
       'git',
       [...head, ...args],
-      { cwd, env: gitEnv(place.home), maxBuffer: MAX_BUFFER, timeout: 10 * 60_000 },
+      { cwd, env, maxBuffer: MAX_BUFFER, timeout: 10 * 60_000, encoding: 'buffer' },
       (err, stdout, stderr) => {
         if (err === null) return done(stdout);
         const tail = String(stderr).trim().split('\n').slice(-5).join('\n');
         fail(new GitError(`git ${args.join(' ')}: ${tail || err.message}`, String(stderr)));
       },
     );
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(input);
   });
 }
 
@@ -144,6 +162,15 @@ export async function repoGit(
   args: readonly string[],
 ): Promise<string> {
   return git(place, args, await repoOverrides(place.gitDir));
+}
+
+/** As repoGit(), with `input` on stdin and stdout as bytes. */
+export async function repoGitBytes(
+  place: GitPlace & { gitDir: string },
+  args: readonly string[],
+  input?: Buffer | string,
+): Promise<Buffer> {
+  return gitBytes(place, args, await repoOverrides(place.gitDir), input);
 }
 
 const locks = new Map<string, Promise<unknown>>();

@@ -4,7 +4,8 @@ import Docker from 'dockerode';
 import type { Logger } from '../../core/log.js';
 import { attachRaw } from './attach.js';
 import { checkEngine, unreachableError } from './engine.js';
-import { onceUntilDone, prepareWorkspace, WORKSPACE, type Workspace } from './mounts.js';
+import { onceUntilDone, prepareWorkspace, withGit, WORKSPACE, type Workspace } from './mounts.js';
+import { readyWorktreeGit, takingInAfter } from './worktree-git.js';
 import { INSTANCE_LABEL, limitsOf, runLabels, sweepEvery, type ContainerOptions } from './lockdown.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
@@ -89,7 +90,7 @@ function containerConfig(opts: DockerRuntimeOptions, spec: RunSpec, workspace: W
     User: workspace.user,
     WorkingDir: WORKSPACE,
     // Nothing secret here: secrets travel on stdin only.
-    Env: ['HOME=/tmp', 'LANG=C.UTF-8'],
+    Env: ['HOME=/tmp', 'LANG=C.UTF-8', ...(workspace.env ?? [])],
     AttachStdin: true,
     AttachStdout: true,
     AttachStderr: true,
@@ -149,8 +150,11 @@ export function createDockerRuntime(opts: DockerRuntimeOptions): DockerRuntime {
         await sweeper.once();
         await sweeper.ifOwed();
         const workspace = prepareWorkspace(spec, opts.groupsDir, opts.mountAllow ?? [], opts.user);
+        // A topic's worktree: its git folders beside it, its commits taken in after (worktree-git.ts).
+        const git = spec.work ? await readyWorktreeGit(spec.work, workspace.user) : undefined;
         sweeper.live.add(run);
-        return await startContainer(spec, workspace);
+        const handle = await startContainer(spec, git ? withGit(workspace, git) : workspace);
+        return spec.work ? takingInAfter(handle, spec.work, log, spec.runId) : handle;
       } catch (err) {
         sweeper.live.delete(run);
         // An engine that is not there is named as such: the queue retries without blaming the messages.

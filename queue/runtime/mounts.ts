@@ -170,6 +170,13 @@ export interface Workspace {
   /** The agent's uid:gid. */
   user: string;
   mounts: ResolvedMount[];
+  /** Extra environment of the container (a worktree's git variables); nothing secret. */
+  env?: string[];
+}
+
+/** The workspace with a worktree's git folders mounted beside it and its git variables set. */
+export function withGit(w: Workspace, git: { mounts: ResolvedMount[]; env: string[] }): Workspace {
+  return { ...w, mounts: [...w.mounts, ...git.mounts], env: [...(w.env ?? []), ...git.env] };
 }
 
 /**

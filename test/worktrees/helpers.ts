@@ -7,6 +7,9 @@ export function plainGit(cwd: string, ...args: string[]): string {
   return execFileSync(
     'git',
     [
+      // A worktree a root gated handed to a container's user is not the tester's.
+      '-c',
+      'safe.directory=*',
       '-c',
       'user.name=tester',
       '-c',

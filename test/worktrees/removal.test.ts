@@ -8,6 +8,7 @@ import { removeWorktree } from '../../worktrees/remove.js';
 import { bindRepository, ensureWorktree, reposDirOf } from '../../worktrees/worktrees.js';
 import { spawnGatedCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
+import { getJson, startWebServer } from '../http/harness.js';
 import { makeRepo, plainGit } from './helpers.js';
 
 describe('removing a worktree never loses work', { timeout: 60_000 }, () => {
@@ -104,5 +105,37 @@ describe('removing a worktree never loses work', { timeout: 60_000 }, () => {
     } finally {
       check.close();
     }
+  });
+});
+
+describe('the dashboard lists the worktrees', { timeout: 60_000 }, () => {
+  it('with branch, last run and ahead/behind', async () => {
+    const s = await startWebServer({ groups: ['code'] });
+    const root = tempDir();
+    const repo = makeRepo(join(root, 'project'));
+    const reposDir = reposDirOf(join(root, 'groups'));
+    const place = await bindRepository(reposDir, 'code', repo);
+    const store = new WorktreeStore(s.db);
+    expect((await getJson(`${s.url}/api/dashboard/worktrees`)).body).toEqual({ repos: [], worktrees: [] });
+    store.bind({ group_folder: 'code', source: repo, git_dir: place.gitDir, branch: 'main', cloned: 0 });
+    const t = await ensureWorktree(reposDir, place, 'code', 'fix');
+    store.ran('code', 'fix', t.path, t.branch, '2026-12-02T10:00:00.000Z');
+    plainGit(t.path, 'commit', '-q', '--allow-empty', '-m', 'one');
+    plainGit(t.path, 'commit', '-q', '--allow-empty', '-m', 'two');
+    const body = (await getJson(`${s.url}/api/dashboard/worktrees`)).body as {
+      worktrees: Record<string, unknown>[];
+    };
+    expect(body.worktrees).toEqual([
+      expect.objectContaining({
+        group_folder: 'code',
+        topic: 'fix',
+        branch: 'topic-fix',
+        last_run_at: '2026-12-02T10:00:00.000Z',
+        base: 'main',
+        ahead: 2,
+        behind: 0,
+        remove_reason: null,
+      }),
+    ]);
   });
 });

@@ -32,7 +32,22 @@ rl.on('line', async (line) => {
   const seen = readFileSync('shared.txt', 'utf8');
   git('commit', '-q', '-am', `change of ${topic}`);
   const branch = git('rev-parse', '--abbrev-ref', 'HEAD');
-  const result = JSON.stringify({ seen, branch, started, cwd: process.cwd() });
+  // What is mounted where (a container's binds), and whether the shared git folder takes a write.
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter((f) => f.length > 5 && /^\/(workspace|tmp|work|var|home|root|srv|data|mnt)\b/.test(f[4]))
+    .map((f) => `${f[4]} ${f[5].split(',')[0]}`);
+  let sharedWritable = null;
+  if (process.env.GIT_ALTERNATE_OBJECT_DIRECTORIES) {
+    try {
+      writeFileSync(join(process.env.GIT_ALTERNATE_OBJECT_DIRECTORIES, '..', 'probe'), 'x');
+      sharedWritable = true;
+    } catch {
+      sharedWritable = false;
+    }
+  }
+  const result = JSON.stringify({ seen, branch, started, cwd: process.cwd(), mounts, sharedWritable });
   process.stdout.write(`${START}\n${JSON.stringify({ status: 'ok', result })}\n${END}\n`);
 });
 rl.on('close', () => process.exit(0));
