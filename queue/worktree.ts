@@ -189,7 +189,9 @@ export function worktreeSweeper(
         again = false;
         await pass();
       } while (again);
-    })().finally(() => (running = null));
+    })()
+      .catch((err: unknown) => log.warn({ err }, 'worktree sweep failed; tried again later'))
+      .finally(() => (running = null));
     return running;
   };
   return sweep;
