@@ -38,6 +38,38 @@ export interface ChatDraft {
   chain: Promise<void>;
   /** How many of those have not ended yet. */
   busy: number;
+  /** The draft's platform id and the text its last edit showed (an edit writes no row). */
+  shown: { id: string; text: string } | undefined;
+}
+
+/** A thread's draft state when its first block comes. */
+export function newThread(chat: ChatState, thread: string): ChatDraft {
+  return {
+    chat,
+    thread,
+    pending: undefined,
+    shownAt: 0,
+    chain: Promise.resolve(),
+    busy: 0,
+    shown: undefined,
+  };
+}
+
+/**
+ * The thread of the turn a partial block `d` is of: its running rows' topic (`read`), read once per turn
+ * and kept in `chat`; not kept before the turn's rows are found running (a later block reads again).
+ */
+export function turnThread(
+  chat: ChatState,
+  d: PartialText,
+  read: () => { topic: string } | undefined,
+): string {
+  const known = chat.turnThread;
+  if (known && known.runId === d.runId && known.turn === d.turn) return known.thread;
+  const row = read();
+  const thread = row?.topic ?? '';
+  chat.turnThread = row ? { runId: d.runId, turn: d.turn, thread } : undefined;
+  return thread;
 }
 
 /** Whether a draft of run `runId`, turn `turn`, is one of the turns `e` ended. */

@@ -8,23 +8,22 @@ import type { Db } from '../store/db.js';
 import { DraftStore } from '../store/drafts.js';
 import { flushGroup, whenWritable } from '../store/group-commit.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
-import { inRange, newChat, type ChatDraft, type ChatState } from './draft-chats.js';
+import { inRange, newChat, newThread, turnThread, type ChatDraft, type ChatState } from './draft-chats.js';
 import { partsFor } from './format.js';
 
 /**
  * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat
- * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats),
- * posted at the first draft and edited in place after that, at most once per `minIntervalMs` (the newest
- * text wins: drafts that arrive in between are never shown), each formatted as the answer's first part is
- * (Telegram HTML, mrkdwn…), so a draft is rendered like the answer and valid wherever the text was cut. When
- * the turn's answer is delivered, the
- * draft becomes the answer: edited to the final text when it fits one part (and has no files, and the
- * channel's drafts can take an answer: not `finalReplaces`), otherwise removed before the answer is sent as
- * usual. So the final text appears once, never twice.
+ * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats), posted at
+ * the first draft and edited in place after that, at most once per `minIntervalMs` (the newest text wins),
+ * each formatted as the answer's first part is (Telegram HTML, mrkdwn…), valid wherever the text was cut.
+ * When the turn's answer is delivered, the draft becomes the answer: edited to the final text when it fits
+ * one part (and has no files, and the channel's drafts can take an answer: not `finalReplaces`), otherwise
+ * removed before the answer is sent as usual. So the final text appears once, never twice.
  *
  * Drafts are not replies: they are never stored in `messages`. Only the draft's platform id is kept, in
- * `drafts` (one row per chat and thread), so that after a crash the next answer in that chat still finds the stale
- * draft and edits or removes it, and a re-run's drafts reuse it instead of posting a second one.
+ * `drafts` (one row per chat and thread, written when a draft is posted or shows another turn, not at each
+ * edit), so that after a crash the next answer in that chat still finds the stale draft and edits or
+ * removes it, and a re-run's drafts reuse it instead of posting a second one.
  */
 
 /** What the drafts need. */
@@ -137,25 +136,16 @@ class ChatDrafts {
       const e = this.chats.get(d.chatJid)?.ended;
       if (e && inRange(e, d.runId, d.turn)) return;
       // The thread the turn came from: two tabs (topics) of one web chat stream two drafts at once.
-      const c = this.stateOf(d.chatJid, this.threadOf(d));
+      const c = this.stateOf(
+        d.chatJid,
+        turnThread(this.chatOf(d.chatJid), d, () => this.store.turnOf(d.runId, d.chatJid)),
+      );
       c.pending = d;
       this.waiting.add(c);
       this.pacer.wake();
     } catch (err) {
       this.log.error({ chat: d.chatJid, err: coerceError(err).message }, 'draft dropped');
     }
-  }
-
-  /** The thread of the turn a partial block is of: read from its running rows once per turn. */
-  private threadOf(d: PartialText): string {
-    const chat = this.chatOf(d.chatJid);
-    const known = chat.turnThread;
-    if (known && known.runId === d.runId && known.turn === d.turn) return known.thread;
-    const row = this.store.turnOf(d.runId, d.chatJid);
-    const thread = row?.topic ?? '';
-    // Not kept before the turn's rows are found running: a later block reads them again.
-    chat.turnThread = row ? { runId: d.runId, turn: d.turn, thread } : undefined;
-    return thread;
   }
 
   /** The takeover of Drafts.takeOver, after anything queued for the answer's thread. */
@@ -269,14 +259,18 @@ class ChatDrafts {
     try {
       let id = row?.platform_msg_id;
       if (id) {
-        if (row!.text !== text) await ops.edit(chatJid, id, text, false);
+        // The text it shows: the last edit's (an edit writes no row), else the row's.
+        if ((c.shown?.id === id ? c.shown.text : row!.text) !== text)
+          await ops.edit(chatJid, id, text, false);
       } else {
         const turn = this.store.turnOf(d.runId, chatJid);
         id = await ops.open(chatJid, text, thread, turn?.platform_msg_id ?? null);
       }
+      c.shown = { id, text };
+      // A new draft, or one of another turn: its id durable now, or a crash leaves a draft nobody removes
+      // (another process's lock waited for off the event loop). An edit of the same turn writes nothing.
+      if (row?.platform_msg_id === id && row.run_id === d.runId && row.turn === d.turn) return;
       const shown = { chat: chatJid, thread, run: d.runId, turn: d.turn, id, text, at: this.now() };
-      // The platform shows it: its id durable now, or a crash leaves a draft nobody removes. Another
-      // process's write lock is waited for off the event loop.
       await whenWritable(this.opts.db, () => {
         this.store.save(shown);
         flushGroup(this.opts.db);
@@ -369,7 +363,7 @@ class ChatDrafts {
     const chat = this.chatOf(chatJid);
     let c = chat.threads.get(thread);
     if (!c) {
-      c = { chat, thread, pending: undefined, shownAt: 0, chain: Promise.resolve(), busy: 0 };
+      c = newThread(chat, thread);
       chat.threads.set(thread, c);
     }
     return c;

@@ -20,9 +20,14 @@ export class Inbox {
     private readonly flow: (on: boolean) => void = () => undefined,
   ) {}
 
-  /** Handles `event` now if nothing waits before it and the lock is had; else keeps it for later. */
-  handle(event: () => void): void {
+  /**
+   * Handles `event` now if nothing waits before it and the lock is had; else keeps it for later. An event
+   * that `writes` nothing (a draft block) needs no lock: handled at once unless events wait before it, so
+   * that it opens no write transaction (the turn's group commit) of its own.
+   */
+  handle(event: () => void, writes = true): void {
     if (this.kept.length === 0) {
+      if (!writes) return event();
       const now = this.writable();
       if (now === true) return event();
       this.flow(false);

@@ -4,7 +4,7 @@ import { coerceError } from '../core/errors.js';
 import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
 import { replyText } from './protocol/clean.js';
 import { sessionIdProblem } from './protocol/bounds.js';
-import { createOutputParser, type OutputBlock, type ToolAsk } from './protocol/parser.js';
+import { createOutputParser, draftOnly, type OutputBlock, type ToolAsk } from './protocol/parser.js';
 import type { BlockUsage, MemoryQuery, ToolReport } from './protocol/parser.js';
 import { followUpLine, type AgentMessage, type TurnMemory } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
@@ -179,7 +179,8 @@ export class Run {
     this.handle = handle;
     const parser = createOutputParser({
       maxBlockBytes: this.hooks.maxOutputBytes,
-      onBlock: (b) => this.inbox.handle(() => this.onBlock(b)),
+      // A draft block with nothing else in it writes nothing: shown without the write lock.
+      onBlock: (b) => this.inbox.handle(() => this.onBlock(b), !draftOnly(b)),
       onProblem: (kind, detail) =>
         this.hooks.log.warn({ runId: this.runId, kind, detail }, 'agent output problem'),
     });

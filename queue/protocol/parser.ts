@@ -376,3 +376,16 @@ class StreamParser implements OutputParser {
 }
 
 const NEWLINE = Buffer.from('\n');
+
+/** A draft block and nothing else (no session id, actions, ask, tool result, memory question or retry). */
+export function draftOnly(b: OutputBlock): boolean {
+  return (
+    b.partial === true &&
+    b.newSessionId === undefined &&
+    b.actions === undefined &&
+    !b.ask &&
+    !b.toolResult &&
+    !b.memory &&
+    !b.retry
+  );
+}

@@ -63,3 +63,37 @@ it("keeps an agent's blocks and its end while the write lock is held, and handle
   expect(db.prepare('SELECT result FROM session_log').pluck().get()).toBe('ok');
   expect(agent.stdout.isPaused()).toBe(false);
 });
+
+it('shows draft blocks while the write lock is held (they write nothing), keeping them after a kept event', async () => {
+  const { db, path } = freshDb();
+  throwingGroupCommit(db);
+  const { queue, runtime, signals } = handQueue(db, { maxConcurrent: 1, idleTimeoutMs: 3_600_000 });
+  open.push(queue);
+  const a = ready(db, { chat: 'tg:1', group: 'g1', content: 'a' });
+  queue.wake();
+  await flush();
+  const agent = runtime.agents[0]!;
+  await realTimeout(5); // the dispatch's group commits
+  const drafts: string[] = [];
+  signals.partial.on((p) => drafts.push(p.text));
+
+  const other = new Database(path);
+  other.exec('BEGIN IMMEDIATE');
+  agent.reply('draft one', { partial: true });
+  for (let i = 0; i < 200 && drafts.length === 0; i++) await realTimeout(5);
+  // Shown at once, the output still read: a draft needs no lock.
+  expect(drafts).toEqual(['draft one']);
+  expect(agent.stdout.isPaused()).toBe(false);
+  // A block that writes waits for the lock; the draft after it waits behind it, in order.
+  agent.reply('answer');
+  agent.reply('draft two', { partial: true });
+  await realTimeout(50);
+  expect(drafts).toEqual(['draft one']);
+  expect(states(db, [a])).toEqual(['running']);
+
+  other.exec('COMMIT');
+  other.close();
+  for (let i = 0; i < 100 && drafts.length < 2; i++) await realTimeout(10);
+  expect(drafts).toEqual(['draft one', 'draft two']);
+  expect(states(db, [a])).toEqual(['done']);
+});
