@@ -226,9 +226,14 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const writerDone = new Promise((r) => writer.once('exit', r));
+  let killsOver = (): void => {};
+  const killsDone = new Promise<void>((r) => (killsOver = r));
   const channelDone = (async () => {
     const n = o.messages - half;
     for (let i = 0; i < n; i++) {
+      // With steering, the last third goes to the gated that survived the kills: on a loaded machine the
+      // restarts can fill the whole traffic window, and a turn that never runs is never interrupted.
+      if (o.steering && i === Math.floor((2 * n) / 3)) await killsDone;
       const c = i % o.chats;
       const chat = { id: chatId(c), type: 'group' as const, title: `chat ${c}` };
       const from = { id: 5000 + c, is_bot: false, first_name: `user${c}` };
@@ -288,6 +293,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     if (recoveries.at(-1)! > slowest.ms) slowest = { ms: recoveries.at(-1)!, kind, waitedOn: unhealthy };
     say(`kill ${k + 1}/${o.kills} (${kind}): healthy again after ${recoveries.at(-1)} ms`);
   }
+  killsOver();
   await Promise.all([writerDone, channelDone]);
   say('traffic done; draining');
 

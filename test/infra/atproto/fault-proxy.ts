@@ -29,6 +29,8 @@ export interface FaultProxy {
   readonly url: string;
   /** XRPC method names of every request seen, in order. */
   readonly calls: string[];
+  /** When each of `calls` arrived (Date.now()), index for index. */
+  readonly callTimes: number[];
   /** JSON bodies of the procedure calls (POSTs) the PDS accepted with a 2xx, in order. */
   readonly accepted: Array<{ nsid: string; input: unknown }>;
   /** Makes the next call(s) of `nsid` fail. */
@@ -46,12 +48,14 @@ const SESSION_METHODS = new Set([
 export async function startFaultProxy(target: string): Promise<FaultProxy> {
   const faults = new Map<string, Fault & { left: number }>();
   const calls: string[] = [];
+  const callTimes: number[] = [];
   const accepted: Array<{ nsid: string; input: unknown }> = [];
   let self = '';
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const nsid = /^\/xrpc\/([^?]+)/.exec(req.url ?? '')?.[1] ?? req.url ?? '';
     calls.push(nsid);
+    callTimes.push(Date.now());
     const armed = faults.get(nsid);
     const fault: Fault | undefined = armed && armed.left > 0 ? armed : undefined;
     if (armed && fault) armed.left -= 1;
@@ -102,6 +106,7 @@ export async function startFaultProxy(target: string): Promise<FaultProxy> {
   return {
     url: self,
     calls,
+    callTimes,
     accepted,
     failNext(nsid, fault) {
       faults.set(nsid, { ...fault, left: fault.times ?? 1 });
