@@ -8,6 +8,22 @@ import { runSplit, type RunSplit } from './queries.js';
  * them without knowing them.
  */
 
+/** One tool call of a run as the run view shows it: times are ms after the run started. */
+export interface RunToolCall {
+  id: number;
+  seq: number | null;
+  turn: number | null;
+  tool: string;
+  input: string;
+  decision: string | null;
+  decided_by: string | null;
+  at_ms: number;
+  waited_ms: number | null;
+  duration_ms: number | null;
+  output_bytes: number | null;
+  error: string | null;
+}
+
 /** At most this many rows in one response (the pages ask for the next page with `before`). */
 export const MAX_PAGE = 500;
 /** Characters of a message's content a listing carries; `content_length` says how long the whole is. */
@@ -45,6 +61,8 @@ export interface ChatAudio {
 export interface RunView {
   run: Record<string, unknown> & { id: number; started_at: string; ended_at: string | null };
   messages: ChatMessage[];
+  /** The run's tool calls in the order they were asked: the timeline, each with its turn (docs/SECURITY.md). */
+  tool_calls: RunToolCall[];
   timings: RunSplit & {
     /** Dispatch to the first reply stored. */
     first_reply_ms: number | null;
@@ -115,6 +133,10 @@ export class Inspect {
          ORDER BY 1, 2`,
       ),
       run: db.prepare<[number], RunView['run']>(`SELECT * FROM session_log WHERE id = ?`),
+      toolCalls: db.prepare<[number], CallRow>(
+        `SELECT id, seq, turn, tool, substr(input, 1, 300) AS input, decision, decided_by, started_at,
+           decided_at, ended_at, output_bytes, error FROM tool_calls WHERE run_id = ? ORDER BY id LIMIT 500`,
+      ),
       // The run's own rows, and the replies to them; the chat index bounds the walk to that chat.
       runMessages: db.prepare<[string, number, string, number, number], ChatMessage>(
         `SELECT ${this.columns} ${from}
@@ -184,9 +206,16 @@ export class Inspect {
     const idle = typeof run.idle_ms === 'number' ? run.idle_ms : null;
     const firstReply = messages.find((m) => m.is_from_me === 1);
     const replyAt = firstReply ? Date.parse(String(firstReply.timestamp)) : NaN;
+    const calls = this.s.toolCalls.all(id).map(({ started_at, decided_at, ended_at, ...c }) => ({
+      ...c,
+      at_ms: Math.max(0, started_at - start),
+      waited_ms: decided_at === null ? null : decided_at - started_at,
+      duration_ms: ended_at === null ? null : ended_at - started_at,
+    }));
     return {
       run,
       messages,
+      tool_calls: calls,
       timings: {
         ...runSplit(run.started_at, run.ended_at, idle),
         first_reply_ms: Number.isFinite(replyAt) ? Math.max(0, replyAt - start) : null,
@@ -203,3 +232,10 @@ export class Inspect {
     };
   }
 }
+
+/** A tool_calls row as the run view reads it. */
+type CallRow = Omit<RunToolCall, 'at_ms' | 'waited_ms' | 'duration_ms'> & {
+  started_at: number;
+  decided_at: number | null;
+  ended_at: number | null;
+};

@@ -1,6 +1,6 @@
 // The run view: one session_log row with what it served (its messages and the replies it wrote), its
-// timings, how it ended, the tail of the agent's stderr and any usage the agent reported; with the admin
-// token, a live run can be stopped.
+// tool calls as a timeline by turn, its timings, how it ended, the tail of the agent's stderr and any usage
+// the agent reported; with the admin token, a live run can be stopped.
 import { age, el, localTime, RUN_TIME, runState } from './common.js';
 import { adminPost, api, chatLink, getToken, notice, onToken, readError } from './dash-core.js';
 import { messageItem } from './messages.js';
@@ -68,6 +68,45 @@ function timeFacts(dl, t) {
   fact(dl, 'lifetime', explained(precise(t.duration_ms), 'agent start → exit: worked + idle'));
 }
 
+/** One tool call on the timeline: when (after the run's start), what, what decided it, how it ended. */
+function callItem(c) {
+  const li = el('li', `call ${c.decision === 'deny' || c.error ? 'bad' : 'ok'}`);
+  li.dataset.turn = c.turn === null ? '' : String(c.turn);
+  li.dataset.tool = c.tool;
+  const when = el('span', 'call-at', `+${precise(c.at_ms)}`);
+  const what = el('code', 'call-input', `${c.tool} ${c.input}`);
+  const decided = el('span', 'call-decision', `${c.decision ?? 'asking'} (${c.decided_by ?? '?'})`);
+  const end =
+    c.error !== null
+      ? el('span', 'bad', c.error)
+      : el(
+          'span',
+          '',
+          c.duration_ms === null ? 'running' : `${precise(c.duration_ms)}, ${c.output_bytes ?? 0} B`,
+        );
+  li.append(when, ' ', what, ' ', decided, ' ', end);
+  if (c.seq !== null) li.append(el('small', '', ` receipt #${c.seq}`));
+  return li;
+}
+
+/** The tool calls grouped by the turn they belong to, in the order they were asked. */
+function timeline(calls) {
+  if (calls.length === 0) return [el('p', 'muted', 'no tool calls')];
+  const out = [];
+  let turn;
+  let list;
+  for (const c of calls) {
+    if (!list || c.turn !== turn) {
+      turn = c.turn;
+      out.push(el('h3', '', turn === null ? 'outside a turn' : `turn ${turn}`));
+      list = el('ol', 'calls');
+      out.push(list);
+    }
+    list.append(callItem(c));
+  }
+  return out;
+}
+
 /** Shows run `id`. */
 export async function openRun(id) {
   current = id;
@@ -90,11 +129,14 @@ export async function openRun(id) {
     $('run-facts').dataset.result = r.result || 'running';
     $('run-messages').replaceChildren(...v.messages.map(messageItem));
     $('run-messages').dataset.count = String(v.messages.length);
+    $('run-calls').replaceChildren(...timeline(v.tool_calls ?? []));
+    $('run-calls').dataset.count = String((v.tool_calls ?? []).length);
     $('run-stderr').textContent = r.stderr_tail || '(no stderr)';
     $('run-stop').hidden = !getToken() || r.result !== null;
   } catch (err) {
     $('run-facts').replaceChildren(el('p', 'bad', readError(err)));
     $('run-messages').replaceChildren();
+    $('run-calls').replaceChildren();
     $('run-stderr').textContent = '';
   }
 }

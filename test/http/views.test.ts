@@ -111,7 +111,68 @@ describe('chat, run and history views', () => {
       )
       .run(a);
     inbound(s.db, 'web:demo', 'another run', { state: 'done', run_id: run + 1 });
+    // Two tool calls of the run's first turn and one of its second, the last refused.
+    const start = Date.parse(
+      String(s.db.prepare('SELECT started_at FROM session_log WHERE id = ?').pluck().get(run)),
+    );
+    const call = s.db.prepare(
+      `INSERT INTO tool_calls (run_id, turn, call_id, tool, input, input_bytes, input_sha256, decision, decided_by,
+         started_at, decided_at, ended_at, output_bytes, error, seq)
+       VALUES (?, ?, ?, ?, ?, 1, 'x', ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    call.run(
+      run,
+      1,
+      'a1',
+      'Bash',
+      '{"command":"ls"}',
+      'allow',
+      'rules',
+      start + 100,
+      start + 100,
+      start + 400,
+      12,
+      null,
+      1,
+    );
+    call.run(
+      run,
+      1,
+      'a2',
+      'Read',
+      '{"file_path":"x"}',
+      'allow',
+      'rules',
+      start + 500,
+      start + 500,
+      start + 550,
+      3,
+      null,
+      2,
+    );
+    call.run(
+      run,
+      2,
+      'a3',
+      'Bash',
+      '{"command":"rm -rf /"}',
+      'deny',
+      'tool rule 4',
+      start + 900,
+      start + 900,
+      start + 900,
+      null,
+      'denied',
+      3,
+    );
     const v = await getJson(`${s.url}/api/dashboard/run/${run}`);
+    expect(
+      (v.body.tool_calls as Obj[]).map((c) => [c.turn, c.tool, c.decision, c.at_ms, c.duration_ms]),
+    ).toEqual([
+      [1, 'Bash', 'allow', 100, 300],
+      [1, 'Read', 'allow', 500, 50],
+      [2, 'Bash', 'deny', 900, 0],
+    ]);
     expect(v.status).toBe(200);
     expect((v.body.run as Obj).stderr_tail).toBe('Traceback: boom\n');
     expect((v.body.messages as Obj[]).map((m) => m.content)).toEqual(['hello', 'hi back']);

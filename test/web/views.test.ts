@@ -131,6 +131,31 @@ describe('dashboard views in chromium on a burst-filled database', () => {
     );
     await page.locator(`#run-messages[data-count="${served + replies}"]`).waitFor();
     expect(await page.locator('#run-messages .msg.in').count()).toBe(served);
+    // Its tool calls as a timeline by turn (rows as the recorder writes them), shown once the view reloads.
+    const t0 = Date.parse(String(run.started_at));
+    const call = db.prepare(
+      `INSERT INTO tool_calls (run_id, turn, call_id, tool, input, input_bytes, input_sha256, decision, decided_by,
+         started_at, decided_at, ended_at, output_bytes, error)
+       VALUES (?, ?, ?, ?, ?, 1, 'x', ?, 'rules', ?, ?, ?, ?, ?)`,
+    );
+    call.run(runId, 1, 'a1', 'Bash', '{"command":"ls"}', 'allow', t0 + 10, t0 + 10, t0 + 30, 5, null);
+    call.run(
+      runId,
+      2,
+      'a2',
+      'Bash',
+      '{"command":"rm -rf /"}',
+      'deny',
+      t0 + 40,
+      t0 + 40,
+      t0 + 40,
+      null,
+      'denied',
+    );
+    await page.reload();
+    await page.locator('#run-calls[data-count="2"]').waitFor();
+    expect(await page.locator('#run-calls h3').allTextContents()).toEqual(['turn 1', 'turn 2']);
+    expect(await page.locator('#run-calls li.call.bad').count()).toBe(1);
     await page.screenshot({ path: screenshotPath('run-view.png'), fullPage: true });
     expect(errors).toEqual([]);
   }, 120_000);
