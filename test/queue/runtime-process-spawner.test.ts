@@ -245,7 +245,8 @@ s.on('message', (m) => {
         drainMs: 2000,
       });
       await new Promise<void>((resolve) => started.stdout.once('data', () => resolve()));
-      expect(sleepers(n)).toHaveLength(1);
+      // The shell says "up" before it execs sleep: the sleeper shows up a moment after the line.
+      await until(() => sleepers(n).length === 1, 5000, 'the agent running');
       own.close();
       await until(() => !alive(own.pid!) && sleepers(n).length === 0, 5000, 'spawner and agent gone');
       started.stdin.destroy();
