@@ -135,7 +135,7 @@ async function main() {
     return 2;
   }
   if (first === null) return 0;
-  const run = runHome(cwd);
+  const run = await runHome(cwd);
   home = run.dir;
   try {
     return await serveRun(first, lines, run);

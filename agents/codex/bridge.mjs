@@ -13,7 +13,6 @@
 // The socket lives in a private directory (mode 0700) under the system's temp folder, never in the group's
 // folder; it is removed when the run ends. Anything that reaches it is still asked about like the model's
 // own calls, so it grants nothing the tool rules do not.
-import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +21,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { actionCall, actionTools, SERVER } from './actions.mjs';
-import { ownedTempDir, sweepOwnedDirs } from './owned-dir.mjs';
+import { ownedTempDir, removeOwnedDir, sweepOwnedDirs } from './owned-dir.mjs';
 
 /** How long one tool of a group's server may run once allowed (the question's wait is not counted). */
 const TOOL_RUN_MS = Number(process.env.GATED_CODEX_TOOL_MS ?? 600_000);
@@ -124,8 +123,8 @@ export class ToolBridge {
   async start() {
     const parent = socketParent();
     // A run killed with -9 left its socket folder there: the next one removes it.
-    sweepOwnedDirs(parent, SOCKET_PREFIX);
-    this.#dir = ownedTempDir(parent, SOCKET_PREFIX);
+    await sweepOwnedDirs(parent, SOCKET_PREFIX);
+    this.#dir = await ownedTempDir(parent, SOCKET_PREFIX);
     const path = join(this.#dir, 'tools.sock');
     this.#listener = createServer((socket) => this.#serve(socket));
     await new Promise((resolve, reject) => {
@@ -143,7 +142,7 @@ export class ToolBridge {
     for (const s of this.#sockets) s.destroy();
     await new Promise((resolve) => (this.#listener ? this.#listener.close(() => resolve()) : resolve()));
     await Promise.allSettled([...this.#clients.values()].map(async (c) => (await c).close()));
-    if (this.#dir) rmSync(this.#dir, { recursive: true, force: true });
+    if (this.#dir) removeOwnedDir(this.#dir);
   }
 
   // One connection (a proxy, or the hook): newline-framed JSON requests `{id, op: 'list'|'call'|'hook',

@@ -9,7 +9,7 @@
 import { constants, copyFileSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { ownedTempDir, sweepOwnedDirs } from './owned-dir.mjs';
+import { ownedTempDir, removeOwnedDir, sweepOwnedDirs } from './owned-dir.mjs';
 
 /** The name of a run's home in the temp folder, before mkdtemp's six characters. */
 const HOME_PREFIX = 'gated-codex-home-';
@@ -64,12 +64,12 @@ function copyRollouts(from, to, onlyNewer) {
 }
 
 /** The run's home: `dir` (CODEX_HOME), `save()` after each turn, `remove()` at the end. */
-export function runHome(workspace) {
+export async function runHome(workspace) {
   const store = join(workspace, '.codex-agent', 'sessions');
   // A run killed with -9 leaves its home behind (a few KiB of the CLI's state, no secret: the key is in
   // the CLI's environment only): the next run's start removes it (owned-dir.mjs).
-  sweepOwnedDirs(tmpdir(), HOME_PREFIX);
-  const dir = ownedTempDir(tmpdir(), HOME_PREFIX);
+  await sweepOwnedDirs(tmpdir(), HOME_PREFIX);
+  const dir = await ownedTempDir(tmpdir(), HOME_PREFIX);
   copyRollouts(store, join(dir, 'sessions'), false);
   return {
     dir,
@@ -85,7 +85,7 @@ export function runHome(workspace) {
       copyRollouts(join(dir, 'sessions'), store, true);
     },
     remove() {
-      rmSync(dir, { recursive: true, force: true });
+      removeOwnedDir(dir);
     },
   };
 }

@@ -147,3 +147,46 @@ test(
     expect(c.gated.db.prepare(`SELECT state FROM messages WHERE id = ?`).pluck().get(slow)).toBe('done');
   },
 );
+
+test(
+  "two Codex groups at once: a run's start leaves the other run's Codex home alone, and that thread resumes",
+  { timeout: 180_000 },
+  async () => {
+    // Under the process runtime every run has a PID namespace of its own: the second run cannot see the
+    // first one's pid, and must still not take its home (with its thread) for one a killed run left.
+    const c = (chat = await startClaudeChat(api, {
+      children: ['cx', 'cy'],
+      env: {
+        GATED_AGENT_SECRETS:
+          'claude/cx:OPENAI_API_KEY=CX_OPENAI_KEY,claude/cx:OPENAI_BASE_URL=CX_OPENAI_URL,' +
+          'claude/cy:OPENAI_API_KEY=CX_OPENAI_KEY,claude/cy:OPENAI_BASE_URL=CX_OPENAI_URL',
+        CX_OPENAI_KEY: OPENAI_KEY,
+        CX_OPENAI_URL: openai.url,
+      },
+    }));
+    c.gated.db
+      .prepare(`UPDATE registered_groups SET agent = 'codex' WHERE folder IN ('claude/cx', 'claude/cy')`)
+      .run();
+    const sink = (group: string, content: string) =>
+      c.gated.gateway.sink({ chat_jid: `web:claude/${group}`, sender: 'bob', sender_name: 'Bob', content })!;
+    const replyTo = (id: number) =>
+      until(
+        () =>
+          c.gated.db
+            .prepare(`SELECT content FROM messages WHERE is_from_me = 1 AND reply_to_id = ?`)
+            .pluck()
+            .get(id) as string | undefined,
+        120_000,
+        `the reply to ${id}`,
+      );
+    const slow = sink('cx', 'SLOW 3');
+    await until(() => openai.requestFor('SLOW 3'), 60_000, 'the slow turn to reach the API');
+    // The other group's run starts (and sweeps the temp folder) while the first one's turn streams.
+    expect(await replyTo(sink('cy', 'hello from cy'))).toBe('codex echo: hello from cy');
+    expect(await replyTo(slow)).toContain('1');
+    const again = sink('cx', 'still there');
+    expect(await replyTo(again)).toBe('codex echo: still there');
+    // The same thread: the model was given the slow turn again as history.
+    expect(JSON.stringify(openai.requestFor('still there')!.body.input)).toContain('SLOW 3');
+  },
+);
