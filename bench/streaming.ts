@@ -92,11 +92,19 @@ export async function streaming(chats: number, streamMs: number) {
     // Where the first draft's time goes: the message → its agent working → its first partial at gated.
     const workingAt = new Map<string, number>();
     const partialAt = new Map<string, number>();
+    // When the agent's bash began (its first partial names it): the agent's own start, apart from gated's.
+    const upAt = new Map<string, number>();
+    const inAt = new Map<string, number>();
     const offWorking = inst.gated.signals.working.on(({ chatJid, on }) => {
       if (on && !workingAt.has(chatJid)) workingAt.set(chatJid, Date.now());
     });
-    const offPartial = inst.gated.signals.partial.on(({ chatJid }) => {
-      if (!partialAt.has(chatJid)) partialAt.set(chatJid, Date.now());
+    const offPartial = inst.gated.signals.partial.on(({ chatJid, text }) => {
+      if (partialAt.has(chatJid)) return;
+      partialAt.set(chatJid, Date.now());
+      const up = /up:(\d+)/.exec(text);
+      if (up) upAt.set(chatJid, Number(up[1]));
+      const got = /in:(\d+)/.exec(text);
+      if (got) inAt.set(chatJid, Number(got[1]));
     });
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
@@ -128,6 +136,8 @@ export async function streaming(chats: number, streamMs: number) {
     const first = since(channel.firstDraftAt);
     const working = since(workingAt);
     const firstPartial = since(partialAt);
+    const up = since(upAt);
+    const firstLine = since(inAt);
     const delivered = streams.filter((t) => channel.deliveries.has(t)).length;
     const twice = [...channel.deliveries.values()].filter((d) => d.length > 1).length;
     idle.sort((a, b) => a - b);
@@ -150,8 +160,11 @@ export async function streaming(chats: number, streamMs: number) {
       draftCallsPerSecondMax: Math.max(...channel.perSecond.values()),
       firstDraftP50ms: pct(first, 50),
       firstDraftMaxMs: first.at(-1) ?? NaN,
-      // Of the first draft's time: until the agent was started (typing on), and its first partial read.
+      // Of the first draft's time: until the run was started (typing on), its agent's bash began, it read
+      // its first line, and its first partial (100 ms after that line in the agent) was read by gated.
       workingP50ms: pct(working, 50),
+      agentUpP50ms: pct(up, 50),
+      firstLineP50ms: pct(firstLine, 50),
       firstPartialP50ms: pct(firstPartial, 50),
       canaryIdleP50ms: pct(idle, 50),
       canaryP50ms: pct(busy, 50),

@@ -153,10 +153,10 @@ export class Scheduler {
       for (const lane of lanes.all()) this.feedOrClose(lane, t);
       // No run starts and no idle agent yields its slot while the loop is still placing rows.
       if (this.holding(t)) return this.armBackoff(t);
-      // Only as many lanes as can start, plus up to the cap more to learn how many idle agents should
-      // yield their slots (more waiting lanes than the cap cannot free more slots); fairly across groups.
-      const next = store.nextLanes(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
-      let i = 0;
+      // Only as many lanes as start in this slice, plus, once the slots are full, up to the cap more to
+      // learn how many idle agents should yield theirs (more waiting lanes than the cap cannot free more
+      // slots); fairly across groups, read as they are taken.
+      const next = store.laneCursor(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       // What this turn did before (a poll slice, replies) counts against the pump's slice: a pump that finds
       // it spent starts nothing and leaves the runs to the next turn, whose first pump has a slice of its
       // own. Counting the turn there too started one run per turn while many agents stream (each turn busy
@@ -164,11 +164,23 @@ export class Scheduler {
       const owed = this.owed;
       this.owed = false;
       const started = performance.now() - (owed ? 0 : turnWorkMs(this.d.opts.db));
-      while (lanes.free > 0 && i < next.length) {
-        if ((i > 0 || !owed) && performance.now() - started > PUMP_SLICE_MS) return this.later();
-        if (!this.dispatch(next[i++]!, t)) return this.alarm.soonest('lock', this.now() + LOCKED_RETRY_MS);
+      let first = true;
+      while (lanes.free > 0) {
+        if ((!first || !owed) && performance.now() - started > PUMP_SLICE_MS) {
+          // Lanes left to start (read one more to know): the next slice.
+          if (next.next() !== undefined) return this.later();
+          break;
+        }
+        const lane = next.next();
+        if (lane === undefined) break;
+        first = false;
+        if (!this.dispatch(lane, t)) return this.alarm.soonest('lock', this.now() + LOCKED_RETRY_MS);
       }
-      if (next.length > i) this.yieldIdle(next.length - i, t);
+      if (lanes.free === 0) {
+        let waiting = 0;
+        while (waiting < lanes.cap && next.next() !== undefined) waiting++;
+        if (waiting > 0) this.yieldIdle(waiting, t);
+      }
       this.keepIdleBudget();
       this.armBackoff(t);
     } catch (err) {

@@ -2,6 +2,7 @@ import { setImmediate } from 'node:timers';
 import { afterEach, expect, it } from 'vitest';
 import type { WorkQueue } from '../../queue/types.js';
 import { joinGroup, startGroupCommit } from '../../store/group-commit.js';
+import { countSql } from '../../bench/sql-count.js';
 import { freshDb } from '../helpers/db.js';
 import { flush, handQueue, ready } from './helpers.js';
 
@@ -55,4 +56,36 @@ it("counts the turn's earlier work against the slice: a pump in a spent turn lea
   expect(seen).toEqual([0]);
   expect(runs()).toBe(3);
   expect(failures).toEqual([]);
+});
+
+it('reads only the lanes a pump starts: 100 waiting groups, a pump over its slice after one start', async () => {
+  const { db } = freshDb();
+  const slow = () => {
+    const until = performance.now() + 10;
+    while (performance.now() < until);
+    return [];
+  };
+  const h = handQueue(db, { maxConcurrent: 101, capabilities: slow });
+  queues.push(h.queue);
+  for (let g = 1; g <= 100; g++) ready(db, { chat: `tg:${g}`, group: `g${g}` });
+  const runs = () => db.prepare('SELECT count(*) FROM session_log').pluck().get() as number;
+  const sql = countSql();
+  const reads: number[] = [];
+  const laneReads = () =>
+    sql
+      .top(1000)
+      .filter((s) => s.sql.startsWith('SELECT group_folder AS "group"'))
+      .reduce((n, s) => n + s.calls, 0);
+  try {
+    h.queue.wake();
+    setImmediate(() => reads.push(runs(), laneReads()));
+    await flush(20);
+    while (runs() < 100) await flush(5);
+  } finally {
+    sql.stop();
+  }
+  // The first pump started one run and read two lanes (the one it started, one to know more wait), not
+  // the 100 (it read them all, and again at every pump: 100 pumps reading 100 lanes each).
+  expect(reads).toEqual([1, 2]);
+  expect(runs()).toBe(100);
 });
