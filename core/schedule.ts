@@ -57,6 +57,8 @@ export function wallTime(ms: number, tz: string): string {
 
 /** Throws a UsageError unless `tz` is an IANA time zone this Node knows (`Europe/Berlin`, `UTC`). */
 export function checkTimeZone(tz: string): string {
+  // The default needs no check, nor ICU's zone data loaded for it (about 10 ms of every start).
+  if (tz === 'UTC') return tz;
   try {
     new Intl.DateTimeFormat('en', { timeZone: tz });
     return tz;

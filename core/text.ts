@@ -13,7 +13,12 @@
 export type LimitUnit = 'chars' | 'graphemes';
 
 const FENCE_CLOSE = '\n```';
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+// Made at first use: building it loads ICU's break rules (about 20 ms), which a CLI call never needs.
+let graphemes: Intl.Segmenter | undefined;
+const segmenter = {
+  segment: (s: string) =>
+    (graphemes ??= new Intl.Segmenter(undefined, { granularity: 'grapheme' })).segment(s),
+};
 
 /** Number of graphemes in `s` (what Bluesky counts). */
 export function graphemeLength(s: string): number {

@@ -1,14 +1,5 @@
-import {
-  context,
-  isSpanContextValid,
-  ROOT_CONTEXT,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Context,
-  type Link,
-  type Span,
-} from '@opentelemetry/api';
+import type * as OtelApi from '@opentelemetry/api';
+import type { Attributes, Context, Link, Span } from '@opentelemetry/api';
 
 /**
  * One trace per inbound message (docs/OPERATIONS.md, "Traces"). The stages share rows, not calls, so a
@@ -32,11 +23,24 @@ const REMEMBERED = 10_000;
 
 let active = false;
 const traces = new Map<number, MessageTrace>();
+/**
+ * The OpenTelemetry API, given by gated/tracing.ts when it turns tracing on: while tracing is off (the
+ * default) it is not even loaded (about 20 ms and 46 files of every start and CLI call). Every use below
+ * is behind `active` or a span that only exists while it is on.
+ */
+let otel: typeof OtelApi | undefined;
 
-/** Turns tracing on or off (gated/tracing.ts, once the exporter is registered or shut down). */
-export function setTracing(on: boolean): void {
-  active = on;
-  if (!on) traces.clear();
+/** Turns tracing on (with the API the exporter was registered with) or off (null). */
+export function setTracing(api: typeof OtelApi | null): void {
+  if (api) otel = api;
+  active = api !== null;
+  if (!active) traces.clear();
+}
+
+/** The API while tracing is on. */
+function o(): typeof OtelApi {
+  if (!otel) throw new Error('core/trace.ts: a span was asked for while tracing is off');
+  return otel;
 }
 
 /** True while spans are exported. */
@@ -51,9 +55,9 @@ export function tracingOn(): boolean {
  */
 export function logTraceFields(): { trace_id?: string; span_id?: string } {
   if (!active) return {};
-  const span = trace.getSpan(context.active());
+  const span = o().trace.getSpan(o().context.active());
   const sc = span?.spanContext();
-  return sc && isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+  return sc && o().isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
 }
 
 /**
@@ -61,7 +65,7 @@ export function logTraceFields(): { trace_id?: string; span_id?: string } {
  * carry the span's trace (gated/tracing.ts registers the context manager that carries it across awaits).
  */
 export function inSpan<T>(span: Span | undefined, fn: () => T): T {
-  return active && span ? context.with(trace.setSpan(ROOT_CONTEXT, span), fn) : fn();
+  return active && span ? o().context.with(o().trace.setSpan(o().ROOT_CONTEXT, span), fn) : fn();
 }
 
 /**
@@ -69,11 +73,11 @@ export function inSpan<T>(span: Span | undefined, fn: () => T): T {
  * pump) never inherits the trace of whatever woke it, so its lines carry only the traces it sets itself.
  */
 export function detached<T>(fn: () => T): T {
-  return active ? context.with(ROOT_CONTEXT, fn) : fn();
+  return active ? o().context.with(o().ROOT_CONTEXT, fn) : fn();
 }
 
 function tracer() {
-  return trace.getTracer('gated');
+  return o().trace.getTracer('gated');
 }
 
 /** Starts a span under `parent` (a message's context; none: a new trace). */
@@ -83,13 +87,13 @@ function start(
   attributes: Attributes,
   extra: { startTime?: number; links?: Link[] } = {},
 ): Span {
-  return tracer().startSpan(name, { attributes, ...extra }, parent ?? ROOT_CONTEXT);
+  return tracer().startSpan(name, { attributes, ...extra }, parent ?? o().ROOT_CONTEXT);
 }
 
 /** Ends `span`, marked as an error when `error` is given. */
 export function endSpan(span: Span | undefined, error?: string, at?: number): void {
   if (!span) return;
-  if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+  if (error !== undefined) span.setStatus({ code: o().SpanStatusCode.ERROR, message: error });
   span.end(at);
 }
 
@@ -109,14 +113,14 @@ export function startMessage(row: TracedRow): Span | undefined {
     'gated.verb': row.verb,
   });
   if (traces.size >= REMEMBERED) traces.delete(traces.keys().next().value!);
-  traces.set(row.id, { ctx: trace.setSpan(ROOT_CONTEXT, span), waitFrom: undefined });
+  traces.set(row.id, { ctx: o().trace.setSpan(o().ROOT_CONTEXT, span), waitFrom: undefined });
   return span;
 }
 
 /** Runs `fn` as a child span of the message's root (a gateway step); its result becomes `gated.outcome`. */
 export function stepSpan<T extends string>(root: Span | undefined, name: string, fn: () => T): T {
   if (!root) return fn();
-  const span = start(`step ${name}`, trace.setSpan(ROOT_CONTEXT, root), { 'gated.step': name });
+  const span = start(`step ${name}`, o().trace.setSpan(o().ROOT_CONTEXT, root), { 'gated.step': name });
   try {
     const outcome = inSpan(span, fn);
     span.setAttribute('gated.outcome', outcome);
@@ -181,7 +185,7 @@ export class RunTrace {
       links: linksTo(ids.slice(1)),
       startTime: now,
     });
-    this.ctx = trace.setSpan(ROOT_CONTEXT, this.run);
+    this.ctx = o().trace.setSpan(o().ROOT_CONTEXT, this.run);
     this.opened(1, ids, this.ctx, [], now);
   }
 
@@ -190,7 +194,7 @@ export class RunTrace {
    * carry the run span's ids. The run's starts and its reading of the agent go through here.
    */
   within<T>(fn: () => T): T {
-    return active && this.ctx ? context.with(this.ctx, fn) : fn();
+    return active && this.ctx ? o().context.with(this.ctx, fn) : fn();
   }
 
   /** `fn` bound to the run's trace: for a stream the run reads, whose events come from wherever it was made. */
@@ -201,7 +205,7 @@ export class RunTrace {
   /** Follow-up turn `turn` is written with rows `ids`: its span belongs to its first row's trace. */
   turn(turn: number, ids: readonly number[], now: number): void {
     if (!this.run || ids.length === 0) return;
-    const parent = messageContext(ids[0]) ?? trace.setSpan(ROOT_CONTEXT, this.run);
+    const parent = messageContext(ids[0]) ?? o().trace.setSpan(o().ROOT_CONTEXT, this.run);
     this.opened(turn, ids, parent, [{ context: this.run.spanContext() }, ...linksTo(ids.slice(1))], now);
   }
 
@@ -251,7 +255,7 @@ export class RunTrace {
 function linksTo(ids: readonly number[]): Link[] {
   const links: Link[] = [];
   for (const id of ids) {
-    const span = trace.getSpan(messageContext(id) ?? ROOT_CONTEXT);
+    const span = o().trace.getSpan(messageContext(id) ?? o().ROOT_CONTEXT);
     if (span) links.push({ context: span.spanContext() });
   }
   return links;
@@ -279,7 +283,7 @@ export function startDelivery(row: {
 /** Opens the span of one part's send (one attempt) under its row's delivery span. */
 export function startPart(deliver: Span | undefined, index: number, attempt: number): Span | undefined {
   if (!deliver) return undefined;
-  return start('deliver part', trace.setSpan(ROOT_CONTEXT, deliver), {
+  return start('deliver part', o().trace.setSpan(o().ROOT_CONTEXT, deliver), {
     'gated.part.index': index,
     'gated.attempt': attempt,
   });

@@ -59,6 +59,10 @@ export interface Gated {
  * down, so every stage is built once, in order, with the parts it needs, and nothing calls back up here.
  */
 export async function startGated(opts: StartOptions): Promise<Gated> {
+  // The bash parser of tool rules (two .wasm files, about 40 ms) loads while the database opens.
+  const shellLoading = loadShellParser();
+  // Awaited below, after the database: a failure is reported there, not as an unhandled rejection now.
+  shellLoading.catch(() => undefined);
   const base = await openBase(opts);
   const { config, log, db } = base;
   // Before any stage: the first message polled already has its trace (off unless configured).
@@ -70,7 +74,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Tool questions are asked through the channels that started; none has before startChannels.
   const started: Channel[] = [];
-  const shell = await loadShellParser();
+  const shell = await shellLoading;
   const { queue, gateway, asks } = makeStages(base, channels, started, shell);
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.

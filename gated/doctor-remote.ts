@@ -1,5 +1,4 @@
 import type { Config, GithubAppConfig } from '../core/config.js';
-import { silentLogger } from '../core/log.js';
 import { PLATFORMS, type Platform } from '../core/platforms.js';
 import { openDatabase } from '../store/db.js';
 import type { Finding } from './doctor.js';
@@ -273,6 +272,7 @@ function githubAppFinding(app: GithubAppConfig, apiUrl: string | undefined): Pro
   return channelFinding('github', 'GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and the key file', async () => {
     const { readFile } = await import('node:fs/promises');
     const { InstallationTokens } = await import('../channels/github/app-auth.js');
+    const { silentLogger } = await import('../core/log.js');
     const tokens = new InstallationTokens({
       app: { ...app, privateKey: await readFile(app.privateKeyFile, 'utf8') },
       log: silentLogger(),

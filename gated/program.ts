@@ -3,28 +3,47 @@ import { Command, CommanderError } from 'commander';
 import { packageFile } from '../core/paths.js';
 import { UsageError } from '../core/errors.js';
 import { action } from './context.js';
-import { accessCommand, auditCommand } from './commands/access.js';
-import { backupCommands } from './commands/backup.js';
-import { doctorCommand } from './commands/doctor.js';
-import { groupsCommand } from './commands/groups.js';
-import { worktreesCommand } from './commands/worktrees.js';
-import { memoryCommand } from './commands/memory.js';
-import { messagesCommands } from './commands/messages.js';
-import { routesCommand } from './commands/routes.js';
-import { runsCommands } from './commands/runs.js';
-import { usageCommands } from './commands/usage.js';
-import { toolsCommand } from './commands/tools.js';
-import { statusCommand } from './commands/status.js';
-import { tasksCommand } from './commands/tasks.js';
-import { workflowsCommand } from './commands/workflows.js';
+
+/** A module of commands: what registers them on the program. */
+type Registrar = (program: Command) => void;
+
+/**
+ * The commands' modules, in the order `gated --help` lists them, each with the top-level commands it
+ * registers: a call loads only the module of its command (a module brings in the stores and helpers it
+ * uses: loading all of them cost every CLI call about 40 ms). `--help`, `help` and an unknown word load
+ * all. test/gated/cli-modules.test.ts checks that each module registers exactly the names listed here.
+ */
+export const COMMAND_MODULES: readonly { names: readonly string[]; load: () => Promise<Registrar[]> }[] = [
+  { names: ['init', 'send'], load: async () => [(await import('./commands/messages.js')).messagesCommands] },
+  { names: ['routes'], load: async () => [(await import('./commands/routes.js')).routesCommand] },
+  { names: ['tools', 'approvals'], load: async () => [(await import('./commands/tools.js')).toolsCommand] },
+  { names: ['groups'], load: async () => [(await import('./commands/groups.js')).groupsCommand] },
+  { names: ['worktrees'], load: async () => [(await import('./commands/worktrees.js')).worktreesCommand] },
+  { names: ['access'], load: async () => [(await import('./commands/access.js')).accessCommand] },
+  { names: ['audit'], load: async () => [(await import('./commands/access.js')).auditCommand] },
+  { names: ['status'], load: async () => [(await import('./commands/status.js')).statusCommand] },
+  { names: ['runs', 'receipts'], load: async () => [(await import('./commands/runs.js')).runsCommands] },
+  { names: ['usage', 'prices'], load: async () => [(await import('./commands/usage.js')).usageCommands] },
+  { names: ['memory'], load: async () => [(await import('./commands/memory.js')).memoryCommand] },
+  { names: ['tasks'], load: async () => [(await import('./commands/tasks.js')).tasksCommand] },
+  { names: ['workflows'], load: async () => [(await import('./commands/workflows.js')).workflowsCommand] },
+  { names: ['backup', 'restore'], load: async () => [(await import('./commands/backup.js')).backupCommands] },
+  { names: ['doctor'], load: async () => [(await import('./commands/doctor.js')).doctorCommand] },
+];
+
+/** The commands defined here rather than in a module. */
+const OWN_COMMANDS = ['run', 'chat'];
 
 /** The version in package.json (the file ships with gated, in the image too). */
 function packageVersion(): string {
   return (JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version: string }).version;
 }
 
-/** Builds the `gated` command line. Exported so tests can drive it in-process. */
-export function buildProgram(): Command {
+/**
+ * Builds the `gated` command line: with `command`, only that command's module is loaded (and none for
+ * `run` or `chat`); without, every module.
+ */
+export async function buildProgram(command?: string): Promise<Command> {
   const program = new Command('gated')
     .description('a gateway between chat platforms and AI agents, routed by a SQL table')
     .version(packageVersion(), '-V, --version', 'print the version of gated')
@@ -53,29 +72,18 @@ export function buildProgram(): Command {
       }),
     );
 
-  messagesCommands(program);
-  routesCommand(program);
-  toolsCommand(program);
-  groupsCommand(program);
-  worktreesCommand(program);
-  accessCommand(program);
-  auditCommand(program);
-  statusCommand(program);
-  runsCommands(program);
-  usageCommands(program);
-  memoryCommand(program);
-  tasksCommand(program);
-  workflowsCommand(program);
-  backupCommands(program);
-  doctorCommand(program);
+  const needed =
+    command === undefined ? COMMAND_MODULES : COMMAND_MODULES.filter((m) => m.names.includes(command));
+  for (const registrars of await Promise.all(needed.map((m) => m.load())))
+    for (const register of registrars) register(program);
   return program;
 }
 
 /** Runs the CLI; bad input prints one line naming the problem and exits 2. */
 export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
   try {
-    refuseUnknownCommand(program, argv.slice(2));
+    const word = commandWord(argv.slice(2));
+    const program = await buildProgram(word === null ? undefined : word);
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -95,21 +103,26 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 /**
- * `run` is the default command, so commander would read `gated stauts` as `gated run stauts` and answer
- * "too many arguments for 'run'". The first word that is not an option (or the value of `--db`) must name a
- * command.
+ * The command a call names: the first word that is not an option (or the value of `--db`); `run` when
+ * there is none (the default command), null for `help` or when only options are given (`--help`,
+ * `--version`: every module is loaded for the full list). `run` being the default, commander would read
+ * `gated stauts` as `gated run stauts` and answer "too many arguments for 'run'": a word that names no
+ * command is refused here.
  */
-function refuseUnknownCommand(program: Command, args: string[]): void {
+function commandWord(args: string[]): string | null {
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--db') i++;
-    else if (a.startsWith('-')) continue;
-    else {
-      const known = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
-      if (a !== 'help' && !known.includes(a)) {
+    else if (a.startsWith('-')) {
+      if (a === '-h' || a === '--help' || a === '-V' || a === '--version') return null;
+    } else {
+      const known = [...OWN_COMMANDS, ...COMMAND_MODULES.flatMap((m) => m.names)];
+      if (a === 'help') return null;
+      if (!known.includes(a)) {
         throw new UsageError(`unknown command '${a}' (commands: ${known.join(', ')}; see gated --help)`);
       }
-      return;
+      return a;
     }
   }
+  return 'run';
 }

@@ -22,7 +22,7 @@ export async function startTracing(
 ): Promise<Tracing | undefined> {
   const t = config.traces;
   if (!t) return undefined;
-  const [{ context, trace }, { OTLPTraceExporter }, { resourceFromAttributes }, semconv, sdk] =
+  const [api, { OTLPTraceExporter }, { resourceFromAttributes }, semconv, sdk] =
     await Promise.all([
       import('@opentelemetry/api'),
       import('@opentelemetry/exporter-trace-otlp-http'),
@@ -45,20 +45,20 @@ export async function startTracing(
   // The provider, and the context manager (AsyncLocalStorage) that keeps a message's or a run's span
   // active across its awaits, timers and streams: what puts trace ids on their log lines (core/log.ts).
   provider.register({ propagator: null });
-  setTracing(true);
+  setTracing(api);
   // The URL only: a collector's credentials travel in headers, never in a log line.
   log.info({ url: redactUrl(t.url) }, 'traces exported over OTLP/HTTP');
   let done: Promise<void> | undefined;
   return {
     shutdown: () =>
       (done ??= (async () => {
-        setTracing(false);
+        setTracing(null);
         try {
           await provider.shutdown();
         } finally {
           // A later start in the same process (tests) may register its own provider and context manager.
-          trace.disable();
-          context.disable();
+          api.trace.disable();
+          api.context.disable();
         }
       })()),
   };

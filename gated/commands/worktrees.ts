@@ -4,7 +4,6 @@ import { getGroup } from '../../store/groups.js';
 import { WorktreeStore } from '../../store/worktrees.js';
 import { GitError } from '../../worktrees/git.js';
 import { bindRepository, reposDirOf } from '../../worktrees/worktrees.js';
-import { silentLogger } from '../../core/log.js';
 import { sessionKeyId, type SessionKey } from '../../core/types.js';
 import { removalNote, removeTopicWorktree } from '../../queue/worktree.js';
 import { aheadBehind } from '../../worktrees/remove.js';
@@ -131,7 +130,8 @@ function removeCommands(wt: Command): void {
 async function removeOrAsk(ctx: CliContext, keys: SessionKey[], why: string): Promise<number> {
   const db = ctx.db();
   const store = new WorktreeStore(db);
-  const log = silentLogger();
+  // pino, loaded only by the command that needs a logger (every CLI call would pay for it otherwise).
+  const log = (await import('../../core/log.js')).silentLogger();
   let n = 0;
   for (const key of keys) {
     if (!store.requestRemoval(key.group, key.topic, why, null)) continue;
