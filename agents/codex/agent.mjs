@@ -15,6 +15,7 @@
 // Tools: the group's MCP servers and gated's actions (the input's `capabilities`) reach the CLI only through
 // the tool bridge (bridge.mjs): each call is first asked about (an `ask` block, answered by a `permission`
 // line), and an allowed action is recorded for the turn's final block (`actions`), as the Claude agent does.
+// gated's memory (recall, search_history) is asked with a `memory` block, answered by a `memory` line.
 // The CLI's own shell commands are asked about by its PreToolUse hook (hook.mjs), through the same bridge.
 import { createInterface } from 'node:readline';
 import { Codex } from '@openai/codex-sdk';
@@ -23,6 +24,7 @@ import { Asks, ToolBridge } from './bridge.mjs';
 import { locateCli, projectSettings, WRAPPER, wrapperUsable } from './cli.mjs';
 import { configOf, groupServersOf, transient } from './config.mjs';
 import { runHome } from './home.mjs';
+import { MemoryQuestions } from './memory.mjs';
 import { heldTurn, remainingPrompt, replay } from './resume.mjs';
 
 const START = '---GATED_OUTPUT_START---';
@@ -152,10 +154,12 @@ async function serveRun(first, lines, run) {
   let recorded = [];
   const record = (a) => recorded.push(a);
   const asks = new Asks(emit);
+  const memory = new MemoryQuestions(emit);
   const bridge = new ToolBridge({
     servers: groupServersOf(first.config, secrets),
     actions: offered(first.capabilities),
     asks,
+    memory,
     record,
     log: say,
     cwd,
@@ -171,17 +175,17 @@ async function serveRun(first, lines, run) {
     return out;
   };
   try {
-    return await serve(resumed(first, record), lines, { secrets, asks, bridge, takeRecorded, cli, run });
+    return await serve(resumed(first, record), lines, { secrets, asks, memory, bridge, takeRecorded, cli, run });
   } finally {
     await bridge.close();
   }
 }
 
 /**
- * Reads stdin after the first line: turns go to `queue(line)`, permission lines to `asks`, interrupts to
- * `interrupt(turn)`; resolves when the input ends (EOF or {"type":"end"}).
+ * Reads stdin after the first line: turns go to `queue(line)`, permission lines to `asks`, memory lines to
+ * `memory`, interrupts to `interrupt(turn)`; resolves when the input ends (EOF or {"type":"end"}).
  */
-async function readLines(lines, { queue, asks, interrupt }) {
+async function readLines(lines, { queue, asks, memory, interrupt }) {
   for (;;) {
     const next = await lines.next();
     if (next.done) return;
@@ -196,6 +200,8 @@ async function readLines(lines, { queue, asks, interrupt }) {
     if (line.type === 'end') return;
     // Not a turn: the answer to a tool question.
     if (line.type === 'permission') asks.permission(line);
+    // Nor the answer to a memory question (recall, search_history).
+    else if (line.type === 'memory') memory.line(line);
     // Interrupts (§19) stop the turn in progress when it is the one named or an earlier one; steered lines
     // are plain follow-ups here (the CLI cannot take a message inside a running turn).
     else if (line.type === 'interrupt') {
@@ -219,7 +225,7 @@ function resumed(first, record) {
 }
 
 /** Runs the thread: the first line, then every line read, turn by turn; returns the exit status. */
-async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli, run }) {
+async function serve(first, lines, { secrets, asks, memory, bridge, takeRecorded, cli, run }) {
   const numbered = Number.isInteger(first.turn);
   const codex = new Codex({
     env: childEnv(secrets, cli),
@@ -247,6 +253,7 @@ async function serve(first, lines, { secrets, asks, bridge, takeRecorded, cli, r
   let current = null;
   const reading = readLines(lines, {
     asks,
+    memory,
     queue: (line) => {
       waiting.push(line);
       wake?.();

@@ -6,7 +6,8 @@
 // gated answers with a `permission` line, docs/APPROVALS.md) and only after an `allow`:
 // - a tool of the group's own MCP servers (mcp.json) runs on the real server, which this process started
 //   once for the whole run (a Codex turn is a new CLI process; the servers outlive it);
-// - a gated action (server `gated`, actions.mjs) is recorded for the turn's final block.
+// - a gated action (server `gated`, actions.mjs) is recorded for the turn's final block;
+// - a memory tool (server `gated`: recall, search_history, memory.mjs) asks gated and returns its answer.
 // A `deny` becomes the tool's error result, which the model reads (`Refused: NOTE`). The CLI's own tools
 // (its shell) are asked about the same way by its PreToolUse hook (hook.mjs), which connects here too.
 //
@@ -21,6 +22,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { actionCall, actionTools, SERVER } from './actions.mjs';
+import { MEMORY_TOOLS, memoryCheck, memoryResult, memoryToolList } from './memory.mjs';
 import { ownedTempDir, removeOwnedDir, sweepOwnedDirs } from './owned-dir.mjs';
 
 /** How long one tool of a group's server may run once allowed (the question's wait is not counted). */
@@ -80,6 +82,7 @@ export class ToolBridge {
   #servers;
   #actions;
   #asks;
+  #memory;
   #record;
   #log;
   #cwd;
@@ -94,15 +97,17 @@ export class ToolBridge {
 
   /**
    * `servers`: the group's MCP servers (secrets filled in, gated's form); `actions`: the action types to
-   * offer; `asks`: an Asks; `record(action)`: keeps an allowed action for the turn's block.
+   * offer; `asks`: an Asks; `memory`: the MemoryQuestions that answer recall and search_history (none: no
+   * memory tools); `record(action)`: keeps an allowed action for the turn's block.
    */
-  constructor({ servers, actions, asks, record, log, cwd }) {
+  constructor({ servers, actions, asks, memory, record, log, cwd }) {
     this.#servers = { ...servers };
-    if (actions.length > 0 && Object.hasOwn(this.#servers, SERVER)) {
-      log(`the group's MCP server '${SERVER}' is hidden by gated's actions of that name`);
+    this.#actions = actions;
+    this.#memory = memory ?? null;
+    if (this.#offersGated && Object.hasOwn(this.#servers, SERVER)) {
+      log(`the group's MCP server '${SERVER}' is hidden by gated's tools of that name`);
       delete this.#servers[SERVER];
     }
-    this.#actions = actions;
     this.#asks = asks;
     this.#record = record;
     this.#log = log;
@@ -111,7 +116,12 @@ export class ToolBridge {
 
   /** The server names the CLI is given (each one a proxy). */
   get names() {
-    return [...Object.keys(this.#servers), ...(this.#actions.length > 0 ? [SERVER] : [])];
+    return [...Object.keys(this.#servers), ...(this.#offersGated ? [SERVER] : [])];
+  }
+
+  /** True when the server `gated` is offered: actions, or the memory tools. */
+  get #offersGated() {
+    return this.#actions.length > 0 || this.#memory !== null;
   }
 
   /** True when gated's actions are offered (server `gated`). */
@@ -212,7 +222,8 @@ export class ToolBridge {
   }
 
   async #list(name) {
-    if (name === SERVER && this.#actions.length > 0) return actionTools(this.#actions);
+    if (name === SERVER && this.#offersGated)
+      return [...actionTools(this.#actions), ...(this.#memory ? memoryToolList() : [])];
     const { tools } = await (await this.#client(name)).listTools();
     return tools;
   }
@@ -227,13 +238,17 @@ export class ToolBridge {
     const input = typeof args === 'object' && args !== null ? args : {};
     const full = `mcp__${server}__${tool}`;
     const isAction = server === SERVER && this.#actions.includes(tool);
+    const isMemory = server === SERVER && this.#memory !== null && MEMORY_TOOLS.includes(tool);
     const call = isAction ? actionCall(tool, input) : null;
     if (call?.refused) return refusal(`Not recorded: ${call.refused}`);
+    const malformed = isMemory ? memoryCheck(input) : null;
+    if (malformed) return refusal(`Not asked: ${malformed}`);
     const summary = call?.summary ?? (typeof input.description === 'string' ? input.description : undefined);
     const { decision, note } = await this.#asks.ask(full, input, summary);
     if (decision !== 'allow') return refusal(note ? `Refused: ${note}` : 'Refused by the operator.');
     // Allowed after the turn's CLI went away (an interrupt): the call no longer belongs to any turn.
     if (!conn.open) return refusal('The turn ended before the call was allowed.');
+    if (isMemory) return memoryResult(tool, await this.#memory.ask(tool, input.query, input.limit));
     if (call) {
       this.#record(call.action);
       return {
