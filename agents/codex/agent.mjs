@@ -175,7 +175,15 @@ async function serveRun(first, lines, run) {
     return out;
   };
   try {
-    return await serve(resumed(first, record), lines, { secrets, asks, memory, bridge, takeRecorded, cli, run });
+    return await serve(resumed(first, record), lines, {
+      secrets,
+      asks,
+      memory,
+      bridge,
+      takeRecorded,
+      cli,
+      run,
+    });
   } finally {
     await bridge.close();
   }

@@ -191,8 +191,7 @@ test(
     const fact = await until(
       () =>
         c.g.db.prepare('SELECT id, scope, text FROM memories').get() as
-          | { id: number; scope: string; text: string }
-          | undefined,
+          { id: number; scope: string; text: string } | undefined,
       10_000,
       'the fact stored',
     );
