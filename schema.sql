@@ -812,10 +812,11 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS idx_memories_group ON memories(group_folder, scope, id);
 
 -- Full-text indexes (FTS5, contentless: the text stays in its table, the index keeps only tokens). `grp` is
--- the token 'g' || hex(group folder) and `scope` 's' || hex(scope), so a search names its group and scopes
--- inside MATCH and never walks another group's rows. memories_fts follows memories by the triggers below;
--- messages_fts is filled behind the pipe by the history indexer (store/history-index.ts), after its cursor
--- (router_state 'history_index_cursor'), never inside the transaction that stores or answers a message.
+-- the token 'g' || hex(group folder) and `scope` 's' || hex(scope), so a search names its group inside MATCH
+-- and never walks another group's rows (a recall checks the scopes on the memories row: store/memory.ts).
+-- memories_fts follows memories by the triggers below; messages_fts is filled behind the pipe by the history
+-- indexer (store/history-index.ts), after its cursor (router_state 'history_index_cursor'), never inside the
+-- transaction that stores or answers a message.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
   text, grp, scope, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
 CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
@@ -833,8 +834,6 @@ END;
 -- `who` is 'u' || hex(platform:sender) of an inbound row, of the row it answers for an outbound one.
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
   content, grp, who, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
--- How many indexed rows each word is in: a search leaves out the words most rows have.
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts_terms USING fts5vocab(messages_fts, row);
 -- Codebases (docs/WORKTREES.md): a group bound to a git repository. `source` is what the operator gave (a URL
 -- gated cloned, or a local repository it adopted); `git_dir` the repository's common git folder on disk
 -- (a bare clone of gated's own beside the groups, or the adopted repository's .git); `branch` the base

@@ -2,6 +2,7 @@ import type { Logger } from '../core/log.js';
 import { createWorker, type Worker } from '../core/worker.js';
 import type { Db } from './db.js';
 import { whenWritable } from './group-commit.js';
+import { termCountsOf, TermCounts, type Telling } from './fts-terms.js';
 import { anyOf, ftsToken, queryWords } from './memory.js';
 import { StateStore } from './state.js';
 
@@ -14,9 +15,6 @@ import { StateStore } from './state.js';
 
 /** router_state key of the indexer's cursor: the id of the last message it looked at. */
 export const HISTORY_CURSOR_KEY = 'history_index_cursor';
-
-/** A word in at most this many rows is always looked for: ranking that many is cheap. */
-const RARE_ENOUGH = 1000;
 
 /** Rows one indexing pass looks at, at most. */
 export const INDEX_BATCH = 500;
@@ -61,23 +59,11 @@ export class HistoryIndex {
          WHERE m.id > ? ORDER BY m.id LIMIT ?`,
       ),
       insert: db.prepare('INSERT INTO messages_fts (rowid, content, grp, who) VALUES (?, ?, ?, ?)'),
-      rows_with: db.prepare('SELECT doc FROM messages_fts_terms WHERE term = ?').pluck(),
-      served: db.prepare(
-        `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
-                coalesce(m.session_topic, m.topic) AS topic, f.score
-         FROM (SELECT rowid, bm25(messages_fts, 1.0, 0.0, 0.0) AS score FROM messages_fts
-               WHERE messages_fts MATCH ? ORDER BY score LIMIT ?) f
-         JOIN messages m ON m.id = f.rowid
-         WHERE m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited')
-         ORDER BY f.score LIMIT ?`,
-      ),
-      own: db.prepare(
-        `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
-                coalesce(m.session_topic, m.topic) AS topic, f.score
-         FROM (SELECT rowid, bm25(messages_fts, 1.0, 0.0, 0.0) AS score FROM messages_fts
-               WHERE messages_fts MATCH ? ORDER BY score LIMIT ?) f
-         JOIN messages m ON m.id = f.rowid ORDER BY f.score`,
-      ),
+      // Ranked by the telling words, or the newest first when every word is common (store/fts-terms.ts).
+      served: found(db, true, true),
+      servedNewest: found(db, false, true),
+      own: found(db, true, false),
+      ownNewest: found(db, false, false),
       remove: db.prepare('DELETE FROM messages_fts WHERE rowid = ?'),
       lastId: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
     };
@@ -136,17 +122,13 @@ export class HistoryIndex {
     this.s.remove.run(id);
   }
 
-  /**
-   * The words of a query worth looking for: those in at most 1 % of the indexed rows or in at most
-   * RARE_ENOUGH rows (a word most rows have tells none apart and costs the most to rank), else the rarest
-   * one. Words no row has are dropped.
-   */
-  private telling(words: readonly string[]): string[] {
-    const total = Math.max(1, this.cursor());
-    const counted = words.map((w) => ({ w, n: Number(this.s.rows_with.get(w) ?? 0) })).filter((x) => x.n > 0);
-    const rare = counted.filter((x) => x.n <= Math.max(total / 100, RARE_ENOUGH)).map((x) => x.w);
-    if (rare.length > 0 || counted.length === 0) return rare;
-    return [counted.reduce((a, b) => (b.n < a.n ? b : a)).w];
+  /** How common each word is in the index (the cursor standing for its size). */
+  private terms(): TermCounts {
+    return termCountsOf(
+      this.db,
+      'messages_fts',
+      () => new TermCounts(this.db, 'messages_fts', 'content', 0.01, () => this.cursor()),
+    );
   }
 
   /**
@@ -156,18 +138,37 @@ export class HistoryIndex {
    * read and filtered, so a search over many withheld rows may return fewer than `limit`.
    */
   search(query: string, scope: HistoryScope, limit = 20): HistoryHit[] {
-    const words = anyOf(this.telling(queryWords(query)));
+    const how: Telling = this.terms().telling(queryWords(query));
+    const words = anyOf(how.words);
     if (words === null) return [];
     const group = `grp:${ftsToken('g', scope.group)}`;
     if (scope.only === null) {
-      return this.s.served.all(`${group} AND content:(${words})`, limit * 3, limit) as HistoryHit[];
+      const served = how.ranked ? this.s.served : this.s.servedNewest;
+      return served.all(`${group} AND content:(${words})`, limit * 3, limit) as HistoryHit[];
     }
     // Only its own rows: the sender is named inside MATCH (two such senders together see nothing).
     const only = [...new Set(scope.only)];
     if (only.length !== 1) return [];
     const who = `who:${ftsToken('u', only[0]!)}`;
-    return this.s.own.all(`${group} AND ${who} AND content:(${words})`, limit) as HistoryHit[];
+    const own = how.ranked ? this.s.own : this.s.ownNewest;
+    return own.all(`${group} AND ${who} AND content:(${words})`, limit, limit) as HistoryHit[];
   }
+}
+
+/**
+ * A history search: the best rows by the index (bm25 over the content when `ranked`, else the newest with
+ * the score 0), then read from messages; `served` leaves out the inbound rows the group did not serve.
+ */
+function found(db: Db, ranked: boolean, served: boolean) {
+  return db.prepare(
+    `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
+            coalesce(m.session_topic, m.topic) AS topic, f.score
+     FROM (SELECT rowid, ${ranked ? 'bm25(messages_fts, 1.0, 0.0, 0.0)' : '0.0'} AS score FROM messages_fts
+           WHERE messages_fts MATCH ? ORDER BY ${ranked ? 'score' : 'rowid DESC'} LIMIT ?) f
+     JOIN messages m ON m.id = f.rowid
+     ${served ? "WHERE m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited')" : ''}
+     ORDER BY f.score, m.id DESC LIMIT ?`,
+  );
 }
 
 /** How the history indexer runs (gated/app.ts makes it). */

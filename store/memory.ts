@@ -1,9 +1,12 @@
 import type { Db } from './db.js';
+import { termCountsOf, TermCounts, type Telling } from './fts-terms.js';
 
 /**
  * Memory (docs/MEMORY.md): the facts kept about a group, or about one sender of it, beyond any session. One
- * `memories` row per fact, its full-text index (memories_fts) kept by triggers; every search names its
- * group and the scopes it may read inside the MATCH, so another group's facts are never even walked.
+ * `memories` row per fact, its full-text index (memories_fts) kept by triggers. A search names its group
+ * inside the MATCH, so another group's facts are never even walked (a group keeps at most
+ * GATED_MEMORY_MAX_FACTS), and the scopes it may read on the row: a scope's token is shared by every group
+ * (`group` by most facts of all), and weighing it would cost more than the rest of the search.
  */
 
 /** A fact's scope that every turn of its group may read. */
@@ -76,14 +79,6 @@ const STOP_WORDS = new Set(
   ).split(' '),
 );
 
-/**
- * The words of free text as an FTS5 expression that matches any of them ("a" OR "b"), or null when the text
- * has no word that is not a stop word: user text never reaches MATCH as syntax.
- */
-export function anyWord(text: string): string | null {
-  return anyOf(queryWords(text));
-}
-
 /** The distinct words of free text a search looks for (lower case, no stop words, at most 32). */
 export function queryWords(text: string): string[] {
   const seen = new Set<string>();
@@ -143,11 +138,12 @@ export class MemoryStore {
         'SELECT * FROM memories WHERE group_folder = ? AND scope = ? ORDER BY id LIMIT ?',
       ),
       delScope: db.prepare('DELETE FROM memories WHERE group_folder = ? AND scope = ?'),
-      search: db.prepare(
-        `SELECT m.*, bm25(memories_fts, 1.0, 0.0, 0.0) AS score
-         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-         WHERE memories_fts MATCH ? ORDER BY score LIMIT ?`,
-      ),
+      // Ranked by the telling words, or the newest first when every word is common (store/fts-terms.ts).
+      search: facts(db, true, false),
+      newest: facts(db, false, false),
+      recall: facts(db, true, true),
+      recallNewest: facts(db, false, true),
+      size: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'memories'").pluck(),
     };
   }
 
@@ -205,23 +201,59 @@ export class MemoryStore {
   }
 
   /**
-   * The facts of `scope.group` that share words with `query`, best first (bm25), among the group's facts
-   * and those of `scope.senders`. An empty query, or one of no words, finds nothing.
+   * The facts of `scope.group` that share words with `query`, best first (bm25 over the words few facts
+   * have; the newest first when every word is common), among the group's facts and those of
+   * `scope.senders`. An empty query, or one of no words, finds nothing.
    */
   recall(query: string, scope: RecallScope, limit = 10): FoundFact[] {
-    const words = anyWord(query);
-    if (words === null) return [];
-    const scopes = [...(scope.groupFacts === false ? [] : [GROUP_SCOPE]), ...scope.senders];
+    const scopes = [...new Set([...(scope.groupFacts === false ? [] : [GROUP_SCOPE]), ...scope.senders])];
     if (scopes.length === 0) return [];
-    const scopeExpr = [...new Set(scopes)].map((s) => ftsToken('s', s)).join(' OR ');
-    const match = `grp:${ftsToken('g', scope.group)} AND scope:(${scopeExpr}) AND text:(${words})`;
-    return this.s.search.all(match, limit) as FoundFact[];
+    const how = this.terms().telling(queryWords(query));
+    const match = factsMatch(scope.group, how);
+    if (match === null) return [];
+    return (how.ranked ? this.s.recall : this.s.recallNewest).all(
+      match,
+      scope.group,
+      JSON.stringify(scopes),
+      limit,
+    ) as FoundFact[];
   }
 
   /** Every fact of a group matching `query` whatever its scope (the operator's search). */
   search(group: string, query: string, limit = 50): FoundFact[] {
-    const words = anyWord(query);
-    if (words === null) return [];
-    return this.s.search.all(`grp:${ftsToken('g', group)} AND text:(${words})`, limit) as FoundFact[];
+    const how = this.terms().telling(queryWords(query));
+    const match = factsMatch(group, how);
+    if (match === null) return [];
+    return (how.ranked ? this.s.search : this.s.newest).all(match, group, limit) as FoundFact[];
   }
+
+  /** How common each word is among the facts (the last id standing for their number). */
+  private terms(): TermCounts {
+    return termCountsOf(
+      this.db,
+      'memories_fts',
+      () => new TermCounts(this.db, 'memories_fts', 'text', 0.01, () => Number(this.s.size.get() ?? 0)),
+    );
+  }
+}
+
+/** The MATCH of a group's facts having any of the words, or null when there is none. */
+function factsMatch(group: string, how: Telling): string | null {
+  const words = anyOf(how.words);
+  return words === null ? null : `grp:${ftsToken('g', group)} AND text:(${words})`;
+}
+
+/**
+ * A search of facts: the MATCH names the group (a group's token is in at most its GATED_MEMORY_MAX_FACTS
+ * rows), the row is checked for it again and for the scopes read (`scoped`: a JSON array); `ranked` by bm25
+ * over the text, else newest first with the score 0.
+ */
+function facts(db: Db, ranked: boolean, scoped: boolean) {
+  return db.prepare(
+    `SELECT m.*, ${ranked ? 'bm25(memories_fts, 1.0, 0.0, 0.0)' : '0.0'} AS score
+     FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+     WHERE memories_fts MATCH ? AND m.group_folder = ?
+       ${scoped ? 'AND m.scope IN (SELECT value FROM json_each(?))' : ''}
+     ORDER BY ${ranked ? 'score' : 'memories_fts.rowid DESC'} LIMIT ?`,
+  );
 }

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The schema version this code writes and expects (PRAGMA user_version). */
-export const SCHEMA_VERSION = 27;
+export const SCHEMA_VERSION = 28;
 
 /**
  * In-place upgrades, one function per version step: MIGRATIONS[n] takes a database from version n to
@@ -137,6 +137,9 @@ const MIGRATIONS: Record<number, (db: Database.Database) => void> = {
   // rows inside MATCH, and has a vocabulary table (the share of rows a word is in). The index of schema 24
   // is made again: dropped here, refilled by the history indexer from its cursor, reset to 0.
   26: (db) => historyIndexV27(db),
+  // 27 → 28: no vocabulary table of the history index: it walked every row of a word to count them, the
+  // very cost it was to spare a search (store/fts-terms.ts counts up to a limit with a MATCH instead).
+  27: (db) => db.exec('DROP TABLE IF EXISTS messages_fts_terms'),
 };
 
 /** The 26 → 27 step: messages_fts with its `who` column and messages_fts_terms; the indexer starts over. */
