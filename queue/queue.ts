@@ -45,7 +45,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     signals,
     maxFailures,
     // A worktree asked to go (/new #topic, an issue closed) is removed once its topic's run ended.
-    events: { ended: (run) => void (lanes.end(run), sweepWorktrees()), wake: () => scheduler.wake() },
+    events: { ended: (run) => void (lanes.end(run), sweepWorktrees()), wake: (run) => scheduler.wake(run) },
   });
   const sweepWorktrees = worktreeSweeper(opts.db, (key) => lanes.get(key) !== undefined, log, signals);
   const scheduler = new Scheduler({

@@ -23,8 +23,12 @@ import type { QueueOptions, RunResult } from './types.js';
 export interface RecorderEvents {
   /** The run has ended and its rows are settled: its slot is free. */
   ended(run: Run): void;
-  /** Rows may be ready now (a delegation answered, a task placed, an agent waits for follow-ups). */
-  wake(): void;
+  /**
+   * Rows may be ready now (a delegation answered, a task placed): every lane is fed. With `run`, only that
+   * run's lane may take a turn it could not before (its agent waits for follow-ups, or it ended and its
+   * slot is free): the pump feeds that lane alone.
+   */
+  wake(run?: Run): void;
 }
 
 /** What the recorder is built from: the queue's options plus the parts the queue made once. */
@@ -97,7 +101,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     },
     onIdle(run) {
       signals.working.fire({ chatJid: run.chatJid, on: false });
-      events.wake();
+      events.wake(run);
     },
     onEnd(run, end) {
       const t = now();
@@ -108,7 +112,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       events.ended(run);
       signals.working.fire({ chatJid: run.chatJid, on: false });
       run.markSettled();
-      events.wake();
+      events.wake(run);
     },
   };
 }

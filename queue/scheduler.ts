@@ -86,6 +86,12 @@ export class Scheduler {
   /** A pump left runs to start for lack of time: the pump it armed starts at least one, whatever its turn did. */
   private owed = false;
   private readonly unlisten: () => void;
+  /**
+   * The lanes the next pump feeds: all of them after a wake that may have made rows ready for any, or
+   * only those whose run changed (idle: 200 streaming agents answering one after the other made 200 pumps
+   * each read the follow-ups of 200 lanes).
+   */
+  private toFeed: Set<string> | 'all' = 'all';
   /** A batch taken into a new run, unless another process holds the write lock (then: a pump later). */
   private readonly take: (key: SessionKey, t: number) => Dispatched | null | typeof LOCKED;
 
@@ -100,8 +106,19 @@ export class Scheduler {
     this.unlisten = () => unlisten.forEach((u) => u());
   }
 
-  /** New ready rows may exist: pump once, soon. Cheap and coalesced. */
-  wake(): void {
+  /**
+   * New ready rows may exist: pump once, soon, feeding every lane. With `run`: only that run's lane may
+   * take a turn it could not before (it became idle, or ended), so the pump feeds it alone, plus the lanes
+   * of other wakes since the last pump. Cheap and coalesced.
+   */
+  wake(run?: Run): void {
+    if (run === undefined) this.toFeed = 'all';
+    else if (this.toFeed !== 'all') this.toFeed.add(run.keyId);
+    this.schedule();
+  }
+
+  /** The next pump, in a microtask (coalesced). */
+  private schedule(): void {
     if (this.closed || this.scheduled) return;
     this.scheduled = true;
     // The pump is the queue's own work: it never runs in the trace of whatever woke it.
@@ -150,7 +167,9 @@ export class Scheduler {
     const t = this.now();
     try {
       store.rejoinParked(this.d.maxFailures);
-      for (const lane of lanes.all()) this.feedOrClose(lane, t);
+      const feed = this.toFeed;
+      this.toFeed = new Set();
+      for (const lane of lanes.all()) if (feed === 'all' || feed.has(lane.keyId)) this.feedOrClose(lane, t);
       // No run starts and no idle agent yields its slot while the loop is still placing rows.
       if (this.holding(t)) return this.armBackoff(t);
       // Only as many lanes as start in this slice, plus, once the slots are full, up to the cap more to
@@ -266,7 +285,8 @@ export class Scheduler {
       this.nextSlice = setImmediate(() => {
         this.nextSlice = undefined;
         this.owed = true;
-        this.wake();
+        // The runs left to start: the lanes to feed are those of the wakes since.
+        this.schedule();
       });
     });
   }

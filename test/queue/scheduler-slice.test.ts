@@ -89,3 +89,38 @@ it('reads only the lanes a pump starts: 100 waiting groups, a pump over its slic
   expect(reads).toEqual([1, 2]);
   expect(runs()).toBe(100);
 });
+
+it("feeds only the lane of an agent that became idle; a wake for new rows feeds them all", async () => {
+  const { db } = freshDb();
+  const h = handQueue(db, { maxConcurrent: 20 });
+  queues.push(h.queue);
+  for (let g = 1; g <= 20; g++) ready(db, { chat: `tg:${g}`, group: `g${g}` });
+  h.queue.wake();
+  await flush(20);
+  expect(h.runtime.agents).toHaveLength(20);
+  const sql = countSql();
+  // Each fed lane asks once whether another chat waits for its key.
+  const fed = () =>
+    sql
+      .top(1000)
+      .filter((s) => s.sql.startsWith('SELECT min(id) FROM messages'))
+      .reduce((n, s) => n + s.calls, 0);
+  try {
+    const agent = (g: string) => h.runtime.agents.find((a) => a.spec.group === g)!;
+    agent('g1').reply('done');
+    await flush(20);
+    expect(fed()).toBe(1);
+    agent('g2').reply('done');
+    await flush(20);
+    expect(fed()).toBe(2);
+    // A new row may be any lane's: every lane is fed, and g2's idle agent gets it as its next turn.
+    const id = ready(db, { chat: 'tg:2', group: 'g2' });
+    h.queue.wake();
+    await flush(20);
+    expect(fed()).toBe(22);
+    const second = agent('g2');
+    expect(second.inputs().at(-1)!.messages.map((m) => m.id)).toEqual([id]);
+  } finally {
+    sql.stop();
+  }
+});
