@@ -22,14 +22,13 @@ export async function startTracing(
 ): Promise<Tracing | undefined> {
   const t = config.traces;
   if (!t) return undefined;
-  const [api, { OTLPTraceExporter }, { resourceFromAttributes }, semconv, sdk] =
-    await Promise.all([
-      import('@opentelemetry/api'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/semantic-conventions'),
-      import('@opentelemetry/sdk-trace-node'),
-    ]);
+  const [api, { OTLPTraceExporter }, { resourceFromAttributes }, semconv, sdk] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/semantic-conventions'),
+    import('@opentelemetry/sdk-trace-node'),
+  ]);
   const { BatchSpanProcessor, NodeTracerProvider } = sdk;
   const ATTR_SERVICE_NAME = semconv.ATTR_SERVICE_NAME;
   const provider = new NodeTracerProvider({

@@ -5,6 +5,7 @@ import { clipBytes } from '../core/text.js';
 import { inboundRowError, insertOutbound } from './messages.js';
 import { DEFAULT_MAX_INPUT, queueSql, type Statements } from './queue-sql.js';
 import { grouped } from './group-commit.js';
+import { laneCursor } from './lane-cursor.js';
 
 /**
  * The queue's view of the database: lanes, batches, sessions, session_log. Statements are prepared once per
@@ -136,40 +137,7 @@ export class QueueStore {
    * Rows may be dispatched between two `next()` calls: a lane taken already is dispatched as nothing.
    */
   laneCursor(now: number, skip: ReadonlySet<string>, limit: number, busy: ReadonlySet<string> = new Set()) {
-    const seen = new Set(skip);
-    const excluded = [...busy];
-    let given = 0;
-    let walked: ReadyLane[] | undefined;
-    const walk = (): ReadyLane[] => {
-      const out: ReadyLane[] = [];
-      // An iterator holds the connection: the walk is read whole, before anything is dispatched.
-      for (const lane of this.s.walk.iterate({ now }) as Iterable<ReadyLane>) {
-        if (given + out.length >= limit) break;
-        const id = sessionKeyId(lane);
-        if (seen.has(id)) continue;
-        seen.add(id);
-        out.push(lane);
-      }
-      return out.reverse();
-    };
-    return {
-      next: (): ReadyLane | undefined => {
-        if (given >= limit) return undefined;
-        if (walked === undefined) {
-          const lane = this.s.firstIdle.get({ now, busy: JSON.stringify(excluded) }) as ReadyLane | undefined;
-          if (lane !== undefined) {
-            seen.add(sessionKeyId(lane));
-            excluded.push(lane.group);
-            given++;
-            return lane;
-          }
-          walked = walk();
-        }
-        const lane = walked.pop();
-        if (lane !== undefined) given++;
-        return lane;
-      },
-    };
+    return laneCursor(this.s, now, skip, limit, busy);
   }
 
   /** The next `limit` lanes to start, read at once (laneCursor). */

@@ -90,7 +90,7 @@ it('reads only the lanes a pump starts: 100 waiting groups, a pump over its slic
   expect(runs()).toBe(100);
 });
 
-it("feeds only the lane of an agent that became idle; a wake for new rows feeds them all", async () => {
+it('feeds only the lane of an agent that became idle; a wake for new rows feeds them all', async () => {
   const { db } = freshDb();
   const h = handQueue(db, { maxConcurrent: 20 });
   queues.push(h.queue);
@@ -119,7 +119,12 @@ it("feeds only the lane of an agent that became idle; a wake for new rows feeds 
     await flush(20);
     expect(fed()).toBe(22);
     const second = agent('g2');
-    expect(second.inputs().at(-1)!.messages.map((m) => m.id)).toEqual([id]);
+    expect(
+      second
+        .inputs()
+        .at(-1)!
+        .messages.map((m) => m.id),
+    ).toEqual([id]);
   } finally {
     sql.stop();
   }
