@@ -14,6 +14,8 @@ import type { Channel } from '../channels/channel.js';
 import { platformRow } from '../core/platforms.js';
 import { WorktreeStore } from '../store/worktrees.js';
 import { aheadBehind } from '../worktrees/remove.js';
+import { usageOf } from '../store/usage.js';
+import { DAY, DailyUsage, dayOf, listSenderLimits } from '../store/limits.js';
 
 /** What the dashboard's read endpoints need. */
 export interface DashboardDeps {
@@ -191,6 +193,10 @@ export function dashboardRoutesApi(deps: DashboardDeps): Hono {
     return c.json({ repos: store.repos(), worktrees: rows });
   });
 
+  // Usage per UTC day, group and sender (docs/COSTS.md), as `gated usage`, with the daily limits of the
+  // groups and their senders and what each used today: the usage panel's charts and table.
+  app.get('/usage', (c) => c.json(usageView(q.db, Number(c.req.query('days')) || 14, now())));
+
   app.get('/outbox', (c) => {
     const rows = q.outbox(500);
     return c.json({
@@ -200,4 +206,50 @@ export function dashboardRoutesApi(deps: DashboardDeps): Hono {
   });
 
   return app;
+}
+
+/** One daily cap row of the usage panel: a group's own (sender null) or a sender_limits row, with today's use. */
+export interface UsageLimitRow {
+  group: string;
+  /** null: the group's own limits; '*': every sender without a row of their own (no single use today). */
+  sender: string | null;
+  runs_per_day: number | null;
+  cost_per_day_usd: number | null;
+  tokens_per_day: number | null;
+  today: { runs: number; cost: number; tokens: number } | null;
+}
+
+/** What GET /api/dashboard/usage answers: `days` UTC days up to today, their rows, and the caps. */
+export function usageView(db: Queries['db'], rawDays: number, now: number) {
+  const days = Math.min(Math.max(Math.floor(rawDays), 1), 90);
+  const since = dayOf(now) - (days - 1) * DAY;
+  const dayNames = Array.from({ length: days }, (_, i) =>
+    new Date(since + i * DAY).toISOString().slice(0, 10),
+  );
+  const used = new DailyUsage(db);
+  const groupLimits = db
+    .prepare(
+      `SELECT group_folder, runs_per_day, cost_per_day_usd, tokens_per_day FROM limits
+       WHERE coalesce(runs_per_day, cost_per_day_usd, tokens_per_day) IS NOT NULL ORDER BY group_folder`,
+    )
+    .all() as Array<{
+    group_folder: string;
+    runs_per_day: number | null;
+    cost_per_day_usd: number | null;
+    tokens_per_day: number | null;
+  }>;
+  const limits: UsageLimitRow[] = [
+    ...groupLimits.map((l) => ({ ...l, sender: null as string | null })),
+    ...listSenderLimits(db),
+  ]
+    .sort((a, b) => a.group_folder.localeCompare(b.group_folder))
+    .map((l) => ({
+      group: l.group_folder,
+      sender: l.sender,
+      runs_per_day: l.runs_per_day,
+      cost_per_day_usd: l.cost_per_day_usd,
+      tokens_per_day: l.tokens_per_day,
+      today: l.sender === '*' ? null : used.usedToday(l.group_folder, l.sender, now),
+    }));
+  return { days: dayNames, rows: usageOf(db).byDay(since, null), limits, prices: usageOf(db).prices() };
 }

@@ -26,7 +26,7 @@ export interface LimitHit {
 }
 
 /** What one scope (the group, or one sender of it) used today. */
-interface Used {
+export interface Used {
   runs: number;
   cost: number;
   tokens: number;
@@ -188,6 +188,11 @@ export class DailyUsage {
       return { kind: 'tokens', window: day, text: `${tokens} agent tokens per day` };
     }
     return null;
+  }
+
+  /** What the group (sender null) or one of its senders (`platform:id`) used today (UTC). */
+  usedToday(folder: string, sender: string | null, now: number): Used {
+    return sender === null ? this.groupUsed(folder, now) : this.senderUsed(folder, sender, now);
   }
 
   private groupUsed(folder: string, now: number): Used {

@@ -94,6 +94,25 @@ function draw(def, data, box) {
     charts.delete(def.id);
     return;
   }
+  const plot = linePlot(
+    plotBox,
+    plotData,
+    lines.map(([name]) => name),
+    {
+      width,
+      // Percentiles and samples exist only for minutes with data: dots show a lone minute too.
+      sparse: def.kind === 'percentile' || def.kind === 'gauge',
+    },
+  );
+  charts.set(def.id, { plot, names });
+}
+
+/**
+ * A time chart of `names` (one line each) over `data` ([seconds, ...values]) in `box`, 170 px high, the
+ * dashboard's colours, and the legend showing each line's latest value away from the cursor. `sparse`
+ * spans gaps (figures that exist only where there was data); `dots` marks every point (sparse or few).
+ */
+export function linePlot(box, data, names, { width, sparse = false, dots = sparse }) {
   const plot = new uPlot(
     {
       width,
@@ -104,25 +123,24 @@ function draw(def, data, box) {
       hooks: { setLegend: [(u) => u.legend.idx == null && showLatest(u)] },
       series: [
         {},
-        ...lines.map(([name], i) => ({
+        ...names.map((name, i) => ({
           label: name,
           stroke: FIXED_COLOURS[name] || COLOURS[i % COLOURS.length],
           width: 2,
-          // Percentiles and samples exist only for minutes with data: dots show a lone minute too.
-          points: { show: def.kind === 'percentile' || def.kind === 'gauge', size: 5 },
-          spanGaps: def.kind === 'percentile' || def.kind === 'gauge',
+          points: { show: dots, size: 5 },
+          spanGaps: sparse,
         })),
       ],
     },
-    plotData,
-    plotBox,
+    data,
+    box,
   );
-  charts.set(def.id, { plot, names });
   showLatest(plot);
+  return plot;
 }
 
 /** Sets the legend to each series' latest point that has a value (uPlot's legend shows "--" otherwise). */
-function showLatest(u) {
+export function showLatest(u) {
   const xs = u.data[0];
   if (!xs || xs.length === 0) return;
   const idxs = u.data.map((ys, i) => {

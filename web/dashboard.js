@@ -21,6 +21,7 @@ import { mountRunView, openRun } from './run-view.js';
 // Panels that add their own section to the overview.
 import './cluster.js';
 import './channels.js';
+import './usage.js';
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;

@@ -11,7 +11,10 @@ const DAY = 86_400_000;
 export function usageCommands(program: Command): void {
   program
     .command('usage')
-    .description('tokens and cost per UTC day, group and sender, as the agents reported them')
+    .description(
+      'tokens and cost per UTC day, group and sender, as the agents reported them (a report without a cost ' +
+        "is priced by its model's row: gated prices list | set MODEL IN OUT | rm MODEL)",
+    )
     .option('--days <n>', 'days back, today included', '7')
     .option('--group <folder>', 'only this group')
     .action(
