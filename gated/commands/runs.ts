@@ -27,7 +27,12 @@ export function runsCommands(program: Command): void {
     .command('check')
     .description('check one receipt as an agent or model quoted it: the record it names, and that it holds')
     .argument('<receipt>', 'gated-receipt:v1:RUN.SEQ:MAC (text around it is ignored)')
-    .action(action((ctx, receipt: string) => check(ctx, receipt)));
+    .option('--run <id>', "the run that cited it: another run's receipt is refused (an echoed one)")
+    .action(
+      action((ctx, receipt: string, opts: { run?: string }) =>
+        check(ctx, receipt, opts.run === undefined ? undefined : intArg('--run', opts.run)),
+      ),
+    );
 }
 
 /** A session_log row as `runs show` reads it (the columns the dashboard's rows also name). */
@@ -101,9 +106,14 @@ function verify(ctx: CliContext, only: number | undefined): number {
   return 0;
 }
 
-function check(ctx: CliContext, text: string): number {
+function check(ctx: CliContext, text: string, citedBy: number | undefined): number {
   const r = parseReceipt(text);
   if (!r) throw new UsageError('not a receipt: expected gated-receipt:v1:RUN.SEQ:MAC');
+  if (citedBy !== undefined && r.runId !== citedBy) {
+    // A real receipt of another run proves nothing about this one: an agent may echo any it has seen.
+    ctx.out(`not this run's: the receipt names run ${r.runId}, not run ${citedBy}`);
+    return 1;
+  }
   const s = store(ctx);
   const row = s.at(r.runId, r.seq);
   if (!row || !sameMac(row.receipt, r.mac)) {
