@@ -27,13 +27,16 @@ export interface InboxOptions {
   maxBytes: number;
   log: Logger;
   /**
-   * The wake signals: the inbox looks when rows entered a lane (`queued`) and fires `attached` when a
-   * message's attachments are all fetched (or given up) (its row may go to the agent now).
+   * The wake signals: the inbox looks when a message with files was routed (`files`) and fires `attached`
+   * when a message's attachments are all fetched (or given up) (its row may go to the agent now).
    */
-  signals?: Pick<Signals, 'queued' | 'attached'>;
+  signals?: Pick<Signals, 'files' | 'attached'>;
   /** Download attempts before an attachment is given up as failed. Default 5. */
   maxAttempts?: number;
-  /** How often to look for rows routed meanwhile, in ms. Default 1000. */
+  /**
+   * How often to look without a wake, in ms (rows another process let in while the commit watcher is off);
+   * gated gives it GATED_POLL_MS. Default 1000.
+   */
   pollMs?: number;
   now?: () => number;
 }
@@ -70,7 +73,7 @@ export function createInbox(opts: InboxOptions): Inbox {
     log,
     now,
     ...(opts.pollMs !== undefined ? { pollMs: opts.pollMs } : {}),
-    listen: (wake) => opts.signals?.queued.on(wake),
+    listen: (wake) => opts.signals?.files.on(wake),
     drain: async (stopped) => {
       for (;;) {
         if (stopped()) return undefined;

@@ -79,9 +79,14 @@ export interface Signals {
   inbound: Signal;
   /**
    * Rows entered a session's lane (released by the gate, a task fired, a parked row retried, a delegation):
-   * the queue looks, and the inbox fetches their attachments.
+   * the queue looks.
    */
   queued: Signal;
+  /**
+   * A message with files not fetched yet was routed to a group (or an `/approve` or an operator may have let
+   * a withheld one in): the inbox fetches them. A message without files never wakes the inbox.
+   */
+  files: Signal;
   /** A row that came with audio awaits its transcript (docs/VOICE.md): the transcriber looks. */
   transcribe: Signal;
   /** A message's attachments are all fetched (or given up): its row may go to the agent now (the queue looks). */
@@ -105,6 +110,8 @@ export interface Signals {
    * the dashboard), or another process committed (the commit watcher): the tool approvals' checker looks.
    */
   decided: Signal;
+  /** A workflow run was started, resumed or cancelled in this process: the workflow engine looks. */
+  workflows: Signal;
   /**
    * A task was added, paused or resumed in this process (an agent's `schedule`, the dashboard): the task
    * worker looks for its next due time.
@@ -117,6 +124,7 @@ export function createSignals(onError: (signal: string, err: unknown) => void = 
   return {
     inbound: new Signal('inbound', onError),
     queued: new Signal('queued', onError),
+    files: new Signal('files', onError),
     attached: new Signal('attached', onError),
     transcribe: new Signal('transcribe', onError),
     outbound: new Signal<number | undefined>('outbound', onError),
@@ -126,5 +134,6 @@ export function createSignals(onError: (signal: string, err: unknown) => void = 
     backlog: new Signal<boolean>('backlog', onError),
     decided: new Signal('decided', onError),
     tasks: new Signal('tasks', onError),
+    workflows: new Signal('workflows', onError),
   };
 }

@@ -110,6 +110,9 @@ class ChatDrafts {
   // The threads with a text to show, and the chats whose work all ended (forgotten once quiet).
   private readonly waiting = new Set<ChatDraft>();
   private readonly settled = new Set<ChatState>();
+  // Chats with draft rows but no state kept (an earlier process's, a chat forgotten while its row stayed):
+  // an answer looks up only these and the kept chats, so a chat that never showed a draft reads nothing.
+  private readonly left: Set<string>;
   private readonly pacer: Worker;
   private stopped = false;
 
@@ -119,6 +122,7 @@ class ChatDrafts {
     this.now = opts.now ?? Date.now;
     this.interval = opts.minIntervalMs ?? 1000;
     this.byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
+    this.left = new Set(this.store.chats());
     this.pacer = createWorker({
       name: 'drafts',
       log: opts.log,
@@ -157,6 +161,7 @@ class ChatDrafts {
   ): Promise<string | null> {
     const channel = this.byPlatform.get(parseJid(chatJid).platform);
     if (!channel?.drafts) return Promise.resolve(null);
+    if (!this.chats.has(chatJid) && !this.left.delete(chatJid)) return Promise.resolve(null);
     // The answer goes to the thread its turn came from, where that turn's draft is.
     const reply = this.store.reply(messageId);
     const c = this.stateOf(chatJid, reply?.topic ?? '');
@@ -220,6 +225,7 @@ class ChatDrafts {
       else {
         this.settled.delete(chat);
         this.chats.delete(chat.chatJid);
+        if (this.store.hasRows(chat.chatJid)) this.left.add(chat.chatJid);
       }
     }
     return next === Infinity ? undefined : next;

@@ -245,7 +245,7 @@ function startOutbound(
     metrics: base.metrics,
     ...(history ? { history } : {}),
   });
-  // Rows the gateway released may carry attachments: the inbox fetches them into the routed folder.
+  // Rows the gateway routed with files (the `files` signal): the inbox fetches them into the routed folder.
   const inbox = createInbox({
     db,
     channels: started,
@@ -253,6 +253,7 @@ function startOutbound(
     maxBytes: config.maxAttachmentBytes,
     log: log.child({ part: 'inbox' }),
     signals,
+    pollMs: config.pollMs,
   });
   const transcriber = startTranscriber(base, started);
   gateway.start();
@@ -269,6 +270,8 @@ function startOutbound(
           signals.outbound.fire(undefined);
           signals.decided.fire();
           signals.tasks.fire();
+          signals.files.fire();
+          signals.workflows.fire();
         },
         log,
       )

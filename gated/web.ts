@@ -68,7 +68,10 @@ export function webApp(p: WebParts): Hono {
       },
       async releaseChat(chatJid) {
         const n = await withActorWhenWritable(db, 'dashboard', () => releaseLimited(db, chatJid, Date.now()));
-        if (n > 0) signals.inbound.fire();
+        if (n > 0) {
+          signals.inbound.fire();
+          signals.files.fire();
+        }
         return n;
       },
     },

@@ -44,6 +44,8 @@ export class AccessGate {
   readonly guesses = new CodeGuesses();
   /** The rules for the poll batch in progress (see beginBatch); undefined outside one. */
   private snap: AccessSnapshot | undefined;
+  /** Messages an approval let in during the batch in progress (their files are fetched now). */
+  letIn = 0;
   private readonly senderCountStmt;
   private readonly daily: DailyUsage;
   private readonly noticeStmt;
@@ -82,6 +84,7 @@ export class AccessGate {
    */
   beginBatch(): void {
     this.snap = this.source.current();
+    this.letIn = 0;
   }
 
   /** Ends the batch: later decisions read the rules again. */
@@ -254,6 +257,7 @@ export class AccessGate {
     const result = withActor(this.db, `chat:${who}`, () =>
       this.approvals.decide(typedCode, approve, `chat:${who}`, now),
     );
+    if (result.ok && approve) this.letIn += result.messages;
     return describeDecision(result, approve);
   }
 }

@@ -81,7 +81,12 @@ export class BatchStatements {
 }
 
 /** A row of the poll with its chat's sticky state read along (gateway/loop.ts); absent: not read. */
-export type PolledRow = Message & { sticky_group?: string | null; sticky_topic?: string | null };
+export type PolledRow = Message & {
+  sticky_group?: string | null;
+  sticky_topic?: string | null;
+  /** 1 when the row waits for files (its `not_before` set by insertAttachments): routed, the inbox is woken. */
+  waits_files?: number | null;
+};
 
 /** One batch in progress: see the top of this file. Made per poll batch, inside its transaction. */
 export class BatchWork {

@@ -24,11 +24,15 @@ export interface GatewayOptions {
   queue: QueueControl;
   /**
    * The wake signals (core/signals.ts): the loop listens to `inbound`, the tasks to `tasks`; the gateway
-   * fires `queued` when rows entered a lane, `outbound` when it wrote answer rows, `decided` once a batch
-   * with `/approve` or `/reject` committed, and `backlog` when the loop falls behind by more than a slice
+   * fires `queued` when rows entered a lane, `files` when a routed row waits for its files, `outbound` when
+   * it wrote answer rows, `decided` once a batch with `/approve` or `/reject` committed, `workflows` once a
+   * `/workflow` started or resumed a run, and `backlog` when the loop falls behind by more than a slice
    * or catches up. Default: signals of its own.
    */
-  signals?: Pick<Signals, 'inbound' | 'queued' | 'outbound' | 'backlog' | 'decided' | 'tasks'> &
+  signals?: Pick<
+    Signals,
+    'inbound' | 'queued' | 'files' | 'outbound' | 'backlog' | 'decided' | 'tasks' | 'workflows'
+  > &
     Partial<Pick<Signals, 'transcribe'>>;
   /** Transcription is on (docs/VOICE.md): rows with audio wait for their transcripts; `transcribe` fires. */
   transcribe?: boolean;
@@ -92,20 +96,24 @@ function reportCatalog(log: Logger, catalog: Catalog): void {
  */
 function afterBatch(
   outcome: BatchOutcome,
-  signals: Pick<Signals, 'queued' | 'outbound' | 'decided'> & Partial<Pick<Signals, 'transcribe'>>,
+  signals: Pick<Signals, 'queued' | 'files' | 'outbound' | 'decided' | 'workflows'> &
+    Partial<Pick<Signals, 'transcribe'>>,
   daemons: DaemonDispatcher,
   log: Logger,
   db: Db,
 ): void {
   const outbound = () => signals.outbound.fire(undefined);
   if (outcome.released) signals.queued.fire();
+  if (outcome.files) signals.files.fire();
   if (outcome.outbound) outbound();
   if (outcome.daemon) daemons.wake();
   if (outcome.transcribing) signals.transcribe?.fire();
-  if (outcome.effects.length === 0 && outcome.decided === 0) return;
+  const workflows = outcome.workflows ?? 0;
+  if (outcome.effects.length === 0 && outcome.decided === 0 && workflows === 0) return;
   const batchCommitted = Promise.resolve(committed(db));
   // A decision reaches the waiting agent only once it is durable.
   if (outcome.decided > 0) void batchCommitted.then(() => signals.decided.fire());
+  if (workflows > 0) void batchCommitted.then(() => signals.workflows.fire());
   for (const effect of outcome.effects) {
     batchCommitted
       .then(effect)
@@ -117,7 +125,7 @@ function afterBatch(
 /** The workers that turn rows into more rows: scheduled tasks and workflow runs (docs/WORKFLOWS.md). */
 function rowWorkers(
   opts: GatewayOptions,
-  signals: Pick<Signals, 'queued' | 'outbound' | 'decided' | 'tasks'>,
+  signals: Pick<Signals, 'queued' | 'outbound' | 'decided' | 'tasks' | 'workflows'>,
 ) {
   const { db, log } = opts;
   const now = opts.now ? { now: opts.now } : {};

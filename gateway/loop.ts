@@ -108,7 +108,8 @@ export class PollLoop {
     this.readStmt = db.prepare(
       `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
               m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
-              m.platform_role, m.audio, m.transcript, c.sticky_group AS sticky_group,
+              m.platform_role, m.audio, m.transcript, m.not_before IS NOT NULL AS waits_files,
+              c.sticky_group AS sticky_group,
               c.sticky_topic AS sticky_topic
        FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
        WHERE m.is_from_me = 0 AND m.id > ? AND m.state IS NULL ORDER BY m.id LIMIT ?`,
@@ -117,7 +118,8 @@ export class PollLoop {
     this.transcribedStmt = db.prepare(
       `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
               m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
-              m.platform_role, m.audio, m.transcript, c.sticky_group AS sticky_group,
+              m.platform_role, m.audio, m.transcript, m.not_before IS NOT NULL AS waits_files,
+              c.sticky_group AS sticky_group,
               c.sticky_topic AS sticky_topic
        FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
        WHERE m.state = 'transcribed' AND m.is_from_me = 0 ORDER BY m.id LIMIT ?`,

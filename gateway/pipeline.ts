@@ -73,6 +73,7 @@ export class Pipeline {
     this.access.beginBatch();
     for (const msg of rows) this.row(msg, env, now, out, touched, batch);
     this.access.endBatch();
+    if (this.access.letIn > 0) out.files = (out.files ?? 0) + 1;
     out.released += batch.finish(touched, (err) =>
       // The chats' rows stay held; the next tick or the maximum hold releases them.
       this.opts.log.error({ err: coerceError(err).message }, 'impulse gate failed for a batch'),
@@ -110,6 +111,9 @@ export class Pipeline {
       afterCommit: (fn) => out.effects.push(fn),
       decided: () => {
         out.decided += 1;
+      },
+      workflow: () => {
+        out.workflows = (out.workflows ?? 0) + 1;
       },
       chatGroup: (passage) => chatGroupOf(passage, catalog.table),
       sessionTopic: (passage, group) =>
@@ -153,6 +157,7 @@ export class Pipeline {
       endMessage(root, { id: msg.id, ...end }, Date.now());
       batch.rowDone();
       for (const chat of mine) touched.add(chat);
+      if (msg.waits_files && end.group !== null) out.files = (out.files ?? 0) + 1;
     } catch (err) {
       batch.rowFailed();
       out.outbound = mark.outbound;

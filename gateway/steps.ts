@@ -18,6 +18,10 @@ export interface BatchOutcome {
   daemon: number;
   /** `/approve` or `/reject` decided codes: the tool approvals' checker looks once the batch committed. */
   decided: number;
+  /** Routed rows that wait for files, or let in by an `/approve` (the inbox is woken). */
+  files?: number;
+  /** `/workflow` started, resumed or cancelled runs: the workflow engine looks once the batch committed. */
+  workflows?: number;
   effects: Array<() => void | Promise<void>>;
   /** Rows that now wait for their transcripts (the transcriber is woken). */
   transcribing?: number;

@@ -41,10 +41,12 @@ export interface WorkflowEngineOptions {
   now?: () => number;
   /**
    * It fires `queued` when step rows were made ready and `outbound` when it told the chat something; it
-   * looks when `outbound` fires (a step's answer, or a parked row's notice, was written) and when `decided`
-   * does (a gate's decision), and at the latest after `intervalMs` (another process's rows).
+   * looks when `workflows` fires (a run was started, resumed or cancelled here), and, while a run is
+   * running, when `outbound` fires (a step's answer, or a parked row's notice, was written) and when
+   * `decided` does (a gate's decision); at the latest after `intervalMs` (another process's rows). With no
+   * run running it does not hear `outbound` or `decided`: a message's answer does not wake it.
    */
-  signals?: Pick<Signals, 'queued' | 'outbound' | 'decided'>;
+  signals?: Pick<Signals, 'queued' | 'outbound' | 'decided' | 'workflows'>;
   intervalMs?: number;
   /** Asks a gate's chat (delivery's approval messages); without it the question waits for `unasked`. */
   askGate?: (row: ToolApproval) => void;
@@ -69,6 +71,8 @@ export class WorkflowEngine {
   private readonly now: () => number;
   private readonly worker: Worker;
   private unlisten: () => void = () => {};
+  /** Stops hearing `outbound` and `decided`; set while a run is running. */
+  private unlistenRuns: (() => void) | null = null;
 
   constructor(private readonly opts: WorkflowEngineOptions) {
     this.store = new WorkflowStore(opts.db);
@@ -84,20 +88,35 @@ export class WorkflowEngine {
 
   /** Starts looking; a run a restart interrupted goes on at once. */
   start(): void {
-    const wake = () => this.worker.wake();
-    const off = [this.opts.signals?.outbound.on(wake), this.opts.signals?.decided.on(wake)];
-    this.unlisten = () => off.forEach((f) => f?.());
+    const off = this.opts.signals?.workflows.on(() => this.worker.wake());
+    this.unlisten = () => off?.();
     this.worker.start();
   }
 
   /** Stops looking; resolves once a look in flight has ended. Nothing is lost (runs are rows). */
   stop(): Promise<void> {
     this.unlisten();
+    this.hearRuns(false);
     return this.worker.stop();
   }
 
+  /** Hears the signals a running run's steps and gates answer by, only while some run is running. */
+  private hearRuns(on: boolean): void {
+    if (on === (this.unlistenRuns !== null)) return;
+    if (!on) {
+      this.unlistenRuns?.();
+      this.unlistenRuns = null;
+      return;
+    }
+    const wake = () => this.worker.wake();
+    const off = [this.opts.signals?.outbound.on(wake), this.opts.signals?.decided.on(wake)];
+    this.unlistenRuns = () => off.forEach((f) => f?.());
+  }
+
   private step(): null | Promise<null> {
-    if (!this.store.anyRunning()) return null;
+    const running = this.store.anyRunning();
+    this.hearRuns(running);
+    if (!running) return null;
     const moving = this.store.running().some((r) => this.movesOf(r).length > 0);
     return moving ? whenWritable(this.opts.db, () => this.work()) : null;
   }

@@ -5,11 +5,10 @@ import type { AgentAttachment, AgentMessage } from './prompt.js';
 /**
  * Adds a message's files to what the agent reads: saved attachments as `attachments` (paths relative to
  * the group's folder, which is the agent's working directory in every runtime), and a note for each one
- * that is not there (too large, failed, still downloading) so the agent can tell the user. `files` is
- * whether the row has attachments when its read said so (the queue's batch rows do): false reads nothing.
+ * that is not there (too large, failed, still downloading) so the agent can tell the user. Called only
+ * for a row whose read said it has files (the queue's batch rows do).
  */
-export function withAttachments(db: Db, m: AgentMessage, files = true): AgentMessage {
-  if (!files) return m;
+export function withAttachments(db: Db, m: AgentMessage): AgentMessage {
   const rows = attachmentsOf(db, m.id);
   if (rows.length === 0) return m;
   const attachments: AgentAttachment[] = [];

@@ -57,6 +57,8 @@ export function turnMemory(
   try {
     let store = stores.get(db);
     if (!store) stores.set(db, (store = new MemoryStore(db)));
+    // A group without facts (most) asks nothing more: no scope, no words counted.
+    if (!store.hasFacts(group)) return [];
     const text = rows
       .map((r) => (typeof r.content === 'string' ? r.content : ''))
       .join('\n')

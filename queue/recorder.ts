@@ -67,6 +67,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),
     memory: (group, rows) => turnMemory(opts.db, log, opts.access, group, rows, config.memoryTurnBytes ?? 0),
     resolveFiles(run, paths) {
+      if (paths.length === 0) return [];
       // Checked on disk before the block's transaction: a reply never commits without its files' verdicts.
       const resolved = resolveFiles(groupDirOf(config.groupsDir, run.key.group), paths);
       for (const f of resolved.filter((r) => r.refused))
@@ -329,24 +330,21 @@ export function agentMessage(
   group: string,
   r: BatchRow,
 ): AgentMessage {
+  const m: AgentMessage = {
+    id: r.id,
+    chat_jid: r.chat_jid,
+    platform: platformOf(r.chat_jid),
+    sender: r.sender,
+    sender_name: r.sender_name,
+    content: r.content,
+    verb: r.verb,
+    timestamp: r.timestamp,
+    platform_msg_id: r.platform_msg_id,
+    sender_role: senderRole(group, r),
+    ...(r.transcript === 1 ? { transcript: true } : {}),
+  };
   // The batch statement read whether the row has files: most have none, and then nothing more is read.
-  return withAttachments(
-    opts.db,
-    {
-      id: r.id,
-      chat_jid: r.chat_jid,
-      platform: platformOf(r.chat_jid),
-      sender: r.sender,
-      sender_name: r.sender_name,
-      content: r.content,
-      verb: r.verb,
-      timestamp: r.timestamp,
-      platform_msg_id: r.platform_msg_id,
-      sender_role: senderRole(group, r),
-      ...(r.transcript === 1 ? { transcript: true } : {}),
-    },
-    r.files !== 0,
-  );
+  return r.files !== 0 ? withAttachments(opts.db, m) : m;
 }
 
 /**

@@ -52,6 +52,8 @@ export class DraftStore {
       recorded: db
         .prepare<[string], number>(`SELECT 1 FROM outbound_parts WHERE platform_msg_id = ? LIMIT 1`)
         .pluck(),
+      chats: db.prepare<[], string>(`SELECT DISTINCT chat_jid FROM drafts`).pluck(),
+      hasRows: db.prepare<[string], number>(`SELECT 1 FROM drafts WHERE chat_jid = ? LIMIT 1`).pluck(),
       remove: db.prepare<[string, string]>(`DELETE FROM drafts WHERE chat_jid = ? AND thread = ?`),
       threads: db
         .prepare<[string, number], string>(`SELECT thread FROM drafts WHERE chat_jid = ? AND run_id = ?`)
@@ -69,6 +71,16 @@ export class DraftStore {
   }
 
   /** The draft of a chat's thread, if it has one. */
+  /** The chats that have a draft row. */
+  chats(): string[] {
+    return this.s.chats.all();
+  }
+
+  /** Whether a chat has a draft row. */
+  hasRows(chatJid: string): boolean {
+    return this.s.hasRows.get(chatJid) !== undefined;
+  }
+
   get(chatJid: string, thread: string): DraftRow | undefined {
     return this.s.get.get(chatJid, thread);
   }

@@ -123,6 +123,7 @@ export class MemoryStore {
   ) {
     this.s = {
       count: db.prepare('SELECT count(*) FROM memories WHERE group_folder = ?').pluck(),
+      any: db.prepare('SELECT 1 FROM memories WHERE group_folder = ? LIMIT 1').pluck(),
       same: db.prepare('SELECT id FROM memories WHERE group_folder = ? AND scope = ? AND text = ?').pluck(),
       insert: db.prepare(
         `INSERT INTO memories (group_folder, scope, text, provenance, actor) VALUES (?, ?, ?, ?, ?)`,
@@ -198,6 +199,11 @@ export class MemoryStore {
     return (
       scope === undefined ? this.s.list.all(group, limit) : this.s.listScope.all(group, scope, limit)
     ) as Fact[];
+  }
+
+  /** Whether the group has any fact (of its own or of one of its senders): most have none. */
+  hasFacts(group: string): boolean {
+    return this.s.any.get(group) !== undefined;
   }
 
   /**

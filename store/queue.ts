@@ -291,7 +291,7 @@ export class QueueStore {
         reply_to: to.platform_msg_id,
         topic: to.topic,
       });
-      insertOutboundFiles(this.db, id, c.reply.files ?? []);
+      if (c.reply.files?.length) insertOutboundFiles(this.db, id, c.reply.files);
       this.s.addReply.run(c.runId);
     }
     also?.();

@@ -57,6 +57,8 @@ export interface LayerEnv {
   afterCommit(fn: () => void | Promise<void>): void;
   /** A `/approve` or `/reject` may have decided a tool approval: its run hears it once the batch committed. */
   decided(): void;
+  /** A `/workflow` started, resumed or cancelled a run: the workflow engine looks once the batch committed. */
+  workflow(): void;
   /** This gateway's own bot username on the chat's platform (learned at start), when known. */
   botName(chatJid: string): string | undefined;
   /** The group this chat belongs to when no layer says otherwise: sticky, its own folder, or its route. */

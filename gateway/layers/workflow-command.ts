@@ -35,13 +35,17 @@ export function workflowCommand(passage: Passage, env: LayerEnv): void {
       sender: msg.sender,
       now: env.now,
     });
+    if (started.run !== undefined) env.workflow();
     return env.answer(msg, started.text);
   }
   if (!['status', 'cancel', 'resume'].includes(verb)) return env.answer(msg, WORKFLOW_USAGE);
   const run = pick(store, msg.chat_jid, group, more[0]);
   if (typeof run === 'string') return env.answer(msg, run);
   if (verb === 'status') return env.answer(msg, statusText(env.db, run));
-  if (verb === 'resume') return env.answer(msg, resumeRun(env.db, run, who, env.now));
+  if (verb === 'resume') {
+    env.workflow();
+    return env.answer(msg, resumeRun(env.db, run, who, env.now));
+  }
   const done = cancelRun(env.db, run, who, env.now);
   for (const key of done.stop) env.afterCommit(() => env.queue.stop(key, msg.chat_jid).then(() => {}));
   env.answer(msg, done.text);
