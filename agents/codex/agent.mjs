@@ -208,6 +208,8 @@ async function readLines(lines, { queue, asks, memory, interrupt }) {
     if (line.type === 'end') return;
     // Not a turn: the answer to a tool question.
     if (line.type === 'permission') asks.permission(line);
+    // Nor the receipt of a call's end reported by the bridge.
+    else if (line.type === 'receipt') asks.receipt(line);
     // Nor the answer to a memory question (recall, search_history).
     else if (line.type === 'memory') memory.line(line);
     // Interrupts (§19) stop the turn in progress when it is the one named or an earlier one; steered lines

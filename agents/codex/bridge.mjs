@@ -14,6 +14,7 @@
 // The socket lives in a private directory (mode 0700) under the system's temp folder, never in the group's
 // folder; it is removed when the run ends. Anything that reaches it is still asked about like the model's
 // own calls, so it grants nothing the tool rules do not.
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,9 +29,16 @@ import { ownedTempDir, removeOwnedDir, sweepOwnedDirs } from './owned-dir.mjs';
 /** How long one tool of a group's server may run once allowed (the question's wait is not counted). */
 const TOOL_RUN_MS = Number(process.env.GATED_CODEX_TOOL_MS ?? 600_000);
 
-/** Tool questions to gated, waiting for their `permission` lines by ask id. */
+/** How long a call's end waits for gated's receipt line before the model gets the result without it. */
+const RECEIPT_MS = Number(process.env.GATED_CODEX_RECEIPT_MS ?? 10_000);
+
+/**
+ * Tool questions to gated, waiting for their `permission` lines by ask id, and the ends of the calls
+ * allowed, reported (a `tool_result` block, docs/PROTOCOL.md) and waiting for their `receipt` lines.
+ */
 export class Asks {
   #waiting = new Map();
+  #receipts = new Map();
   #count = 0;
   #emit;
 
@@ -39,7 +47,10 @@ export class Asks {
     this.#emit = emit;
   }
 
-  /** Asks about `tool` with `input`; resolves with gated's `{decision, note}`. */
+  /**
+   * Asks about `tool` with `input`; resolves with gated's `{id, decision, note, receipt}` (`receipt`: the
+   * sealed record of a refused call, which never runs).
+   */
   ask(tool, input, summary) {
     this.#count += 1;
     const id = `ask-${this.#count}`;
@@ -53,8 +64,50 @@ export class Asks {
   permission(line) {
     const answer = this.#waiting.get(line.id);
     this.#waiting.delete(line.id);
-    answer?.({ decision: line.decision === 'allow' ? 'allow' : 'deny', note: line.note });
+    const receipt = typeof line.receipt === 'string' ? line.receipt : undefined;
+    answer?.({
+      id: line.id,
+      decision: line.decision === 'allow' ? 'allow' : 'deny',
+      note: line.note,
+      receipt,
+    });
   }
+
+  /**
+   * Reports how the call allowed as ask `id` ended: `output` as the model gets it (its size and SHA-256),
+   * or `error`. Resolves with gated's receipt, or undefined when none came within RECEIPT_MS.
+   */
+  ended(id, { output, error }) {
+    const end =
+      error !== undefined
+        ? { error: error.slice(0, 2000) }
+        : { bytes: Buffer.byteLength(output), sha256: createHash('sha256').update(output).digest('hex') };
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#receipts.delete(id);
+        resolve(undefined);
+      }, RECEIPT_MS);
+      this.#receipts.set(id, (receipt) => {
+        clearTimeout(timer);
+        resolve(receipt);
+      });
+      this.#emit({ status: 'ok', result: null, tool_result: { id, ...end } });
+    });
+  }
+
+  /** A receipt line from gated: hands the receipt to the call's end that waits for it. */
+  receipt(line) {
+    const give = this.#receipts.get(line.id);
+    this.#receipts.delete(line.id);
+    give?.(typeof line.receipt === 'string' ? line.receipt : undefined);
+  }
+}
+
+/** The tool's result with gated's receipt of the call as one more text part, which the model may cite. */
+function withReceipt(result, receipt) {
+  if (!receipt) return result;
+  const note = { type: 'text', text: `gated receipt of this call: ${receipt}` };
+  return { ...result, content: [...(Array.isArray(result.content) ? result.content : []), note] };
 }
 
 function refusal(text) {
@@ -244,10 +297,20 @@ export class ToolBridge {
     const malformed = isMemory ? memoryCheck(input) : null;
     if (malformed) return refusal(`Not asked: ${malformed}`);
     const summary = call?.summary ?? (typeof input.description === 'string' ? input.description : undefined);
-    const { decision, note } = await this.#asks.ask(full, input, summary);
-    if (decision !== 'allow') return refusal(note ? `Refused: ${note}` : 'Refused by the operator.');
+    const { id, decision, note, receipt } = await this.#asks.ask(full, input, summary);
+    if (decision !== 'allow')
+      return withReceipt(refusal(note ? `Refused: ${note}` : 'Refused by the operator.'), receipt);
     // Allowed after the turn's CLI went away (an interrupt): the call no longer belongs to any turn.
     if (!conn.open) return refusal('The turn ended before the call was allowed.');
+    const result = await this.#run({ server, tool, input, isMemory, call });
+    // How it ended, on record: the error's text, or the output as the model gets it; its receipt goes
+    // with the result (docs/SECURITY.md, "Receipts").
+    const text = JSON.stringify(result.content ?? []);
+    const end = result.isError ? { error: text } : { output: text };
+    return withReceipt(result, await this.#asks.ended(id, end));
+  }
+
+  async #run({ server, tool, input, isMemory, call }) {
     if (isMemory) return memoryResult(tool, await this.#memory.ask(tool, input.query, input.limit));
     if (call) {
       this.#record(call.action);

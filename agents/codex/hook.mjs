@@ -60,8 +60,9 @@ socket.on('data', (chunk) => {
     decide('The gateway answered nonsense: the tool was not run.');
   }
   if (!reply.ok) decide(`The tool was not run: ${reply.error ?? 'the gateway failed'}`);
-  const { decision, note } = reply.value ?? {};
-  decide(decision === 'allow' ? null : note ? `Refused: ${note}` : 'Refused by the operator.');
+  const { decision, note, receipt } = reply.value ?? {};
+  const refused = note ? `Refused: ${note}` : 'Refused by the operator.';
+  decide(decision === 'allow' ? null : receipt ? `${refused} (gated receipt: ${receipt})` : refused);
 });
 socket.on('error', () => decide('The gateway is not reachable: the tool was not run.'));
 socket.on('close', () => decide('The gateway went away: the tool was not run.'));

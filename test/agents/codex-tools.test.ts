@@ -14,6 +14,7 @@ import { upsertMember } from '../../store/access.js';
 import type { Db } from '../../store/db.js';
 import { addGroup } from '../../store/groups.js';
 import { HistoryIndex } from '../../store/history-index.js';
+import { gatedCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/db.js';
 import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { DEMO_TOKEN, writeGroupConfig } from '../helpers/group-config.js';
@@ -405,5 +406,51 @@ test(
         { tool: 'Bash', input_line: 'touch again.txt', state: 'approved' },
       ],
     );
+  },
+);
+
+test(
+  "a Codex group's tool results carry gated's receipt, which the model cites and gated checks",
+  { timeout: 180_000 },
+  async () => {
+    const c = await startCodex({ actions: '', config: true });
+    const ran = await c.reply(c.send('TOOL lookup {"query":"anchor"}'));
+    expect(ran).toContain('definition of anchor (token ok)');
+    const receipt = /gated-receipt:v1:\d+\.\d+:[0-9a-f]{64}/;
+    const cited = receipt.exec(ran)?.[0];
+    expect(cited, 'the receipt in the tool output the model read').toBeDefined();
+    const call = c.g.db
+      .prepare(
+        `SELECT run_id, seq, receipt, decision, output_bytes, output_sha256, error FROM tool_calls
+         WHERE tool = 'mcp__demo__lookup'`,
+      )
+      .get() as { run_id: number; seq: number; receipt: string; output_bytes: number; error: null };
+    expect(cited).toBe(`gated-receipt:v1:${call.run_id}.${call.seq}:${call.receipt}`);
+    expect(call).toMatchObject({
+      decision: 'allow',
+      error: null,
+      output_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(call.output_bytes).toBeGreaterThan(10);
+    const path = c.g.config.db;
+    const checked = await gatedCli(path, 'receipts', 'check', ran, '--run', String(call.run_id));
+    expect(checked.code).toBe(0);
+    expect(checked.out).toContain(`ok: run ${call.run_id}, record ${call.seq}: mcp__demo__lookup allow`);
+
+    // A refused call is sealed at once: the model reads its receipt with the refusal.
+    c.g.db
+      .prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, input, decision) VALUES (?, 1, 'mcp__demo__*', '*', 'deny')`,
+      )
+      .run(GROUP);
+    const refused = await c.reply(c.send('TOOL lookup {"query":"kraken"}'));
+    expect(refused).toContain('Refused: denied by tool rule');
+    const denied = c.g.db
+      .prepare(`SELECT run_id, seq, receipt FROM tool_calls WHERE decision = 'deny'`)
+      .get() as { run_id: number; seq: number; receipt: string };
+    expect(receipt.exec(refused)?.[0]).toBe(
+      `gated-receipt:v1:${denied.run_id}.${denied.seq}:${denied.receipt}`,
+    );
+    expect((await gatedCli(path, 'receipts', 'verify')).code).toBe(0);
   },
 );
