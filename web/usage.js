@@ -122,7 +122,21 @@ function mount(body) {
     'muted',
     'Daily caps (UTC days), of the group and of its senders: set with gated access limit GROUP [--sender ID]',
   );
-  body.replaceChildren(grid, el('h3', '', 'Daily caps and today'), caption, limits);
+  const prices = el('div', 'usage-prices', undefined, { id: 'usage-prices' });
+  const pricesCaption = el(
+    'p',
+    'muted',
+    "What usage reported without a cost is priced by: gated prices set MODEL IN OUT ('*': any other model)",
+  );
+  body.replaceChildren(
+    grid,
+    el('h3', '', 'Daily caps and today'),
+    caption,
+    limits,
+    el('h3', '', 'Prices per model'),
+    pricesCaption,
+    prices,
+  );
 }
 
 registerPanel({
@@ -166,6 +180,16 @@ registerPanel({
         __class: l.sender === null ? 'limit group-limit' : 'limit sender-limit',
       })),
       'no daily caps: gated access limit GROUP --cost-per-day 1 (or --sender ID …)',
+    );
+    table(
+      body.querySelector('#usage-prices'),
+      [
+        ['model', (p) => p.model],
+        ['input, USD per million tokens', (p) => p.input_per_mtok],
+        ['output, USD per million tokens', (p) => p.output_per_mtok],
+      ],
+      data.prices.map((p) => ({ ...p, __id: p.model, __class: 'price' })),
+      'no price rows: usage without a cost counts as $0',
     );
   },
 });

@@ -85,6 +85,13 @@ test('usage per group, person and day as charts, and the daily caps with what wa
   expect(await row('lounge/').textContent()).toContain('(the group)');
   expect(await row('lounge/').textContent()).toContain('3,000 of 8,000 tokens');
   expect(await row('lounge/').locator('.share.bad').count()).toBe(0);
+  // The price rows the reports without a cost were priced by.
+  expect(await page.locator('#usage-prices tr.price').count()).toBe(1);
+  expect(await page.locator('#usage-prices tr[data-id="m-test"] td').allTextContents()).toEqual([
+    'm-test',
+    '3',
+    '15',
+  ]);
   await page.screenshot({ path: screenshotPath('usage.png'), fullPage: true });
   expect(errors).toEqual([]);
 }, 90_000);
