@@ -141,6 +141,13 @@ export class Lanes {
     return over;
   }
 
+  /** Runs idle or closing: the most slots that waiting lanes could be given now (yieldIdle). */
+  yieldable(): number {
+    let n = 0;
+    for (const lane of this.live.values()) if (lane.run.idle || lane.run.closing) n++;
+    return n;
+  }
+
   /**
    * Fairness: while `waiting` lanes want a slot, idle agents give theirs up, longest idle first (closing
    * ones already count as given up), except those `keep` names.

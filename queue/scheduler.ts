@@ -172,9 +172,8 @@ export class Scheduler {
       for (const lane of lanes.all()) if (feed === 'all' || feed.has(lane.keyId)) this.feedOrClose(lane, t);
       // No run starts and no idle agent yields its slot while the loop is still placing rows.
       if (this.holding(t)) return this.armBackoff(t);
-      // Only as many lanes as start in this slice, plus, once the slots are full, up to the cap more to
-      // learn how many idle agents should yield theirs (more waiting lanes than the cap cannot free more
-      // slots); fairly across groups, read as they are taken.
+      // Only as many lanes as start in this slice, plus, once the slots are full, as many more as idle
+      // agents could yield theirs to; fairly across groups, read as they are taken.
       const next = store.laneCursor(t, lanes.keys(), lanes.free + lanes.cap, lanes.groups());
       // What this turn did before (a poll slice, replies) counts against the pump's slice: a pump that finds
       // it spent starts nothing and leaves the runs to the next turn, whose first pump has a slice of its
@@ -196,8 +195,11 @@ export class Scheduler {
         if (!this.dispatch(lane, t)) return this.alarm.soonest('lock', this.now() + LOCKED_RETRY_MS);
       }
       if (lanes.free === 0) {
+        // Only as many waiting lanes as idle agents could give their slots to (closing ones count as
+        // given): with every agent at work, none is read (a burst's pumps read five each).
+        const could = lanes.yieldable();
         let waiting = 0;
-        while (waiting < lanes.cap && next.next() !== undefined) waiting++;
+        while (waiting < could && next.next() !== undefined) waiting++;
         if (waiting > 0) this.yieldIdle(waiting, t);
       }
       this.keepIdleBudget();

@@ -129,3 +129,33 @@ it('feeds only the lane of an agent that became idle; a wake for new rows feeds 
     sql.stop();
   }
 });
+
+it('reads no waiting lane while every slot is taken by an agent at work, and one per idle agent', async () => {
+  const { db } = freshDb();
+  const h = handQueue(db, { maxConcurrent: 2 });
+  queues.push(h.queue);
+  for (let g = 1; g <= 6; g++) ready(db, { chat: `tg:${g}`, group: `g${g}` });
+  h.queue.wake();
+  await flush(20);
+  expect(h.runtime.agents).toHaveLength(2);
+  const sql = countSql();
+  const laneReads = () =>
+    sql
+      .top(1000)
+      .filter((s) => s.sql.startsWith('SELECT group_folder AS "group"'))
+      .reduce((n, s) => n + s.calls, 0);
+  try {
+    // A new row while both agents work: nothing can yield, no waiting lane is read.
+    ready(db, { chat: 'tg:7', group: 'g7' });
+    h.queue.wake();
+    await flush(20);
+    expect(laneReads()).toBe(0);
+    // One agent answers: one waiting lane read, and that agent gives its slot up.
+    h.runtime.agents[0]!.reply('done');
+    await flush(20);
+    expect(laneReads()).toBe(1);
+    expect(h.runtime.agents[0]!.stdinClosed).toBe(true);
+  } finally {
+    sql.stop();
+  }
+});
