@@ -4,12 +4,14 @@
  *
  *   npx tsx bench/memory.ts            # 1,000,000 messages and 100,000 facts; bursts of 100 x 1,000 (several minutes)
  *   npx tsx bench/memory.ts --quick    # a tenth of every number
+ *   --no-burst (part 1 only), --no-search (part 2 only), --pairs=N (N bursts off and N on; default 2)
  *
  * 1. A database of N messages over 100 groups (10 chats each, words drawn from a 20,000-word vocabulary with
  *    a Zipf-like spread, as chat text has) and F facts (F / 100 per group), indexed by the history indexer's
  *    own passes (store/history-index.ts), timed. Then 2,000 recalls and 2,000 history searches of 2 to 5
  *    words each in a random group: p50 / p99 / max in ms (the target is a p50 of at most 5 ms); history
- *    searches both as a member sees it (every served row) and as a stranger (only its own rows).
+ *    searches both as a member sees it (every served row) and as a stranger (only its own rows). `again`:
+ *    the same queries a second time, when the words' counts are known (store/fts-terms.ts).
  * 2. The burst (bench/pipeline.ts: groups x messages by the external writer, cap 5, process runtime) with the
  *    history index off and on, interleaved (off, on, off, on): gated's CPU per message, with "on" measured
  *    until the indexer has caught up with the last row (its work behind the pipe counted).
@@ -149,6 +151,17 @@ function searches() {
     const stranger = timed(QUERIES, (i) =>
       index.search(queries[i]!, { group: groups[i]!, only: ['bench:u7'] }, 20),
     );
+    // The same queries again: every word's count is known by now (store/fts-terms.ts), as in a gated that
+    // has been searched for a while.
+    const again = {
+      recall: timed(QUERIES, (i) =>
+        memory.recall(queries[i]!, { group: groups[i]!, senders: ['bench:u1'] }, 10),
+      ),
+      historyMember: timed(QUERIES, (i) => index.search(queries[i]!, { group: groups[i]!, only: null }, 20)),
+      historyStranger: timed(QUERIES, (i) =>
+        index.search(queries[i]!, { group: groups[i]!, only: ['bench:u7'] }, 20),
+      ),
+    };
     const size =
       Number(db.pragma('page_count', { simple: true })) * Number(db.pragma('page_size', { simple: true }));
     db.close();
@@ -164,6 +177,7 @@ function searches() {
       recall,
       historyMember: history,
       historyStranger: stranger,
+      again,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -186,7 +200,10 @@ async function bursts() {
   const groups = quick ? 100 : 1000;
   const perGroup = 100;
   const rows = [];
-  for (const on of [false, true, false, true]) {
+  const pairs = Number(
+    /^--pairs=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--pairs=')) ?? '')?.[1] ?? 2,
+  );
+  for (const on of Array.from({ length: pairs * 2 }, (_, i) => i % 2 === 1)) {
     const r = await burst(groups, perGroup, 600_000, undefined, undefined, {
       env: { GATED_HISTORY_INDEX: on ? '1' : '0' },
       ...(on ? { drain: indexed } : {}),
@@ -207,8 +224,7 @@ async function bursts() {
   return rows;
 }
 
-const s = searches();
-console.log(JSON.stringify(s, null, 2));
+if (!process.argv.includes('--no-search')) console.log(JSON.stringify(searches(), null, 2));
 const b = process.argv.includes('--no-burst') ? [] : await bursts();
 if (b.length > 0) {
   console.table(b);
