@@ -13,6 +13,9 @@ import type { Db } from './db.js';
 /** A word in at most this many rows is always ranked by: ranking that many is cheap. */
 export const RARE_ENOUGH = 1000;
 
+/** A token counted by tokenRows is counted up to this many rows at least (a walk of a few ms). */
+const TOKEN_CAP = 100_000;
+
 /** Most words whose counts are kept per index; the least used go first. */
 const KEPT = 20_000;
 
@@ -24,6 +27,8 @@ const KEPT = 20_000;
 export interface Telling {
   words: string[];
   ranked: boolean;
+  /** Rows the words are in, summed (as counted: a common word counts the limit + 1). */
+  rows: number;
 }
 
 interface Count {
@@ -31,6 +36,8 @@ interface Count {
   n: number;
   /** The index's size when counted. */
   total: number;
+  /** The count's cap, for a token counted by tokenRows. */
+  cap?: number;
 }
 
 /** One FTS5 index's word counts, over one connection. */
@@ -60,15 +67,39 @@ export class TermCounts {
     const total = Math.max(1, this.total());
     const limit = Math.max(Math.floor(total * this.share), RARE_ENOUGH);
     const found = words.map((w) => ({ w, n: this.count(w, limit, total) })).filter((x) => x.n > 0);
-    const rare = found.filter((x) => x.n <= limit).map((x) => x.w);
-    if (rare.length > 0 || found.length === 0) return { words: rare, ranked: true };
-    return { words: found.map((x) => x.w), ranked: false };
+    const rare = found.filter((x) => x.n <= limit);
+    const sum = (xs: typeof found) => xs.reduce((a, x) => a + x.n, 0);
+    if (rare.length > 0 || found.length === 0)
+      return { words: rare.map((x) => x.w), ranked: true, rows: sum(rare) };
+    return { words: found.map((x) => x.w), ranked: false, rows: sum(found) };
+  }
+
+  /**
+   * Rows the token `token` of column `column` is in, counted up to `cap` (`cap` when at least that many),
+   * kept like a word's count: how long a search naming it inside the MATCH walks.
+   */
+  tokenRows(column: string, token: string, cap: number): number {
+    const key = `${column}:${token}`;
+    const total = Math.max(1, this.total());
+    const had = this.kept.get(key);
+    this.kept.delete(key);
+    const kept = had !== undefined && total <= had.total * 1.1 + 100;
+    if (kept && had.cap !== undefined && (had.n < had.cap || had.cap >= cap)) {
+      this.kept.set(key, had);
+      return Math.min(had.n, cap);
+    }
+    // Counted once well past the cap asked for, so that the next searches' caps are within it.
+    const upTo = Math.max(cap, TOKEN_CAP);
+    const n = Number(this.capped.get(`${column}:"${token}"`, upTo));
+    this.kept.set(key, { n, total, cap: upTo });
+    if (this.kept.size > KEPT) this.kept.delete(this.kept.keys().next().value!);
+    return Math.min(n, cap);
   }
 
   private count(word: string, limit: number, total: number): number {
     const had = this.kept.get(word);
     this.kept.delete(word);
-    if (had !== undefined && total <= had.total * 1.1 + 100) {
+    if (had !== undefined && had.cap === undefined && total <= had.total * 1.1 + 100) {
       // Still about right; used again, so kept longest.
       this.kept.set(word, had);
       return had.n;

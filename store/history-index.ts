@@ -17,7 +17,7 @@ import { StateStore } from './state.js';
 export const HISTORY_CURSOR_KEY = 'history_index_cursor';
 
 /** Rows one indexing pass looks at, at most. */
-export const INDEX_BATCH = 500;
+export const INDEX_BATCH = 200;
 
 /** One message found by a history search. */
 export interface HistoryHit {
@@ -64,6 +64,8 @@ export class HistoryIndex {
       servedNewest: found(db, false, true),
       own: found(db, true, false),
       ownNewest: found(db, false, false),
+      servedOnRow: foundOnRow(db, true),
+      ownOnRow: foundOnRow(db, false),
       remove: db.prepare('DELETE FROM messages_fts WHERE rowid = ?'),
       lastId: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
     };
@@ -138,20 +140,42 @@ export class HistoryIndex {
    * read and filtered, so a search over many withheld rows may return fewer than `limit`.
    */
   search(query: string, scope: HistoryScope, limit = 20): HistoryHit[] {
-    const how: Telling = this.terms().telling(queryWords(query));
-    const words = anyOf(how.words);
-    if (words === null) return [];
-    const group = `grp:${ftsToken('g', scope.group)}`;
-    if (scope.only === null) {
-      const served = how.ranked ? this.s.served : this.s.servedNewest;
-      return served.all(`${group} AND content:(${words})`, limit * 3, limit) as HistoryHit[];
+    const plan = this.plan(query, scope);
+    if (plan === null) return [];
+    const { how, groupOnRow } = plan;
+    const words = anyOf(how.words)!;
+    const who = scope.only === null ? '' : `who:${ftsToken('u', scope.only[0]!)} AND `;
+    const match = `${groupOnRow ? '' : `grp:${ftsToken('g', scope.group)} AND `}${who}content:(${words})`;
+    if (groupOnRow) {
+      const s = scope.only === null ? this.s.servedOnRow : this.s.ownOnRow;
+      return s.all(match, scope.group, limit) as HistoryHit[];
     }
+    const s =
+      scope.only === null
+        ? how.ranked
+          ? this.s.served
+          : this.s.servedNewest
+        : how.ranked
+          ? this.s.own
+          : this.s.ownNewest;
+    return s.all(match, scope.only === null ? limit * 3 : limit, limit) as HistoryHit[];
+  }
+
+  /**
+   * How a search looks for `query` (null: it finds nothing). The group is named inside the MATCH, unless
+   * its token is in over 100 times as many rows as the query's rare words: bm25 would walk all of the
+   * group's rows to weigh its token, so the group is then checked on each row the words find instead, by
+   * the indexer's rule (the row's group, or that of the message it answers).
+   */
+  plan(query: string, scope: HistoryScope): { how: Telling; groupOnRow: boolean } | null {
     // Only its own rows: the sender is named inside MATCH (two such senders together see nothing).
-    const only = [...new Set(scope.only)];
-    if (only.length !== 1) return [];
-    const who = `who:${ftsToken('u', only[0]!)}`;
-    const own = how.ranked ? this.s.own : this.s.ownNewest;
-    return own.all(`${group} AND ${who} AND content:(${words})`, limit, limit) as HistoryHit[];
+    if (scope.only !== null && new Set(scope.only).size !== 1) return null;
+    const terms = this.terms();
+    const how = terms.telling(queryWords(query));
+    if (how.words.length === 0) return null;
+    if (!how.ranked) return { how, groupOnRow: false };
+    const cap = 100 * Math.max(how.rows, 1) + 1;
+    return { how, groupOnRow: terms.tokenRows('grp', ftsToken('g', scope.group), cap) >= cap };
   }
 }
 
@@ -168,6 +192,23 @@ function found(db: Db, ranked: boolean, served: boolean) {
      JOIN messages m ON m.id = f.rowid
      ${served ? "WHERE m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited')" : ''}
      ORDER BY f.score, m.id DESC LIMIT ?`,
+  );
+}
+
+/**
+ * A ranked history search whose MATCH does not name the group: each row the words find is checked for the
+ * group as the indexer chose it (its own, or that of the message it answers), and when `served` for the
+ * state, before the best `limit` are taken.
+ */
+function foundOnRow(db: Db, served: boolean) {
+  return db.prepare(
+    `SELECT m.id, m.chat_jid, m.sender, m.sender_name, m.content, m.timestamp, m.is_from_me,
+            coalesce(m.session_topic, m.topic) AS topic, bm25(messages_fts, 1.0, 0.0, 0.0) AS score
+     FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+          LEFT JOIN messages r ON r.id = m.reply_to_id
+     WHERE messages_fts MATCH ? AND coalesce(m.group_folder, r.group_folder) = ?
+       ${served ? "AND (m.is_from_me = 1 OR m.state NOT IN ('denied', 'pending', 'limited'))" : ''}
+     ORDER BY score, m.id DESC LIMIT ?`,
   );
 }
 
@@ -194,8 +235,9 @@ export function createHistoryIndexer(opts: HistoryIndexerOptions): Worker {
     const until = performance.now() + slice;
     let more = true;
     while (more && performance.now() < until) more = index.indexNext().more;
-    // Rows left: the next slice after the event loop had its turn.
-    return more ? Date.now() + 10 : null;
+    // Rows left: the next slice once the pipe has had four times as long (a burst keeps the indexer behind;
+    // taking every other turn of the loop made the burst's lanes idle out and start again, more runs).
+    return more ? Date.now() + 4 * slice : null;
   };
   return createWorker({
     name: 'history-index',

@@ -32,7 +32,7 @@ test('a recall ranks by the rare words of its query, and never reads another gro
 
   // "meeting" is in 1,204 of 1,205 facts: left out, so "orchid" alone ranks.
   const counts = new TermCounts(db, 'memories_fts', 'text', 0.01, () => 1205);
-  expect(counts.telling(['meeting', 'orchid'])).toEqual({ words: ['orchid'], ranked: true });
+  expect(counts.telling(['meeting', 'orchid'])).toMatchObject({ words: ['orchid'], ranked: true });
   const ids = (q: string, senders: string[], groupFacts?: boolean) =>
     m.recall(q, { group: 'club', senders, ...(groupFacts === false ? { groupFacts } : {}) }).map((f) => f.id);
   expect(ids('meeting orchid', [])).toEqual([room]);
@@ -41,7 +41,10 @@ test('a recall ranks by the rare words of its query, and never reads another gro
   expect(m.search('club', 'meeting orchid').length).toBe(3);
 
   // Every word common: the newest facts having it, still only the group's and the sender's.
-  expect(counts.telling(['meeting', 'weekly'])).toEqual({ words: ['meeting', 'weekly'], ranked: false });
+  expect(counts.telling(['meeting', 'weekly'])).toMatchObject({
+    words: ['meeting', 'weekly'],
+    ranked: false,
+  });
   expect(ids('meeting', [])).toEqual([plain, room]);
   expect(ids('meeting', ['telegram:7'])).toEqual([hers, plain, room]);
   expect(ids('weekly', [])).toEqual([]);
@@ -106,4 +109,43 @@ test('a history search ranks by the rare words, or gives the newest when all are
   expect(h.search('meeting', { group: 'noise', only: null }, 5).map((x) => x.content)).toEqual(
     [1199, 1198, 1197, 1196, 1195].map((i) => `meeting ${i}`),
   );
+});
+
+test('a group far larger than the words it is searched for is checked on the row, with the same reach', () => {
+  const { db } = freshDb();
+  const h = new HistoryIndex(db);
+  const big = { chat_jid: 'telegram:-2', state: 'done', group_folder: 'big' };
+  db.transaction(() => {
+    for (let i = 0; i < NOISE; i++) said(db, { ...big, sender: '5', content: `meeting ${i}` });
+  })();
+  const kept = said(db, { ...big, sender: '7', content: 'the lighthouse keeper' });
+  const answer = said(db, {
+    chat_jid: 'telegram:-2',
+    is_from_me: 1,
+    content: 'lighthouse noted',
+    reply_to_id: kept,
+  });
+  const denied = said(db, { ...big, sender: '9', state: 'denied', content: 'lighthouse from a stranger' });
+  const other = said(db, { ...big, group_folder: 'other', sender: '7', content: 'lighthouse elsewhere' });
+  said(db, {
+    chat_jid: 'telegram:-2',
+    is_from_me: 1,
+    content: 'lighthouse answered elsewhere',
+    reply_to_id: other,
+  });
+  while (h.indexNext().more);
+
+  // "lighthouse" is in 5 rows, the group's token in 1,203 (over 100 times more): checked on the row.
+  expect(h.plan('lighthouse', { group: 'big', only: null })).toMatchObject({ groupOnRow: true });
+  expect(h.plan('lighthouse', { group: 'other', only: null })).toMatchObject({ groupOnRow: false });
+  const ids = (group: string, only: string[] | null) =>
+    h
+      .search('lighthouse', { group, only })
+      .map((x) => x.id)
+      .sort((a, b) => a - b);
+  expect(ids('big', null)).toEqual([kept, answer]);
+  expect(ids('big', ['telegram:9'])).toEqual([denied]);
+  expect(ids('big', ['telegram:7'])).toEqual([kept, answer]);
+  expect(ids('big', ['telegram:7', 'telegram:9'])).toEqual([]);
+  expect(ids('other', null)).toEqual([other, other + 1]);
 });
