@@ -135,6 +135,8 @@ export class ToolBridge {
   #servers;
   #actions;
   #asks;
+  /** The CLI's call ids of its own tools allowed, to their ask ids (until their ends are reported). */
+  #used = new Map();
   #memory;
   #record;
   #log;
@@ -246,7 +248,9 @@ export class ToolBridge {
           ? await this.#list(req.server)
           : req.op === 'hook'
             ? await this.#hook(req)
-            : await this.#call(req, conn);
+            : req.op === 'post'
+              ? await this.#post(req)
+              : await this.#call(req, conn);
       reply = { id: req.id, ok: true, value };
     } catch (err) {
       reply = { id: req.id, ok: false, error: err instanceof Error ? err.message : String(err) };
@@ -282,9 +286,21 @@ export class ToolBridge {
   }
 
   // A tool of the CLI's own (hook.mjs): asked about under its own name; the CLI runs it when allowed.
-  async #hook({ tool, args }) {
+  async #hook({ tool, args, use }) {
     if (typeof tool !== 'string' || tool === '') throw new Error('no tool named');
-    return this.#asks.ask(tool, typeof args === 'object' && args !== null ? args : {});
+    const answer = await this.#asks.ask(tool, typeof args === 'object' && args !== null ? args : {});
+    // Its end (the PostToolUse hook) is reported under this ask, found by the CLI's id of the call.
+    if (answer.decision === 'allow' && typeof use === 'string' && use !== '') this.#used.set(use, answer.id);
+    return answer;
+  }
+
+  // How a tool of the CLI's own ended (hook.mjs, PostToolUse): reported, its receipt for the model.
+  async #post({ use, output }) {
+    const id = this.#used.get(use);
+    if (id === undefined) throw new Error('no allowed call of this id');
+    this.#used.delete(use);
+    const text = typeof output === 'string' ? output : JSON.stringify(output ?? null);
+    return { receipt: await this.#asks.ended(id, { output: text }) };
   }
 
   async #call({ server, tool, args }, conn) {

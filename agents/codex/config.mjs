@@ -15,7 +15,7 @@ function quote(s) {
 
 /**
  * The CLI's hooks: before each tool call, hook.mjs asks gated (through the bridge) and blocks the call
- * unless allowed. Only in effect when the CLI runs with hook trust bypassed (cli.mjs); `hooks: false`
+ * unless allowed; after each, it reports how the call ended and hands the model its receipt. Only in effect when the CLI runs with hook trust bypassed (cli.mjs); `hooks: false`
  * leaves them out.
  */
 function hooksOf(bridge) {
@@ -23,7 +23,10 @@ function hooksOf(bridge) {
   const command = [process.execPath, HOOK, bridge.socket].map(quote).join(' ');
   return {
     features: { hooks: true },
-    hooks: { PreToolUse: [{ matcher: '.*', hooks: [{ type: 'command', command, timeout: 86_400 }] }] },
+    hooks: {
+      PreToolUse: [{ matcher: '.*', hooks: [{ type: 'command', command, timeout: 86_400 }] }],
+      PostToolUse: [{ matcher: '.*', hooks: [{ type: 'command', command, timeout: 86_400 }] }],
+    },
   };
 }
 

@@ -2,7 +2,8 @@
 // tools (a shell command is `Bash` with `{"command": …}`), this asks gated through the agent's tool bridge
 // (bridge.mjs) and waits for the decision. Allowed: exits without output and the CLI goes on. Refused, or
 // the bridge unreachable: a `deny` decision whose reason the model reads. MCP tools (`mcp__…`) are left
-// alone here: their calls are asked about by the bridge itself, once.
+// alone here: their calls are asked about by the bridge itself, once. As the CLI's PostToolUse hook it
+// reports how an allowed call ended (its output) and gives the model gated's receipt as the hook's context.
 //
 // Usage (written by config.mjs into the CLI's hooks): node hook.mjs SOCKET; the CLI writes the event as
 // JSON on stdin.
@@ -44,6 +45,7 @@ function readEvent() {
 const event = await readEvent();
 if (!event || typeof event.tool_name !== 'string') decide('The gateway could not read the tool call.');
 if (event.tool_name.startsWith('mcp__')) decide(null);
+if (event.hook_event_name === 'PostToolUse') await reportEnd(event);
 if (!path) decide('The gateway is not reachable: the tool was not asked about.');
 
 const socket = createConnection(path);
@@ -67,5 +69,44 @@ socket.on('data', (chunk) => {
 socket.on('error', () => decide('The gateway is not reachable: the tool was not run.'));
 socket.on('close', () => decide('The gateway went away: the tool was not run.'));
 socket.write(
-  `${JSON.stringify({ id: 1, op: 'hook', server: '', tool: event.tool_name, args: event.tool_input ?? {} })}\n`,
+  `${JSON.stringify({ id: 1, op: 'hook', server: '', tool: event.tool_name, args: event.tool_input ?? {}, use: event.tool_use_id })}\n`,
 );
+
+/**
+ * After one of the CLI's own tools ran: reports its output through the bridge (on record, docs/PROTOCOL.md)
+ * and gives the model gated's receipt as the hook's context. Whatever fails, the CLI goes on without it.
+ */
+async function reportEnd(ev) {
+  const receipt = await new Promise((resolve) => {
+    if (!path) return resolve(undefined);
+    const s = createConnection(path);
+    let got = '';
+    s.setEncoding('utf8');
+    s.on('data', (chunk) => {
+      got += chunk;
+      const nl = got.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        resolve(JSON.parse(got.slice(0, nl)).value?.receipt);
+      } catch {
+        resolve(undefined);
+      }
+      s.end();
+    });
+    s.on('error', () => resolve(undefined));
+    s.on('close', () => resolve(undefined));
+    s.write(
+      `${JSON.stringify({ id: 1, op: 'post', use: ev.tool_use_id, output: ev.tool_response ?? '' })}\n`,
+    );
+  });
+  if (typeof receipt === 'string')
+    process.stdout.write(
+      JSON.stringify({
+        hookSpecificOutput: {
+          hookEventName: 'PostToolUse',
+          additionalContext: `gated receipt of this call: ${receipt}`,
+        },
+      }),
+    );
+  process.exit(0);
+}

@@ -451,6 +451,18 @@ test(
     expect(receipt.exec(refused)?.[0]).toBe(
       `gated-receipt:v1:${denied.run_id}.${denied.seq}:${denied.receipt}`,
     );
+
+    // A shell command of the CLI's own: its end reported by the PostToolUse hook, the receipt given to the
+    // model as the hook's context.
+    const shell = await c.reply(c.send('TOOL exec_command {"cmd":"echo receipted"}'));
+    expect(shell).toContain('receipted');
+    const bash = c.g.db
+      .prepare(`SELECT run_id, seq, receipt, output_bytes, error FROM tool_calls WHERE tool = 'Bash'`)
+      .get() as { run_id: number; seq: number; receipt: string; output_bytes: number; error: string | null };
+    expect(bash.error).toBeNull();
+    expect(bash.output_bytes).toBeGreaterThan(0);
+    const given = `gated receipt of this call: gated-receipt:v1:${bash.run_id}.${bash.seq}:${bash.receipt}`;
+    expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain(given);
     expect((await gatedCli(path, 'receipts', 'verify')).code).toBe(0);
   },
 );
