@@ -1,19 +1,23 @@
 import { join, posix } from 'node:path';
 import type { Config } from '../core/config.js';
 import { readGroupConfig, type ConfigProblem, type McpServer } from '../core/group-config.js';
-import { folderChain } from '../core/types.js';
+import { groupDirOf } from '../core/group-dir.js';
+import { folderChain, isValidFolder, type SessionKey } from '../core/types.js';
 import { AgentStore, BUILT_IN_AGENTS } from '../store/agents.js';
+import { networkOf } from '../store/groups.js';
+import type { GroupRow } from '../store/queue.js';
 import { WorkflowStore } from '../store/workflows.js';
 import type { Logger } from '../core/log.js';
 import type { Db } from '../store/db.js';
 import type { AgentConfigInput, AgentInput } from './prompt.js';
-import { CONFIG_ROOT } from './runtime/mounts.js';
-import type { ConfigMount } from './runtime/types.js';
+import { CONFIG_ROOT, parseMountList } from './runtime/mounts.js';
+import type { ConfigMount, RunSpec } from './runtime/types.js';
 
 /**
  * What one run of a group gets besides its messages (docs/AGENTS.md): which agent and model, its
  * configuration (instructions, skills, MCP servers, the folders it may read but never write), and the
- * secrets meant for it. Decided once per run, from the database and the configuration folders.
+ * secrets meant for it. Decided once per run, from the database and the configuration folders; with the
+ * group's row, what the runtime starts the run with (runSpecOf).
  */
 
 /** One run's agent settings: for the input line and for the runtime. */
@@ -74,7 +78,7 @@ export function agentSetupOf(
   return (group, topic) => {
     const groupChoice = agents.choice(group);
     // A workflow step's session runs the step's agent and model where it names them (docs/WORKFLOWS.md).
-    const step = topic === undefined ? undefined : workflows.stepChoice(group, topic);
+    const step = topic ? workflows.stepChoice(group, topic) : undefined; // a step's topic is never ''
     const choice = {
       agent: step?.agent ?? groupChoice.agent,
       model: step?.model ?? (step?.agent ? null : groupChoice.model),
@@ -146,4 +150,29 @@ export function setupFields(
 ): Pick<AgentInput, 'agent' | 'model' | 'config' | 'secrets'> {
   if (setup) return { agent: setup.agent, model: setup.model, config: setup.config, secrets: setup.secrets };
   return secrets ? { secrets } : {};
+}
+
+/**
+ * What the runtime gets to start one run: the group's folder, its container settings (the group's own
+ * image before its agent profile's), and from the run's setup the configuration folders to mount read-only
+ * and the profile's command. Throws for an invalid folder or a malformed mounts or network column.
+ */
+export function runSpecOf(
+  groupsDir: string,
+  key: SessionKey,
+  runId: number,
+  g: GroupRow | undefined,
+  setup: AgentSetup | undefined,
+): RunSpec {
+  if (!isValidFolder(key.group)) throw new Error(`'${key.group}' is not a valid group folder`);
+  return {
+    runId,
+    group: key.group,
+    topic: key.topic,
+    groupDir: groupDirOf(groupsDir, key.group),
+    image: g?.image ?? setup?.image ?? null,
+    network: g?.network == null ? null : networkOf(g.network, key.group),
+    mounts: g?.mounts ? parseMountList(g.mounts) : [],
+    ...(setup ? { config: setup.mounts, command: setup.command } : {}),
+  };
 }

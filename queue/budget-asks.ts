@@ -39,7 +39,8 @@ export interface BudgetNotifier {
 }
 
 export class BudgetGuard {
-  private readonly runs = new Map<Run, RunBudget>();
+  /** The runs that went over (or near) a cap: most never do, and a caller asks no more of one not here. */
+  readonly runs = new Map<Run, RunBudget>();
   private readonly store;
   private readonly usage;
 

@@ -104,7 +104,7 @@ export function budgetGate(
   };
   return Object.assign(gate, {
     closeIfStopped(): boolean {
-      if (!guard.stopped(run) || !run.idle) return false;
+      if (!guard.runs.has(run) || !guard.stopped(run) || !run.idle) return false;
       run.closeStdin('idle');
       return true;
     },

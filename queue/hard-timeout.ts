@@ -36,6 +36,11 @@ export class HardTimeout {
     this.arm(Math.max(0, this.deadline));
   }
 
+  /** Whether a hold() is open (a human is asked). */
+  get held(): boolean {
+    return this.holds > 0;
+  }
+
   /** How long ago it should have fired: 0 while it has time left, is held, or was stopped. */
   overdueMs(now: number): number {
     if (this.stopped || this.holds > 0) return 0;

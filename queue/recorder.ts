@@ -76,8 +76,8 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     },
     onBlock(run, commit, actions, answering, rows) {
       const stored = recordBlock(d, now(), run, commit, actions, answering, rows);
-      // Turns through commit.through are answered now: an ask of theirs still waiting is moot.
-      if (stored && commit.through > 0) opts.asks?.answered(run, commit.through);
+      // Turns through commit.through are answered now: an ask of theirs still waiting (held) is moot.
+      if (stored && commit.through > 0 && run.hard.held) opts.asks?.answered(run, commit.through);
       return stored;
     },
     onIgnoredActions(run, actions) {
@@ -248,7 +248,7 @@ function recordBlock(
     commit = { ...commit, usage: { input_tokens, output_tokens, cost_usd } };
   }
   // The first answer after a run stopped over its budget says so (queue/budget-asks.ts).
-  const stopNote = commit.reply ? (budget?.takeNote(run) ?? null) : null;
+  const stopNote = commit.reply && budget?.runs.has(run) ? budget.takeNote(run) : null;
   if (stopNote !== null && commit.reply)
     commit = {
       ...commit,

@@ -106,8 +106,8 @@ export class Run {
   private replies = 0;
   private retryReason: string | null = null;
   private idleTimer: NodeJS.Timeout | undefined;
-  /** Stands still while questions wait for a decision (hold). */
-  private readonly hard: HardTimeout;
+  /** Stands still while questions wait for a decision (hold; `hard.held` while one waits). */
+  readonly hard: HardTimeout;
   /** Aborts the runtime's start: a start still pending at the hard timeout is given up (kill). */
   private readonly starting = new AbortController();
   /** The agent's events wait here while another process holds the write lock (queue/inbox.ts). */

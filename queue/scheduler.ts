@@ -3,14 +3,13 @@ import { coerceError } from '../core/errors.js';
 import { detached } from '../core/trace.js';
 import type { Signals } from '../core/signals.js';
 import { busyModeOf, sessionKeyId, type SessionKey } from '../core/types.js';
-import { runSetup, setupFields, type AgentSetup } from './agent-setup.js';
+import { runSetup, runSpecOf, setupFields, type AgentSetup } from './agent-setup.js';
 import { Lane, type Lanes } from './lane.js';
 import { budgetGate } from './budget.js';
 import { PumpAlarm } from './pump-alarm.js';
 import { formatPrompt, inputLine } from './prompt.js';
 import { agentMessage, senderRoleOf } from './recorder.js';
 import { Run, type RunHooks } from './run.js';
-import { runSpecOf } from './spec.js';
 import { withWorktree } from './worktree.js';
 import { lockOrLater, LOCKED } from '../store/db.js';
 import { turnWorkMs } from '../store/group-commit.js';
@@ -344,23 +343,23 @@ export class Scheduler {
       { runId: d.runId, key: run.keyId, chat: d.chatJid, messages: d.rows.length },
       'run starting',
     );
-    void run.begin(
-      () =>
-        withWorktree(
-          {
-            db: opts.db,
-            groupsDir: opts.config.groupsDir,
-            log: opts.log,
-            ...(opts.now ? { now: opts.now } : {}),
-            signals: this.d.signals,
-            githubWorktrees: opts.githubWorktrees,
-          },
-          runSpecOf(opts.config.groupsDir, key, d.runId, store.group(key.group), setup),
-          key,
-          d.chatJid,
-        ),
-      input,
-    );
+    void run.begin(() => {
+      const g = store.group(key.group);
+      const spec = runSpecOf(opts.config.groupsDir, key, d.runId, g, setup);
+      // A group bound to no repository (most) has no worktree to find or make.
+      if (g?.repo !== 1 && !opts.githubWorktrees) return spec;
+      const now = opts.now ? { now: opts.now } : {};
+      const { db, log, githubWorktrees } = opts;
+      const ctx = {
+        db,
+        groupsDir: opts.config.groupsDir,
+        log,
+        ...now,
+        signals: this.d.signals,
+        githubWorktrees,
+      };
+      return withWorktree(ctx, spec, key, d.chatJid);
+    }, input);
   }
 
   /**

@@ -78,4 +78,6 @@ export interface GroupRow {
   mounts: string | null;
   /** registered_groups.busy as stored (read it with busyModeOf). */
   busy: string | null;
+  /** 1 when the group is bound to a repository (a `group_repos` row: its topics work in worktrees). */
+  repo?: number;
 }

@@ -172,7 +172,11 @@ function runStatements(db: Db) {
     nextRetry: db
       .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_backoff
       .pluck(),
-    group: db.prepare(`SELECT image, network, mounts, busy FROM registered_groups WHERE folder = ?`),
+    group: db.prepare(
+      `SELECT image, network, mounts, busy,
+         EXISTS (SELECT 1 FROM group_repos r WHERE r.group_folder = registered_groups.folder) AS repo
+       FROM registered_groups WHERE folder = ?`,
+    ),
     openRuns: db.prepare(`SELECT id FROM session_log WHERE result IS NULL`).pluck(),
     requeueRun: db.prepare(`UPDATE messages SET state = 'ready' WHERE run_id = ? AND state = 'running'`),
     orphans: db.prepare(

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { runSpecOf } from '../../queue/spec.js';
+import { runSpecOf } from '../../queue/agent-setup.js';
 import { createDockerRuntime, INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { addGroup, setNetwork } from '../../store/groups.js';
 import { QueueStore } from '../../store/queue.js';
