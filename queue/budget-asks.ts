@@ -105,6 +105,11 @@ export class BudgetGuard {
     }
   }
 
+  /** Whether a budget question of the run waits for its decision (its idle run is kept open meanwhile). */
+  asking(run: Run): boolean {
+    return this.runs.get(run)?.asking != null;
+  }
+
   /** The run ended: a question still open is cancelled (nobody waits for it), its state dropped. */
   runEnded(run: Run): void {
     const s = this.runs.get(run);

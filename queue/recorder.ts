@@ -65,6 +65,7 @@ export function runRecorder(d: RecorderDeps): RunHooks {
     // Another process's write lock is waited for by a later try, never by sleeping on the event loop.
     writable: () => writableNow(opts.db),
     message: (run, row) => agentMessage(opts, senderRole, run.key.group, row),
+    holdIdle: (run) => opts.asks?.budget.asking(run) ?? false,
     memory: (group, rows) => turnMemory(opts.db, log, opts.access, group, rows, config.memoryTurnBytes ?? 0),
     resolveFiles(run, paths) {
       if (paths.length === 0) return [];

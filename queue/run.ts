@@ -75,6 +75,8 @@ export interface RunHooks {
   onInterrupt?(run: Run): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: Run): void;
+  /** True keeps an idle run open past its idle timeout (its next turn waits on a budget question). */
+  holdIdle?: (run: Run) => boolean;
   onEnd(run: Run, end: RunEnd): void;
 }
 
@@ -367,12 +369,17 @@ export class Run {
     this.interrupts.answered(this.turns.answered, block.interrupted === true);
     if (this.phase !== 'running' || this.turns.open > 0) return;
     this.turns.idle.start(this.hooks.now());
+    this.armIdle();
+    this.hooks.onIdle(this);
+  }
+
+  private armIdle(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
+      if (this.hooks.holdIdle?.(this)) return this.armIdle();
       this.hooks.log.debug({ runId: this.runId, key: this.keyId }, 'idle timeout: closing stdin');
       this.closeStdin('idle');
     }, this.hooks.idleTimeoutMs);
-    this.hooks.onIdle(this);
   }
 
   private end(exit: AgentExit | null, startError: string | null, unreachable: string | null = null): void {

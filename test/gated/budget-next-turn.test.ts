@@ -25,12 +25,11 @@ const ANSWER =
 // Each turn touches got-N in the group's folder; the first answer waits for the file `go`.
 const AGENT = `n=0; while IFS= read -r line; do case "$line" in *'"turn"'*) n=$((n+1)); : > "got-$n"; while [ ! -e go ]; do sleep 0.02; done; for b in '${TOOL}' '${ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
 
-async function startPaused() {
+async function startPaused(idleMs = 60_000) {
   const g = await startTestGated({
     channels: [],
     http: false,
-    // Long enough that the run waits for the decision idle (an idle timeout cancels the question).
-    env: { GATED_IDLE_TIMEOUT_MS: '60000', GATED_AGENT_CMD: AGENT },
+    env: { GATED_IDLE_TIMEOUT_MS: String(idleMs), GATED_AGENT_CMD: AGENT },
   });
   const { db } = g;
   addGroup(db, g.config.groupsDir, 'club');
@@ -117,4 +116,24 @@ test('a run over a cap after a turn, rejected: stopped before its next turn, the
   expect(db.prepare(`SELECT state, decided_by FROM tool_approvals`).all()).toEqual([
     { state: 'rejected', decided_by: 'cli:root' },
   ]);
+}, 60_000);
+
+test('an idle run whose next turn waits on a budget question outlives its idle timeout until decided', async () => {
+  const { g, db, two, question, answers } = await startPaused(150);
+  // Several idle timeouts pass while the question waits: the run stays, the question stays open.
+  await new Promise((r) => setTimeout(r, 750));
+  expect(db.prepare('SELECT ended_at FROM session_log WHERE id = ?').pluck().get(question.run_id)).toBeNull();
+  expect(db.prepare('SELECT state FROM tool_approvals WHERE id = ?').pluck().get(question.id)).toBe(
+    'pending',
+  );
+  const ok = await gatedCli(g.config.db, 'approvals', 'approve', question.code);
+  expect(ok.code, ok.err).toBe(0);
+  await until(() => answers(two).length === 1, 15_000, 'the second answer');
+  expect(answers(two)).toEqual(['answered']);
+  // Decided, the run idles out as any.
+  await until(
+    () => db.prepare('SELECT ended_at FROM session_log WHERE id = ?').pluck().get(question.run_id),
+    15_000,
+    'the run closed by its idle timeout',
+  );
 }, 60_000);
