@@ -80,12 +80,7 @@ function draw(def, data, box) {
   const names = lines.map(([n]) => n).join('|');
   const old = charts.get(def.id);
   const width = Math.max(280, box.clientWidth - 16);
-  if (old && old.names === names) {
-    old.plot.setData(plotData);
-    showLatest(old.plot);
-    if (Math.abs(old.plot.width - width) > 4) old.plot.setSize({ width, height: 170 });
-    return;
-  }
+  if (old && old.names === names) return updatePlot(old.plot, plotData, width);
   old?.plot.destroy();
   const plotBox = box.querySelector('.plot');
   plotBox.replaceChildren();
@@ -137,6 +132,13 @@ export function linePlot(box, data, names, { width, sparse = false, dots = spars
   );
   showLatest(plot);
   return plot;
+}
+
+/** New data for a chart whose lines are the same, resized when its box was. */
+export function updatePlot(plot, data, width) {
+  plot.setData(data);
+  showLatest(plot);
+  if (Math.abs(plot.width - width) > 4) plot.setSize({ width, height: 170 });
 }
 
 /** Sets the legend to each series' latest point that has a value (uPlot's legend shows "--" otherwise). */

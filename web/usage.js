@@ -3,7 +3,7 @@
 // caps of the groups and their senders with what each used today. Read-only: the caps are edited with
 // `gated access limit` (audited), as `gated usage` lists the same rows.
 import { el, table, usd } from './common.js';
-import { linePlot, showLatest } from './charts.js';
+import { linePlot, updatePlot } from './charts.js';
 import { api, registerPanel } from './dash-core.js';
 
 const DAYS = 14;
@@ -58,12 +58,7 @@ function drawChart(def, data, box) {
   const names = box.dataset.lines;
   const width = Math.max(280, box.clientWidth - 16);
   const old = plots.get(def.id);
-  if (old && old.names === names && old.plot.root.isConnected) {
-    old.plot.setData(plotData);
-    showLatest(old.plot);
-    if (Math.abs(old.plot.width - width) > 4) old.plot.setSize({ width, height: 170 });
-    return;
-  }
+  if (old && old.names === names && old.plot.root.isConnected) return updatePlot(old.plot, plotData, width);
   old?.plot.destroy();
   const plotBox = box.querySelector('.plot');
   plotBox.replaceChildren();

@@ -15,16 +15,11 @@ import { usageOf } from '../../store/usage.js';
 import { killRun } from '../agents/crash-support.js';
 import { tempDir } from '../helpers/db.js';
 import { exited, gatedEnv, gatedRun, gatedUp, until } from '../helpers/process.js';
-
-const TOOL =
-  '{"status":"ok","result":null,"tool_result":{"id":"t1","tool":"Bash","input":{"command":"ls"},"bytes":3},"usage":{"input_tokens":1000,"output_tokens":0,"model":"m-test"}}';
-const ANSWER =
-  '{"status":"ok","result":"priced","usage":{"input_tokens":0,"output_tokens":2000,"model":"m-test"}}';
-const AGENT = `while IFS= read -r line; do case "$line" in *'"turn"'*) for b in '${TOOL}' '${ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
+import { USAGE_AGENT } from '../helpers/usage-agent.js';
 
 test('the 80 % warning is sent once per day, not again after gated was killed with -9', async () => {
   const dir = tempDir('gated-budget-crash-');
-  const env = gatedEnv(dir, { GATED_AGENT_CMD: AGENT, GATED_IDLE_TIMEOUT_MS: '200' });
+  const env = gatedEnv(dir, { GATED_AGENT_CMD: USAGE_AGENT, GATED_IDLE_TIMEOUT_MS: '200' });
   const seed = openDatabase(env.GATED_DB);
   addGroup(seed, env.GATED_GROUPS_DIR, 'club');
   seed.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'club')`).run();

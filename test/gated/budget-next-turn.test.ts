@@ -16,14 +16,10 @@ import { usageOf } from '../../store/usage.js';
 import { gatedCli } from '../helpers/cli.js';
 import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
+import { USAGE_ANSWER, USAGE_TOOL } from '../helpers/usage-agent.js';
 
-// $0.003 with the tool call's end, $0.03 with the answer ($3 / $15 per million tokens).
-const TOOL =
-  '{"status":"ok","result":null,"tool_result":{"id":"t1","tool":"Bash","input":{"command":"ls"},"bytes":3},"usage":{"input_tokens":1000,"output_tokens":0,"model":"m-test"}}';
-const ANSWER =
-  '{"status":"ok","result":"answered","usage":{"input_tokens":0,"output_tokens":2000,"model":"m-test"}}';
 // Each turn touches got-N in the group's folder; the first answer waits for the file `go`.
-const AGENT = `n=0; while IFS= read -r line; do case "$line" in *'"turn"'*) n=$((n+1)); : > "got-$n"; while [ ! -e go ]; do sleep 0.02; done; for b in '${TOOL}' '${ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
+const AGENT = `n=0; while IFS= read -r line; do case "$line" in *'"turn"'*) n=$((n+1)); : > "got-$n"; while [ ! -e go ]; do sleep 0.02; done; for b in '${USAGE_TOOL}' '${USAGE_ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
 
 async function startPaused(idleMs = 60_000) {
   const g = await startTestGated({
@@ -78,8 +74,8 @@ test('a run over a cap after a turn pauses before its next turn, asks, and goes 
   expect(ok.code, ok.err).toBe(0);
   await until(() => answers(two).length === 1, 15_000, 'the second answer');
   expect(existsSync(join(dir, 'got-2'))).toBe(true);
-  expect(answers(one)).toEqual(['answered']);
-  expect(answers(two)).toEqual(['answered']);
+  expect(answers(one)).toEqual(['priced']);
+  expect(answers(two)).toEqual(['priced']);
   expect(db.prepare('SELECT sender, kind, amount, approval_id FROM budget_grants').all()).toEqual([
     { sender: 'telegram:ada', kind: 'cost', amount: 0.02, approval_id: question.id },
   ]);
@@ -102,7 +98,7 @@ test('a run over a cap after a turn, rejected: stopped before its next turn, the
     'the run closed',
   );
   expect(existsSync(join(dir, 'got-2'))).toBe(false);
-  expect(answers(one)).toEqual(['answered']);
+  expect(answers(one)).toEqual(['priced']);
   // Never answered by the agent; the chat is told once why, and that the message is kept.
   expect(answers(two)).toEqual([]);
   const told = db
@@ -129,7 +125,7 @@ test('an idle run whose next turn waits on a budget question outlives its idle t
   const ok = await gatedCli(g.config.db, 'approvals', 'approve', question.code);
   expect(ok.code, ok.err).toBe(0);
   await until(() => answers(two).length === 1, 15_000, 'the second answer');
-  expect(answers(two)).toEqual(['answered']);
+  expect(answers(two)).toEqual(['priced']);
   // Decided, the run idles out as any.
   await until(
     () => db.prepare('SELECT ended_at FROM session_log WHERE id = ?').pluck().get(question.run_id),

@@ -9,16 +9,10 @@ import { addGroup } from '../../store/groups.js';
 import { gatedCli } from '../helpers/cli.js';
 import { closeTestGated, startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
-
-// $0.003 with the tool call's end, $0.03 with the answer: $0.033 and 3,000 tokens a run at $3/$15.
-const TOOL =
-  '{"status":"ok","result":null,"tool_result":{"id":"t1","tool":"Bash","input":{"command":"ls"},"bytes":3},"usage":{"input_tokens":1000,"output_tokens":0,"model":"m-test"}}';
-const ANSWER =
-  '{"status":"ok","result":"priced","usage":{"input_tokens":0,"output_tokens":2000,"model":"m-test"}}';
-const AGENT = `while IFS= read -r line; do case "$line" in *'"turn"'*) for b in '${TOOL}' '${ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
+import { USAGE_AGENT } from '../helpers/usage-agent.js';
 
 test('per-sender caps hold their sender alone; the 80 % warning is sent once per cap and day', async () => {
-  const env = { GATED_IDLE_TIMEOUT_MS: '200', GATED_AGENT_CMD: AGENT };
+  const env = { GATED_IDLE_TIMEOUT_MS: '200', GATED_AGENT_CMD: USAGE_AGENT };
   let g = await startTestGated({ channels: [], http: false, env });
   addGroup(g.db, g.config.groupsDir, 'club');
   g.db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'club')`).run();

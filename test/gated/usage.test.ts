@@ -9,19 +9,13 @@ import { addGroup } from '../../store/groups.js';
 import { gatedCli } from '../helpers/cli.js';
 import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
-
-const TOOL =
-  '{"status":"ok","result":null,"tool_result":{"id":"t1","tool":"Bash","input":{"command":"ls"},"bytes":3},"usage":{"input_tokens":1000,"output_tokens":0,"model":"m-test"}}';
-const ANSWER =
-  '{"status":"ok","result":"priced","usage":{"input_tokens":0,"output_tokens":2000,"model":"m-test"}}';
+import { USAGE_AGENT } from '../helpers/usage-agent.js';
 
 test('usage without a cost is priced by the model, credited per sender, summed on the run, listed by gated usage', async () => {
-  // Turns only: the receipt lines gated answers tool results with are not turns.
-  const cmd = `while IFS= read -r line; do case "$line" in *'"turn"'*) for b in '${TOOL}' '${ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
   const g = await startTestGated({
     channels: [],
     http: false,
-    env: { GATED_IDLE_TIMEOUT_MS: '200', GATED_AGENT_CMD: cmd },
+    env: { GATED_IDLE_TIMEOUT_MS: '200', GATED_AGENT_CMD: USAGE_AGENT },
   });
   addGroup(g.db, g.config.groupsDir, 'club');
   g.db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'platform=telegram', 'club')`).run();

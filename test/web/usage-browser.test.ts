@@ -13,17 +13,12 @@ import { usageOf } from '../../store/usage.js';
 import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { launchChromium, screenshotPath, strictPage } from './chromium.js';
-
-const TOOL =
-  '{"status":"ok","result":null,"tool_result":{"id":"t1","tool":"Bash","input":{"command":"ls"},"bytes":3},"usage":{"input_tokens":1000,"output_tokens":0,"model":"m-test"}}';
-const ANSWER =
-  '{"status":"ok","result":"done","usage":{"input_tokens":0,"output_tokens":2000,"model":"m-test"}}';
+import { USAGE_AGENT } from '../helpers/usage-agent.js';
 
 test('usage per group, person and day as charts, and the daily caps with what was used today', async () => {
-  const cmd = `while IFS= read -r line; do case "$line" in *'"turn"'*) for b in '${TOOL}' '${ANSWER}'; do printf '%s\\n' '---GATED_OUTPUT_START---' "$b" '---GATED_OUTPUT_END---'; done;; esac; done`;
   const g = await startTestGated({
     channels: [],
-    env: { GATED_IDLE_TIMEOUT_MS: '200', GATED_AGENT_CMD: cmd },
+    env: { GATED_IDLE_TIMEOUT_MS: '200', GATED_AGENT_CMD: USAGE_AGENT },
   });
   const { db } = g;
   addGroup(db, g.config.groupsDir, 'club');
