@@ -9,6 +9,11 @@
 // is answered at once with `"interrupted": true` and its tokens; a `"steer": true` line that arrives while
 // a turn is in progress joins that turn, and one block (numbered with the steered turn) answers both. Each
 // of these is appended as a word to $CRASH_EVENTS, so the campaign can count them.
+// With CRASH_PART_FOUR=1 (bench/crash.ts `partFour`), in the groups whose agents number their turns: a
+// turn whose first token is a multiple of 7 asks about a shell call first (an `ask` block, docs/APPROVALS.md)
+// and waits for its `permission` line before it thinks (a person decides, so kills land while asks are
+// pending); and every block remembers `fact tok-N` for each token N that is a multiple of 5 (a `remember`
+// action, applied with the block). The words `asked ID` and `permission ID DECISION` go to $CRASH_EVENTS.
 // Its pid is a file in $CRASH_PIDS while it lives, so the campaign can kill it together with gated.
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,6 +43,29 @@ let wake = () => {};
 let current = null;
 /** Turns up to this one were interrupted. */
 let interruptedThrough = 0;
+const PART_FOUR = process.env.CRASH_PART_FOUR === '1';
+/** Asks waiting for their permission line: id → resolve(decision). */
+const asking = new Map();
+
+/** Asks about a shell call and waits for the decision (any: the turn goes on either way). */
+function ask(item, token) {
+  const id = `ask-${item.turn}-${randomBytes(3).toString('hex')}`;
+  note(`asked ${id}`);
+  emit({
+    status: 'ok',
+    result: null,
+    turn: item.turn,
+    ask: { id, tool: 'Bash', input: { command: `make deploy ${token}` }, summary: `deploy ${token}` },
+  });
+  return new Promise((resolve) => asking.set(id, resolve));
+}
+
+/** The facts a block remembers: one per token that is a multiple of 5. */
+function remembered(tokens) {
+  if (!PART_FOUR || !numbered) return {};
+  const facts = tokens.filter((t) => Number(t.slice(4)) % 5 === 0);
+  return facts.length === 0 ? {} : { actions: facts.map((t) => ({ type: 'remember', text: `fact ${t}` })) };
+}
 
 /** Thinks `ms`, or less when the turn is interrupted meanwhile. */
 function think(item, ms) {
@@ -66,6 +94,8 @@ async function work() {
       process.exit(1);
     }
     if (fate < 0.03) await new Promise(() => {}); // hangs: gated's hard timeout ends it
+    const first = item.messages.flatMap((m) => String(m.content).match(/tok-\d+/g) ?? [])[0];
+    if (PART_FOUR && numbered && first && Number(first.slice(4)) % 7 === 0) await ask(item, first);
     await think(item, 20 + Math.random() * 780);
     current = null;
     const tokens = item.messages.flatMap((m) => String(m.content).match(/tok-\d+/g) ?? []);
@@ -77,6 +107,7 @@ async function work() {
       result: `${nonce()} ${tokens.join(' ')}`,
       ...tag,
       ...(interrupted ? { interrupted } : {}),
+      ...remembered(tokens),
     });
     if (numbered && !interrupted && Math.random() < 0.1)
       emit({ status: 'ok', result: `${nonce()} also`, ...tag });
@@ -85,6 +116,12 @@ async function work() {
 
 /** A line that is not a turn: an interrupt cuts the turn in progress (and queued ones) up to its turn. */
 function control(input) {
+  if (input.type === 'permission' && typeof input.id === 'string') {
+    note(`permission ${input.id} ${input.decision}`);
+    asking.get(input.id)?.(input.decision);
+    asking.delete(input.id);
+    return;
+  }
   if (input.type !== 'interrupt' || !Number.isInteger(input.turn)) return;
   interruptedThrough = Math.max(interruptedThrough, input.turn);
   if (current && current.turn <= interruptedThrough) current.cut?.();

@@ -51,6 +51,31 @@ export interface CrashOptions {
    * `/interrupt` now and then.
    */
   steering?: boolean;
+  /**
+   * Part four mixed in (crash-agent.mjs, CRASH_PART_FOUR): turns that ask about a shell call and wait for a
+   * person (an admin types `/approve CODE` in the chat 0.2–2 s after the ask appears, so kills land while
+   * asks are pending), and blocks that remember facts (`remember` actions).
+   */
+  partFour?: boolean;
+}
+
+/** With part four: what became of the asks and the facts. */
+export interface PartFourReport {
+  /** Asks by their end state in tool_approvals (approved, cancelled, expired, pending, …). */
+  asks: Record<string, number>;
+  /** Asks pending at the moments of the kills, summed over the kills. */
+  pendingAtKills: number;
+  /** /approve lines the admin typed. */
+  approvesTyped: number;
+  /** Asks the agents made, and those that got more than one permission line (must be 0). */
+  asked: number;
+  answeredTwice: number;
+  /** Facts: tokens remembered once, more than once (must be 0), and applied `remember`s without their fact (must be 0). */
+  factsOnce: number;
+  factsTwice: number;
+  factsMissing: number;
+  /** `remember` actions by status and reason (a refusal says why a fact is missing). */
+  remembers: Record<string, number>;
 }
 
 /** What a campaign found. */
@@ -93,9 +118,12 @@ export interface CrashReport {
   unanswered: Array<{ token: string } & Record<string, unknown>>;
   /** Rows still open when the drain ended (0 unless it ran out of time). */
   stillOpen: number;
+  partFour?: PartFourReport;
 }
 
 const TOKEN = '123456:CRASH-token';
+/** The admin who decides the asks of a part-four campaign (GATED_ADMINS). */
+const ADMIN = 9999;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const chatId = (c: number) => -1_000_000 - c;
 
@@ -161,7 +189,8 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     // agent under the process runtime's own unprivileged uid rightly cannot: it runs as gated's user here.
     GATED_PROCESS_USER: 'root',
     GATED_LOG_LEVEL: process.env.CRASH_LOG_LEVEL ?? 'error',
-    GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' CRASH_EVENTS='${eventsFile}' exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
+    GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' CRASH_EVENTS='${eventsFile}' CRASH_PART_FOUR=${o.partFour ? 1 : 0} exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
+    ...(o.partFour ? { GATED_ADMINS: `telegram:${ADMIN}` } : {}),
     TELEGRAM_BOT_TOKEN: TOKEN,
     TELEGRAM_API_ROOT: api.url,
   };
@@ -246,6 +275,50 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     }
   })();
 
+  // Part four: the admin approves each ask that appears, after a while (a person reads it first).
+  let approving = true;
+  let approvesTyped = 0;
+  let pendingAtKills = 0;
+  const pendingAsks = (): number => {
+    const d = new Database(dbPath, { readonly: true });
+    try {
+      d.pragma('busy_timeout = 5000');
+      return d.prepare(`SELECT count(*) FROM tool_approvals WHERE state = 'pending'`).pluck().get() as number;
+    } finally {
+      d.close();
+    }
+  };
+  const approverDone = (async () => {
+    if (!o.partFour) return;
+    const typed = new Set<string>();
+    const seen = new Database(dbPath, { readonly: true, fileMustExist: true });
+    seen.pragma('busy_timeout = 5000');
+    const pending = seen.prepare(`SELECT code, chat_jid FROM tool_approvals WHERE state = 'pending'`);
+    try {
+      while (approving) {
+        for (const a of pending.all() as Array<{ code: string; chat_jid: string }>) {
+          if (typed.has(a.code)) continue;
+          typed.add(a.code);
+          const id = Number(a.chat_jid.split(':')[1]);
+          setTimeout(
+            () => {
+              approvesTyped++;
+              api.message({
+                chat: { id, type: 'group', title: 'chat' },
+                from: { id: ADMIN, is_bot: false, first_name: 'admin' },
+                text: `/approve ${a.code}`,
+              });
+            },
+            200 + Math.random() * 1800,
+          );
+        }
+        await sleep(200);
+      }
+    } finally {
+      seen.close();
+    }
+  })();
+
   // Kills, spread over the traffic: a third at a random moment, a third right after a reply reached the
   // platform (inside delivery), a third while the restarted gated is still starting and recovering.
   const recoveries: number[] = [];
@@ -270,6 +343,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     }
     killKinds[kind]!++;
     sigkills++;
+    if (o.partFour) pendingAtKills += pendingAsks();
     const killedAt = Date.now();
     killAll();
     await exitOf(gated!);
@@ -308,10 +382,13 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   while (Date.now() < deadline) {
     // Rows with a token (a bare /interrupt has none and is not counted).
     const stored = count(`SELECT count(*) FROM messages WHERE is_from_me = 0 AND content LIKE '%tok-%'`);
-    if (openRows() === 0 && stored >= o.messages) break;
+    const asking = o.partFour ? count(`SELECT count(*) FROM tool_approvals WHERE state = 'pending'`) : 0;
+    if (openRows() === 0 && stored >= o.messages && asking === 0) break;
     await sleep(250);
   }
   const stillOpen = openRows();
+  approving = false;
+  await approverDone;
   gated!.kill('SIGTERM');
   await exitOf(gated!);
   killAll();
@@ -398,10 +475,66 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     steeredLines: agentEvents.filter((e) => e === 'steered').length,
     unanswered,
     stillOpen,
+    ...(o.partFour ? { partFour: { ...partFourOf(watch, agentEvents, approvesTyped), pendingAtKills } } : {}),
   };
   watch.close();
   await api.close();
   if (process.env.CRASH_KEEP && (never || twice)) process.stderr.write(`KEPT ${dir}\n`);
   else rmSync(dir, { recursive: true, force: true });
   return report;
+}
+
+/** What became of a part-four campaign's asks and facts (CrashOptions.partFour). */
+function partFourOf(
+  db: Database.Database,
+  events: string[],
+  approvesTyped: number,
+): Omit<PartFourReport, 'pendingAtKills'> {
+  const asks: Record<string, number> = {};
+  for (const r of db
+    .prepare(`SELECT state, count(*) AS n FROM tool_approvals GROUP BY state`)
+    .all() as Array<{
+    state: string;
+    n: number;
+  }>)
+    asks[r.state] = r.n;
+  const permissions = new Map<string, number>();
+  let asked = 0;
+  for (const e of events) {
+    const [word, id] = e.split(' ');
+    if (word === 'asked') asked++;
+    if (word === 'permission' && id) permissions.set(id, (permissions.get(id) ?? 0) + 1);
+  }
+  const facts = new Map<string, number>();
+  for (const text of db.prepare(`SELECT text FROM memories`).pluck().all() as string[]) {
+    const tok = /^fact (tok-\d+)$/.exec(text)?.[1];
+    if (tok) facts.set(tok, (facts.get(tok) ?? 0) + 1);
+  }
+  // Each applied `remember` made its fact in the block's transaction; one whose fact is not there was lost.
+  // (A turn of several strangers is refused: a fact is one stranger's. Counted in `remembers`.)
+  let missing = 0;
+  for (const payload of db
+    .prepare(`SELECT payload FROM actions WHERE type = 'remember' AND status = 'applied'`)
+    .pluck()
+    .all() as string[]) {
+    const tok = /fact (tok-\d+)/.exec(payload)?.[1];
+    if (tok && !facts.has(tok)) missing++;
+  }
+  const remembers: Record<string, number> = {};
+  for (const r of db
+    .prepare(
+      `SELECT status || ' ' || coalesce(reason, '') AS k, count(*) AS n FROM actions WHERE type = 'remember' GROUP BY k`,
+    )
+    .all() as Array<{ k: string; n: number }>)
+    remembers[r.k.trim()] = r.n;
+  return {
+    asks,
+    approvesTyped,
+    remembers,
+    asked,
+    answeredTwice: [...permissions.values()].filter((n) => n > 1).length,
+    factsOnce: [...facts.values()].filter((n) => n === 1).length,
+    factsTwice: [...facts.values()].filter((n) => n > 1).length,
+    factsMissing: missing,
+  };
 }

@@ -349,13 +349,35 @@ if (only?.has('mailparse')) {
   );
 }
 
+/** The commit of the tree measured, with `+changes` when it has uncommitted ones. */
+function gitCommit(): string {
+  const git = (...args: string[]) =>
+    execFileSync('git', args, { cwd: packageFile(), encoding: 'utf8' }).trim();
+  try {
+    return (
+      git('rev-parse', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+changes' : '')
+    );
+  } catch {
+    return 'unknown';
+  }
+}
+
 // The crash campaign takes minutes: it runs only when named (`--only=crash`).
 if (only?.has('crash')) {
   const { crashCampaign } = await import('./crash.js');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
   const r = await crashCampaign(
     quick
-      ? { messages: 1000, chats: 20, kills: 6, trafficMs: 40_000, drainMs: 60_000, compiled: true }
+      ? {
+          messages: 1000,
+          chats: 20,
+          kills: 6,
+          trafficMs: 40_000,
+          drainMs: 60_000,
+          compiled: true,
+          steering: true,
+          partFour: true,
+        }
       : {
           messages: 10_000,
           chats: 60,
@@ -364,11 +386,23 @@ if (only?.has('crash')) {
           drainMs: 120_000,
           compiled: true,
           verbose: true,
+          // Part three's steering and part four's asks and facts, mixed into the same kills.
+          steering: true,
+          partFour: true,
         },
   );
   results.crash = r;
+  const p4 = r.partFour;
   const ok =
-    r.neverAnswered === 0 && r.answeredTwice === 0 && r.notStored === 0 && r.kills >= (quick ? 6 : 20);
+    r.neverAnswered === 0 &&
+    r.answeredTwice === 0 &&
+    r.notStored === 0 &&
+    r.kills >= (quick ? 6 : 20) &&
+    p4 !== undefined &&
+    (p4.asks.pending ?? 0) === 0 &&
+    p4.answeredTwice === 0 &&
+    p4.factsTwice === 0 &&
+    p4.factsMissing === 0;
   table(
     `7. crash: ${r.messages} messages over ${r.chats} chats, gated SIGKILLed ${r.kills} times — ${verdict(ok)}`,
     [{ ...r }],
@@ -377,7 +411,8 @@ if (only?.has('crash')) {
   if (!quick) {
     writeFileSync(
       packageFile('bench', 'results', 'crash.json'),
-      JSON.stringify({ date: new Date().toISOString(), machine, crash: r }, null, 2) + '\n',
+      JSON.stringify({ date: new Date().toISOString(), commit: gitCommit(), machine, crash: r }, null, 2) +
+        '\n',
     );
   }
 }

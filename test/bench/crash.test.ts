@@ -56,4 +56,38 @@ describe('crash campaign (small)', () => {
     expect(r.interruptedTurns).toBeGreaterThan(0);
     expect(r.steeredLines).toBeGreaterThan(0);
   }, 240_000);
+
+  it('with asks pending at the kills and facts remembered: none lost, none answered twice', async () => {
+    // Part four: a turn in seven asks about a shell call and waits for the admin's /approve; every block
+    // remembers `fact tok-N` for its tokens that are multiples of 5.
+    const r = await crashCampaign({
+      compiled: true,
+      messages: 150,
+      chats: 6,
+      kills: 3,
+      trafficMs: 10_000,
+      drainMs: 90_000,
+      recoveryBoundMs: 60_000,
+      partFour: true,
+    });
+    const p = r.partFour!;
+    const why = JSON.stringify({ stillOpen: r.stillOpen, unanswered: r.unanswered, partFour: p });
+    expect(r.kills).toBe(4);
+    expect(r.notStored).toBe(0);
+    expect(r.neverAnswered, why).toBe(0);
+    expect(r.answeredTwice).toBe(0);
+    expect(r.answeredOnce).toBe(150);
+    expect(r.neverDelivered).toBe(0);
+    expect(r.deliveredTwice).toBeLessThanOrEqual(r.kills * r.chats);
+    // Asks were made and decided; none is left pending, none got two answers.
+    expect(p.asked, why).toBeGreaterThan(0);
+    expect(p.asks.approved ?? 0, why).toBeGreaterThan(0);
+    expect(p.pendingAtKills, why).toBeGreaterThan(0);
+    expect(p.asks.pending ?? 0, why).toBe(0);
+    expect(p.answeredTwice, why).toBe(0);
+    // Each fact once: a block stored once applies its actions once, whatever the kills cut.
+    expect(p.factsOnce, why).toBeGreaterThan(0);
+    expect(p.factsTwice, why).toBe(0);
+    expect(p.factsMissing, why).toBe(0);
+  }, 240_000);
 });
