@@ -210,6 +210,19 @@ export const STREAM_BY_DEFAULT: readonly Platform[] = (Object.keys(PLATFORMS) as
   (p) => PLATFORMS[p].stream,
 );
 
+/**
+ * The text a channel stores for a file of a message that has no text, one per file, so that no row is empty:
+ * the file's kind where the platform names it (Telegram: `[voice]`), else its name (Discord, Slack:
+ * `[attachment: memo.ogg]`). The transcriber drops them before the words (STAND_IN_TEXT): the files are
+ * listed to the agent anyway.
+ */
+export function standInText(file: { kind: string } | { name: string }): string {
+  return 'kind' in file ? `[${file.kind}]` : `[attachment: ${file.name}]`;
+}
+
+/** standInText's stand-ins at the start of a row's text, of the kinds a message with audio can have. */
+export const STAND_IN_TEXT = /^(?:\[(?:voice|audio|video_note|video|document|attachment: [^\]\n]*)\]\s*)+/;
+
 /** The row of `platform` (a JID's platform part), or undefined for one gated has no channel for. */
 export function platformRow(platform: string): PlatformRow | undefined {
   return Object.hasOwn(PLATFORMS, platform) ? PLATFORMS[platform as Platform] : undefined;

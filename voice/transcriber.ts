@@ -5,6 +5,7 @@ import type { TranscribeConfig } from '../core/config-voice.js';
 import { coerceError } from '../core/errors.js';
 import { extensionOf, FileTooLarge } from '../core/files.js';
 import type { Logger } from '../core/log.js';
+import { STAND_IN_TEXT } from '../core/platforms.js';
 import type { Signals } from '../core/signals.js';
 import { createDrainWorker, type DrainWorker } from '../core/worker.js';
 import type { Db } from '../store/db.js';
@@ -187,17 +188,12 @@ function finish(
 }
 
 /**
- * A platform's stand-in text for a message that is only files (Telegram's `[voice]`, Discord's and Slack's
- * `[attachment: memo.ogg]`, one per file), dropped before the words: the files are listed to the agent anyway.
- */
-const LABEL = /^(?:\[(?:voice|audio|video_note|video|document|attachment: [^\]\n]*)\]\s*)+/;
-
-/**
  * The row's text after transcription: the caption the user wrote (if any), then the transcript; or, when
  * there is none, a note that says why, so the agent knows a voice message came and was not understood.
  */
 export function contentOf(original: string, outcome: TranscriptionOutcome): string {
-  const caption = original.replace(LABEL, '').trim();
+  // The channel's stand-in for the files (core/platforms.ts) is not the user's caption.
+  const caption = original.replace(STAND_IN_TEXT, '').trim();
   const words =
     outcome.state === 'done'
       ? outcome.text

@@ -1,4 +1,5 @@
 import type { Message } from 'discord.js';
+import { standInText } from '../../core/platforms.js';
 import type { Jid, NewInbound, Verb } from '../../core/types.js';
 import { attachmentsOf } from './files.js';
 
@@ -27,7 +28,7 @@ export function messageToInbound(m: Message, botId: string, botName: string): Ne
     content = stripped === '' ? content.replace(tag, `@${botName}`) : stripped;
   }
   if (content === '' && m.attachments.size > 0) {
-    content = [...m.attachments.values()].map((a) => `[attachment: ${a.name}]`).join(' ');
+    content = [...m.attachments.values()].map((a) => standInText({ name: a.name })).join(' ');
   }
   return {
     chat_jid: discordJid(m.channelId),

@@ -1,4 +1,5 @@
 import type { AttachmentKind, NewAttachment } from '../../core/files.js';
+import { standInText } from '../../core/platforms.js';
 import type { Jid, NewInbound, Verb } from '../../core/types.js';
 
 /** The JID of a Slack channel, private channel, group DM or DM. */
@@ -68,7 +69,7 @@ export function eventToInbound(ev: SlackMessageEvent, self: SlackSelf): NewInbou
     content = (stripped === '' ? content : stripped).split(tag).join(`@${self.name}`);
   }
   const files = (ev.files ?? []).flatMap(fileOf);
-  if (content === '' && files.length > 0) content = files.map((f) => `[attachment: ${f.name}]`).join(' ');
+  if (content === '' && files.length > 0) content = files.map((f) => standInText({ name: f.name })).join(' ');
   const inThread = ev.thread_ts !== undefined && ev.thread_ts !== ev.ts;
   return {
     chat_jid: slackJid(ev.channel),

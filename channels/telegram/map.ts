@@ -1,4 +1,5 @@
 import type { Message, MessageEntity, Update, User } from 'telegraf/types';
+import { standInText } from '../../core/platforms.js';
 import type { NewInbound, Verb } from '../../core/types.js';
 import { attachmentsOf } from './media.js';
 
@@ -44,7 +45,7 @@ function textOf(msg: Message): { text: string; entities: MessageEntity[] } {
   const caption = 'caption' in msg ? (msg.caption ?? '') : '';
   const entities = 'caption_entities' in msg ? (msg.caption_entities ?? []) : [];
   const kind = MEDIA_KINDS.find((k) => k in msg);
-  const label = kind ? `[${kind}]` : '';
+  const label = kind ? standInText({ kind }) : '';
   return { text: [label, caption].filter(Boolean).join(' '), entities };
 }
 

@@ -5,7 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { PLATFORMS, platformRow, type PlatformRow } from '../../core/platforms.js';
+import { PLATFORMS, platformRow, standInText, type PlatformRow } from '../../core/platforms.js';
+import { contentOf } from '../../voice/transcriber.js';
 
 const yes = (b: boolean) => (b ? 'yes' : '–');
 
@@ -47,5 +48,15 @@ describe('platforms', () => {
     expect(platformRow('matrix')).toBeUndefined();
     expect(platformRow('constructor')).toBeUndefined();
     expect(platformRow('')).toBeUndefined();
+  });
+
+  it("a channel's stand-in for a file is not taken for the caption of a transcribed message", () => {
+    const done = { state: 'done', text: 'the words', durationS: 1, transcriber: 't', tookMs: 1 } as const;
+    const voice = standInText({ kind: 'voice' });
+    const memo = standInText({ name: 'memo.ogg' });
+    expect([voice, memo]).toEqual(['[voice]', '[attachment: memo.ogg]']);
+    expect(contentOf(voice, done)).toBe('the words');
+    expect(contentOf(`${memo} ${standInText({ name: 'b.ogg' })}`, done)).toBe('the words');
+    expect(contentOf(`${voice} call me back`, done)).toBe('call me back\n\nthe words');
   });
 });
