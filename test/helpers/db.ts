@@ -41,6 +41,16 @@ export function freshDb(): { db: Db; path: string; reopen: () => Db } {
   return { db: open(), path, reopen: open };
 }
 
+/** Inserts a messages row of these columns (a row as the poll loop or delivery left it); its id. */
+export function insertMessage(db: Db, row: Record<string, unknown>): number {
+  const cols = Object.keys(row);
+  return Number(
+    db
+      .prepare(`INSERT INTO messages (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`)
+      .run(...Object.values(row)).lastInsertRowid,
+  );
+}
+
 /**
  * Group commit on `db`, as gated runs it, whose failure throws (a COMMIT that fails, or finds its group
  * rolled back, is a failed test). After the test it is closed before the database is: cleanups run last

@@ -6,11 +6,10 @@
  * 1,200 rows of another group say the word.
  */
 import { expect, test } from 'vitest';
-import type { Db } from '../../store/db.js';
 import { TermCounts } from '../../store/fts-terms.js';
 import { HistoryIndex } from '../../store/history-index.js';
 import { MemoryStore } from '../../store/memory.js';
-import { freshDb } from '../helpers/db.js';
+import { freshDb, insertMessage } from '../helpers/db.js';
 
 const NOISE = 1200;
 
@@ -60,15 +59,7 @@ test('a word no fact had is looked for again once a fact has it', () => {
   expect(m.recall('where is the zeppelin', { group: 'club', senders: [] }).map((f) => f.id)).toEqual([id]);
 });
 
-/** An inbound row as the poll loop leaves it; its id. */
-function said(db: Db, row: Record<string, unknown>): number {
-  const cols = Object.keys(row);
-  return Number(
-    db
-      .prepare(`INSERT INTO messages (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`)
-      .run(...Object.values(row)).lastInsertRowid,
-  );
-}
+const said = insertMessage;
 
 test('a history search ranks by the rare words, or gives the newest when all are common, within reach', () => {
   const { db } = freshDb();

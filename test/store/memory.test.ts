@@ -10,7 +10,7 @@ import { backupDatabase } from '../../store/backup.js';
 import { openDatabase } from '../../store/db.js';
 import { HistoryIndex } from '../../store/history-index.js';
 import { MemoryRefused, MemoryStore } from '../../store/memory.js';
-import { freshDb, tempDir } from '../helpers/db.js';
+import { freshDb, insertMessage, tempDir } from '../helpers/db.js';
 
 const fact = (group: string, text: string, scope = 'group') => ({
   group,
@@ -85,15 +85,7 @@ test('changes of memories are audited with their actor and a backup keeps them',
   copy.close();
 });
 
-/** An inbound row as the poll loop leaves it, and an outbound answer to it. */
-function said(db: ReturnType<typeof freshDb>['db'], row: Record<string, unknown>): number {
-  const cols = Object.keys(row);
-  return Number(
-    db
-      .prepare(`INSERT INTO messages (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`)
-      .run(...Object.values(row)).lastInsertRowid,
-  );
-}
+const said = insertMessage;
 
 test('history is indexed after its cursor once polled, and searched only within the group and reach', () => {
   const { db } = freshDb();
