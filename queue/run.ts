@@ -1,21 +1,18 @@
-import type { ResolvedFile } from '../store/outbound-files.js';
-import type { Logger } from '../core/log.js';
 import { coerceError } from '../core/errors.js';
 import { sessionKeyId, type BusyMode, type SessionKey } from '../core/types.js';
 import { replyText } from './protocol/clean.js';
 import { sessionIdProblem } from './protocol/bounds.js';
-import { createOutputParser, draftOnly, type OutputBlock, type ToolAsk } from './protocol/parser.js';
-import type { BlockUsage, MemoryQuery, ToolReport } from './protocol/parser.js';
-import { followUpLine, type AgentMessage, type TurnMemory } from './prompt.js';
+import { createOutputParser, draftOnly, type OutputBlock } from './protocol/parser.js';
+import { followUpLine } from './prompt.js';
 import type { BatchRow, BlockCommit } from '../store/queue.js';
 import { EngineError } from './runtime/engine.js';
-import type { AgentExit, AgentHandle, Runtime, RunSpec } from './runtime/types.js';
+import type { AgentExit, AgentHandle, RunSpec } from './runtime/types.js';
 import { INTERRUPT_GRACE_MS, Interrupts } from './interrupts.js';
 import { rowIds, Turns } from './turns.js';
 import { RunTrace } from '../core/trace.js';
 import { Inbox } from './inbox.js';
 import { HardTimeout } from './hard-timeout.js';
-import type { CloseReason, KillReason, RunEnd } from './run-end.js';
+import type { CloseReason, KillReason } from './run-end.js';
 
 /**
  * One agent run, from dispatch to exit: starts the agent, writes its input and follow-ups, reads its output
@@ -25,60 +22,10 @@ import type { CloseReason, KillReason, RunEnd } from './run-end.js';
 
 export type { CloseReason, KillReason, RunEnd } from './run-end.js';
 
-/** What a run needs from the queue. */
-export interface RunHooks {
-  runtime: Runtime;
-  log: Logger;
-  idleTimeoutMs: number;
-  runTimeoutMs: number;
-  /** How long an agent has to answer an interrupt (default INTERRUPT_GRACE_MS). */
-  interruptGraceMs?: number;
-  maxOutputBytes: number;
-  now: () => number;
-  /**
-   * True when gated's connection can write now without another process's write lock (it opens the turn's
-   * group commit, docs/QUEUE.md), else a promise of when it can (the run's events wait); absent: true.
-   */
-  writable?: () => true | Promise<void>;
-  /** A stored row as this run's agent receives it. */
-  message(run: Run, row: BatchRow): AgentMessage;
-  /** The files a block names, checked against the group's folder (refused ones keep their reason). */
-  resolveFiles(run: Run, paths: readonly string[]): ResolvedFile[];
-  /**
-   * An answer block: commit it (docs/QUEUE.md) with its actions, as written (`undefined`: none), acting on
-   * `answering`, the newest row of the turn it speaks to. False when it could not be stored.
-   */
-  onBlock(
-    run: Run,
-    commit: BlockCommit,
-    actions: unknown,
-    answering: BatchRow,
-    rows: readonly BatchRow[],
-  ): boolean;
-  /** A draft block carried actions: they are not applied (logged and counted). */
-  onIgnoredActions(run: Run, actions: unknown): void;
-  /** A draft of `turn` (`partial: true`): shown, never stored. */
-  onPartial(run: Run, turn: number, text: string): void;
-  /**
-   * Turns `from`..`to` ended without a reply of their own (answered with no text, e.g. interrupted early,
-   * or never answered by a run that ended): their drafts end, and no draft of them is shown any more.
-   */
-  onDraftsEnd(run: Run, from: number, to: number): void;
-  onSessionId(run: Run, sessionId: string): void;
-  /** A tool question (docs/APPROVALS.md): answered later by a permission line through writeControl. */
-  onAsk(run: Run, ask: ToolAsk): void;
-  /** A tool call's end (docs/PROTOCOL.md, "Tool calls and receipts"), with the usage the block reported. */
-  onToolResult(run: Run, report: ToolReport, usage: BlockUsage | undefined): void;
-  onMemory?(run: Run, query: MemoryQuery): void; // docs/MEMORY.md: answered by a `memory` line
-  memory?(group: string, rows: readonly BatchRow[]): TurnMemory; // docs/MEMORY.md: the facts of a turn
-  /** An interrupt line was written: the turn in progress is being stopped (its asks are cancelled). */
-  onInterrupt?(run: Run): void;
-  /** The agent answered and waits for follow-ups (fairness may close its stdin). */
-  onIdle(run: Run): void;
-  /** True keeps an idle run open past its idle timeout (its next turn waits on a budget question). */
-  holdIdle?: (run: Run) => boolean;
-  onEnd(run: Run, end: RunEnd): void;
-}
+import type { RunHooksOf } from './run-hooks.js';
+
+/** What a run needs from the queue (queue/run-hooks.ts). */
+export type RunHooks = RunHooksOf<Run>;
 
 /** A live run of one session key for one chat. */
 export class Run {
