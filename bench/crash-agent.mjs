@@ -12,7 +12,7 @@
 // With CRASH_PART_FOUR=1 (bench/crash.ts `partFour`), in the groups whose agents number their turns: a
 // turn whose first token is a multiple of 7 asks about a shell call first (an `ask` block, docs/APPROVALS.md)
 // and waits for its `permission` line before it thinks (a person decides, so kills land while asks are
-// pending); and every block remembers `fact tok-N` for each token N that is a multiple of 5 (a `remember`
+// pending); and every block remembers `fact tok-N` for one token N in five (floor(N / 7) % 5 = 0; a `remember`
 // action, applied with the block). The words `asked ID` and `permission ID DECISION` go to $CRASH_EVENTS.
 // Its pid is a file in $CRASH_PIDS while it lives, so the campaign can kill it together with gated.
 import { randomBytes } from 'node:crypto';
@@ -60,10 +60,12 @@ function ask(item, token) {
   return new Promise((resolve) => asking.set(id, resolve));
 }
 
-/** The facts a block remembers: one per token that is a multiple of 5. */
+/** The facts a block remembers: one per token in five. */
 function remembered(tokens) {
   if (!PART_FOUR || !numbered) return {};
-  const facts = tokens.filter((t) => Number(t.slice(4)) % 5 === 0);
+  // One token in five, by floor(N / 7) rather than N itself: tokens are dealt to the chats in turn, so
+  // with 60 chats every multiple of 5 would land in a chat whose agent predates turns (c0, c5, …).
+  const facts = tokens.filter((t) => Math.floor(Number(t.slice(4)) / 7) % 5 === 0);
   return facts.length === 0 ? {} : { actions: facts.map((t) => ({ type: 'remember', text: `fact ${t}` })) };
 }
 
