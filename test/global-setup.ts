@@ -12,14 +12,37 @@
  *   in /tmp is their tests' business (test/agents/crash-support.ts).
  */
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { packageFile } from '../core/paths.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 // @ts-expect-error: a plain script of this repository, without types
 import { ensureDist } from '../scripts/dist.mjs';
 
+/**
+ * What is in the checkout's own `data/` folder (gated's default database, groups and configuration
+ * folders): a test must never write there, since it would be the operator's, and a later run (or `npm
+ * start`) reads it. Listed before and after the run; anything new fails the run, named.
+ */
+function dataEntries(): Set<string> {
+  const out = new Set<string>();
+  const list = (rel: string) => {
+    try {
+      return readdirSync(packageFile(rel));
+    } catch {
+      return [];
+    }
+  };
+  for (const top of list('data')) {
+    out.add(`data/${top}`);
+    for (const below of list(`data/${top}`)) out.add(`data/${top}/${below}`);
+  }
+  return out;
+}
+
 export default async function setup(project: TestProject): Promise<() => void> {
   await ensureDist();
+  const dataBefore = dataEntries();
   // vitest's watch mode: sources edited between reruns are compiled again before the rerun.
   project.onTestsRerun(async () => {
     await ensureDist();
@@ -33,6 +56,15 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const before = process.env.TMPDIR;
   process.env.TMPDIR = root;
   return () => {
+    const written = [...dataEntries()].filter((e) => !dataBefore.has(e));
+    if (written.length > 0) {
+      // A thrown error here is printed but does not fail vitest's run: the exit status says it.
+      process.stderr.write(
+        `test run: FAILED: tests wrote into the checkout's data/ folder (gated's defaults): ${written.sort().join(', ')}; ` +
+          'a test must give gated its own GATED_DB, GATED_GROUPS_DIR and GATED_CONFIG_DIR\n',
+      );
+      process.exitCode = 1;
+    }
     if (before === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = before;
     let left: string[] = [];

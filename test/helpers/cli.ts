@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, vi } from 'vitest';
 import { main } from '../../gated/program.js';
 import { GATED_BIN } from './process.js';
@@ -19,11 +19,18 @@ export interface CliResult {
 /**
  * Runs the `gated` program in this process against the database `db` (given first, so an argument list
  * that takes anything, such as `tools explain`'s input line, cannot swallow it); returns its exit code and
- * output.
+ * output. The groups and configuration folders are beside the database unless the test set them: never
+ * the checkout's ./data (the defaults).
  */
 export async function gatedCli(db: string, ...args: string[]): Promise<CliResult> {
   let out = '';
   let err = '';
+  const dirs = {
+    GATED_GROUPS_DIR: join(dirname(db), 'groups'),
+    GATED_CONFIG_DIR: join(dirname(db), 'config'),
+  };
+  const set = Object.keys(dirs).filter((k) => process.env[k] === undefined) as Array<keyof typeof dirs>;
+  for (const k of set) process.env[k] = dirs[k];
   vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
   vi.spyOn(process.stderr, 'write').mockImplementation((s) => ((err += String(s)), true));
   process.exitCode = undefined;
@@ -31,6 +38,7 @@ export async function gatedCli(db: string, ...args: string[]): Promise<CliResult
     await main(['node', 'gated', '--db', db, ...args]);
   } finally {
     vi.restoreAllMocks();
+    for (const k of set) delete process.env[k];
   }
   const code = Number(process.exitCode ?? 0);
   process.exitCode = undefined;

@@ -49,6 +49,8 @@ export async function startTestGated(opts: TestGatedOptions = {}): Promise<Gated
   const config = loadConfig({
     GATED_DB: join(dir, 'gated.db'),
     GATED_GROUPS_DIR: join(dir, 'groups'),
+    // Never the checkout's ./data/config: a test's voice.json there made every later run's demo speak.
+    GATED_CONFIG_DIR: join(dir, 'config'),
     GATED_HTTP_PORT: '0',
     ...env,
   });
