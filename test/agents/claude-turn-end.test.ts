@@ -89,11 +89,20 @@ test(
       'the approval question',
     );
     // The ask block names its turn: gated may interrupt the turn even when the ask is its first block.
-    const blocks = readFileSync(join(chat.groupDir, 'blocks.log'), 'utf8')
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { ask?: unknown; turn?: number });
-    expect(blocks.filter((b) => b.ask).map((b) => b.turn)).toEqual([1]);
+    // tee writes each chunk to its stdout (gated) before the file, so gated can have the ask, and its
+    // pending row, before blocks.log has the line: wait for the line, then read what it says.
+    const asks = () =>
+      readFileSync(join(chat.groupDir, 'blocks.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { ask?: unknown; turn?: number })
+        .filter((b) => b.ask);
+    const logged = await until(
+      () => (asks().length > 0 ? asks() : undefined),
+      10_000,
+      'the ask in blocks.log',
+    );
+    expect(logged.map((b) => b.turn)).toEqual([1]);
     const stop = chat.send('/interrupt');
     expect(await chat.reply(stop)).toBe('interrupting claude');
     // The ask is cancelled, its turn answered as interrupted (done), and the command never ran.

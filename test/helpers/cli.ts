@@ -2,6 +2,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { afterEach, vi } from 'vitest';
 import { main } from '../../gated/program.js';
+import { inProcessGateds } from './in-process.js';
 import { GATED_BIN } from './process.js';
 
 afterEach(() => {
@@ -20,15 +21,19 @@ export interface CliResult {
  * Runs the `gated` program in this process against the database `db` (given first, so an argument list
  * that takes anything, such as `tools explain`'s input line, cannot swallow it); returns its exit code and
  * output. The groups and configuration folders are beside the database unless the test set them: never
- * the checkout's ./data (the defaults).
+ * the checkout's ./data (the defaults). While a test's gated runs in this process, the CLI runs as a
+ * process of its own instead (dist/gated/cli.js), so that its wait for a lock cannot hold up that gated.
  */
 export async function gatedCli(db: string, ...args: string[]): Promise<CliResult> {
-  let out = '';
-  let err = '';
   const dirs = {
     GATED_GROUPS_DIR: join(dirname(db), 'groups'),
     GATED_CONFIG_DIR: join(dirname(db), 'config'),
   };
+  // A gated of this test runs in this process: a synchronous wait for its write lock here would hold the
+  // lock's owner too (test/helpers/in-process.ts).
+  if (inProcessGateds.size > 0) return cliProcess(['--db', db, ...args], { ...dirs, ...process.env });
+  let out = '';
+  let err = '';
   const set = Object.keys(dirs).filter((k) => process.env[k] === undefined) as Array<keyof typeof dirs>;
   for (const k of set) process.env[k] = dirs[k];
   vi.spyOn(process.stdout, 'write').mockImplementation((s) => ((out += String(s)), true));
@@ -64,15 +69,25 @@ export function spawnGatedCli(db: string, env: Record<string, string>, ...args: 
  * fails with SQLITE_BUSY after 30 s.
  */
 export function runGatedCli(db: string, env: Record<string, string>, ...args: string[]): Promise<CliResult> {
+  return cliProcess([...args, '--db', db], {
+    ...process.env,
+    GATED_GROUPS_DIR: join(db, '..', 'groups'),
+    ...env,
+  });
+}
+
+/** `node dist/gated/cli.js ARGS` with `env` and nothing on its stdin, awaited without blocking this process. */
+function cliProcess(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
-      [GATED_BIN, ...args, '--db', db],
-      { encoding: 'utf8', env: { ...process.env, GATED_GROUPS_DIR: join(db, '..', 'groups'), ...env } },
+      [GATED_BIN, ...args],
+      { encoding: 'utf8', env },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
         resolve({ code, out: stdout, err: stderr });
       },
     );
+    child.stdin?.end();
   });
 }

@@ -7,6 +7,7 @@ import type { StartOptions } from '../../gated/base.js';
 import type { Runtime } from '../../queue/runtime/types.js';
 import { openDatabase, type Db } from '../../store/db.js';
 import { tempDir } from './db.js';
+import { inProcessGateds } from './in-process.js';
 import { until } from './process.js';
 
 // Each running gated with the grace its runs get when it is closed.
@@ -65,12 +66,14 @@ export async function startTestGated(opts: TestGatedOptions = {}): Promise<Gated
   const runtime = runtimeFor?.(config);
   const g = await startGated({ log: silentLogger(), ...start, ...(runtime ? { runtime } : {}), config });
   running.set(g, graceMs);
+  inProcessGateds.add(g);
   return g;
 }
 
 /** Closes a gated started by startTestGated before the test ends; runs still in flight get `graceMs`. */
 export async function closeTestGated(g: Gated, graceMs = running.get(g) ?? 1000): Promise<void> {
   if (!running.delete(g)) return;
+  inProcessGateds.delete(g);
   await g.close(graceMs);
 }
 
