@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../core/config.js';
@@ -53,6 +53,11 @@ export function healthProber(url: string, everyMs = 50) {
       return { latencies: r.latencies.sort((a, b) => a - b), failed: r.failed };
     },
   };
+}
+
+/** No questions asked (burst's `inProcessHealth: false`): an empty answer. */
+function noHealthProber() {
+  return { stop: () => Promise.resolve({ latencies: [] as number[], failed: 0 }) };
 }
 
 /**
@@ -120,6 +125,11 @@ export async function benchInstance(opts: {
   http?: boolean;
   /** Writes rows before gated starts (bench/scaling.ts: a history already stored). */
   prefill?: (db: Db) => void;
+  /**
+   * A database file (schema applied, no groups) copied in as the start, before the groups are registered:
+   * a history of millions of rows made once (bench/scaling.ts storedHistoryFile) instead of at every run.
+   */
+  from?: string;
   /** More settings (variables of .env.example) over the bench's own. */
   env?: Record<string, string>;
   /** The bench platform's channel (default a plain BenchChannel; bench/streaming.ts adds drafts). */
@@ -128,6 +138,7 @@ export async function benchInstance(opts: {
   const dir = mkdtempSync(join(tmpdir(), 'gated-bench-'));
   const dbPath = join(dir, 'gated.db');
   const groupsDir = join(dir, 'groups');
+  if (opts.from) copyFileSync(opts.from, dbPath);
   const db = openDatabase(dbPath);
   db.transaction(() => {
     const g = db.prepare('INSERT INTO registered_groups (folder) VALUES (?)');
@@ -262,6 +273,14 @@ export async function burst(
     env?: Record<string, string>;
     /** Awaited after the last delivery, before the CPU is read: work behind the pipe counts too. */
     drain?: (gated: Gated) => Promise<void>;
+    /** The database to start from (benchInstance `from`). */
+    from?: string;
+    /**
+     * Ask /healthz from this process too (default true). Its client's CPU (undici, ~0.7 ms an ask) is
+     * this process's, so it counts in gated's CPU and grows with the wall, not with gated's work: the
+     * scaling table leaves it out and keeps the other process's asks (gated's side of /healthz counts).
+     */
+    inProcessHealth?: boolean;
   },
 ) {
   const inst = await benchInstance({
@@ -272,6 +291,7 @@ export async function burst(
     ...(historyFlushMs ? { history: { flushMs: historyFlushMs } } : {}),
     ...(prefill ? { prefill } : {}),
     ...(more?.env ? { env: more.env } : {}),
+    ...(more?.from ? { from: more.from } : {}),
   });
   // How late a timer runs on gated's loop (the 10 ms period of the probing timer taken off).
   const loop = monitorLoopDelay(10);
@@ -281,7 +301,7 @@ export async function burst(
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
     peakWal = Math.max(peakWal, walBytes(inst.dbPath));
   }, 50);
-  const health = healthProber(inst.gated.url!);
+  const health = more?.inProcessHealth === false ? noHealthProber() : healthProber(inst.gated.url!);
   const outside = externalHealthProber(inst.gated.url!);
   const child0 = await childCpuSeconds();
   const cpu0 = process.cpuUsage();
