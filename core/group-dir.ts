@@ -66,23 +66,41 @@ export interface OpenedGroupDir {
  */
 export function openGroupDirSync(groupDir: string): OpenedGroupDir {
   const abs = resolve(groupDir);
-  mkdirSync(dirname(abs), { recursive: true });
-  try {
-    mkdirSync(abs, { mode: 0o755 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  // Opened first and made only when missing: every run opens its folder, which is there nearly always, and
+  // a mkdir of a folder that exists fails with an error Node builds with its stack (a run's start paid
+  // two mkdirs, one thrown, and a realpath walking every component of the path).
+  let fd = openNoFollow(abs, groupDir);
+  if (fd === null) {
+    mkdirSync(dirname(abs), { recursive: true });
+    try {
+      mkdirSync(abs, { mode: 0o755 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    fd = openNoFollow(abs, groupDir);
+    if (fd === null) throw new GroupDirError(`group folder ${groupDir} vanished as it was made`);
   }
-  const path = join(realpathSync(dirname(abs)), basename(abs));
-  let fd: number;
   try {
-    fd = openSync(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    // The groups folder's own links resolved (the operator's); the group's entry itself is never a link.
+    const path = join(realpathSync.native(dirname(abs)), basename(abs));
+    return { path, fd, stat: fstatSync(fd) };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+/** The folder at `abs` opened without following a link at its name; null when nothing is there. */
+function openNoFollow(abs: string, groupDir: string): number | null {
+  try {
+    return openSync(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
     if (code === 'ELOOP' || code === 'ENOTDIR')
       throw new GroupDirError(`group folder ${groupDir} is not a folder (a link or a file is there)`);
     throw err;
   }
-  return { path, fd, stat: fstatSync(fd) };
 }
 
 /**

@@ -163,8 +163,9 @@ export function worktreeSweeper(
 ): () => Promise<void> {
   let running: Promise<void> | null = null;
   let again = false;
+  // Made once: a sweep follows every run's end.
+  const store = new WorktreeStore(db);
   const pass = async (): Promise<void> => {
-    const store = new WorktreeStore(db);
     for (const row of store.removals()) {
       if (busy({ group: row.group_folder, topic: row.topic })) continue;
       const repo = store.repo(row.group_folder);

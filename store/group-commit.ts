@@ -45,6 +45,12 @@ export class GroupCommit {
   private readonly busyTimeout;
   /** PRAGMA busy_timeout = N, prepared once per N (a pragma() call prepares its statement every time). */
   private readonly timeouts = new Map<number, Database.Statement>();
+  /**
+   * The connection's own busy timeout, read at the first tryJoin: it is set when the connection opens
+   * (store/db.ts) and changed only for a moment by tryJoin and lockOrLater, which both put it back. Read at
+   * every tryJoin it was a third statement around each BEGIN (two a run in a burst).
+   */
+  private fullTimeout: number | undefined;
   /** Groups committed so far (the bench and tests read it). */
   commits = 0;
 
@@ -90,7 +96,7 @@ export class GroupCommit {
   tryJoin(waitMs: number): boolean {
     this.checkAlive();
     if (this.open || this.closed || this.db.inTransaction) return true;
-    const full = this.busyTimeout.get() as number;
+    const full = (this.fullTimeout ??= this.busyTimeout.get() as number);
     if (full !== waitMs) this.setBusyTimeout(waitMs);
     try {
       this.begin.run();

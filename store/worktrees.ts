@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { getState, setState } from './state.js';
 
@@ -31,6 +32,9 @@ export interface WorktreeRow {
 
 /** The statements of group_repos and worktrees. */
 export class WorktreeStore {
+  /** Prepared at the first call: the worktree sweep asks after every run's end (queue/worktree.ts). */
+  private removalsStmt: Statement | undefined;
+
   constructor(private readonly db: Db) {}
 
   /** Binds (or binds again) a group to a repository. */
@@ -101,9 +105,10 @@ export class WorktreeStore {
 
   /** The worktrees asked to go. */
   removals(): WorktreeRow[] {
-    return this.db
-      .prepare('SELECT * FROM worktrees WHERE remove_reason IS NOT NULL ORDER BY group_folder, topic')
-      .all() as WorktreeRow[];
+    this.removalsStmt ??= this.db.prepare(
+      'SELECT * FROM worktrees WHERE remove_reason IS NOT NULL ORDER BY group_folder, topic',
+    );
+    return this.removalsStmt.all() as WorktreeRow[];
   }
 
   /** The chat of the topic's latest run: where news of its worktree goes when no chat asked. */
