@@ -137,6 +137,11 @@ export interface Channel {
    * Telegram's HTML subset, or plain text (Bluesky). Delivery converts and splits accordingly.
    */
   readonly textFormat?: TextFormat;
+  /**
+   * The bot's own account once the channel connected (Telegram getMe, Slack auth.test, the GitHub App):
+   * the gateway reads its `username` to tell `/cmd@bot` meant for it from one meant for another bot.
+   */
+  readonly identity?: { readonly username?: string } | undefined;
   start(sink: InboundSink): Promise<void>;
   stop(): Promise<void>;
   /** Sends one part; returns the platform id of the sent message (or null if the platform has none). */

@@ -45,6 +45,11 @@ export interface WalCheckpointPass {
   walBytes: number;
 }
 
+/** What holds messages back and can say how many (gateway/impulse.ts `ImpulseGate`), read at each scrape. */
+export interface HeldCounter {
+  heldCount(): number;
+}
+
 export interface Metrics {
   readonly registry: Registry;
   /** One inbound message seen by the poll loop. */
@@ -53,8 +58,8 @@ export interface Metrics {
   routed(target: string): void;
   /** One message no route matched. */
   unrouted(): void;
-  /** Where the held-messages gauge reads its value at each scrape (the impulse gate's count). */
-  heldFrom(count: () => number): void;
+  /** Where the held-messages gauge reads its value at each scrape (the impulse gate). */
+  heldFrom(gate: HeldCounter): void;
   /**
    * One run finished: `seconds` is its lifetime (agent start → exit), `idleSeconds` the part its agent sat
    * idle waiting for a follow-up (the rest is work; docs/WEB.md "Runs: work and idle"). Without
@@ -162,14 +167,14 @@ function inboundInstruments(registers: Registry[]) {
     help: 'Messages no route matched (stored, never dispatched)',
     registers,
   });
-  const held: { count?: () => number } = {};
+  const held: { gate?: HeldCounter } = {};
   new Gauge({
     name: 'gated_held_messages',
     help: 'Messages currently held by the impulse gate',
     registers,
     // Read at scrape time: the gate's state is the held rows, so there is nothing to keep in step.
     collect() {
-      if (held.count) this.set(held.count());
+      if (held.gate) this.set(held.gate.heldCount());
     },
   });
   const pollTick = new Histogram({
@@ -347,8 +352,8 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     },
     routed: (target) => inbound.routes.add(target, { target }),
     unrouted: () => inbound.unrouted.inc(),
-    heldFrom: (count) => {
-      inbound.held.count = count;
+    heldFrom: (gate) => {
+      inbound.held.gate = gate;
     },
     runFinished: (result, seconds, idleSeconds) => {
       runs.runs.inc({ result });

@@ -5,6 +5,7 @@
  * only exists once the channels have started) simply starts listening then.
  */
 
+import { coerceError } from './errors.js';
 import { detached } from './trace.js';
 import type { SessionKey } from './types.js';
 
@@ -119,8 +120,15 @@ export interface Signals {
   tasks: Signal;
 }
 
-/** Makes the signals of one process; a listener that throws is reported through `onError`. */
-export function createSignals(onError: (signal: string, err: unknown) => void = () => {}): Signals {
+/** Where a listener that threw is reported: gated's logger (a line that names the signal). */
+export interface ListenerErrors {
+  error(fields: { signal: string; err: string }, msg: string): void;
+}
+
+/** Makes the signals of one process; a listener that throws is reported to `log` (none: dropped). */
+export function createSignals(log?: ListenerErrors): Signals {
+  const onError = (signal: string, err: unknown): void =>
+    log?.error({ signal, err: coerceError(err).message }, 'a wake listener failed');
   return {
     inbound: new Signal('inbound', onError),
     queued: new Signal('queued', onError),

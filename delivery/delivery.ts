@@ -19,8 +19,8 @@ export interface DeliveryOptions {
   /** The started channels. Rows of other platforms stay pending for whichever process owns them. */
   channels: Channel[];
   log: Logger;
-  /** Restricts this process to some chats (`gated chat` delivers only its local: chat). */
-  only?: (chatJid: string) => boolean;
+  /** Restricts this process to these chats (`gated chat` delivers only its local: chat). */
+  only?: readonly string[];
   /** Waits between attempts; injected by tests to observe and control delays. */
   sleep?: Sleep;
   backoff?: BackoffOptions;
@@ -89,7 +89,7 @@ export function createDelivery(opts: DeliveryOptions): Delivery {
   let stopped = false;
 
   const channelFor = (chatJid: string): Channel | undefined => {
-    if (opts.only && !opts.only(chatJid)) return undefined;
+    if (opts.only && !opts.only.includes(chatJid)) return undefined;
     return byPlatform.get(parseJid(chatJid).platform);
   };
 

@@ -8,7 +8,7 @@ import { platformRow } from '../core/platforms.js';
 import { writeInFolder } from '../core/safe-file.js';
 import type { Channel } from '../channels/channel.js';
 import type { Db } from '../store/db.js';
-import { speakable } from '../voice/speech.js';
+import { speakable, type Speaker } from '../voice/speech.js';
 import type { OutboxRow } from './outbox.js';
 
 /** What spoken replies need; gated/voice.ts makes the real parts. */
@@ -18,8 +18,8 @@ export interface SpokenOptions {
   groupsDir: string;
   /** GATED_CONFIG_DIR: a group's voice settings are its voice.json there (core/group-config.ts). */
   configDir: string;
-  /** Speaks `text` with `voice` into an Ogg/Opus voice note (voice/speech.ts). */
-  speak(text: string, voice: string | undefined): Promise<Buffer>;
+  /** Speaks `text` with `voice` into an Ogg/Opus voice note (voice/speech.ts `Speaker`). */
+  speaker: Pick<Speaker, 'speak'>;
   log: Logger;
 }
 
@@ -66,7 +66,7 @@ export class SpokenReplies {
     const rlog = this.opts.log.child({ row: row.id, group });
     try {
       const started = performance.now();
-      const data = await this.opts.speak(text, v.voice ?? v.language);
+      const data = await this.opts.speaker.speak(text, v.voice ?? v.language);
       const rel = join('outbox', 'spoken', `${row.id}.ogg`);
       const dir = await realpath(groupDirOf(this.opts.groupsDir, group));
       // The folder is the agent's: a link it planted on the way is refused, never written through.

@@ -24,12 +24,13 @@ import { withActor } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { addGroup, listGroups } from '../store/groups.js';
 import { History } from '../store/history.js';
-import { openBase, runSteps, startHistory, type Base, type StartOptions } from './base.js';
+import { openBase, runSteps, type Base, type StartOptions } from './base.js';
+import { flushHistoryEvery } from '../store/history-flush.js';
 import { startTracing } from './tracing.js';
-import { loadShellParser } from './shell-parser.js';
+import { loadShellParser } from '../queue/shell-parser.js';
 import { createTypingKeeper } from '../delivery/typing.js';
 import { spokenReplies, startTranscriber } from './voice.js';
-import { webApp } from './web.js';
+import { webApp } from '../http/live.js';
 
 export type { StartOptions } from './base.js';
 
@@ -79,10 +80,10 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
   started.push(...(await startChannels(channels, gateway.inbound, log)));
-  base.metrics.heldFrom(() => gateway.pipeline.gate.heldCount());
+  base.metrics.heldFrom(gateway.pipeline.gate);
   const stop = startOutbound(base, started, { queue, gateway, asks }, opts.watchCommits !== false);
   base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
-  const history = startHistory(base, opts.historyFlushMs ?? 60_000);
+  const history = flushHistoryEvery(db, base.history, opts.historyFlushMs ?? 60_000, log);
   // What was said becomes searchable behind the pipe (docs/MEMORY.md), never in a message's transaction.
   const indexer = createHistoryIndexer({ db, log: log.child({ part: 'history-index' }) });
   if (config.historyIndex) indexer.start();
@@ -195,11 +196,9 @@ function makeStages(
     transcribe: config.transcribe !== undefined,
     signals,
     metrics,
-    askGate: (row) => notifier.ask(row),
-    // The bot's own username as the platform told it at start (Telegram getMe).
-    botName: (platform) =>
-      (channels.find((c) => c.platform === platform) as { identity?: { username?: string } } | undefined)
-        ?.identity?.username,
+    asker: notifier,
+    // The bot's own username as the platform told it at start (Telegram getMe): each channel's `identity`.
+    channels,
   });
   return { queue, gateway, asks };
 }
@@ -261,21 +260,7 @@ function startOutbound(
   inbox.start();
   transcriber?.start();
   // Rows other processes commit wake the loop (and delivery, for replies written elsewhere) at once.
-  const commits = watch
-    ? watchCommits(
-        db,
-        config.db,
-        () => {
-          signals.inbound.fire();
-          signals.outbound.fire(undefined);
-          signals.decided.fire();
-          signals.tasks.fire();
-          signals.files.fire();
-          signals.workflows.fire();
-        },
-        log,
-      )
-    : { close() {} };
+  const commits = watch ? watchCommits(db, config.db, signals, log) : { close() {} };
   return {
     delivery,
     before: [

@@ -10,12 +10,12 @@ import { descriptorLimit } from '../core/descriptors.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { startCheckpointer, type Checkpointer } from '../store/checkpoint.js';
 import { openDatabase, type Db } from '../store/db.js';
-import { startGroupCommit, writeEvery, type GroupCommit } from '../store/group-commit.js';
+import { exitOnCommitFailure, startGroupCommit, type GroupCommit } from '../store/group-commit.js';
 import { moveNestedFolders } from '../store/group-layout.js';
 import { History } from '../store/history.js';
 import { protectDataFiles } from './data-modes.js';
 import { badRowsLine, checkReadable } from './health.js';
-import { claimOwner } from './owner.js';
+import { claimOwner } from '../store/owner.js';
 import { makeRuntime } from './runtime.js';
 import type { Channel } from '../channels/channel.js';
 
@@ -41,6 +41,8 @@ export interface StartOptions {
    */
   watchCommits?: boolean;
 }
+
+export { EXIT_COMMIT_FAILED } from '../store/group-commit.js';
 
 /** What every stage is built on: made first, before any stage exists. */
 export interface Base {
@@ -74,14 +76,10 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   protectDataFiles(config, log);
   for (const bad of checkReadable(db, config.db)) log.warn({ table: bad.table }, badRowsLine(config.db, bad));
   const owner = opts.exclusive === false ? undefined : claimOwner(db);
-  const group = config.groupCommit
-    ? startGroupCommit(db, { onFailed: (err) => commitFailed(log, err) })
-    : undefined;
+  const group = config.groupCommit ? startGroupCommit(db, { onFailed: exitOnCommitFailure(log) }) : undefined;
   const metrics = createMetrics({ processMetrics: true });
-  const checkpoints = startCheckpointer(db, { log, onPass: (p) => metrics.walCheckpoint(p) });
-  const signals = createSignals((signal, err) =>
-    log.error({ signal, err: coerceError(err).message }, 'a wake listener failed'),
-  );
+  const checkpoints = startCheckpointer(db, { log, metrics });
+  const signals = createSignals(log);
   // Uploads wait next to the database (the same disk and owner), outside every group's folder.
   const web = new WebChannel(db, { uploadsDir: join(dirname(resolve(config.db)), 'web-uploads') });
   const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
@@ -121,40 +119,6 @@ function warnDescriptors(log: Logger, max: number | null): void {
     { maxConnections: max, descriptorLimit: fds },
     'GATED_HTTP_MAX_CONNECTIONS is above half the descriptor limit: a flood of connections can exhaust them',
   );
-}
-
-/**
- * A group's COMMIT failed (disk full, an I/O error): the turn's writes are rolled back while the parts that
- * made them went on as if they were stored (a run started, a block answered). No part can be told to take
- * it back, so gated stops at once, as a kill would, and the restart's recovery redoes that work from the
- * rows (docs/QUEUE.md "Group commit"). The supervisor (systemd, docker) restarts it.
- */
-function commitFailed(log: Logger, err: Error): void {
-  log.fatal({ err: err.message }, 'a group commit failed; exiting so that a restart redoes its work');
-  // The logger may write through a worker that an exit cuts short: the reason also goes out directly.
-  process.stderr.write(`gated: a group commit failed (${err.message}); exiting\n`);
-  process.exit(EXIT_COMMIT_FAILED);
-}
-
-/** gated's exit status after a failed group commit (EX_IOERR). */
-export const EXIT_COMMIT_FAILED = 74;
-
-/** Writes the per-minute history on a timer; returns the shutdown step (a last flush). */
-export function startHistory(base: Base, everyMs: number): () => void {
-  const { history, log, db } = base;
-  const failed = (err: unknown) =>
-    log.error({ err: coerceError(err).message }, 'writing the history failed; the next flush retries');
-  // A flush that waits for another process's write lock waits off the event loop (it writes the same
-  // minutes as the one it would have been followed by).
-  const timer = history ? writeEvery(db, everyMs, () => history.flush(Date.now()), failed) : undefined;
-  return () => {
-    clearInterval(timer);
-    try {
-      history?.flush(Date.now());
-    } catch (err) {
-      failed(err);
-    }
-  };
 }
 
 /** Runs every shutdown step in order, each despite the failure of one before it. */

@@ -8,9 +8,9 @@ import { createDelivery } from '../delivery/delivery.js';
 import { withActor } from '../store/audit.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { addGroup, getGroup, listGroups } from '../store/groups.js';
-import { insertInbound } from '../store/messages.js';
+import { inboundSinkOf } from '../store/messages.js';
 import { startGated } from './app.js';
-import { liveOwner } from './owner.js';
+import { liveOwner } from '../store/owner.js';
 
 /** Rows of the chat still on their way: inbound not yet answered, replies not yet printed. */
 function inFlight(db: Db, jid: string): number {
@@ -74,10 +74,10 @@ export async function runChat(
       db,
       channels: [local],
       log,
-      only: (jid) => jid === local.jid,
+      only: [local.jid],
       pollMs: 200,
     });
-    await local.start((msg) => insertInbound(db, msg));
+    await local.start(inboundSinkOf(db));
     delivery.start();
     await ended(input);
     await drained(db, local.jid, config.runTimeoutMs);

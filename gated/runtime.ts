@@ -6,7 +6,7 @@ import type { Db } from '../store/db.js';
 import { placementReader } from '../store/groups.js';
 import { createProcessRuntime } from '../queue/runtime/process.js';
 import type { Runtime } from '../queue/runtime/types.js';
-import { instanceId } from './owner.js';
+import { instanceId } from '../store/owner.js';
 
 /**
  * Makes the runtime the configuration names (dockerode is loaded only for the container runtimes). A
@@ -42,9 +42,7 @@ export async function makeRuntime(config: Config, db: Db, log: Logger, metrics: 
   if (config.runtime === 'swarm') {
     const { createSwarmRuntime } = await import('../queue/runtime/swarm.js');
     const slog = log.child({ part: 'swarm' });
-    const placement = placementReader(db, (group, reason) =>
-      slog.warn({ group, reason }, 'registered_groups.placement is not valid JSON; placing anywhere'),
-    );
+    const placement = placementReader(db, slog);
     runtime = createSwarmRuntime({
       ...common,
       where,
@@ -52,7 +50,7 @@ export async function makeRuntime(config: Config, db: Db, log: Logger, metrics: 
       nodeEngine: nodeEngines(docker, Docker, address, config.swarmNodePort),
       spares: config.swarmSpares,
       log: slog,
-      onStarted: (node, ms) => metrics.agentStarted('swarm', node, ms / 1000),
+      metrics,
     });
   } else {
     const { createDockerRuntime } = await import('../queue/runtime/docker.js');

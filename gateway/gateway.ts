@@ -6,14 +6,13 @@ import { DaemonDispatcher } from './daemons.js';
 import type { QueueControl } from './layers/types.js';
 import { PollLoop, type PollLoopOptions } from './loop.js';
 import type { GatewayMetrics } from './metrics-hooks.js';
-import { Pipeline, type BatchOutcome } from './pipeline.js';
+import { Pipeline, type BatchOutcome, type BotChannel } from './pipeline.js';
 import type { Db } from '../store/db.js';
 import { insertInbound } from '../store/messages.js';
 import { committed, flushGroup, OrderedWrites } from '../store/group-commit.js';
 import { RouteSource, type Catalog } from '../store/routes.js';
 import { TaskScheduler } from './tasks.js';
-import { WorkflowEngine } from './workflows.js';
-import type { ToolApproval } from '../store/tool-approvals.js';
+import { WorkflowEngine, type GateAsker } from './workflows.js';
 
 /** Options of the gateway: the database, the queue it feeds, and what it tells about replies it wrote. */
 export interface GatewayOptions {
@@ -38,15 +37,15 @@ export interface GatewayOptions {
   transcribe?: boolean;
   now?: () => number;
   metrics?: GatewayMetrics;
-  /** This gateway's bot username on a platform, once its channel started (`/cmd@otherbot` is text). */
-  botName?: (platform: string) => string | undefined;
+  /** The channels of this process: their bot usernames once started (`/cmd@otherbot` is text). */
+  channels?: readonly BotChannel[];
   /** The poll loop's batch size and slice (gateway/loop.ts BATCH_SIZE, SLICE_MS), for tests. */
   loop?: Pick<PollLoopOptions, 'batchSize' | 'sliceMs'>;
   fetch?: typeof fetch;
   /** Backoff bounds of daemon retries (defaults 1 s .. 5 min). */
   daemonRetry?: { baseDelayMs: number; maxDelayMs: number };
   /** Asks a workflow gate's chat (delivery's approval messages, docs/WORKFLOWS.md). */
-  askGate?: (row: ToolApproval) => void;
+  asker?: GateAsker;
 }
 
 /** The running gateway: poll loop, layers, impulse gate and daemon dispatch. */
@@ -138,14 +137,14 @@ function rowWorkers(
     ...now,
     signals,
   });
-  const askGate = opts.askGate ? { askGate: opts.askGate } : {};
+  const asker = opts.asker ? { asker: opts.asker } : {};
   const workflows = new WorkflowEngine({
     db,
     log: log.child({ part: 'workflows' }),
     intervalMs: opts.config.pollMs,
     ...now,
     signals,
-    ...askGate,
+    ...asker,
   });
   return { tasks, workflows };
 }
@@ -162,7 +161,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     routes,
     queue,
     ...(opts.metrics ? { metrics: opts.metrics } : {}),
-    ...(opts.botName ? { botName: opts.botName } : {}),
+    ...(opts.channels ? { channels: opts.channels } : {}),
     ...(opts.transcribe ? { transcribe: true } : {}),
   });
   const daemons = new DaemonDispatcher({

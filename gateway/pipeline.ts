@@ -29,10 +29,22 @@ export interface PipelineOptions {
   routes: RouteSource;
   queue: QueueControl;
   metrics?: GatewayMetrics;
-  /** This gateway's bot username on a platform (Telegram getMe), for `/cmd@bot` addressed elsewhere. */
-  botName?: (platform: string) => string | undefined;
+  /**
+   * The channels of this process: a channel's `identity` is the bot's username on its platform once it
+   * connected (Telegram getMe), for `/cmd@bot` addressed elsewhere.
+   */
+  channels?: readonly BotChannel[];
   /** Transcription is on (docs/VOICE.md): rows with audio wait for their transcripts. */
   transcribe?: boolean;
+}
+
+/**
+ * What the pipeline reads of a channel (`Channel` in channels/channel.ts has these members; written by shape
+ * because gateway/ sits beside channels/, not above it).
+ */
+export interface BotChannel {
+  readonly platform: string;
+  readonly identity?: { readonly username?: string } | undefined;
 }
 
 /**
@@ -121,7 +133,8 @@ export class Pipeline {
       botName: (jid) => {
         const platform = jid.slice(0, Math.max(0, jid.indexOf(':')));
         // Its own channel knows; else the name the platform's channel stored (it may run in another process).
-        return this.opts.botName?.(platform) ?? getState(db, botUsernameKey(platform));
+        const own = this.opts.channels?.find((c) => c.platform === platform)?.identity?.username;
+        return own ?? getState(db, botUsernameKey(platform));
       },
       access: this.access,
     };

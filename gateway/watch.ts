@@ -1,7 +1,24 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../core/log.js';
+import type { Signals } from '../core/signals.js';
 import type { Db } from '../store/db.js';
+
+/** The signals another process's commit fires: it may have written any of their work. */
+export type CommitSignals = Pick<
+  Signals,
+  'inbound' | 'outbound' | 'decided' | 'tasks' | 'files' | 'workflows'
+>;
+
+/** Another process committed: every stage whose rows it may have written looks. */
+function wakeAll(signals: CommitSignals): void {
+  signals.inbound.fire();
+  signals.outbound.fire(undefined);
+  signals.decided.fire();
+  signals.tasks.fire();
+  signals.files.fire();
+  signals.workflows.fire();
+}
 
 /**
  * Wakes the stages when another process commits to the database: in WAL mode every commit writes the
@@ -15,7 +32,7 @@ import type { Db } from '../store/db.js';
 export function watchCommits(
   db: Db,
   dbPath: string,
-  wake: () => void,
+  signals: CommitSignals,
   log: Logger,
   minGapMs = 2,
 ): { close(): void } {
@@ -30,7 +47,7 @@ export function watchCommits(
     const now = dataVersion.get() as number;
     if (now === seen) return;
     seen = now;
-    wake();
+    wakeAll(signals);
   };
   try {
     watcher = watch(dirname(dbPath), { persistent: false }, (_event, file) => {

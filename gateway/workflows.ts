@@ -48,8 +48,16 @@ export interface WorkflowEngineOptions {
    */
   signals?: Pick<Signals, 'queued' | 'outbound' | 'decided' | 'workflows'>;
   intervalMs?: number;
-  /** Asks a gate's chat (delivery's approval messages); without it the question waits for `unasked`. */
-  askGate?: (row: ToolApproval) => void;
+  /**
+   * Asks a gate's chat: delivery's approval messages (delivery/approvals.ts), made in the wiring and passed
+   * down; without it the question waits for `unasked`.
+   */
+  asker?: GateAsker;
+}
+
+/** Who asks a gate's chat for its decision (the tool approvals' notifier). */
+export interface GateAsker {
+  ask(row: ToolApproval): void;
 }
 
 /** One change the engine will write for a run. */
@@ -149,7 +157,7 @@ export class WorkflowEngine {
     }
     if (queued) this.opts.signals?.queued.fire();
     if (told || asked.length > 0) this.opts.signals?.outbound.fire(undefined);
-    for (const row of asked) this.opts.askGate?.(row);
+    for (const row of asked) this.opts.asker?.ask(row);
     return null;
   }
 

@@ -45,7 +45,7 @@ export interface AskBrokerOptions {
   now?: () => number;
   /** GATED_APPROVAL_TIMEOUT_MS. */
   timeoutMs: number;
-  /** Splits shell commands for the rules (gated/shell-parser.ts). */
+  /** Splits shell commands for the rules (queue/shell-parser.ts). */
   shell: ShellParser;
   /**
    * The timer fallback in ms (the poll interval): decisions another process made when no commit watcher

@@ -2,7 +2,7 @@ import { programBase, quoteWord, simpleCommand, type SimpleCommand } from './she
 
 /**
  * A shell tool's command split into its simple commands (docs/APPROVALS.md, "What a shell rule matches").
- * The syntax tree comes from tree-sitter-bash (gated/shell-parser.ts loads it; this file only reads the
+ * The syntax tree comes from tree-sitter-bash (queue/shell-parser.ts loads it; this file only reads the
  * tree, so it stays pure). What is proven: lists (`;`, `&&`, `||`, `&`, newlines), pipelines, subshells,
  * `{ …; }`, `!`, and commands whose every word is literal (plain, single- or double-quoted without
  * expansions), with redirections only to `/dev/null`, between descriptors or reading a named file.

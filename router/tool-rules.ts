@@ -135,7 +135,7 @@ export class ToolRuleTable {
 
   constructor(
     rows: readonly ToolRuleRow[],
-    /** Splits shell commands (gated/shell-parser.ts loads it). */
+    /** Splits shell commands (queue/shell-parser.ts loads it). */
     private readonly shell: ShellParser,
   ) {
     const invalid: InvalidToolRule[] = [];

@@ -67,7 +67,12 @@ export interface Checkpointer {
  */
 export function startCheckpointer(
   db: Db,
-  opts: { log: Logger; policy?: Partial<CheckpointPolicy>; onPass?: (pass: CheckpointPass) => void },
+  opts: {
+    log: Logger;
+    policy?: Partial<CheckpointPolicy>;
+    /** Told each pass (gated's metrics registry: the checkpoints' times and the WAL's size). */
+    metrics?: { walCheckpoint(pass: CheckpointPass): void };
+  },
 ): Checkpointer {
   const stats = { passes: 0, truncates: 0, maxPassMs: 0, walBytes: 0 };
   if (db.memory) return { stats, close: async () => undefined };
@@ -98,7 +103,7 @@ export function startCheckpointer(
     if (m.bound) stats.truncates += 1;
     stats.maxPassMs = Math.max(stats.maxPassMs, m.passive.ms + (m.bound?.ms ?? 0));
     stats.walBytes = m.walBytes;
-    opts.onPass?.(m);
+    opts.metrics?.walCheckpoint(m);
   });
   worker.on('error', (err) => fallBack(coerceError(err).message));
   const exited = new Promise<void>((resolve) =>

@@ -1,5 +1,6 @@
 import { clearImmediate, setImmediate, setTimeout as realTimeout } from 'node:timers';
 import type Database from 'better-sqlite3';
+import type { Logger } from '../core/log.js';
 
 /**
  * Group commit (docs/QUEUE.md "Group commit"): the small writes of one turn of the event loop share one
@@ -306,4 +307,22 @@ export function writeEvery(
   }, ms);
   timer.unref();
   return timer;
+}
+
+/** gated's exit status after a failed group commit (EX_IOERR). */
+export const EXIT_COMMIT_FAILED = 74;
+
+/**
+ * What gated does when a group's COMMIT failed (disk full, an I/O error): the turn's writes are rolled back
+ * while the parts that made them went on as if they were stored (a run started, a block answered). No part
+ * can be told to take it back, so gated stops at once, as a kill would, and the restart's recovery redoes
+ * that work from the rows (docs/QUEUE.md "Group commit"). The supervisor (systemd, docker) restarts it.
+ */
+export function exitOnCommitFailure(log: Logger): (err: Error) => void {
+  return (err) => {
+    log.fatal({ err: err.message }, 'a group commit failed; exiting so that a restart redoes its work');
+    // The logger may write through a worker that an exit cuts short: the reason also goes out directly.
+    process.stderr.write(`gated: a group commit failed (${err.message}); exiting\n`);
+    process.exit(EXIT_COMMIT_FAILED);
+  };
 }

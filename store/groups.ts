@@ -1,3 +1,4 @@
+import type { Logger } from '../core/log.js';
 import { checkGroupDirSync, groupDirOf } from '../core/group-dir.js';
 import { UsageError } from '../core/errors.js';
 import { clipText } from '../core/text.js';
@@ -128,11 +129,11 @@ export function removeGroup(db: Db, folder: string): boolean {
 
 /**
  * Reads a group's swarm placement (registered_groups.placement, JSON) with one statement made once. A
- * malformed value is reported to `onBad` and treated as no placement: the run still starts.
+ * malformed value is logged to `log` and treated as no placement: the run still starts.
  */
 export function placementReader(
   db: Db,
-  onBad: (group: string, reason: string) => void,
+  log: Pick<Logger, 'warn'>,
 ): (
   group: string,
 ) => { constraints?: string[]; reserveMemoryBytes?: number; reserveCpus?: number } | undefined {
@@ -148,7 +149,10 @@ export function placementReader(
       const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) && x > 0 ? x : undefined);
       return { constraints, reserveMemoryBytes: num(v.reserveMemoryBytes), reserveCpus: num(v.reserveCpus) };
     } catch (err) {
-      onBad(group, (err as Error).message);
+      log.warn(
+        { group, reason: (err as Error).message },
+        'registered_groups.placement is not valid JSON; placing anywhere',
+      );
       return undefined;
     }
   };

@@ -61,6 +61,14 @@ export function insertInbound(db: Db, msg: NewInbound): number | null {
   })();
 }
 
+/**
+ * A channel's sink that stores each event straight into `db` (`gated chat` beside a running gated, whose
+ * poll loop takes the rows: its commit watcher hears them).
+ */
+export function inboundSinkOf(db: Db): (msg: NewInbound) => number | null {
+  return (msg) => insertInbound(db, msg);
+}
+
 function insertRow(db: Db, msg: NewInbound): number | null {
   const info = statements(db).inbound.run({
     chat_jid: msg.chat_jid,

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runProgram, toVoiceNote } from './audio.js';
 
@@ -64,5 +64,23 @@ export async function speak(command: string, req: SpeakRequest): Promise<Buffer>
     return await readFile(ogg);
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** How long one reply may take to speak before its text goes out alone. */
+const SPEAK_TIMEOUT_MS = 60_000;
+
+/** The speaker of one gated (GATED_TTS_CMD), its intermediate files in a folder of gated's own. */
+export class Speaker {
+  constructor(
+    private readonly command: string,
+    /** Made on first use (beside the database, never a group's folder). */
+    private readonly tmpRoot: string,
+  ) {}
+
+  /** `text` spoken with `voice` (undefined: the default) as an Ogg/Opus voice note. */
+  async speak(text: string, voice: string | undefined): Promise<Buffer> {
+    await mkdir(this.tmpRoot, { recursive: true });
+    return speak(this.command, { text, voice, timeoutMs: SPEAK_TIMEOUT_MS, tmpRoot: this.tmpRoot });
   }
 }

@@ -4,9 +4,11 @@ import { backoffDelay, type BackoffOptions } from '../core/backoff.js';
 import type { TranscribeConfig } from '../core/config-voice.js';
 import { coerceError } from '../core/errors.js';
 import { extensionOf, FileTooLarge } from '../core/files.js';
+import { readGroupConfig } from '../core/group-config.js';
 import type { Logger } from '../core/log.js';
 import { STAND_IN_TEXT } from '../core/platforms.js';
 import type { Signals } from '../core/signals.js';
+import { parseJid } from '../core/types.js';
 import { createDrainWorker, type DrainWorker } from '../core/worker.js';
 import type { Db } from '../store/db.js';
 import {
@@ -21,24 +23,30 @@ import {
 import { durationOf, NotAudio, spokenLength } from './audio.js';
 import { TranscribeError, type Transcriber } from './transcribers.js';
 
-/** What the transcription worker needs; gated/app.ts makes the real parts. */
+/**
+ * What the worker asks of a chat's channel (the started channels; `Channel` in channels/channel.ts has these
+ * members, written here by shape because voice/ sits beside channels/, not above it).
+ */
+export interface AudioChannel {
+  readonly platform: string;
+  /** The bytes of an attachment by the `source` the channel's map wrote. */
+  fetchAttachment?(source: string, maxBytes: number): Promise<{ data: Buffer; mime: string | null }>;
+  /** A row's transcript (or its note) is written: the channel may show it (web chat tabs). */
+  transcribed?(messageId: number): void;
+}
+
+/** What the transcription worker needs; gated/voice.ts makes the real parts. */
 export interface TranscriptionWorkerOptions {
   db: Db;
   transcriber: Transcriber;
-  /** The bytes of an attachment, from the channel of its chat (throws when that channel is not running). */
-  fetchAudio(
-    chatJid: string,
-    source: string,
-    maxBytes: number,
-  ): Promise<{ data: Buffer; mime: string | null }>;
+  /** The started channels: audio is fetched through the channel of its chat, which is told when it settled. */
+  channels: readonly AudioChannel[];
   bounds: Pick<TranscribeConfig, 'maxSeconds' | 'maxBytes' | 'timeoutMs' | 'attempts'>;
-  /** The language of a group's voice.json (undefined: the transcriber's default). */
-  language(group: string | null): string | undefined;
+  /** GATED_CONFIG_DIR: a group's language is its voice.json there (undefined: the transcriber's default). */
+  configDir: string;
   /** A folder of gated's own (beside the database) where audio waits while it is transcribed. */
   spoolDir: string;
   log: Logger;
-  /** A row's transcript (or its note) is written: the channel of its chat may show it (web chat tabs). */
-  settled?(chatJid: string, messageId: number): void;
   /** Hears `transcribe` (a row awaits its transcript); fires `inbound` when one is transcribed. */
   signals: Pick<Signals, 'transcribe' | 'inbound'>;
   now?: () => number;
@@ -107,7 +115,7 @@ async function transcribeOne(
   const dir = await mkdtemp(join(opts.spoolDir, `${t.message_id}-`));
   let durationS: number | null = null;
   try {
-    const fetched = await opts.fetchAudio(t.chat_jid, t.source, bounds.maxBytes);
+    const fetched = await fetchAudio(opts.channels, t.chat_jid, t.source, bounds.maxBytes);
     const mime = t.mime ?? fetched.mime;
     const file = join(dir, `audio.${extensionOf(mime)}`);
     await writeFile(file, fetched.data);
@@ -118,7 +126,9 @@ async function transcribeOne(
       return finish(opts, t, t.content, { state: 'refused', note, error: note, durationS });
     }
     const started = performance.now();
-    const language = opts.language(t.group_folder);
+    const language = t.group_folder
+      ? readGroupConfig(opts.configDir, t.group_folder).voice.language
+      : undefined;
     const raw = await opts.transcriber.transcribe({ file, mime, language, timeoutMs: bounds.timeoutMs });
     const text = cleanTranscript(raw);
     const tookMs = Math.round(performance.now() - started);
@@ -184,7 +194,28 @@ function finish(
   const content = contentOf(original, outcome);
   if (!finishTranscription(opts.db, id, outcome, (opts.now ?? Date.now)(), content)) return;
   opts.signals.inbound.fire();
-  if (typeof t !== 'number') opts.settled?.(t.chat_jid, id);
+  if (typeof t !== 'number') channelOf(opts.channels, t.chat_jid)?.transcribed?.(id);
+}
+
+/** The started channel of a chat's platform, if any. */
+function channelOf(channels: readonly AudioChannel[], chatJid: string): AudioChannel | undefined {
+  const { platform } = parseJid(chatJid);
+  return channels.find((c) => c.platform === platform);
+}
+
+/** An attachment's bytes from the channel of its chat; a channel that is not running is a retryable failure. */
+function fetchAudio(
+  channels: readonly AudioChannel[],
+  chatJid: string,
+  source: string,
+  maxBytes: number,
+): Promise<{ data: Buffer; mime: string | null }> {
+  const channel = channelOf(channels, chatJid);
+  if (!channel?.fetchAttachment)
+    return Promise.reject(
+      new TranscribeError(`the ${parseJid(chatJid).platform} channel is not running`, true),
+    );
+  return channel.fetchAttachment(source, maxBytes);
 }
 
 /**

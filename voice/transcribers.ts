@@ -1,5 +1,5 @@
 import { basename, join } from 'node:path';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { runProgram, toWav16k } from './audio.js';
 
@@ -211,9 +211,10 @@ export function transcriberOf(
   via:
     | { kind: 'endpoint'; url: string; key: string | undefined; model: string; format: 'json' | 'text' }
     | { kind: 'command'; command: string },
-  tmpDir: () => Promise<string>,
+  /** A folder of gated's own: pocketsphinx's intermediate files go in a fresh folder under it. */
+  spoolDir: string,
 ): Transcriber {
   if (via.kind === 'endpoint') return endpointTranscriber(via);
-  if (via.command === 'pocketsphinx') return pocketsphinxTranscriber(tmpDir);
+  if (via.command === 'pocketsphinx') return pocketsphinxTranscriber(() => mkdtemp(join(spoolDir, 'tmp-')));
   return commandTranscriber(via.command);
 }

@@ -51,7 +51,7 @@ function osUser(): string {
 /**
  * The terminal chat: every non-empty typed line becomes an inbound row of `local:<folder>`, and replies are
  * written to the output. Lines have no platform id (a terminal cannot redeliver), so two equal lines are
- * two messages. Deliver with `only: (jid) => jid === channel.jid`: other terminals own other local chats.
+ * two messages. Deliver with `only: [channel.jid]`: other terminals own other local chats.
  */
 export class LocalChannel implements Channel {
   readonly platform = 'local';

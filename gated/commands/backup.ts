@@ -5,7 +5,7 @@ import { UsageError } from '../../core/errors.js';
 import { backupDatabase, restoreDatabase } from '../../store/backup.js';
 import { openDatabase } from '../../store/db.js';
 import { action } from '../context.js';
-import { liveOwner } from '../owner.js';
+import { liveOwner } from '../../store/owner.js';
 
 /** `gated backup FILE` and `gated restore FILE` (docs/OPERATIONS.md). */
 export function backupCommands(program: Command): void {

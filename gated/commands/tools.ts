@@ -10,7 +10,7 @@ import {
 } from '../../router/tool-rules.js';
 import { normalizeToolCode, toolApprovalsOf, type ToolApproval } from '../../store/tool-approvals.js';
 import { action, intArg, type CliContext } from '../context.js';
-import { loadShellParser } from '../shell-parser.js';
+import { loadShellParser } from '../../queue/shell-parser.js';
 import { DEFAULT_AUTONOMY } from '../../router/autonomy.js';
 import { autonomyReader } from '../../store/groups.js';
 import { formatTable, terminalStyle } from '../table.js';

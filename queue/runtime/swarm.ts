@@ -1,3 +1,4 @@
+import type { Metrics } from '../../core/metrics.js';
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
 import { attachRaw } from './attach.js';
@@ -37,8 +38,8 @@ export interface SwarmRuntimeOptions extends ContainerOptions {
   placement?: (group: string) => SwarmPlacement | undefined;
   /** Longest wait for the task's container to exist. Default 60 s. */
   startTimeoutMs?: number;
-  /** Told about each started task: its node and create → running time. */
-  onStarted?: (node: string, ms: number) => void;
+  /** Told about each started task: its node and create → running time (gated's metrics registry). */
+  metrics?: Pick<Metrics, 'agentStarted'>;
   /**
    * Spares: the service of a lane's next run made when a run of that lane ends, so that the next run
    * skips the swarm's scheduling (swarm-spare.ts). At most this many at once; default 0 (none).
@@ -352,7 +353,7 @@ async function attachTask(state: SwarmState, run: StartedRun): Promise<AgentHand
   const ms = performance.now() - run.t0;
   startLatencies.push(ms);
   if (startLatencies.length > 1000) startLatencies.shift();
-  opts.onStarted?.(task.nodeId ?? 'unknown', ms);
+  opts.metrics?.agentStarted('swarm', task.nodeId ?? 'unknown', ms / 1000);
   opts.log?.debug(
     { runId: spec.runId, service: serviceId.slice(0, 12), node: task.nodeId, onSpare: run.onSpare, ms },
     'agent task started',

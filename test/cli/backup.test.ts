@@ -3,7 +3,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import { claimOwner } from '../../gated/owner.js';
+import { claimOwner } from '../../store/owner.js';
 import { checkDatabaseFile } from '../../store/backup.js';
 import { openDatabase } from '../../store/db.js';
 import { gatedCli as gated } from '../helpers/cli.js';

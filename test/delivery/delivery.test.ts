@@ -89,7 +89,7 @@ describe('delivery', () => {
     const other = out(db, 'telegram:1', 'not mine');
     const mine = out(db, 'local:demo', 'mine');
     const notMine = out(db, 'local:else', 'another terminal');
-    const d = deliver({ db, channels: [ch], only: (jid) => jid === 'local:demo' });
+    const d = deliver({ db, channels: [ch], only: ['local:demo'] });
     d.start();
     await d.idle();
     expect(ch.texts('local:demo')).toEqual(['mine']);

@@ -144,7 +144,7 @@ describe('layers do not widen what a chat can reach', () => {
       config: { pollMs: 2000, admins: [] },
       log: silentLogger(),
       queue: new RecordingQueue(),
-      botName: (p) => (p === 'telegram' ? 'my_bot' : undefined),
+      channels: [{ platform: 'telegram', identity: { username: 'my_bot' } }],
     });
     const other = insertInbound(db, { chat_jid: 'telegram:-1', sender: 'u', content: '/ping@otherbot' })!;
     const mine = insertInbound(db, { chat_jid: 'telegram:-1', sender: 'u', content: '/ping@my_bot' })!;

@@ -5,8 +5,8 @@ import { createSignals, type PartialText, type Signals } from '../../core/signal
  * texts (the drafts' input), so a test reads them instead of standing up delivery and drafts.
  */
 export function recordingSignals(): { signals: Signals; outbound: number[]; partials: PartialText[] } {
-  const signals = createSignals((name, err) => {
-    console.error(`a listener of '${name}' failed:`, err);
+  const signals = createSignals({
+    error: ({ signal, err }) => console.error(`a listener of '${signal}' failed:`, err),
   });
   const outbound: number[] = [];
   const partials: PartialText[] = [];

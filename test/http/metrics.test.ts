@@ -36,7 +36,7 @@ describe('/metrics', () => {
     m.routed('builtin:drop');
     m.unrouted();
     let held = 7;
-    m.heldFrom(() => held);
+    m.heldFrom({ heldCount: () => held });
     held = 2;
     m.runFinished('ok', 1.5);
     m.runFinished('ok', 0.2);

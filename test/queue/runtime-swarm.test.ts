@@ -184,7 +184,7 @@ describe('swarm runtime on a real swarm', () => {
       instanceId: INSTANCE,
       groupsDir: groups,
       sweepEveryMs: 0,
-      onStarted: (node) => started.push(node),
+      metrics: { agentStarted: (_runtime, node) => started.push(node) },
     });
     // A service left by a run of an earlier gated process (same instance id), never attached to.
     await engine!.docker.createService({

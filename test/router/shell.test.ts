@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadShellParser } from '../../gated/shell-parser.js';
+import { loadShellParser } from '../../queue/shell-parser.js';
 import { splitShell, type ShellParser } from '../../router/shell.js';
 import { canonicalPattern } from '../../router/shell-words.js';
 import { ToolRuleTable, type ToolRuleRow } from '../../router/tool-rules.js';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadShellParser } from '../../gated/shell-parser.js';
+import { loadShellParser } from '../../queue/shell-parser.js';
 import type { Autonomy } from '../../router/autonomy.js';
 import type { ShellParser } from '../../router/shell.js';
 import {

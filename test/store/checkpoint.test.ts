@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../core/log.js';
+import { createSignals } from '../../core/signals.js';
 import { watchCommits } from '../../gateway/watch.js';
 import { startCheckpointer, type CheckpointPass } from '../../store/checkpoint.js';
 import { openDatabase } from '../../store/db.js';
@@ -23,7 +24,10 @@ describe('the checkpoint worker', () => {
   it("copies the WAL into the database file on its own thread: the main connection's autocheckpoint is off", async () => {
     const { db, path } = freshDb();
     const passes: CheckpointPass[] = [];
-    const cp = startCheckpointer(db, { log: silentLogger(), onPass: (p) => passes.push(p) });
+    const cp = startCheckpointer(db, {
+      log: silentLogger(),
+      metrics: { walCheckpoint: (p) => passes.push(p) },
+    });
     try {
       expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
       const before = size(path);
@@ -77,7 +81,9 @@ describe('the checkpoint worker', () => {
     // The watcher's own connection: the commits of `db` are another connection's to it.
     const watcherDb = openDatabase(path);
     let wakes = 0;
-    const watch = watchCommits(watcherDb, path, () => (wakes += 1), silentLogger(), 1);
+    const signals = createSignals();
+    signals.inbound.on(() => (wakes += 1));
+    const watch = watchCommits(watcherDb, path, signals, silentLogger(), 1);
     const cp = startCheckpointer(db, { log: silentLogger() });
     try {
       fill(db, 100);
@@ -106,7 +112,9 @@ describe('the checkpoint worker', () => {
     const db = openDatabase(path);
     const other = openDatabase(path);
     let wakes = 0;
-    const watch = watchCommits(db, path, () => (wakes += 1), silentLogger(), 1);
+    const signals = createSignals();
+    signals.inbound.on(() => (wakes += 1));
+    const watch = watchCommits(db, path, signals, silentLogger(), 1);
     try {
       fill(db, 10);
       // Its own commit wrote the WAL file too, and the watcher looked: no wake (a slow watcher would only

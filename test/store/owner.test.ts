@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
-import { claimOwner, liveOwner, processStart } from '../../gated/owner.js';
+import { claimOwner, liveOwner, processStart } from '../../store/owner.js';
 import { setState } from '../../store/state.js';
 import { freshDb } from '../helpers/db.js';
 

@@ -6,7 +6,7 @@ import type { Signals } from '../core/signals.js';
 import type { Channel } from '../channels/channel.js';
 import type { WebChannel } from '../channels/web/index.js';
 import type { Gateway } from '../gateway/gateway.js';
-import { createHttpApp } from '../http/app.js';
+import { createHttpApp } from './app.js';
 import type { WorkQueue } from '../queue/queue.js';
 import type { Runtime } from '../queue/runtime/types.js';
 import { retryParked } from '../store/admin.js';
@@ -15,7 +15,7 @@ import { withActorWhenWritable } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { whenWritable } from '../store/group-commit.js';
 import type { History } from '../store/history.js';
-import { liveness } from './health.js';
+import { liveness } from './liveness.js';
 
 /** The live parts the web chat, dashboard and /healthz read; all exist before the app is made. */
 export interface WebParts {
@@ -35,7 +35,8 @@ export interface WebParts {
 }
 
 /**
- * The HTTP app of a running gated: the dashboard's live status (lanes, held chats), its operator actions
+ * The HTTP app of a running gated (the wiring hands it the live parts; what each route does with them is
+ * here, so nothing the app calls at run time is a function of the wiring's): the dashboard's live status (lanes, held chats), its operator actions
  * (stop a run, retry a parked chat, release limited rows: each fires the signal of the stage that takes
  * the rows on) and the liveness checks of /healthz.
  */

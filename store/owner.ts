@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { UsageError } from '../core/errors.js';
-import type { Db } from '../store/db.js';
-import { writeEvery } from '../store/group-commit.js';
-import { getState, setState, stateOf } from '../store/state.js';
+import type { Db } from './db.js';
+import { writeEvery } from './group-commit.js';
+import { getState, setState, stateOf } from './state.js';
 
 /** Who runs the gateway on a database: one `gated run` at a time may own it. */
 export interface Owner {

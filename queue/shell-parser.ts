@@ -4,7 +4,7 @@ import type { ShellNode, ShellParser } from '../router/shell.js';
 /**
  * The shell parser tool rules split commands with (router/shell.ts): tree-sitter's bash grammar, compiled
  * to WebAssembly (web-tree-sitter, tree-sitter-bash). Loading it is asynchronous and reads two .wasm files
- * (about 35 ms), so it happens once, here in the wiring; parsing afterwards is synchronous (~0.2 ms a
+ * (about 35 ms), so it happens once, started by the wiring while the database opens; parsing afterwards is synchronous (~0.2 ms a
  * command), which keeps the rule table pure and the broker's decision synchronous.
  */
 

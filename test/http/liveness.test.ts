@@ -5,7 +5,7 @@ import {
   descriptorLimit,
   openDescriptors,
 } from '../../core/descriptors.js';
-import { liveness, OVERDUE_GRACE_MS } from '../../gated/health.js';
+import { liveness, OVERDUE_GRACE_MS } from '../../http/liveness.js';
 import { freshDb } from '../helpers/db.js';
 
 describe('liveness of the poll loop', () => {
