@@ -46,6 +46,11 @@ export class AccessGate {
   private snap: AccessSnapshot | undefined;
   /** Messages an approval let in during the batch in progress (their files are fetched now). */
   letIn = 0;
+  /**
+   * Whether a group has per-sender daily limits, asked once per group and batch: every message asked it
+   * twice (`quiet`, then `decide`), two statements of the seven and a half a message cost in a burst.
+   */
+  private readonly senderLimited = new Map<string, boolean>();
   private readonly senderCountStmt;
   private readonly daily: DailyUsage;
   private readonly noticeStmt;
@@ -85,11 +90,21 @@ export class AccessGate {
   beginBatch(): void {
     this.snap = this.source.current();
     this.letIn = 0;
+    this.senderLimited.clear();
   }
 
   /** Ends the batch: later decisions read the rules again. */
   endBatch(): void {
     this.snap = undefined;
+    this.senderLimited.clear();
+  }
+
+  /** The group has a sender_limits row: read once per batch (the batch holds the write lock), else each time. */
+  private hasSenderLimits(folder: string): boolean {
+    if (this.snap === undefined) return this.daily.hasSenderLimits(folder);
+    let has = this.senderLimited.get(folder);
+    if (has === undefined) this.senderLimited.set(folder, (has = this.daily.hasSenderLimits(folder)));
+    return has;
   }
 
   /**
@@ -102,7 +117,7 @@ export class AccessGate {
     return (
       this.source.mode(folder, snap) !== 'approval' &&
       this.source.limits(folder, snap) === undefined &&
-      !this.daily.hasSenderLimits(folder)
+      !this.hasSenderLimits(folder)
     );
   }
 
@@ -140,7 +155,7 @@ export class AccessGate {
       if (mode === 'approval') return this.pair(msg, p, folder, now);
     }
     const limits = source.limits(folder, snap);
-    return limits || this.daily.hasSenderLimits(folder) ? this.limit(p, folder, limits, now) : SERVE;
+    return limits || this.hasSenderLimits(folder) ? this.limit(p, folder, limits, now) : SERVE;
   }
 
   /** A stranger in an approval group: issue a code, or hold the message without one (docs/ACCESS.md). */

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { insertInbound } from '../../store/messages.js';
 import { CODE_ALPHABET, releaseLimited } from '../../store/approvals.js';
-import { setLimits, upsertMember } from '../../store/access.js';
+import { AccessSource, setLimits, upsertMember } from '../../store/access.js';
+import { DailyUsage, setSenderLimits } from '../../store/limits.js';
+import { AccessGate } from '../../gateway/access.js';
 import { freshDb } from '../helpers/db.js';
 import { answers, row, testGateway } from '../helpers/gateway.js';
 
@@ -304,5 +306,28 @@ describe('access: limits', () => {
     const c = await send('c', 'y');
     expect(row(db, c)).toMatchObject({ state: 'limited', error: expect.stringMatching(/\$1 of agent cost/) });
     gateway.stop();
+  });
+
+  it('whether a group has per-sender limits is read once per group and batch, and again in the next', () => {
+    const { db } = freshDb();
+    db.prepare(`INSERT INTO registered_groups (folder) VALUES ('club'), ('other')`).run();
+    const gate = new AccessGate(db, new AccessSource(db, []));
+    const asked = vi.spyOn(DailyUsage.prototype, 'hasSenderLimits');
+    const msg = { chat_jid: CHAT, sender: 'alice', verb: 'say', content: 'hi' } as never;
+    const now = Date.now();
+    gate.beginBatch();
+    for (let i = 0; i < 5; i++) {
+      expect(gate.quiet(msg, 'club')).toBe(true);
+      expect(gate.decide(msg, 'club', now).state).toBe('serve');
+    }
+    gate.quiet(msg, 'other');
+    gate.endBatch();
+    expect(asked).toHaveBeenCalledTimes(2);
+    setSenderLimits(db, 'club', 'telegram:alice', { runsPerDay: 1, costPerDayUsd: null, tokensPerDay: null });
+    gate.beginBatch();
+    expect(gate.quiet(msg, 'club')).toBe(false);
+    gate.endBatch();
+    expect(asked).toHaveBeenCalledTimes(3);
+    asked.mockRestore();
   });
 });
