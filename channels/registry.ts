@@ -99,7 +99,7 @@ export const githubFactory: ChannelFactory = {
       ...(apiUrl ? { apiUrl } : {}),
       log: log.child({ channel: 'github' }),
       awaitsDecision: chatAwaitsDecision(db),
-      repository: cloneUrlRecorder(db),
+      repository: cloneUrlRecorder(db, 'github'),
     });
   },
 };

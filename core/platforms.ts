@@ -10,6 +10,8 @@
  * its factory) are typed over `Platform`, so the compiler names them.
  */
 
+import { parseJid } from './types.js';
+
 /** The text dialect a platform reads (core/markdown.ts converts the agent's Markdown into it). */
 export type TextFormat = 'markdown' | 'telegram-html' | 'slack-mrkdwn' | 'plain';
 
@@ -46,6 +48,12 @@ export interface PlatformRow {
    * and go to that folder, and the folder's group (or one above it) may always send there.
    */
   folderRooms: boolean;
+  /**
+   * The chat's room is an issue or pull request of a repository (`owner/name#N`; the pattern's first group
+   * is `owner/name`): a group serving the chat is bound to that repository at its first run, cloned from the
+   * URL the platform's deliveries named (docs/WORKTREES.md). Null where a room names no repository.
+   */
+  repositoryRooms: RegExp | null;
   /** What a thread is on the platform (the `topic` a reply follows), or null where chats have no topics. */
   threads: string | null;
   /**
@@ -76,6 +84,7 @@ export const PLATFORMS = {
     files: true,
     spoken: 'voice note',
     folderRooms: false,
+    repositoryRooms: null,
     threads: 'forum topics',
     senderIds: 'unique',
     memberRoles: [],
@@ -93,6 +102,7 @@ export const PLATFORMS = {
     files: true,
     spoken: 'audio file',
     folderRooms: false,
+    repositoryRooms: null,
     threads: null,
     senderIds: 'unique',
     memberRoles: [],
@@ -110,6 +120,7 @@ export const PLATFORMS = {
     files: true,
     spoken: null,
     folderRooms: false,
+    repositoryRooms: null,
     threads: 'reply chains (each part under the previous one)',
     senderIds: 'unique',
     memberRoles: [],
@@ -127,6 +138,7 @@ export const PLATFORMS = {
     files: true,
     spoken: 'audio file',
     folderRooms: false,
+    repositoryRooms: null,
     threads: 'message threads (thread_ts)',
     senderIds: 'unique',
     memberRoles: [],
@@ -144,6 +156,7 @@ export const PLATFORMS = {
     files: false,
     spoken: null,
     folderRooms: false,
+    repositoryRooms: /^([A-Za-z0-9-]{1,39}\/[A-Za-z0-9._-]{1,100})#\d+$/,
     threads: null,
     senderIds: 'overlapping',
     memberRoles: ['OWNER', 'MEMBER', 'COLLABORATOR'],
@@ -161,6 +174,7 @@ export const PLATFORMS = {
     files: true,
     spoken: 'audio file',
     folderRooms: false,
+    repositoryRooms: null,
     threads: 'mail threads (a session each, from the first mail of the thread)',
     senderIds: 'claimed',
     memberRoles: [],
@@ -178,6 +192,7 @@ export const PLATFORMS = {
     files: true,
     spoken: 'audio element',
     folderRooms: true,
+    repositoryRooms: null,
     threads: 'tabs of the chat page',
     senderIds: 'issued',
     memberRoles: [],
@@ -195,6 +210,7 @@ export const PLATFORMS = {
     files: false,
     spoken: null,
     folderRooms: true,
+    repositoryRooms: null,
     threads: null,
     senderIds: 'unique',
     memberRoles: [],
@@ -222,6 +238,20 @@ export function standInText(file: { kind: string } | { name: string }): string {
 
 /** standInText's stand-ins at the start of a row's text, of the kinds a message with audio can have. */
 export const STAND_IN_TEXT = /^(?:\[(?:voice|audio|video_note|video|document|attachment: [^\]\n]*)\]\s*)+/;
+
+/** A repository a chat's room names (its platform's `repositoryRooms`), or undefined. */
+export interface RoomRepository {
+  platform: Platform;
+  /** `owner/name` as the room writes it. */
+  fullName: string;
+}
+
+/** The repository the room of `chatJid` names, or undefined for a chat of a platform whose rooms name none. */
+export function repositoryOfChat(chatJid: string): RoomRepository | undefined {
+  const { platform, room } = parseJid(chatJid);
+  const m = platformRow(platform)?.repositoryRooms?.exec(room);
+  return m?.[1] ? { platform: platform as Platform, fullName: m[1] } : undefined;
+}
 
 /** The row of `platform` (a JID's platform part), or undefined for one gated has no channel for. */
 export function platformRow(platform: string): PlatformRow | undefined {

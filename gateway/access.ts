@@ -179,7 +179,7 @@ export class AccessGate {
     // Addresses cost nothing to make up on one's own domain: a mail domain has one open code at a time.
     const domain =
       platformRow(p.platform)?.senderIds === 'claimed' ? p.id.slice(p.id.lastIndexOf('@')) : undefined;
-    if (domain !== undefined && this.approvals.openForDomain(folder, domain, now) > 0) {
+    if (domain !== undefined && this.approvals.openForDomain(folder, p.platform, domain, now) > 0) {
       return { state: 'pending', reason: `held without a code: ${domain} already has an open code` };
     }
     const approval = withActor(this.db, `chat:${who}`, () =>

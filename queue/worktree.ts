@@ -1,3 +1,4 @@
+import { repositoryOfChat } from '../core/platforms.js';
 import type { Signals } from '../core/signals.js';
 import { isoNow, type SessionKey } from '../core/types.js';
 import type { Logger } from '../core/log.js';
@@ -41,7 +42,8 @@ export async function withWorktree(
   const now = ctx.now ?? Date.now;
   const store = new WorktreeStore(db);
   const repo =
-    store.repo(key.group) ?? (ctx.githubWorktrees ? await bindToGithub(ctx, key.group, chatJid) : undefined);
+    store.repo(key.group) ??
+    (ctx.githubWorktrees ? await bindToRoomRepository(ctx, key.group, chatJid) : undefined);
   if (repo === undefined) return spec;
   const reposDir = reposDirOf(groupsDir);
   let known = store.worktree(key.group, key.topic);
@@ -67,26 +69,25 @@ export async function withWorktree(
   return { ...spec, work };
 }
 
-const GITHUB_CHAT = /^github:([A-Za-z0-9-]{1,39}\/[A-Za-z0-9._-]{1,100})#\d+$/;
-
 /**
- * Binds `group` to the GitHub repository of the chat its run serves (`github:owner/name#N`), cloned from
- * the URL that repository's deliveries named; undefined for any other chat or a repository never heard of.
+ * Binds `group` to the repository the chat its run serves names (`github:owner/name#N`: its platform's
+ * `repositoryRooms` in core/platforms.ts), cloned from the URL that repository's deliveries named; undefined
+ * for any other chat or a repository never heard of.
  */
-async function bindToGithub(
+async function bindToRoomRepository(
   ctx: WorktreeContext,
   group: string,
   chatJid: string,
 ): Promise<RepoRow | undefined> {
-  const m = GITHUB_CHAT.exec(chatJid);
-  const url = m ? cloneUrlOf(ctx.db, m[1]!) : undefined;
+  const repo = repositoryOfChat(chatJid);
+  const url = repo ? cloneUrlOf(ctx.db, repo) : undefined;
   if (url === undefined) return undefined;
   const reposDir = reposDirOf(ctx.groupsDir);
   // Two topics' first runs at once clone once: the second finds the clone.
   const place = await withRepoLock(repoHomeOf(reposDir, group), () => bindRepository(reposDir, group, url));
   const store = new WorktreeStore(ctx.db);
   store.bind({ group_folder: group, source: url, git_dir: place.gitDir, branch: place.branch, cloned: 1 });
-  ctx.log.info({ group, url, branch: place.branch }, 'group bound to its GitHub repository');
+  ctx.log.info({ group, url, branch: place.branch }, "group bound to its chat's repository");
   return store.repo(group);
 }
 

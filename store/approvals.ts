@@ -80,12 +80,12 @@ export class ApprovalStore {
     this.openCountStmt = db
       .prepare(`SELECT count(*) FROM approvals WHERE group_folder = ? AND state = 'open' AND expires_at > ?`)
       .pluck();
-    // The open codes of one mail domain: senders `email:…@domain` (idx_approvals_open narrows to the
-    // group's open codes, at most MAX_OPEN_CODES of them).
+    // The open codes of one mail domain: senders `<platform>:…@domain` of a platform whose senders claim
+    // their ids (idx_approvals_open narrows to the group's open codes, at most MAX_OPEN_CODES of them).
     this.openDomainStmt = db
       .prepare(
         `SELECT count(*) FROM approvals WHERE group_folder = ? AND state = 'open' AND expires_at > ?
-           AND substr(sender, 1, 6) = 'email:' AND lower(substr(sender, -length(?))) = lower(?)`,
+           AND substr(sender, 1, length(?)) = ? AND lower(substr(sender, -length(?))) = lower(?)`,
       )
       .pluck();
     this.insertStmt = db.prepare(
@@ -134,9 +134,10 @@ export class ApprovalStore {
     return this.openCountStmt.get(group, now) as number;
   }
 
-  /** Open codes of the group whose sender's address ends with `domain` (`@example.test`). */
-  openForDomain(group: string, domain: string, now: number): number {
-    return this.openDomainStmt.get(group, now, domain, domain) as number;
+  /** Open codes of the group whose sender, of `platform`, has an address ending with `domain` (`@example.test`). */
+  openForDomain(group: string, platform: string, domain: string, now: number): number {
+    const prefix = `${platform}:`;
+    return this.openDomainStmt.get(group, now, prefix, prefix, domain, domain) as number;
   }
 
   /** Every open code, oldest first (dashboard, `gated access list`). */

@@ -1,4 +1,5 @@
 import type { Statement } from 'better-sqlite3';
+import type { Platform, RoomRepository } from '../core/platforms.js';
 import type { Db } from './db.js';
 import { getState, setState } from './state.js';
 
@@ -133,25 +134,26 @@ export class WorktreeStore {
   }
 }
 
-/** The router_state key of where a GitHub repository (`owner/name`) is cloned from. */
-function cloneUrlKey(fullName: string): string {
-  return `github.clone_url:${fullName.toLowerCase()}`;
+/** The router_state key of where a platform's repository (`owner/name`) is cloned from. */
+function cloneUrlKey(repo: RoomRepository): string {
+  return `${repo.platform}.clone_url:${repo.fullName.toLowerCase()}`;
 }
 
 /**
- * Records the clone URL each GitHub delivery names for its repository (written only when new or changed),
- * so a group serving that repository's chats can be bound to it at its first run (docs/WORKTREES.md).
+ * Records the clone URL each delivery of `platform` names for its repository (written only when new or
+ * changed), so a group serving that repository's chats can be bound to it at its first run
+ * (docs/WORKTREES.md).
  */
-export function cloneUrlRecorder(db: Db): (fullName: string, cloneUrl: string) => void {
+export function cloneUrlRecorder(db: Db, platform: Platform): (fullName: string, cloneUrl: string) => void {
   const seen = new Map<string, string>();
   return (fullName, cloneUrl) => {
     if (seen.get(fullName) === cloneUrl) return;
-    setState(db, cloneUrlKey(fullName), cloneUrl);
+    setState(db, cloneUrlKey({ platform, fullName }), cloneUrl);
     seen.set(fullName, cloneUrl);
   };
 }
 
-/** Where the GitHub repository `owner/name` is cloned from, as its deliveries said; undefined before one. */
-export function cloneUrlOf(db: Db, fullName: string): string | undefined {
-  return getState(db, cloneUrlKey(fullName));
+/** Where the repository a room names is cloned from, as its platform's deliveries said; undefined before one. */
+export function cloneUrlOf(db: Db, repo: RoomRepository): string | undefined {
+  return getState(db, cloneUrlKey(repo));
 }

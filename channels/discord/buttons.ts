@@ -1,4 +1,5 @@
 import { DiscordAPIError, Routes, type ButtonInteraction, type REST } from 'discord.js';
+import { PLATFORMS } from '../../core/platforms.js';
 import type { NewInbound } from '../../core/types.js';
 import type { ApprovalOps } from '../channel.js';
 import { discordJid } from './map.js';
@@ -37,7 +38,11 @@ export function discordApprovals(rest: REST): ApprovalOps {
         },
       ];
       try {
-        const body = { content: text.slice(0, 2000), components, allowed_mentions: { parse: [] } };
+        const body = {
+          content: text.slice(0, PLATFORMS.discord.limit),
+          components,
+          allowed_mentions: { parse: [] },
+        };
         const sent = (await rest.post(Routes.channelMessages(roomOf(chatJid)), { body })) as { id: string };
         return sent.id;
       } catch (err) {
@@ -47,7 +52,11 @@ export function discordApprovals(rest: REST): ApprovalOps {
     async decided(chatJid, platformId, text) {
       try {
         // An empty components list removes the buttons with the same edit.
-        const body = { content: text.slice(0, 2000), components: [], allowed_mentions: { parse: [] } };
+        const body = {
+          content: text.slice(0, PLATFORMS.discord.limit),
+          components: [],
+          allowed_mentions: { parse: [] },
+        };
         await rest.patch(Routes.channelMessage(roomOf(chatJid), platformId), { body });
       } catch (err) {
         if (err instanceof DiscordAPIError && typeof err.code === 'number' && GONE.has(err.code)) return;

@@ -24,6 +24,7 @@ function rendered(name: string, r: PlatformRow): string {
     yes(r.files),
     r.spoken ?? '–',
     yes(r.folderRooms),
+    yes(r.repositoryRooms !== null),
     r.threads ?? '–',
     r.senderIds,
     r.memberRoles.join(', ') || '–',
