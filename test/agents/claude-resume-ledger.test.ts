@@ -14,7 +14,7 @@ useResumeApi();
 test("a session's first turn cut off after an action: found through the agent's ledger, the action applied once", async () => {
   const w = world();
   const first = await w.start();
-  const asked = 'TOOL schedule {"every":"1h","text":"check the backups"} THEN SLOW 6';
+  const asked = 'TOOL schedule {"every":"1h","text":"check the backups"} THEN SLOW 2';
   const cut = w.send(asked);
   await w.cutAfter(first, 'Recorded: a task');
   // gated never learned the session: no answer of it was stored.
@@ -31,7 +31,7 @@ test("a session's first turn cut off after an action: found through the agent's 
   expect(await exited(second)).toBe(0);
 
   expectGoneOn(api.turns.slice(before), asked, 'Recorded: a task (1h)');
-  expect(w.replies(cut)).toEqual([slowText(6)]);
+  expect(w.replies(cut)).toEqual([slowText(2)]);
   // The same session went on, and the task the model recorded before the crash was applied once.
   expect(transcripts()).toEqual([transcript]);
   expect(w.sessions()).toEqual([transcript!.replace(/\.jsonl$/, '')]);

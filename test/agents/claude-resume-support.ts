@@ -84,31 +84,41 @@ export function world(more: Record<string, string> = {}) {
         .all(id) as string[],
     sessions: () => watch.prepare(`SELECT session_id FROM sessions`).pluck().all() as string[],
     /**
-     * Once the newest message the model was sent holds `said` (a tool's result, or the prompt) and a
-     * second of its answer streamed, kills gated with -9 and with it (as with the machine) every process
-     * of the run.
+     * Once the newest message the model was sent holds `said` (a tool's result, or the prompt) and its
+     * answer has streamed for a second, kills gated with -9 and with it (as with the machine) every process
+     * of the run. The answer's stream is held at its first line (MessagesApiServer.hold) until the kill, so
+     * the kill lands in the middle of it however loaded the machine, and the answer can be short.
      */
     async cutAfter(gated: ChildProcess, said: string): Promise<void> {
-      const afterTool = await until(
-        // The newest message of the conversation: the CLI puts a hook's context (a tool call's receipt) after
-        // it as a system message.
-        () =>
-          api.turns.find((r) =>
-            JSON.stringify(r.body.messages.filter((m) => m.role !== 'system').at(-1)).includes(said),
-          ),
-        60_000,
-        "the tool's result reaching the model",
-      );
-      await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
-      gated.kill('SIGKILL');
-      await exited(gated);
-      await killRun(groupDir, /agent\.mjs|claude|mcp-demo-server/);
+      const release = api.hold();
+      try {
+        await killAfter(gated, said);
+      } finally {
+        release();
+      }
     },
     close() {
       watch.close();
       seed.close();
     },
   };
+
+  async function killAfter(gated: ChildProcess, said: string): Promise<void> {
+    const afterTool = await until(
+      // The newest message of the conversation: the CLI puts a hook's context (a tool call's receipt) after
+      // it as a system message.
+      () =>
+        api.turns.find((r) =>
+          JSON.stringify(r.body.messages.filter((m) => m.role !== 'system').at(-1)).includes(said),
+        ),
+      60_000,
+      "the tool's result reaching the model",
+    );
+    await until(() => Date.now() - afterTool.atMs > 1000, 5000, 'a second of the streamed answer');
+    gated.kill('SIGKILL');
+    await exited(gated);
+    await killRun(groupDir, /agent\.mjs|claude|mcp-demo-server/);
+  }
 }
 
 /**

@@ -253,7 +253,10 @@ export async function sessionScenario(c: ClaudeChat, api: MessagesApiServer): Pr
   expect(resumed.headers['x-api-key']).toBe(API_KEY);
 }
 
-/** A turn streamed for `seconds` arrives whole, as one reply. */
+/**
+ * A turn streamed for `seconds` arrives whole, as one reply: 10 s are four idle timeouts (GATED_IDLE_TIMEOUT_MS
+ * 2500) and 200 lines, a draft every 400 ms, for the run to be kept alive by and for the reply to lose none of.
+ */
 export async function longTurnScenario(c: ClaudeChat, seconds: number): Promise<void> {
   const id = c.send(`SLOW ${seconds}`);
   const text = await c.reply(id, (seconds + 60) * 1000);

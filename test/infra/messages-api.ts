@@ -15,7 +15,7 @@
  *   offered `attach` tool (gated's own, `mcp__gated__attach`) naming the path; once attached, a text. Three
  *   texts, two of them before a tool call, for the agent to keep in its answer;
  * - `SLOW <seconds>`: text streamed in small deltas for that long (numbered lines, so a test can check that
- *   nothing was lost);
+ *   nothing was lost); while a test holds the server (`hold`), it stops after the line it is at;
  * - `THEN SLOW <seconds>` after a `WRITE` or `TOOL`: once the tool's result comes back, the answer is streamed
  *   as `SLOW` does instead of the usual text (a turn a test can cut after its tool ran);
  * - `MARKDOWN`: MARKDOWN_SAMPLE (a heading, bold, a table, a code fence) streamed 4 characters a delta, so
@@ -229,6 +229,8 @@ export class MessagesApiServer {
   private nextId = 1;
   /** The TOOLONG texts already refused once. */
   private readonly refusedTooLong = new Set<string>();
+  /** Set by hold(): `SLOW` streams wait on it after the line they are at. */
+  private held: Promise<void> | null = null;
 
   private constructor() {}
 
@@ -253,6 +255,21 @@ export class MessagesApiServer {
   /** Every user text the conversation requests carried, for "the model saw the earlier turns". */
   seenUserWords(req: RecordedRequest): string[] {
     return req.body.messages.filter((m) => m.role === 'user').map((m) => userWords(m.content));
+  }
+
+  /**
+   * Holds every `SLOW` stream at its next line until the returned function is called, so a test can
+   * look at a turn in flight (its container, its process) for as long as that takes on a loaded machine,
+   * instead of hoping the stream outlasts the look.
+   */
+  hold(): () => void {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    this.held = held;
+    return () => {
+      if (this.held === held) this.held = null;
+      release();
+    };
   }
 
   close(): Promise<void> {
@@ -439,6 +456,7 @@ export class MessagesApiServer {
           if (res.destroyed) return;
           send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: line + '\n' } });
           outputTokens += 8;
+          if (this.held) await this.held;
           await new Promise((r) => setTimeout(r, DELTA_MS));
         }
       } else {
