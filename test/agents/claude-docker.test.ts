@@ -1,7 +1,7 @@
 /**
  * The Claude agent in its container (the image built offline from agents/claude by docker/build-offline.sh)
  * under the docker runtime on a real dockerd: sessions, tools, the API key kept out of the container's env,
- * a long streamed turn and an overloaded API (the engine and image: claude-docker-support.ts). Steering and
+ * a long streamed turn (held while the test inspects its container) and an overloaded API (the engine and image: claude-docker-support.ts). Steering and
  * approvals as on the process runtime (claude-turn-end.test.ts, claude-steering.test.ts): in steer mode a
  * follow-up sent while a Bash command runs and one sent while the command's approval waits, each answered
  * once within seconds with the run ending by its idle timeout, and `/interrupt` cutting a streamed turn. The
@@ -43,23 +43,29 @@ test('first turn, follow-up with a tool call, resume in a new run, /new', { time
 });
 
 test(
-  'a 30 s streamed turn arrives intact; the key is in no container env',
+  'a 10 s streamed turn arrives intact; the key is in no container env',
   { timeout: 180_000 },
   async () => {
     chat = await suite.start();
-    const turn = longTurnScenario(chat, 30);
-    // While the turn streams, the container is up: look at what the engine and its first process hold.
-    await until(() => suite.api.turns.length > 0, 60_000, 'the agent to call the API');
-    const [info] = await suite.engine.docker.listContainers({
-      filters: { label: [`${INSTANCE_LABEL}=${suite.instance}`] },
-    });
-    expect(info).toBeDefined();
-    const inspected = await suite.engine.docker.getContainer(info!.Id).inspect();
-    expect(JSON.stringify(inspected)).not.toContain(API_KEY);
-    const environ = readFileSync(`/proc/${inspected.State.Pid}/environ`, 'utf8');
-    expect(environ).toContain('HOME=/tmp');
-    expect(environ).not.toContain(API_KEY);
-    expect(environ).not.toContain('ANTHROPIC');
+    // The stream waits at its first line while the test looks, so the container is up however long that takes.
+    const release = suite.api.hold();
+    const turn = longTurnScenario(chat, 10);
+    try {
+      // While the turn streams, the container is up: look at what the engine and its first process hold.
+      await until(() => suite.api.turns.length > 0, 60_000, 'the agent to call the API');
+      const [info] = await suite.engine.docker.listContainers({
+        filters: { label: [`${INSTANCE_LABEL}=${suite.instance}`] },
+      });
+      expect(info).toBeDefined();
+      const inspected = await suite.engine.docker.getContainer(info!.Id).inspect();
+      expect(JSON.stringify(inspected)).not.toContain(API_KEY);
+      const environ = readFileSync(`/proc/${inspected.State.Pid}/environ`, 'utf8');
+      expect(environ).toContain('HOME=/tmp');
+      expect(environ).not.toContain(API_KEY);
+      expect(environ).not.toContain('ANTHROPIC');
+    } finally {
+      release();
+    }
     await turn;
     // The key did reach the API, from inside the container.
     expect(suite.api.turns.at(-1)!.headers['x-api-key']).toBe(API_KEY);
@@ -80,19 +86,25 @@ test(
     expect(system).toContain(INSTRUCTION);
     expect(system).toContain('/gated/config/claude/skills/haiku/SKILL.md');
 
-    // While a turn streams, the container holds the configuration as a read-only bind mount.
+    // While a turn streams (held at its first line while the test looks), the container holds the
+    // configuration as a read-only bind mount.
+    const release = suite.api.hold();
     const slow = chat.send('SLOW 3');
-    await until(
-      () => suite.api.turns.some((t) => suite.api.seenUserWords(t).at(-1) === 'SLOW 3'),
-      60_000,
-      'the slow turn',
-    );
-    const [info] = await suite.engine.docker.listContainers({
-      filters: { label: [`${INSTANCE_LABEL}=${suite.instance}`] },
-    });
-    const mounts = (await suite.engine.docker.getContainer(info!.Id).inspect()).Mounts;
-    expect(mounts.find((m) => m.Destination === '/gated/config/claude')).toMatchObject({ RW: false });
-    expect(mounts.find((m) => m.Destination === '/workspace')).toMatchObject({ RW: true });
+    try {
+      await until(
+        () => suite.api.turns.some((t) => suite.api.seenUserWords(t).at(-1) === 'SLOW 3'),
+        60_000,
+        'the slow turn',
+      );
+      const [info] = await suite.engine.docker.listContainers({
+        filters: { label: [`${INSTANCE_LABEL}=${suite.instance}`] },
+      });
+      const mounts = (await suite.engine.docker.getContainer(info!.Id).inspect()).Mounts;
+      expect(mounts.find((m) => m.Destination === '/gated/config/claude')).toMatchObject({ RW: false });
+      expect(mounts.find((m) => m.Destination === '/workspace')).toMatchObject({ RW: true });
+    } finally {
+      release();
+    }
     await chat.reply(slow, 60_000);
 
     // The agent's own rule refuses a write there before the mount has to.
