@@ -1,4 +1,4 @@
-// The gated of bench/walk.ts: the compiled code (dist/), started from the environment, and a coverage mark
+// The gated of bench/walk.ts: the code compiled file by file (dist/walk/), started from the environment, and a coverage mark
 // on demand. NODE_V8_COVERAGE is set by the parent; each `mark` writes the counts since the last one
 // (v8.takeCoverage resets them) and answers `marked`.
 import { pathToFileURL } from 'node:url';

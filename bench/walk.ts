@@ -1,7 +1,8 @@
 /**
  * The coverage walk (docs/ARCHITECTURE.md, "The life of one Telegram message"): which of gated's functions
  * one Telegram message runs, and which one approval round trip runs, measured with V8's precise coverage
- * of the compiled code (`dist/`, built first unless `--no-build`). The compiled gated runs in a process of
+ * of the code compiled file by file (`dist/walk/`, by tsc first unless `--no-build`: the bundle `npm start`
+ * runs would merge the files counted by). The compiled gated runs in a process of
  * its own (bench/walk-child.mjs, NODE_V8_COVERAGE set) against the local Bot API, the process runtime and
  * an agent that answers at once and asks when told to (test/queue/agents/ask-agent.mjs). The counts are
  * reset right before each walk and written right after it, so start-up is not counted; the poll interval
@@ -12,7 +13,7 @@
  *    its buttons in the chat → the owner's typed `/approve CODE` → the agent's answer delivered and the
  *    question edited to say who decided.
  *
- * Printed per walk: functions run and files touched under dist/, then per folder and per file.
+ * Printed per walk: functions run and files touched under dist/walk/, then per folder and per file.
  *
  *   npx tsx bench/walk.ts [--no-build] [--files]
  */
@@ -39,7 +40,7 @@ interface ScriptCoverage {
   functions: FunctionCoverage[];
 }
 
-/** What one walk ran: per file under dist/, the names of the functions that ran. */
+/** What one walk ran: per file under dist/walk/, the names of the functions that ran. */
 export type Walk = Map<string, string[]>;
 
 async function until<T>(fn: () => T | undefined | null | false, ms: number, what: string): Promise<T> {
@@ -52,7 +53,7 @@ async function until<T>(fn: () => T | undefined | null | false, ms: number, what
   }
 }
 
-/** The functions of dist/ that ran in one coverage file. */
+/** The functions of dist/walk/ that ran in one coverage file. */
 function walkOf(file: string, dist: string): Walk {
   const { result } = JSON.parse(readFileSync(file, 'utf8')) as { result: ScriptCoverage[] };
   const out: Walk = new Map();
@@ -96,8 +97,12 @@ function report(title: string, walk: Walk, files: boolean): string {
 
 /** Runs both walks; returns them. */
 export async function coverageWalk(build = true): Promise<{ message: Walk; approval: Walk }> {
-  const dist = packageFile('dist');
-  if (build) execFileSync('npm', ['run', 'build', '--silent'], { cwd: packageFile(), stdio: 'inherit' });
+  const dist = packageFile('dist', 'walk');
+  if (build)
+    execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', dist], {
+      cwd: packageFile(),
+      stdio: 'inherit',
+    });
   const dir = mkdtempSync(join(tmpdir(), 'gated-walk-'));
   const coverage = join(dir, 'coverage');
   mkdirSync(coverage);

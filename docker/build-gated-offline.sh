@@ -8,8 +8,8 @@
 # Usage: docker/build-gated-offline.sh [TAG]
 #   TAG                 image to build (default gated:latest)
 #   GATED_RUNTIME_BASE  tag of the imported base (default gated-runtime-base:local)
-#   GATED_DIST          a compiled dist/ to take as it is instead of compiling with tsc (the tests pass the
-#                       one scripts/dist.mjs keeps up to date, whose types `npm test` checks anyway)
+#   GATED_DIST          a built dist/ to take as it is instead of checking the types and bundling (the tests
+#                       pass the one scripts/dist.mjs keeps up to date, whose types `npm test` checks anyway)
 set -euo pipefail
 
 tag=${1:-gated:latest}
@@ -26,12 +26,12 @@ ctx=$work/context
 mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/data" "$root/etc" "$root/app/node_modules" "$ctx/app"
 cp "$node_bin" "$root/usr/local/bin/node"
 
-# The first stage of gated.Dockerfile, done here: compile, then take what runs.
+# The first stage of gated.Dockerfile, done here: check the types and bundle, then take what runs.
 if [ -n "${GATED_DIST:-}" ]; then
   cp -r "$GATED_DIST" "$ctx/app/dist"
-  rm -f "$ctx/app/dist/.start-manifest.json"
+  rm -rf "$ctx/app/dist/.start-manifest.json" "$ctx/app/dist/walk"
 else
-  (cd "$repo" && npx tsc -p tsconfig.build.json --outDir "$ctx/app/dist")
+  (cd "$repo" && npx tsc --noEmit -p tsconfig.build.json && node scripts/dist.mjs --out "$ctx/app/dist")
 fi
 cp "$repo/package.json" "$repo/schema.sql" "$repo/routes.example.sql" "$ctx/app/"
 cp -r "$repo/web" "$ctx/app/web"

@@ -4,7 +4,7 @@
 #   docker build -f docker/gated.Dockerfile -t gated:latest .
 #
 # Two stages: the first installs every dependency (better-sqlite3 compiles here when no prebuilt binary
-# fits) and compiles the TypeScript; the second holds only what runs: dist/, the production dependencies,
+# fits), checks the types and bundles gated's modules (scripts/dist.mjs); the second holds only what runs: dist/, the production dependencies,
 # schema.sql, the web UI and the example agent. It runs as the unprivileged `node` user (uid 1000) and says
 # whether it is healthy through /healthz. The agents' SDKs (Claude, Codex) are not gated's dependencies:
 # they live in agents/claude and agents/codex and run inside the agent images.
@@ -18,6 +18,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json schema.sql ./
+COPY scripts/dist.mjs scripts/
 COPY core core
 COPY router router
 COPY worktrees worktrees

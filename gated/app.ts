@@ -2,7 +2,7 @@ import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Metrics } from '../core/metrics.js';
 import type { Signals } from '../core/signals.js';
-import type { ShellParser } from '../router/shell.js';
+import { LazyShellParser } from '../router/shell.js';
 import type { Channel } from '../channels/channel.js';
 import { createInbox } from '../channels/inbox.js';
 import { createChannels, startChannels } from '../channels/registry.js';
@@ -60,10 +60,6 @@ export interface Gated {
  * down, so every stage is built once, in order, with the parts it needs, and nothing calls back up here.
  */
 export async function startGated(opts: StartOptions): Promise<Gated> {
-  // The bash parser of tool rules (two .wasm files, about 40 ms) loads while the database opens.
-  const shellLoading = loadShellParser();
-  // Awaited below, after the database: a failure is reported there, not as an unhandled rejection now.
-  shellLoading.catch(() => undefined);
   const base = await openBase(opts);
   const { config, log, db } = base;
   // Before any stage: the first message polled already has its trace (off unless configured).
@@ -75,7 +71,10 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Tool questions are asked through the channels that started; none has before startChannels.
   const started: Channel[] = [];
-  const shell = await shellLoading;
+  // The bash parser of tool rules (two .wasm files, about 40 ms) loads once gated serves.
+  const shell = new LazyShellParser(loadShellParser, (err) =>
+    log.error({ err: (err as Error).message }, 'the shell parser did not load: every shell call is asked'),
+  );
   const { queue, gateway, asks } = makeStages(base, channels, started, shell);
   // A platform that cannot start (bad token) is left out of delivery too: its rows wait, pending, for a
   // start that works instead of burning retries.
@@ -83,6 +82,9 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   base.metrics.heldFrom(gateway.pipeline.gate);
   const stop = startOutbound(base, started, { queue, gateway, asks }, opts.watchCommits !== false);
   base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
+  // What the first run and the first tool question would wait for, prepared now that gated answers.
+  base.runtime.warm?.();
+  void shell.warm();
   const history = flushHistoryEvery(db, base.history, opts.historyFlushMs ?? 60_000, log);
   // What was said becomes searchable behind the pipe (docs/MEMORY.md), never in a message's transaction.
   const indexer = createHistoryIndexer({ db, log: log.child({ part: 'history-index' }) });
@@ -136,7 +138,7 @@ function makeStages(
   base: Base,
   channels: readonly Channel[],
   started: readonly Channel[],
-  shell: ShellParser,
+  shell: LazyShellParser,
 ): Stages {
   const { config, log, db, metrics, signals } = base;
   // Each message's sender_role in agent input comes from the live access rules.

@@ -3,8 +3,8 @@ import { coerceError } from '../core/errors.js';
 import { createWorker, type Worker } from '../core/worker.js';
 import type { Signals } from '../core/signals.js';
 import { DEFAULT_AUTONOMY } from '../router/autonomy.js';
-import type { ShellParser } from '../router/shell.js';
-import { renderToolInput, ToolRuleTable, type ToolVerdict } from '../router/tool-rules.js';
+import type { LazyShellParser } from '../router/shell.js';
+import { denyNote, renderToolInput, ToolRuleTable } from '../router/tool-rules.js';
 import type { Db } from '../store/db.js';
 import { autonomyReader } from '../store/groups.js';
 import { toolApprovalsOf, type ToolApproval } from '../store/tool-approvals.js';
@@ -45,8 +45,8 @@ export interface AskBrokerOptions {
   now?: () => number;
   /** GATED_APPROVAL_TIMEOUT_MS. */
   timeoutMs: number;
-  /** Splits shell commands for the rules (queue/shell-parser.ts). */
-  shell: ShellParser;
+  /** Splits shell commands for the rules (queue/shell-parser.ts), loaded in the background. */
+  shell: LazyShellParser;
   /**
    * The timer fallback in ms (the poll interval): decisions another process made when no commit watcher
    * tells (`decided` does otherwise). Expiries need none: the checker runs again when the first falls due.
@@ -128,10 +128,12 @@ export class AskBroker {
   }
 
   /** The compiled rules, rebuilt when any process changed tool_rules (hot by the next ask). */
-  rules(): ToolRuleTable {
+  rules(): ToolRuleTable | undefined {
+    const shell = this.opts.shell.get();
+    if (!shell) return undefined;
     const v = this.store.rulesVersion();
     if (!this.table || v !== this.tableVersion) {
-      this.table = new ToolRuleTable(this.store.rules(), this.opts.shell);
+      this.table = new ToolRuleTable(this.store.rules(), shell);
       this.tableVersion = v;
       for (const bad of this.table.invalid)
         this.opts.log.warn(
@@ -160,6 +162,9 @@ export class AskBroker {
 
   /** An `ask` block of a live run. */
   ask(run: Run, ask: ToolAsk): void {
+    // An ask in the first moments of a start waits for the shell parser (asks keep their order).
+    const rules = this.rules();
+    if (!rules) return void this.opts.shell.warm().then(() => this.ask(run, ask));
     // A run over a daily cap waits here for its approvers first (queue/budget-asks.ts), or is refused.
     const gate = this.budget.gate(run, `ask:${ask.id}`, () => this.ask(run, ask));
     if (!gate.go) {
@@ -171,7 +176,7 @@ export class AskBroker {
     const callId = calls?.asked(run, ask) ?? null;
     const inputLine = renderToolInput(ask.tool, ask.input);
     const autonomy = this.autonomy(run.key.group)?.level ?? DEFAULT_AUTONOMY;
-    const verdict = this.rules().decide(run.key.group, ask.tool, ask.input, autonomy);
+    const verdict = rules.decide(run.key.group, ask.tool, ask.input, autonomy);
     const log = {
       runId: run.runId,
       ask: ask.id,
@@ -390,9 +395,4 @@ function sameTurn(stored: string | null, rows: readonly number[]): boolean {
   if (!Array.isArray(ids) || ids.length === 0) return false;
   const open = new Set(rows);
   return ids.every((id) => typeof id === 'number' && open.has(id));
-}
-
-/** The note a denial by the rules carries: what decided, and for a shell tool which command. */
-function denyNote(v: ToolVerdict): string {
-  return `denied by ${v.why}${v.command !== null ? ` (command: ${v.command})` : ''}`;
 }

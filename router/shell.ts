@@ -285,3 +285,40 @@ function controlChar(source: string): number | null {
   }
   return null;
 }
+
+/**
+ * The parser as the tool question broker holds it, loaded on first need or when `warm()` is called (gated
+ * calls it once it serves: loading tree-sitter's WebAssembly takes about 40 ms of the start otherwise); an
+ * ask that comes first waits for it. A parser that fails to load reads every command as a syntax error, so
+ * every shell call is asked of a person rather than decided by the rules, and `failed` says why.
+ */
+export class LazyShellParser {
+  private parser: ShellParser | undefined;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    private readonly load: () => Promise<ShellParser>,
+    private readonly failed: (err: unknown) => void,
+  ) {}
+
+  /** The parser once loaded; undefined while it loads (and the load begun). */
+  get(): ShellParser | undefined {
+    if (!this.parser) void this.warm();
+    return this.parser;
+  }
+
+  /** Begins loading; resolves once the parser is loaded or has failed to. */
+  warm(): Promise<void> {
+    return (this.loading ??= this.load().then(
+      (p) => void (this.parser = p),
+      (err: unknown) => {
+        this.failed(err);
+        this.parser = unparsed;
+      },
+    ));
+  }
+}
+
+/** The parser of LazyShellParser whose load failed: every command a syntax error. */
+const unparsed: ShellParser = (_source, read) =>
+  read({ type: 'ERROR', text: '', isNamed: true, isMissing: false, hasError: true, children: [] });

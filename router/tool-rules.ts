@@ -219,6 +219,11 @@ export class ToolRuleTable {
   }
 }
 
+/** The note a denial by the rules carries: what decided, and for a shell tool which command. */
+export function denyNote(v: ToolVerdict): string {
+  return `denied by ${v.why}${v.command !== null ? ` (command: ${v.command})` : ''}`;
+}
+
 /** A shell command's verdict from its parts': any deny, else unproven or any ask is an ask, else allow. */
 function combine(parts: readonly ToolExplainPart[], unproven: readonly string[]): ToolVerdict {
   const denied = parts.find((p) => p.verdict.decision === 'deny');

@@ -1,7 +1,7 @@
 /**
  * vitest's globalSetup (vitest.config.ts), once per run before any test file:
  * - dist/ brought up to date with the sources (scripts/dist.mjs, as `npm start` does: a stat per source, an
- *   esbuild transpile of about 0.2 s when one changed). The tests that start the real CLI as a process run
+ *   esbuild bundle of about 0.3 s when one changed). The tests that start the real CLI as a process run
  *   `node dist/gated/cli.js` (test/helpers/process.ts), a third of the CPU of `node --import tsx` on the
  *   sources; `npm start`'s own tests then find it built.
  * - One private temp folder for the whole run: TMPDIR points at it before the workers start, so every

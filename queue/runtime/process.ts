@@ -304,9 +304,6 @@ function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
  * for trusted local agents: untrusted agents belong in the docker runtime (docs/QUEUE.md).
  */
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
-  // Both are asked for at once so that neither waits on the first run (nor forks a big gated later).
-  if (opts.pidNamespace !== false) void pidNamespacePrefix();
-  if (opts.spawner !== false) void sharedSpawner(opts.log, opts.spawnerFile);
   // Under a root gated, agents run as a user of their own (throws at once for a bad setting).
   const user = agentUserOf(opts.user, process.getuid?.());
   let dropping: Promise<readonly string[]> | undefined;
@@ -336,6 +333,11 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
         return shared ? { ...req, stdoutOnStdin: true } : req;
       };
       return handleOf(await startAgent(opts, request, spec.signal), prefix.length > 0);
+    },
+    warm() {
+      // Both asked for before the first run, so that it waits on neither (nor forks a big gated later).
+      if (opts.pidNamespace !== false) void pidNamespacePrefix();
+      if (opts.spawner !== false) void sharedSpawner(opts.log, opts.spawnerFile);
     },
     async ping() {
       // sh is always there on a machine that runs gated; nothing to reach.

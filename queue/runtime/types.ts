@@ -118,6 +118,12 @@ export interface Runtime {
   ping(): Promise<void>;
   /** Releases what the runtime holds (connections). Does not touch running agents. */
   close?(): Promise<void>;
+  /**
+   * Prepares in the background what the first run would otherwise wait for (the process runtime's spawner
+   * and PID namespace probe). gated calls it once it serves, so that a start's first answer does not wait
+   * on forks; a run before it prepares them itself.
+   */
+  warm?(): void;
 }
 
 /** Bytes of stderr kept for the tail. */

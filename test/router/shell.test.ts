@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadShellParser } from '../../queue/shell-parser.js';
-import { splitShell, type ShellParser } from '../../router/shell.js';
+import { LazyShellParser, splitShell, type ShellParser } from '../../router/shell.js';
 import { canonicalPattern } from '../../router/shell-words.js';
 import { ToolRuleTable, type ToolRuleRow } from '../../router/tool-rules.js';
 
@@ -166,5 +166,40 @@ describe('hostile shell inputs', () => {
     const v = decide(t, command);
     expect(v.decision).toBe(want);
     if (why) expect(v.why).toMatch(why);
+  });
+});
+
+describe('the parser loaded in the background (LazyShellParser)', () => {
+  it('is absent until its load resolves, then the loaded one; loaded once', async () => {
+    let resolve!: (p: ShellParser) => void;
+    let loads = 0;
+    const lazy = new LazyShellParser(
+      () => (loads++, new Promise<ShellParser>((r) => (resolve = r))),
+      () => expect.fail('no failure expected'),
+    );
+    expect(lazy.get()).toBeUndefined();
+    const ready = lazy.warm();
+    expect(lazy.get()).toBeUndefined();
+    resolve(shell);
+    await ready;
+    expect(lazy.get()).toBe(shell);
+    expect(loads).toBe(1);
+  });
+
+  it('after a failed load, says why once and has every shell command asked, even one a rule allows', async () => {
+    const failures: unknown[] = [];
+    const lazy = new LazyShellParser(
+      () => Promise.reject(new Error('no wasm')),
+      (err) => failures.push(err),
+    );
+    await lazy.warm();
+    await lazy.warm();
+    expect(failures.map((e) => (e as Error).message)).toEqual(['no wasm']);
+    const t = new ToolRuleTable([rule('ls *', 'allow'), rule('rm -rf *', 'deny')], lazy.get()!);
+    expect(t.decide('g', 'Bash', { command: 'ls -la' }, 'full').decision).toBe('ask');
+    expect(t.decide('g', 'Bash', { command: 'rm -rf /' }, 'full').decision).toBe('ask');
+    // A tool that is not a shell needs no parser: its rules decide as ever.
+    const other = new ToolRuleTable([{ ...rule('*', 'allow'), tool: 'Read' }], lazy.get()!);
+    expect(other.decide('g', 'Read', { file_path: 'x' }, 'full').decision).toBe('allow');
   });
 });
