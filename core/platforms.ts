@@ -4,7 +4,8 @@
  * checks and how, the configuration for which platforms stream drafts by default, the dashboard's channels
  * panel for what each started channel can do, and the channel conformance suite (test/channels/conformance.ts) holds every channel to
  * its row: a channel may not offer an ability its row does not name, nor lack one it names. Each channel
- * takes its text format and limit from its row, which delivery splits and converts by.
+ * takes its text format and limit from its row (channels/row-channel.ts), which delivery splits and
+ * converts by.
  *
  * A new platform is one row here plus its channel; the places that must then know it (its doctor check,
  * its factory) are typed over `Platform`, so the compiler names them.
@@ -128,6 +129,7 @@ export const PLATFORMS = {
   },
   slack: {
     textFormat: 'slack-mrkdwn',
+    // Slack cuts a message's text at 40,000 characters but advises 4,000 for readability.
     limit: 4000,
     limitUnit: 'chars',
     reactions: true,
@@ -146,6 +148,7 @@ export const PLATFORMS = {
   },
   github: {
     textFormat: 'markdown',
+    // A comment body holds 65,536 characters; the rest is room for the part's idempotency marker.
     limit: 65_000,
     limitUnit: 'chars',
     reactions: true,
@@ -164,6 +167,7 @@ export const PLATFORMS = {
   },
   email: {
     textFormat: 'markdown',
+    // A long mail is fine; past this a reply is split into numbered mails of one thread.
     limit: 32_000,
     limitUnit: 'chars',
     reactions: false,

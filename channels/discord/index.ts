@@ -1,4 +1,3 @@
-import { PLATFORMS } from '../../core/platforms.js';
 import {
   Client,
   Events,
@@ -22,6 +21,7 @@ import type {
   SendPart,
 } from '../channel.js';
 import { Connection } from '../connection.js';
+import { RowChannel } from '../row-channel.js';
 import { buttonToInbound, discordApprovals } from './buttons.js';
 import { discordDrafts } from './drafts.js';
 import { fetchDiscordFile, sendDiscordFile } from './files.js';
@@ -61,11 +61,7 @@ export const DISCORD_INTENTS = [
  * client (gateway websocket) receives; replies go through a separate REST client that hands rate limits and
  * 5xx back to delivery instead of retrying inside (delivery owns retries, and counts them on the row).
  */
-export class DiscordChannel implements Channel {
-  readonly platform = 'discord';
-  readonly limit = PLATFORMS.discord.limit;
-  readonly limitUnit = PLATFORMS.discord.limitUnit;
-  readonly textFormat = PLATFORMS.discord.textFormat;
+export class DiscordChannel extends RowChannel implements Channel {
   private client: Client | undefined;
   private readonly rest: REST;
   readonly drafts: DraftOps;
@@ -73,6 +69,7 @@ export class DiscordChannel implements Channel {
   private readonly connection: Connection;
 
   constructor(private readonly opts: DiscordChannelOptions) {
+    super('discord');
     const api = opts.apiRoot ? { api: opts.apiRoot } : {};
     this.rest = new REST({
       ...api,

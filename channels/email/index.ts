@@ -1,4 +1,3 @@
-import { PLATFORMS } from '../../core/platforms.js';
 import type { Sleep } from '../../core/backoff.js';
 import type { EmailConfig } from '../../core/config.js';
 import { coerceError } from '../../core/errors.js';
@@ -8,6 +7,7 @@ import type { Db } from '../../store/db.js';
 import { EmailStore } from '../../store/email.js';
 import { whenWritable } from '../../store/group-commit.js';
 import type { Channel, FetchedFile, InboundSink, SendFile, SendPart } from '../channel.js';
+import { RowChannel } from '../row-channel.js';
 import { authenticateSender, mailResolver, type MailAuthOptions } from './auth.js';
 import { DEFAULT_MAIL_BOUNDS, headersOnly, overBounds, parseMail, type MailBounds } from './bounds.js';
 import { MailboxReader, type RawMail } from './mailbox.js';
@@ -41,12 +41,7 @@ export interface EmailChannelOptions {
  * in batch mode. Automatic mail (auto-replies, bounces, list mail) is stored but never answered, and
  * nothing is sent to a machine's address, so two responders never loop (docs/CHANNELS.md, "Email").
  */
-export class EmailChannel implements Channel {
-  readonly platform = 'email';
-  /** A long mail is fine; past this a reply is split into numbered mails of one thread. */
-  readonly limit = PLATFORMS.email.limit;
-  readonly limitUnit = PLATFORMS.email.limitUnit;
-  readonly textFormat = PLATFORMS.email.textFormat;
+export class EmailChannel extends RowChannel implements Channel {
   private readonly store: EmailStore;
   private readonly sender: MailSender;
   private reader: MailboxReader | undefined;
@@ -55,6 +50,7 @@ export class EmailChannel implements Channel {
   private readonly auth: MailAuthOptions;
 
   constructor(private readonly opts: EmailChannelOptions) {
+    super('email');
     this.store = new EmailStore(opts.db);
     this.sender = new MailSender(
       opts.config,

@@ -1,4 +1,3 @@
-import { PLATFORMS } from '../../core/platforms.js';
 import { Octokit } from '@octokit/rest';
 import { Webhooks } from '@octokit/webhooks';
 import type { Sleep } from '../../core/backoff.js';
@@ -7,6 +6,7 @@ import type { Logger } from '../../core/log.js';
 import type { Jid } from '../../core/types.js';
 import type { Channel, DraftOps, InboundSink, SendPart, WebhookHandler } from '../channel.js';
 import { Connection } from '../connection.js';
+import { RowChannel } from '../row-channel.js';
 import { GithubAppRefused, InstallationTokens, type GithubAppKey } from './app-auth.js';
 import {
   closeToInbound,
@@ -49,12 +49,7 @@ export interface GithubChannelOptions {
  * anything is parsed), answers are comments made with @octokit/rest, drafts one comment edited in place.
  * Octokit's REST client retries nothing by itself here: delivery owns retries and rate-limit waits.
  */
-export class GithubChannel implements Channel {
-  readonly platform = 'github';
-  // A comment body holds 65,536 characters; the rest is room for the part's idempotency marker.
-  readonly limit = PLATFORMS.github.limit;
-  readonly limitUnit = PLATFORMS.github.limitUnit;
-  readonly textFormat = PLATFORMS.github.textFormat;
+export class GithubChannel extends RowChannel implements Channel {
   readonly drafts: DraftOps;
   readonly webhook: WebhookHandler;
   private readonly octokit: Octokit;
@@ -66,6 +61,7 @@ export class GithubChannel implements Channel {
   private readonly connection: Connection;
 
   constructor(private readonly opts: GithubChannelOptions) {
+    super('github');
     this.connection = new Connection({
       platform: 'github',
       log: opts.log,

@@ -1,4 +1,3 @@
-import { PLATFORMS } from '../../core/platforms.js';
 import { SocketModeClient } from '@slack/socket-mode';
 import { LogLevel, WebClient, type Logger as SlackLogger } from '@slack/web-api';
 import type { Sleep } from '../../core/backoff.js';
@@ -16,6 +15,7 @@ import type {
   WebhookHandler,
 } from '../channel.js';
 import { Connection } from '../connection.js';
+import { RowChannel } from '../row-channel.js';
 import { fetchCapped } from '../fetch.js';
 import { slackApprovals } from './approvals.js';
 import { handleSlackPayload, slackWebhook, type SlackInbound } from './events.js';
@@ -55,12 +55,7 @@ export interface SlackChannelOptions {
  * gone for new apps), and `assistant.threads.setStatus` works only in the assistant threads of apps with
  * the AI-apps feature, which gated does not open. Streaming drafts (GATED_STREAM_CHANNELS) show progress.
  */
-export class SlackChannel implements Channel {
-  readonly platform = 'slack';
-  // Slack cuts a message's text at 40,000 characters but advises 4,000 for readability.
-  readonly limit = PLATFORMS.slack.limit;
-  readonly limitUnit = PLATFORMS.slack.limitUnit;
-  readonly textFormat = PLATFORMS.slack.textFormat;
+export class SlackChannel extends RowChannel implements Channel {
   readonly drafts: DraftOps;
   readonly approvals: ApprovalOps;
   readonly webhook: WebhookHandler | undefined;
@@ -72,6 +67,7 @@ export class SlackChannel implements Channel {
   private readonly connection: Connection;
 
   constructor(private readonly opts: SlackChannelOptions) {
+    super('slack');
     this.connection = new Connection({
       platform: 'slack',
       log: opts.log,

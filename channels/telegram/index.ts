@@ -1,4 +1,3 @@
-import { PLATFORMS } from '../../core/platforms.js';
 import { Telegram, TelegramError } from 'telegraf';
 import type { Update } from 'telegraf/types';
 import { coerceError } from '../../core/errors.js';
@@ -18,6 +17,7 @@ import type {
   SendPart,
 } from '../channel.js';
 import { Connection } from '../connection.js';
+import { RowChannel } from '../row-channel.js';
 import { fetchTelegramFile, sendTelegramFile } from './files.js';
 import { telegramDrafts } from './drafts.js';
 import { callbackToInbound, telegramApprovals } from './buttons.js';
@@ -55,11 +55,7 @@ export interface TelegramChannelOptions {
  * replies go back to that thread. In groups with privacy mode on, Telegram shows the bot only commands,
  * mentions and replies to it (see docs/CHANNELS.md).
  */
-export class TelegramChannel implements Channel {
-  readonly platform = 'telegram';
-  readonly limit = PLATFORMS.telegram.limit;
-  readonly limitUnit = PLATFORMS.telegram.limitUnit;
-  readonly textFormat = PLATFORMS.telegram.textFormat;
+export class TelegramChannel extends RowChannel implements Channel {
   private readonly telegram: Telegram;
   readonly drafts: DraftOps;
   readonly approvals: ApprovalOps;
@@ -69,6 +65,7 @@ export class TelegramChannel implements Channel {
   private readonly connection: Connection;
 
   constructor(private readonly opts: TelegramChannelOptions) {
+    super('telegram');
     // An apiRoot with a path must end in '/': telegraf resolves `./bot<token>/<method>` against it.
     const apiRoot = opts.apiRoot && !opts.apiRoot.endsWith('/') ? `${opts.apiRoot}/` : opts.apiRoot;
     this.telegram = new Telegram(opts.token, apiRoot ? { apiRoot } : {});

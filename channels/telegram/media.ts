@@ -1,5 +1,5 @@
 import type { Message } from 'telegraf/types';
-import { extensionOf, type NewAttachment } from '../../core/files.js';
+import { extensionOf, type AttachmentKind, type NewAttachment } from '../../core/files.js';
 
 /**
  * The attachments of a Telegram message: the largest size of a photo, a document, a voice note, audio, a
@@ -12,42 +12,14 @@ export function attachmentsOf(msg: Message): NewAttachment[] {
     const best = msg.photo.reduce((a, b) =>
       (b.file_size ?? b.width * b.height) > (a.file_size ?? a.width * a.height) ? b : a,
     );
-    return [
-      {
-        kind: 'photo',
-        name: 'photo.jpg',
-        mime: 'image/jpeg',
-        size: best.file_size ?? null,
-        source: best.file_id,
-      },
-    ];
+    return [fileOf('photo', 'photo.jpg', 'image/jpeg', best)];
   }
   if ('voice' in msg) {
-    const v = msg.voice;
-    const mime = v.mime_type ?? 'audio/ogg';
-    return [
-      {
-        kind: 'voice',
-        name: `voice.${extensionOf(mime)}`,
-        mime,
-        size: v.file_size ?? null,
-        source: v.file_id,
-      },
-    ];
+    const mime = msg.voice.mime_type ?? 'audio/ogg';
+    return [fileOf('voice', `voice.${extensionOf(mime)}`, mime, msg.voice)];
   }
-  if ('video_note' in msg) {
-    // A round video of someone talking: transcribed like a voice note (docs/VOICE.md).
-    const v = msg.video_note;
-    return [
-      {
-        kind: 'video_note',
-        name: 'video_note.mp4',
-        mime: 'video/mp4',
-        size: v.file_size ?? null,
-        source: v.file_id,
-      },
-    ];
-  }
+  // A round video of someone talking: transcribed like a voice note (docs/VOICE.md).
+  if ('video_note' in msg) return [fileOf('video_note', 'video_note.mp4', 'video/mp4', msg.video_note)];
   for (const kind of ['document', 'audio', 'video'] as const) {
     if (!(kind in msg)) continue;
     const f = (
@@ -57,8 +29,17 @@ export function attachmentsOf(msg: Message): NewAttachment[] {
       >
     )[kind]!;
     const mime = f.mime_type ?? null;
-    const name = f.file_name ?? `${kind}.${extensionOf(mime)}`;
-    return [{ kind, name, mime, size: f.file_size ?? null, source: f.file_id }];
+    return [fileOf(kind, f.file_name ?? `${kind}.${extensionOf(mime)}`, mime, f)];
   }
   return [];
+}
+
+/** One attachment of a Telegram file: only its file_id is kept, the bytes are fetched later. */
+function fileOf(
+  kind: AttachmentKind,
+  name: string,
+  mime: string | null,
+  f: { file_id: string; file_size?: number },
+): NewAttachment {
+  return { kind, name, mime, size: f.file_size ?? null, source: f.file_id };
 }

@@ -1,4 +1,3 @@
-import { PLATFORMS } from '../../core/platforms.js';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import type {
   SendPart,
   SettledAttachment,
 } from '../channel.js';
+import { RowChannel } from '../row-channel.js';
 import { WebApprovalLookup } from './approvals.js';
 import { UploadStage } from './uploads.js';
 import {
@@ -54,11 +54,7 @@ type Subscriber = (ev: WebEvent) => void;
  * posts go through the gateway's InboundSink; replies are pushed to the SSE subscribers of that chat and
  * topic. Nothing is kept here: the messages table is the history, so a tab that was away replays from it.
  */
-export class WebChannel implements Channel {
-  readonly platform = 'web';
-  readonly limit = WEB_LIMIT;
-  readonly limitUnit = PLATFORMS.web.limitUnit;
-  readonly textFormat = PLATFORMS.web.textFormat;
+export class WebChannel extends RowChannel implements Channel {
   private sink: InboundSink | undefined;
   private readonly subs = new Map<string, Set<Subscriber>>();
   private readonly rowById;
@@ -95,6 +91,7 @@ export class WebChannel implements Channel {
 
   /** `db` is read to push a delivered reply whole, with its kind, exactly as history shows it. */
   constructor(db: Db, opts: WebChannelOptions = {}) {
+    super('web');
     this.rowById = db.prepare<[number], ChatRow>(`SELECT ${CHAT_COLUMNS} FROM messages WHERE id = ?`);
     this.postOf = db.prepare<[number], { chat_jid: Jid; topic: string; sender: string }>(
       `SELECT chat_jid, topic, sender FROM messages WHERE id = ? AND chat_jid LIKE 'web:%'`,
