@@ -34,6 +34,13 @@ export interface PlatformRow {
    * platform whose edits are cheap and quiet; Slack's and GitHub's drafts are there to be switched on).
    */
   stream: boolean;
+  /**
+   * The most draft posts, edits and deletes a second the drafts make over all chats of one bot: a share of
+   * the platform's flood limit that leaves the rest for answers (Telegram takes about 30 messages a second
+   * from a bot, edits counted), or null where the platform's limits are not the drafts' to keep (the web
+   * chat; Discord and Slack tell each call's limit in its answer).
+   */
+  draftsPerSecond: number | null;
   /** A typing indicator is shown while the agent works (the channel's `typing`). */
   typing: boolean;
   /** Replies are sent into files and attachments are fetched (the channel's `sendFile` and `fetchAttachment`). */
@@ -81,6 +88,7 @@ export const PLATFORMS = {
     buttons: true,
     drafts: true,
     stream: true,
+    draftsPerSecond: 20,
     typing: true,
     files: true,
     spoken: 'voice note',
@@ -99,6 +107,7 @@ export const PLATFORMS = {
     buttons: true,
     drafts: true,
     stream: true,
+    draftsPerSecond: null,
     typing: true,
     files: true,
     spoken: 'audio file',
@@ -117,6 +126,7 @@ export const PLATFORMS = {
     buttons: false,
     drafts: false,
     stream: false,
+    draftsPerSecond: null,
     typing: false,
     files: true,
     spoken: null,
@@ -136,6 +146,7 @@ export const PLATFORMS = {
     buttons: true,
     drafts: true,
     stream: false,
+    draftsPerSecond: null,
     typing: false,
     files: true,
     spoken: 'audio file',
@@ -155,6 +166,7 @@ export const PLATFORMS = {
     buttons: false,
     drafts: true,
     stream: false,
+    draftsPerSecond: null,
     typing: false,
     files: false,
     spoken: null,
@@ -174,6 +186,7 @@ export const PLATFORMS = {
     buttons: false,
     drafts: false,
     stream: false,
+    draftsPerSecond: null,
     typing: false,
     files: true,
     spoken: 'audio file',
@@ -192,6 +205,7 @@ export const PLATFORMS = {
     buttons: false,
     drafts: true,
     stream: true,
+    draftsPerSecond: null,
     typing: true,
     files: true,
     spoken: 'audio element',
@@ -210,6 +224,7 @@ export const PLATFORMS = {
     buttons: false,
     drafts: false,
     stream: false,
+    draftsPerSecond: null,
     typing: false,
     files: false,
     spoken: null,

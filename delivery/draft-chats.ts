@@ -1,4 +1,57 @@
-import type { DraftsEnd, PartialText } from '../core/signals.js';
+import type { Channel } from '../channels/channel.js';
+import type { Logger } from '../core/log.js';
+import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
+import type { Db } from '../store/db.js';
+
+/** What the drafts need. */
+export interface DraftsOptions {
+  db: Db;
+  channels: Channel[];
+  log: Logger;
+  /**
+   * The platforms whose chats see drafts (GATED_STREAM_CHANNELS, `stream`); the others get the answer only
+   * (`batch`), as does a channel without draft support.
+   */
+  streamChannels: readonly string[];
+  /** Shortest time between two edits of one chat's draft. Default 1000 ms. */
+  minIntervalMs?: number;
+  now?: () => number;
+  /**
+   * The drafts show every `partial` signal (an agent's turn in progress) and end the drafts of turns a
+   * `draftsEnd` signal names.
+   */
+  signals?: Pick<Signals, 'partial' | 'draftsEnd'>;
+}
+
+/** The drafts of every chat. */
+export interface Drafts {
+  /** A partial block arrived: show it (now, or at the next allowed edit). Never throws. */
+  partial(d: PartialText): void;
+  /**
+   * Called by delivery before it sends part 0 of outbound row `messageId`: if the chat shows a draft, it is
+   * turned into the answer. Returns the platform id to record for part 0 when the draft now IS part 0
+   * (edited to `parts[0]`), or null when delivery should send every part itself.
+   */
+  takeOver(
+    messageId: number,
+    chatJid: string,
+    parts: readonly string[],
+    files: number,
+  ): Promise<string | null>;
+  /** Delivery recorded part 0 that a takeover returned: the chat has no draft any more. */
+  answered(chatJid: string, platformId: string): void;
+  /**
+   * Turns `from`..`to` of run `runId` ended without a reply of their own (interrupted with no text,
+   * stopped, or left open by a run that ended): the draft they show is removed from the platform and
+   * forgotten, an edit not made yet is dropped, and later drafts of those turns are ignored. So no draft is
+   * left stale, no edit arrives after the end, and the next turn's draft is a new message. Never throws.
+   */
+  end(e: DraftsEnd): void;
+  /** How many chats it keeps state of now: a chat gone quiet is forgotten. */
+  kept(): number;
+  /** Waits for edits in flight and drops pending ones. */
+  stop(): Promise<void>;
+}
 
 /**
  * What the drafts keep of one chat while it is busy: forgotten once it goes quiet (nothing pending or in

@@ -3,12 +3,21 @@ import type { Logger } from '../core/log.js';
 import { parseJid } from '../core/types.js';
 import { createWorker, type Worker } from '../core/worker.js';
 import type { Channel } from '../channels/channel.js';
-import type { DraftsEnd, PartialText, Signals } from '../core/signals.js';
-import type { Db } from '../store/db.js';
+import type { DraftsEnd, PartialText } from '../core/signals.js';
 import { DraftStore } from '../store/drafts.js';
 import { flushGroup, whenWritable } from '../store/group-commit.js';
 import { draftMarkdown } from '../core/draft-markdown.js';
-import { inRange, newChat, newThread, turnThread, type ChatDraft, type ChatState } from './draft-chats.js';
+import {
+  inRange,
+  newChat,
+  newThread,
+  turnThread,
+  type ChatDraft,
+  type ChatState,
+  type Drafts,
+  type DraftsOptions,
+} from './draft-chats.js';
+import { draftBudgets, floodWaitOf, type DraftBudget } from './draft-budget.js';
 import { partsFor } from './format.js';
 
 /**
@@ -26,55 +35,7 @@ import { partsFor } from './format.js';
  * removes it, and a re-run's drafts reuse it instead of posting a second one.
  */
 
-/** What the drafts need. */
-export interface DraftsOptions {
-  db: Db;
-  channels: Channel[];
-  log: Logger;
-  /**
-   * The platforms whose chats see drafts (GATED_STREAM_CHANNELS, `stream`); the others get the answer only
-   * (`batch`), as does a channel without draft support.
-   */
-  streamChannels: readonly string[];
-  /** Shortest time between two edits of one chat's draft. Default 1000 ms. */
-  minIntervalMs?: number;
-  now?: () => number;
-  /**
-   * The drafts show every `partial` signal (an agent's turn in progress) and end the drafts of turns a
-   * `draftsEnd` signal names.
-   */
-  signals?: Pick<Signals, 'partial' | 'draftsEnd'>;
-}
-
-/** The drafts of every chat. */
-export interface Drafts {
-  /** A partial block arrived: show it (now, or at the next allowed edit). Never throws. */
-  partial(d: PartialText): void;
-  /**
-   * Called by delivery before it sends part 0 of outbound row `messageId`: if the chat shows a draft, it is
-   * turned into the answer. Returns the platform id to record for part 0 when the draft now IS part 0
-   * (edited to `parts[0]`), or null when delivery should send every part itself.
-   */
-  takeOver(
-    messageId: number,
-    chatJid: string,
-    parts: readonly string[],
-    files: number,
-  ): Promise<string | null>;
-  /** Delivery recorded part 0 that a takeover returned: the chat has no draft any more. */
-  answered(chatJid: string, platformId: string): void;
-  /**
-   * Turns `from`..`to` of run `runId` ended without a reply of their own (interrupted with no text,
-   * stopped, or left open by a run that ended): the draft they show is removed from the platform and
-   * forgotten, an edit not made yet is dropped, and later drafts of those turns are ignored. So no draft is
-   * left stale, no edit arrives after the end, and the next turn's draft is a new message. Never throws.
-   */
-  end(e: DraftsEnd): void;
-  /** How many chats it keeps state of now: a chat gone quiet is forgotten. */
-  kept(): number;
-  /** Waits for edits in flight and drops pending ones. */
-  stop(): Promise<void>;
-}
+export type { Drafts, DraftsOptions } from './draft-chats.js';
 
 /** Creates the drafts of a gated process. */
 export function createDrafts(opts: DraftsOptions): Drafts {
@@ -114,6 +75,7 @@ class ChatDrafts {
   // an answer looks up only these and the kept chats, so a chat that never showed a draft reads nothing.
   private readonly left: Set<string>;
   private readonly pacer: Worker;
+  private readonly budgets: Map<string, DraftBudget>;
   private stopped = false;
 
   constructor(private readonly opts: DraftsOptions) {
@@ -123,6 +85,7 @@ class ChatDrafts {
     this.interval = opts.minIntervalMs ?? 1000;
     this.byPlatform = new Map(opts.channels.map((c) => [c.platform, c]));
     this.left = new Set(this.store.chats());
+    this.budgets = draftBudgets([...this.byPlatform.keys()], this.now());
     this.pacer = createWorker({
       name: 'drafts',
       log: opts.log,
@@ -209,6 +172,12 @@ class ChatDrafts {
         next = Math.min(next, due);
         continue;
       }
+      // The platform's share for drafts (the oldest edits go first): the others wait for its next call.
+      const until = this.budgetOf(c.chat.chatJid)?.take(this.now()) ?? 0;
+      if (until > 0) {
+        next = Math.min(next, until);
+        continue;
+      }
       c.chat.lastEdit = this.now();
       c.shownAt = this.now();
       // The text is taken when the edit's turn comes: an edit still in flight makes this one show the newest.
@@ -282,9 +251,31 @@ class ChatDrafts {
         flushGroup(this.opts.db);
       });
     } catch (err) {
+      const wait = floodWaitOf(err);
+      if (wait !== undefined) return this.flooded(c, d, wait);
       // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
       this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');
     }
+  }
+
+  /**
+   * The platform answered `d`'s draft with its flood limit: its drafts wait `wait` ms, then show the newest
+   * text, this one unless a newer came or its turn ended meanwhile (never a draft of an ended turn).
+   */
+  private flooded(c: ChatDraft, d: PartialText, wait: number): void {
+    const until = this.now() + wait;
+    this.budgetOf(c.chat.chatJid)?.pause(until);
+    c.chat.lastEdit = Math.max(c.chat.lastEdit, until - this.interval);
+    const e = c.chat.ended;
+    if (!c.pending && !this.stopped && !(e && inRange(e, d.runId, d.turn))) {
+      c.pending = d;
+      this.waiting.add(c);
+    }
+    this.pacer.wake();
+  }
+
+  private budgetOf(chatJid: string): DraftBudget | undefined {
+    return this.budgets.get(parseJid(chatJid).platform);
   }
 
   /**
@@ -321,18 +312,27 @@ class ChatDrafts {
         this.store.markFinal(chatJid, thread);
         return id;
       } catch (err) {
+        // Over the flood limit: delivery waits it out and asks again (the answer is never sent beside it).
+        this.floodedAnswer(chatJid, err);
         this.log.info({ chat: chatJid, err: coerceError(err).message }, 'draft not editable; replacing it');
       }
     }
     if (id) {
-      await ops
-        .remove(chatJid, id)
-        .catch((err: unknown) =>
-          this.log.info({ chat: chatJid, err: coerceError(err).message }, 'stale draft not removed'),
-        );
+      await ops.remove(chatJid, id).catch((err: unknown) => {
+        this.floodedAnswer(chatJid, err);
+        this.log.info({ chat: chatJid, err: coerceError(err).message }, 'stale draft not removed');
+      });
     }
     this.store.remove(chatJid, thread);
     return null;
+  }
+
+  /** Throws `err` when it is the platform's flood limit, and holds the platform's drafts for its wait. */
+  private floodedAnswer(chatJid: string, err: unknown): void {
+    const wait = floodWaitOf(err);
+    if (wait === undefined) return;
+    this.budgetOf(chatJid)?.pause(this.now() + wait);
+    throw err;
   }
 
   /** Removes the draft of a thread when it shows one of the ended turns. */
@@ -340,12 +340,13 @@ class ChatDrafts {
     const row = this.store.get(e.chatJid, thread);
     if (!row || row.final || !inRange(e, row.run_id, row.turn)) return;
     const channel = this.byPlatform.get(parseJid(e.chatJid).platform);
-    if (row.platform_msg_id && channel?.drafts) {
-      await channel.drafts
-        .remove(e.chatJid, row.platform_msg_id)
-        .catch((err: unknown) =>
-          this.log.info({ chat: e.chatJid, err: coerceError(err).message }, 'ended draft not removed'),
-        );
+    try {
+      if (row.platform_msg_id && channel?.drafts) await channel.drafts.remove(e.chatJid, row.platform_msg_id);
+    } catch (err) {
+      // Over the flood limit the row stays: the chat's next draft or answer takes that message over.
+      const wait = floodWaitOf(err);
+      if (wait !== undefined) return this.budgetOf(e.chatJid)?.pause(this.now() + wait);
+      this.log.info({ chat: e.chatJid, err: coerceError(err).message }, 'ended draft not removed');
     }
     this.store.remove(e.chatJid, thread);
   }

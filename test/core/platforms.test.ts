@@ -20,6 +20,7 @@ function rendered(name: string, r: PlatformRow): string {
     yes(r.buttons),
     yes(r.drafts),
     yes(r.stream),
+    r.draftsPerSecond === null ? '–' : String(r.draftsPerSecond),
     yes(r.typing),
     yes(r.files),
     r.spoken ?? '–',

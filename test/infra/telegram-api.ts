@@ -6,6 +6,11 @@
  * answer up to `timeout` seconds, drops everything below `offset` (confirmation) and answers 409 to a long
  * poll that a newer getUpdates replaced. Tests inject messages, edits, reactions and joins, read what the
  * bot sent, and make the next sends fail with 429 (retry_after), 5xx or 403.
+ *
+ * With `rateLimits(...)` on it also enforces Telegram's flood limits as the real API does: a message sent,
+ * edited or deleted counts against its chat (about one a second, with a short burst) and against the bot
+ * (about 30 a second in all); a call over either is answered 429 with `parameters.retry_after` (whole
+ * seconds, at least 1) and changes nothing.
  */
 import { listenLoopback, type Loopback } from './loopback.js';
 import { checkTelegramHtml } from './telegram-html.js';
@@ -70,6 +75,53 @@ export interface InjectMessage {
   thread?: number;
 }
 
+/** Flood limits as token buckets: `burst` calls at once, refilled at `perSecond`. */
+export interface RateLimits {
+  perChat: { perSecond: number; burst: number };
+  perBot: { perSecond: number; burst: number };
+}
+
+/** Telegram's documented limits: about 1 message a second in a chat, 30 a second for a bot. */
+export const TELEGRAM_LIMITS: RateLimits = {
+  perChat: { perSecond: 1, burst: 3 },
+  perBot: { perSecond: 30, burst: 30 },
+};
+
+// The calls that send, change or delete a message: what Telegram's flood limits count.
+const LIMITED = new Set([
+  'sendMessage',
+  'editMessageText',
+  'deleteMessage',
+  'sendPhoto',
+  'sendDocument',
+  'sendVoice',
+]);
+
+/** A token bucket: `take()` is true and takes one when one is there, else says when one will be. */
+class Bucket {
+  private tokens: number;
+  private at = performance.now();
+
+  constructor(private readonly limit: { perSecond: number; burst: number }) {
+    this.tokens = limit.burst;
+  }
+
+  /** null: taken; else the seconds until a token is there. */
+  giveBack(): void {
+    this.tokens = Math.min(this.limit.burst, this.tokens + 1);
+  }
+
+  take(now: number): number | null {
+    this.tokens = Math.min(this.limit.burst, this.tokens + ((now - this.at) / 1000) * this.limit.perSecond);
+    this.at = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return null;
+    }
+    return (1 - this.tokens) / this.limit.perSecond;
+  }
+}
+
 interface Poll {
   offset: number;
   limit: number;
@@ -82,6 +134,8 @@ type Json = Record<string, unknown>;
 /** The running server; `close()` stops it and cuts every open connection. */
 export class TelegramApiServer {
   readonly sent: SentMessage[] = [];
+  /** Every message the bot sent, with the text it was sent with (`sent` shows edits and drops deletes). */
+  readonly posts: Array<{ chat_id: number; message_id: number; text: string }> = [];
   /** performance.now() when each message of `sent` was accepted (same index): the bench measures after it. */
   readonly acceptedAt: number[] = [];
   readonly sentFiles: SentFile[] = [];
@@ -103,6 +157,9 @@ export class TelegramApiServer {
   readonly refusedHtml: string[] = [];
   /** The update injected last. */
   lastUpdate: Update | undefined;
+  /** Calls answered 429 by the flood limits (`rateLimits`), by method. */
+  readonly limited = new Map<string, number>();
+  private limits: { spec: RateLimits; bot: Bucket; chats: Map<number, Bucket> } | undefined;
   private updates: Update[] = [];
   private nextUpdateId = 1000;
   private readonly messages = new Map<number, Map<number, Message>>();
@@ -239,6 +296,35 @@ export class TelegramApiServer {
     this.faults.set(method, list);
   }
 
+  /** Enforces flood limits from now on (Telegram's by default); `off` stops enforcing them. */
+  rateLimits(spec: RateLimits | 'off' = TELEGRAM_LIMITS): void {
+    this.limits = spec === 'off' ? undefined : { spec, bot: new Bucket(spec.perBot), chats: new Map() };
+  }
+
+  /** Calls answered 429 by the flood limits, in all. */
+  get limitedCount(): number {
+    let n = 0;
+    for (const v of this.limited.values()) n += v;
+    return n;
+  }
+
+  /** The seconds to wait when `method` to `chatId` is over a flood limit now, else null (and counted). */
+  private overLimit(method: string, chatId: number): number | null {
+    const l = this.limits;
+    if (!l || !LIMITED.has(method)) return null;
+    const now = performance.now();
+    let chat = l.chats.get(chatId);
+    if (!chat) l.chats.set(chatId, (chat = new Bucket(l.spec.perChat)));
+    // The chat's own limit first: a call it refuses takes nothing of the bot's.
+    const chatWait = chat.take(now);
+    if (chatWait !== null) return chatWait;
+    const botWait = l.bot.take(now);
+    if (botWait === null) return null;
+    // Refused by the bot's limit: the chat's token goes back.
+    chat.giveBack();
+    return botWait;
+  }
+
   /** Resolves when a getUpdates is parked waiting for updates (the bot is polling). */
   waitForPoll(): Promise<void> {
     if (this.poll) return Promise.resolve();
@@ -294,6 +380,12 @@ export class TelegramApiServer {
     this.calls.push({ method, payload });
     const fault = this.faults.get(method)?.shift();
     if (fault) return this.fail(res, fault);
+    const wait = this.overLimit(method, Number(payload.chat_id));
+    if (wait !== null) {
+      this.limited.set(method, (this.limited.get(method) ?? 0) + 1);
+      // Telegram says whole seconds, at least one.
+      return this.fail(res, { status: 429, retryAfterS: Math.max(1, Math.ceil(wait)) });
+    }
     switch (method) {
       case 'getMe':
         return ok(res, this.bot);
@@ -563,6 +655,7 @@ export class TelegramApiServer {
       ...keyboardOf(p),
     });
     this.acceptedAt.push(performance.now());
+    this.posts.push({ chat_id: chatId, message_id, text });
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
   }
