@@ -20,14 +20,16 @@ const TOKEN_CAP = 100_000;
 const KEPT = 20_000;
 
 /**
- * How to search for a query's words: ranked by bm25 over the `words` few rows have, or, when every word
- * of the query is common (`ranked` false), the newest rows having any of them (nothing to rank by: their
- * lists are walked from the end and the walk stops at the limit).
+ * How to search for a query's words: ranked by the `words` few rows have (bm25, or their IDFs), or, when
+ * every word of the query is common (`ranked` false), the newest rows having any of them (nothing to rank
+ * by: their lists are walked from the end and the walk stops at the limit).
  */
 export interface Telling {
   words: string[];
   ranked: boolean;
-  /** Rows the words are in, summed (as counted: a common word counts the limit + 1). */
+  /** Rows each word is in, as counted (a common word counts the limit + 1), in the order of `words`. */
+  counts: number[];
+  /** Rows the words are in, summed. */
   rows: number;
 }
 
@@ -69,14 +71,19 @@ export class TermCounts {
     const found = words.map((w) => ({ w, n: this.count(w, limit, total) })).filter((x) => x.n > 0);
     const rare = found.filter((x) => x.n <= limit);
     const sum = (xs: typeof found) => xs.reduce((a, x) => a + x.n, 0);
-    if (rare.length > 0 || found.length === 0)
-      return { words: rare.map((x) => x.w), ranked: true, rows: sum(rare) };
-    return { words: found.map((x) => x.w), ranked: false, rows: sum(found) };
+    const how = (xs: typeof found, ranked: boolean) => ({
+      words: xs.map((x) => x.w),
+      ranked,
+      counts: xs.map((x) => x.n),
+      rows: sum(xs),
+    });
+    return rare.length > 0 || found.length === 0 ? how(rare, true) : how(found, false);
   }
 
   /**
-   * Rows the token `token` of column `column` is in, counted up to `cap` (`cap` when at least that many),
-   * kept like a word's count: how long a search naming it inside the MATCH walks.
+   * Rows the token `token` of column `column` is in, at least `cap` when there are that many (counted up to
+   * `cap` or a walk of a few ms, whichever is more, and given as counted), kept like a word's count: how
+   * long a search naming it inside the MATCH walks, and about how much of the index it is.
    */
   tokenRows(column: string, token: string, cap: number): number {
     const key = `${column}:${token}`;
@@ -86,14 +93,14 @@ export class TermCounts {
     const kept = had !== undefined && total <= had.total * 1.1 + 100;
     if (kept && had.cap !== undefined && (had.n < had.cap || had.cap >= cap)) {
       this.kept.set(key, had);
-      return Math.min(had.n, cap);
+      return had.n;
     }
     // Counted once well past the cap asked for, so that the next searches' caps are within it.
     const upTo = Math.max(cap, TOKEN_CAP);
     const n = Number(this.capped.get(`${column}:"${token}"`, upTo));
     this.kept.set(key, { n, total, cap: upTo });
     if (this.kept.size > KEPT) this.kept.delete(this.kept.keys().next().value!);
-    return Math.min(n, cap);
+    return n;
   }
 
   private count(word: string, limit: number, total: number): number {
