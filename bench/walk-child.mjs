@@ -10,7 +10,13 @@ const { loadConfig } = await import(pathToFileURL(join(dist, 'core', 'config.js'
 const { silentLogger } = await import(pathToFileURL(join(dist, 'core', 'log.js')).href);
 const { startGated } = await import(pathToFileURL(join(dist, 'gated', 'app.js')).href);
 
-const gated = await startGated({ config: loadConfig(process.env), log: silentLogger(), http: false });
+// No owner row: its heartbeat is a timer of its own that would fall inside a walk now and then (walk.ts).
+const gated = await startGated({
+  config: loadConfig(process.env),
+  log: silentLogger(),
+  http: false,
+  exclusive: false,
+});
 process.on('message', (m) => {
   if (m === 'mark') {
     v8.takeCoverage();
