@@ -4,9 +4,10 @@
  *
  *   npx tsx bench/memory.ts            # 1,000,000 messages and 100,000 facts; bursts of 100 x 1,000 (several minutes)
  *   npx tsx bench/memory.ts --quick    # a tenth of every number
- *   --no-burst (part 1 only), --no-search (part 2 only), --pairs=N (N bursts off and N on; default 2)
+ *   --no-burst (part 1 only), --no-search (part 2 only), --pairs=N (N bursts off and N on; default 2),
+ *   --groups=N (the messages and facts over N groups; default 100)
  *
- * 1. A database of N messages over 100 groups (10 chats each, words drawn from a 20,000-word vocabulary with
+ * 1. A database of N messages over 100 groups (--groups) (10 chats each, words drawn from a 20,000-word vocabulary with
  *    a Zipf-like spread, as chat text has) and F facts (F / 100 per group), indexed by the history indexer's
  *    own passes (store/history-index.ts), timed. Then 2,000 recalls and 2,000 history searches of 2 to 5
  *    words each in a random group: p50 / p99 / max in ms (the target is a p50 of at most 5 ms); history
@@ -28,7 +29,10 @@ import { burst, pct } from './pipeline.js';
 const quick = process.argv.includes('--quick');
 const MESSAGES = quick ? 100_000 : 1_000_000;
 const FACTS = quick ? 10_000 : 100_000;
-const GROUPS = 100;
+// --groups=1: one group holding every message (docs/MEMORY.md: its group is then checked on the row).
+const GROUPS = Number(
+  /^--groups=(\d+)$/.exec(process.argv.find((a) => a.startsWith('--groups=')) ?? '')?.[1] ?? 100,
+);
 const QUERIES = 2000;
 const VOCABULARY = 20_000;
 

@@ -7,9 +7,9 @@
  */
 import { expect, test } from 'vitest';
 import { TermCounts } from '../../store/fts-terms.js';
-import { HistoryIndex } from '../../store/history-index.js';
 import { MemoryStore } from '../../store/memory.js';
-import { freshDb, insertMessage } from '../helpers/db.js';
+import { freshDb } from '../helpers/db.js';
+import { historyOf } from '../helpers/history.js';
 
 const NOISE = 1200;
 
@@ -59,123 +59,74 @@ test('a word no fact had is looked for again once a fact has it', () => {
   expect(m.recall('where is the zeppelin', { group: 'club', senders: [] }).map((f) => f.id)).toEqual([id]);
 });
 
-const said = insertMessage;
-
 test('a history search ranks by the rare words, or gives the newest when all are common, within reach', () => {
   const { db } = freshDb();
-  const h = new HistoryIndex(db);
-  const base = { chat_jid: 'telegram:-1', state: 'done', group_folder: 'club' };
+  const { index, said, answered, indexAll, ids } = historyOf(db);
   db.transaction(() => {
-    for (let i = 0; i < NOISE; i++)
-      said(db, {
-        ...base,
-        group_folder: 'noise',
-        chat_jid: 'telegram:-5',
-        sender: '5',
-        content: `meeting ${i}`,
-      });
+    for (let i = 0; i < NOISE; i++) said('noise', '5', `meeting ${i}`, { chat_jid: 'telegram:-5' });
   })();
-  const first = said(db, { ...base, sender: '7', content: 'the meeting is at the lighthouse' });
-  const answer = said(db, {
-    chat_jid: 'telegram:-1',
-    is_from_me: 1,
-    content: 'meeting noted',
-    reply_to_id: first,
-  });
-  const denied = said(db, { ...base, sender: '9', state: 'denied', content: 'a meeting at the lighthouse' });
-  const later = said(db, { ...base, sender: '8', content: 'no meeting today' });
-  said(db, { ...base, group_folder: 'other', sender: '7', content: 'meeting at the lighthouse elsewhere' });
-  while (h.indexNext().more);
-  expect(h.behind()).toBe(false);
+  const first = said('club', '7', 'the meeting is at the lighthouse');
+  const answer = answered(first, 'meeting noted');
+  const denied = said('club', '9', 'a meeting at the lighthouse', { state: 'denied' });
+  const later = said('club', '8', 'no meeting today');
+  said('other', '7', 'meeting at the lighthouse elsewhere');
+  indexAll();
+  expect(index.behind()).toBe(false);
 
-  const ids = (q: string, only: string[] | null) => h.search(q, { group: 'club', only }).map((x) => x.id);
   // "meeting" is in 1,205 of 1,205 rows: "lighthouse" alone ranks.
-  expect(ids('meeting lighthouse', null)).toEqual([first]);
-  expect(ids('meeting lighthouse', ['telegram:9'])).toEqual([denied]);
-  expect(ids('meeting lighthouse', ['telegram:8'])).toEqual([]);
+  expect(ids('meeting lighthouse', 'club')).toEqual([first]);
+  expect(ids('meeting lighthouse', 'club', ['telegram:9'])).toEqual([denied]);
+  expect(ids('meeting lighthouse', 'club', ['telegram:8'])).toEqual([]);
   // Every word common: the newest of the group's served rows, or of the viewer's own and their answers.
-  expect(ids('meeting', null)).toEqual([later, answer, first]);
-  expect(ids('meeting', ['telegram:7'])).toEqual([answer, first]);
-  expect(ids('meeting', ['telegram:9'])).toEqual([denied]);
-  expect(h.search('meeting', { group: 'noise', only: null }, 5).map((x) => x.content)).toEqual(
+  expect(ids('meeting', 'club')).toEqual([later, answer, first]);
+  expect(ids('meeting', 'club', ['telegram:7'])).toEqual([answer, first]);
+  expect(ids('meeting', 'club', ['telegram:9'])).toEqual([denied]);
+  expect(index.search('meeting', { group: 'noise', only: null }, 5).map((x) => x.content)).toEqual(
     [1199, 1198, 1197, 1196, 1195].map((i) => `meeting ${i}`),
   );
 });
 
 test('a group holding most of the history is checked on the row, with the same reach', () => {
   const { db } = freshDb();
-  const h = new HistoryIndex(db);
-  const big = { chat_jid: 'telegram:-2', state: 'done', group_folder: 'big' };
+  const { index, said, answered, indexAll, ids } = historyOf(db);
   db.transaction(() => {
     // "harbour" in every tenth row of the group: 120 rows, the group's token in 1,200 of about 1,210.
-    for (let i = 0; i < NOISE; i++)
-      said(db, { ...big, sender: '5', content: i % 10 === 0 ? `harbour ${i}` : `meeting ${i}` });
+    for (let i = 0; i < NOISE; i++) said('big', '5', i % 10 === 0 ? `harbour ${i}` : `meeting ${i}`);
   })();
-  const kept = said(db, { ...big, sender: '7', content: 'the harbour keeper' });
-  const answer = said(db, {
-    chat_jid: 'telegram:-2',
-    is_from_me: 1,
-    content: 'harbour noted',
-    reply_to_id: kept,
-  });
-  const denied = said(db, { ...big, sender: '9', state: 'denied', content: 'harbour from a stranger' });
-  const other = said(db, { ...big, group_folder: 'other', sender: '7', content: 'harbour elsewhere' });
-  const otherAnswer = said(db, {
-    chat_jid: 'telegram:-2',
-    is_from_me: 1,
-    content: 'harbour answered elsewhere',
-    reply_to_id: other,
-  });
-  while (h.indexNext().more);
+  const kept = said('big', '7', 'the harbour keeper');
+  const answer = answered(kept, 'harbour noted');
+  const denied = said('big', '9', 'harbour from a stranger', { state: 'denied' });
+  const other = said('other', '7', 'harbour elsewhere');
+  const otherAnswer = answered(other, 'harbour answered elsewhere');
+  indexAll();
 
   // 2 to find among 125 rows of the word, the group nearly all of the index: checked on the row.
-  expect(h.plan('harbour', { group: 'big', only: null }, 2)).toMatchObject({ groupOnRow: true });
-  expect(h.plan('harbour', { group: 'other', only: null }, 2)).toMatchObject({ groupOnRow: false });
-  expect(h.plan('keeper', { group: 'big', only: null }, 2)).toMatchObject({ groupOnRow: false });
-  const ids = (q: string, group: string, only: string[] | null) =>
-    h.search(q, { group, only }, 2).map((x) => x.id);
+  expect(index.plan('harbour', { group: 'big', only: null }, 2)).toMatchObject({ groupOnRow: true });
+  expect(index.plan('harbour', { group: 'other', only: null }, 2)).toMatchObject({ groupOnRow: false });
+  expect(index.plan('keeper', { group: 'big', only: null }, 2)).toMatchObject({ groupOnRow: false });
   // Newest first among equals: the other group's two and the denied row are passed over on the row.
-  expect(ids('harbour', 'big', null)).toEqual([answer, kept]);
-  expect(ids('harbour', 'big', ['telegram:9'])).toEqual([denied]);
-  expect(ids('harbour', 'big', ['telegram:7'])).toEqual([answer, kept]);
-  expect(ids('harbour', 'big', ['telegram:7', 'telegram:9'])).toEqual([]);
-  expect(ids('harbour', 'other', null)).toEqual([otherAnswer, other]);
+  expect(ids('harbour', 'big', null, 2)).toEqual([answer, kept]);
+  expect(ids('harbour', 'big', ['telegram:9'], 2)).toEqual([denied]);
+  expect(ids('harbour', 'big', ['telegram:7'], 2)).toEqual([answer, kept]);
+  expect(ids('harbour', 'big', ['telegram:7', 'telegram:9'], 2)).toEqual([]);
+  expect(ids('harbour', 'other', null, 2)).toEqual([otherAnswer, other]);
   // Two rare words rank above one, however new the row of one.
-  expect(ids('harbour keeper', 'big', null)).toEqual([kept, answer]);
+  expect(ids('harbour keeper', 'big', null, 2)).toEqual([kept, answer]);
 });
 
 test("a search of a large group whose words are mostly another group's still finds the group's rows", () => {
   const { db } = freshDb();
-  const h = new HistoryIndex(db);
-  const mine = said(db, {
-    chat_jid: 'telegram:-2',
-    state: 'done',
-    group_folder: 'big',
-    sender: '7',
-    content: 'anchor here',
-  });
+  const { index, said, indexAll, ids } = historyOf(db);
+  const mine = said('big', '7', 'anchor here', { chat_jid: 'telegram:-2' });
   db.transaction(() => {
-    for (let i = 0; i < NOISE; i++)
-      said(db, {
-        chat_jid: 'telegram:-2',
-        state: 'done',
-        group_folder: 'big',
-        sender: '5',
-        content: `meeting ${i}`,
-      });
-    // Newer than the group's own row and of the same score: each is passed over on the row.
-    for (let i = 0; i < 200; i++)
-      said(db, {
-        chat_jid: 'telegram:-3',
-        state: 'done',
-        group_folder: 'small',
-        sender: '5',
-        content: `anchor ${i}`,
-      });
+    for (let i = 0; i < NOISE; i++) said('big', '5', `meeting ${i}`, { chat_jid: 'telegram:-2' });
+    // Newer than the group's own row and of the same score: each is passed over on the row, until the
+    // search is made again with the group inside the MATCH.
+    for (let i = 0; i < 200; i++) said('small', '5', `anchor ${i}`, { chat_jid: 'telegram:-3' });
   })();
-  while (h.indexNext().more);
-  expect(h.plan('anchor', { group: 'big', only: null }, 2)).toMatchObject({ groupOnRow: true });
-  expect(h.search('anchor', { group: 'big', only: null }, 2).map((x) => x.id)).toEqual([mine]);
-  expect(h.search('anchor', { group: 'big', only: ['telegram:7'] }, 2).map((x) => x.id)).toEqual([mine]);
-  expect(h.search('anchor', { group: 'small', only: null }, 3)).toHaveLength(3);
+  indexAll();
+  expect(index.plan('anchor', { group: 'big', only: null }, 2)).toMatchObject({ groupOnRow: true });
+  expect(ids('anchor', 'big', null, 2)).toEqual([mine]);
+  expect(ids('anchor', 'big', ['telegram:7'], 2)).toEqual([mine]);
+  expect(ids('anchor', 'small', null, 3)).toHaveLength(3);
 });

@@ -8,9 +8,9 @@ import { expect, test } from 'vitest';
 import { listAudit, withActor } from '../../store/audit.js';
 import { backupDatabase } from '../../store/backup.js';
 import { openDatabase } from '../../store/db.js';
-import { HistoryIndex } from '../../store/history-index.js';
 import { MemoryRefused, MemoryStore } from '../../store/memory.js';
-import { freshDb, insertMessage, tempDir } from '../helpers/db.js';
+import { freshDb, tempDir } from '../helpers/db.js';
+import { historyOf } from '../helpers/history.js';
 
 const fact = (group: string, text: string, scope = 'group') => ({
   group,
@@ -85,30 +85,19 @@ test('changes of memories are audited with their actor and a backup keeps them',
   copy.close();
 });
 
-const said = insertMessage;
-
 test('history is indexed after its cursor once polled, and searched only within the group and reach', () => {
   const { db } = freshDb();
-  const h = new HistoryIndex(db);
-  const base = { chat_jid: 'telegram:-1', state: 'done', group_folder: 'club' };
-  const old = said(db, {
-    ...base,
-    sender: '7',
-    content: 'the caravan leaves from platform nine',
+  const { index: h, said, answered, ids: found } = historyOf(db);
+  const old = said('club', '7', 'the caravan leaves from platform nine', {
     timestamp: '2026-10-01T10:00:00.000Z',
   });
-  const answer = said(db, {
-    chat_jid: 'telegram:-1',
-    is_from_me: 1,
-    content: 'noted: caravan at platform nine',
-    reply_to_id: old,
-  });
-  const denied = said(db, { ...base, sender: '9', state: 'denied', content: 'caravan secret of a stranger' });
-  said(db, { ...base, group_folder: 'other', sender: '7', content: 'caravan of another group' });
-  const unpolled = said(db, { chat_jid: 'telegram:-1', sender: '7', content: 'caravan not yet polled' });
+  const answer = answered(old, 'noted: caravan at platform nine');
+  const denied = said('club', '9', 'caravan secret of a stranger', { state: 'denied' });
+  said('other', '7', 'caravan of another group');
+  const unpolled = said('club', '7', 'caravan not yet polled', { state: null, group_folder: null });
   expect(h.indexNext()).toEqual({ indexed: 4, more: false });
   expect(h.cursor()).toBe(unpolled - 1);
-  const ids = (only: string[] | null) => h.search('caravan', { group: 'club', only }).map((x) => x.id);
+  const ids = (only: string[] | null) => found('caravan', 'club', only);
   expect(ids(null).sort()).toEqual([old, answer].sort());
   // A stranger sees only its own rows and the answers to them.
   expect(ids(['telegram:9'])).toEqual([denied]);
