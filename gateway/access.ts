@@ -47,10 +47,10 @@ export class AccessGate {
   /** Messages an approval let in during the batch in progress (their files are fetched now). */
   letIn = 0;
   /**
-   * Whether a group has per-sender daily limits, asked once per group and batch: every message asked it
-   * twice (`quiet`, then `decide`), two statements of the seven and a half a message cost in a burst.
+   * The groups with per-sender daily limits, read once per batch: every message asked it of its group
+   * twice (`quiet`, then `decide`), two statements of the six a message cost in a burst.
    */
-  private readonly senderLimited = new Map<string, boolean>();
+  private senderLimited: Set<string> | undefined;
   private readonly senderCountStmt;
   private readonly daily: DailyUsage;
   private readonly noticeStmt;
@@ -90,21 +90,20 @@ export class AccessGate {
   beginBatch(): void {
     this.snap = this.source.current();
     this.letIn = 0;
-    this.senderLimited.clear();
+    this.senderLimited = this.daily.senderLimitGroups();
   }
 
   /** Ends the batch: later decisions read the rules again. */
   endBatch(): void {
     this.snap = undefined;
-    this.senderLimited.clear();
+    this.senderLimited = undefined;
   }
 
   /** The group has a sender_limits row: read once per batch (the batch holds the write lock), else each time. */
   private hasSenderLimits(folder: string): boolean {
-    if (this.snap === undefined) return this.daily.hasSenderLimits(folder);
-    let has = this.senderLimited.get(folder);
-    if (has === undefined) this.senderLimited.set(folder, (has = this.daily.hasSenderLimits(folder)));
-    return has;
+    if (this.snap === undefined || this.senderLimited === undefined)
+      return this.daily.hasSenderLimits(folder);
+    return this.senderLimited.has(folder);
   }
 
   /**

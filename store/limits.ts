@@ -64,6 +64,7 @@ function prepare(db: Db) {
        WHERE group_folder = ? AND sender IN (?, '*') ORDER BY sender = '*' LIMIT 1`,
     ),
     anySenderLimits: db.prepare('SELECT 1 FROM sender_limits WHERE group_folder = ? LIMIT 1').pluck(),
+    senderLimitGroups: db.prepare('SELECT DISTINCT group_folder FROM sender_limits').pluck(),
     // The runs that took a message of the sender today (a message is in one run at a time).
     senderRuns: db
       .prepare(
@@ -126,6 +127,11 @@ export class DailyUsage {
   /** True when the group has any `sender_limits` row. */
   hasSenderLimits(folder: string): boolean {
     return this.s.anySenderLimits.get(folder) !== undefined;
+  }
+
+  /** The groups that have any `sender_limits` row. */
+  senderLimitGroups(): Set<string> {
+    return new Set(this.s.senderLimitGroups.all() as string[]);
   }
 
   /** The first daily limit of `folder` its runs have reached today (UTC), or null. */

@@ -308,11 +308,12 @@ describe('access: limits', () => {
     gateway.stop();
   });
 
-  it('whether a group has per-sender limits is read once per group and batch, and again in the next', () => {
+  it('the groups with per-sender limits are read once per batch, and again in the next', () => {
     const { db } = freshDb();
     db.prepare(`INSERT INTO registered_groups (folder) VALUES ('club'), ('other')`).run();
     const gate = new AccessGate(db, new AccessSource(db, []));
-    const asked = vi.spyOn(DailyUsage.prototype, 'hasSenderLimits');
+    const asked = vi.spyOn(DailyUsage.prototype, 'senderLimitGroups');
+    const one = vi.spyOn(DailyUsage.prototype, 'hasSenderLimits');
     const msg = { chat_jid: CHAT, sender: 'alice', verb: 'say', content: 'hi' } as never;
     const now = Date.now();
     gate.beginBatch();
@@ -322,12 +323,14 @@ describe('access: limits', () => {
     }
     gate.quiet(msg, 'other');
     gate.endBatch();
-    expect(asked).toHaveBeenCalledTimes(2);
+    expect(asked).toHaveBeenCalledTimes(1);
     setSenderLimits(db, 'club', 'telegram:alice', { runsPerDay: 1, costPerDayUsd: null, tokensPerDay: null });
     gate.beginBatch();
     expect(gate.quiet(msg, 'club')).toBe(false);
     gate.endBatch();
-    expect(asked).toHaveBeenCalledTimes(3);
+    expect(asked).toHaveBeenCalledTimes(2);
+    expect(one).not.toHaveBeenCalled();
     asked.mockRestore();
+    one.mockRestore();
   });
 });
