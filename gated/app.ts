@@ -54,6 +54,9 @@ export interface Gated {
   close(graceMs?: number): Promise<void>;
 }
 
+/** How long after gated serves the runtime and the shell parser are prepared (a run before does it). */
+const WARM_AFTER_MS = 500;
+
 /**
  * Starts the whole gateway on `config`: database, runtime, queue, poll loop, delivery, channels and the
  * HTTP server. The only place that wires real I/O together. The wake signals are made first and passed
@@ -71,7 +74,7 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const channels: Channel[] = [base.web, ...(opts.channels ?? (await createChannels(config, { db, log })))];
   // Tool questions are asked through the channels that started; none has before startChannels.
   const started: Channel[] = [];
-  // The bash parser of tool rules (two .wasm files, about 40 ms) loads once gated serves.
+  // The bash parser of tool rules (two .wasm files, about 40 ms) loads after gated serves (WARM_AFTER_MS).
   const shell = new LazyShellParser(loadShellParser, (err) =>
     log.error({ err: (err as Error).message }, 'the shell parser did not load: every shell call is asked'),
   );
@@ -82,9 +85,10 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   base.metrics.heldFrom(gateway.pipeline.gate);
   const stop = startOutbound(base, started, { queue, gateway, asks }, opts.watchCommits !== false);
   base.http?.serve(webApp({ ...base, channels: started, gateway, queue }));
-  // What the first run and the first tool question would wait for, prepared now that gated answers.
-  base.runtime.warm?.();
-  void shell.warm();
+  // What the first run and the first tool question would wait for, prepared in the background a moment
+  // after gated serves: the spawner's fork blocks the event loop (10-20 ms, more on a loaded machine),
+  // which the requests right after a start (a health check, the first page) need not wait for.
+  const warming = setTimeout(() => (base.runtime.warm?.(), void shell.warm()), WARM_AFTER_MS);
   const history = flushHistoryEvery(db, base.history, opts.historyFlushMs ?? 60_000, log);
   // What was said becomes searchable behind the pipe (docs/MEMORY.md), never in a message's transaction.
   const indexer = createHistoryIndexer({ db, log: log.child({ part: 'history-index' }) });
@@ -106,7 +110,8 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
     ['database', () => db.close()],
   ];
   let closing: Promise<void> | undefined;
-  const close = (graceMs = 10_000): Promise<void> => (closing ??= runSteps(steps(graceMs), log));
+  const close = (graceMs = 10_000): Promise<void> =>
+    (closing ??= (clearTimeout(warming), runSteps(steps(graceMs), log)));
   const { metrics, signals, web } = base;
   const delivery = stop.delivery;
   return {

@@ -288,8 +288,8 @@ function controlChar(source: string): number | null {
 
 /**
  * The parser as the tool question broker holds it, loaded on first need or when `warm()` is called (gated
- * calls it once it serves: loading tree-sitter's WebAssembly takes about 40 ms of the start otherwise); an
- * ask that comes first waits for it. A parser that fails to load reads every command as a syntax error, so
+ * calls it a moment after it serves: loading tree-sitter's WebAssembly would take about 40 ms of the
+ * start). An ask that comes first waits for it. A parser that fails to load reads every command as a syntax error, so
  * every shell call is asked of a person rather than decided by the rules, and `failed` says why.
  */
 export class LazyShellParser {

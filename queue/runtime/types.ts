@@ -120,8 +120,8 @@ export interface Runtime {
   close?(): Promise<void>;
   /**
    * Prepares in the background what the first run would otherwise wait for (the process runtime's spawner
-   * and PID namespace probe). gated calls it once it serves, so that a start's first answer does not wait
-   * on forks; a run before it prepares them itself.
+   * and PID namespace probe). gated calls it a moment after it serves, so that the first answers after a
+   * start do not wait on forks; a run before it prepares them itself.
    */
   warm?(): void;
 }
