@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { upsertMember } from '../../store/access.js';
 import { until } from '../helpers/process.js';
-import { runsEnded, useClaudeSuite } from './claude-support.js';
+import { requestFor, runsEnded, useClaudeSuite } from './claude-support.js';
 import {
   RUN_TIMEOUT_MS,
   steerWhileApprovalScenario,
@@ -55,6 +55,9 @@ test(
         GATED_RUN_TIMEOUT_MS: RUN_TIMEOUT_MS,
       },
     });
+    // A first turn boots the CLI: the silence counted is then the stalled request's, not the CLI's own
+    // start, which on a loaded machine can take longer than the 3 s by itself.
+    expect(await chat.reply(chat.send('hello'), 30_000)).toBe('echo: hello');
     const id = chat.send('STALL now');
     const answer = await chat.reply(id, 30_000);
     expect(answer).toBe(
@@ -65,7 +68,8 @@ test(
     expect(run!.result).toBe('error');
     expect(run!.error).toMatch(/^exit code 1/);
     // The stalled request was given up by the agent's CLI, which it closed.
-    await until(() => suite.api.turns[0]!.cutMs, 10_000, 'the stalled stream to be closed');
+    const stalledTurn = requestFor(suite.api, 'STALL now');
+    await until(() => stalledTurn.cutMs, 10_000, 'the stalled stream to be closed');
   },
 );
 
