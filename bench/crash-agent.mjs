@@ -10,8 +10,8 @@
 // a turn is in progress joins that turn, and one block (numbered with the steered turn) answers both. Each
 // of these is appended as a word to $CRASH_EVENTS, so the campaign can count them.
 // With CRASH_PART_FOUR=1 (bench/crash.ts `partFour`), in the groups whose agents number their turns: a
-// turn whose first token is a multiple of 7 asks about a shell call first (an `ask` block, docs/APPROVALS.md)
-// and waits for its `permission` line before it thinks (a person decides, so kills land while asks are
+// turn whose first token is a multiple of CRASH_ASK_EVERY (7 unless set) asks about a shell call first (an
+// `ask` block, docs/APPROVALS.md) and waits for its `permission` line before it thinks (a person decides, so kills land while asks are
 // pending); and every block remembers `fact tok-N` for one token N in five (floor(N / 7) % 5 = 0; a `remember`
 // action, applied with the block). The words `asked ID` and `permission ID DECISION` go to $CRASH_EVENTS.
 // Its pid is a file in $CRASH_PIDS while it lives, so the campaign can kill it together with gated.
@@ -44,6 +44,8 @@ let current = null;
 /** Turns up to this one were interrupted. */
 let interruptedThrough = 0;
 const PART_FOUR = process.env.CRASH_PART_FOUR === '1';
+/** A turn asks when its first token is a multiple of this (CRASH_ASK_EVERY, default 7). */
+const ASK_EVERY = Number(process.env.CRASH_ASK_EVERY ?? 7) || 7;
 /** Asks waiting for their permission line: id → resolve(decision). */
 const asking = new Map();
 
@@ -97,7 +99,7 @@ async function work() {
     }
     if (fate < 0.03) await new Promise(() => {}); // hangs: gated's hard timeout ends it
     const first = item.messages.flatMap((m) => String(m.content).match(/tok-\d+/g) ?? [])[0];
-    if (PART_FOUR && numbered && first && Number(first.slice(4)) % 7 === 0) await ask(item, first);
+    if (PART_FOUR && numbered && first && Number(first.slice(4)) % ASK_EVERY === 0) await ask(item, first);
     await think(item, 20 + Math.random() * 780);
     current = null;
     const tokens = item.messages.flatMap((m) => String(m.content).match(/tok-\d+/g) ?? []);
