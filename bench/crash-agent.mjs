@@ -11,8 +11,8 @@
 // of these is appended as a word to $CRASH_EVENTS, so the campaign can count them.
 // With CRASH_PART_FOUR=1 (bench/crash.ts `partFour`), in the groups whose agents number their turns: a
 // turn whose first token is a multiple of CRASH_ASK_EVERY (7 unless set) asks about a shell call first (an
-// `ask` block, docs/APPROVALS.md) and waits for its `permission` line before it thinks (a person decides, so kills land while asks are
-// pending); and every block remembers `fact tok-N` for one token N in five (floor(N / 7) % 5 = 0; a `remember`
+// `ask` block, docs/APPROVALS.md) and waits for its `permission` line before it thinks (a person decides,
+// so kills land while asks are pending); and every block remembers `fact tok-N` for one token N in five (floor(N / 7) % 5 = 0; a `remember`
 // action, applied with the block). The words `asked ID` and `permission ID DECISION` go to $CRASH_EVENTS.
 // Its pid is a file in $CRASH_PIDS while it lives, so the campaign can kill it together with gated.
 import { randomBytes } from 'node:crypto';
