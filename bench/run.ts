@@ -106,6 +106,21 @@ if (only?.has('streaming')) {
   );
 }
 
+// The same over Telegram, with its flood limits (local Bot API): only when named.
+if (only?.has('streaming-telegram')) {
+  const { streamingTelegram } = await import('./streaming-telegram.js');
+  const sizes = quick ? [10, 50] : [10, 50, 200];
+  const rows = [];
+  for (const n of sizes) rows.push(await streamingTelegram(n, 20_000));
+  results.streamingTelegram = rows;
+  const ok = rows.every((r) => r.delivered === r.chats && r.answeredTwice === 0);
+  table(
+    `1e. streaming over Telegram (flood limits on): N chats each streaming a 20 s answer — ${verdict(ok)}`,
+    rows,
+    'every answer once, none lost, no stale draft; the loop and first draft as 1d (the first drafts wait on Telegram’s 30 a second)',
+  );
+}
+
 // The scaling table takes several bursts (minutes at full size): it runs only when named.
 if (only?.has('scaling')) {
   const { scaling } = await import('./scaling.js');

@@ -135,12 +135,14 @@ type Json = Record<string, unknown>;
 export class TelegramApiServer {
   readonly sent: SentMessage[] = [];
   /** Every message the bot sent, with the text it was sent with (`sent` shows edits and drops deletes). */
-  readonly posts: Array<{ chat_id: number; message_id: number; text: string }> = [];
+  readonly posts: Array<{ chat_id: number; message_id: number; text: string; at: number }> = [];
   /** performance.now() when each message of `sent` was accepted (same index): the bench measures after it. */
   readonly acceptedAt: number[] = [];
   readonly sentFiles: SentFile[] = [];
   /** editMessageText calls that changed a message, in order. */
   readonly edits: Array<{ chat_id: number; message_id: number; text: string; parse_mode?: string }> = [];
+  /** Date.now() when each edit of `edits` was made (same index). */
+  readonly editedAt: number[] = [];
   /** Messages the bot deleted. */
   readonly deleted: Array<{ chat_id: number; message_id: number }> = [];
   /** Times a file was downloaded through /file/bot<token>/<path>. */
@@ -586,6 +588,7 @@ export class TelegramApiServer {
       text,
       ...(parseMode ? { parse_mode: parseMode } : {}),
     });
+    this.editedAt.push(Date.now());
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
   }
@@ -655,7 +658,7 @@ export class TelegramApiServer {
       ...keyboardOf(p),
     });
     this.acceptedAt.push(performance.now());
-    this.posts.push({ chat_id: chatId, message_id, text });
+    this.posts.push({ chat_id: chatId, message_id, text, at: Date.now() });
     for (const w of this.sentWaiters.splice(0)) w();
     ok(res, msg);
   }
