@@ -43,6 +43,12 @@ export interface PlatformRow {
   draftsPerSecond: number | null;
   /** A typing indicator is shown while the agent works (the channel's `typing`). */
   typing: boolean;
+  /**
+   * How often a shown typing indicator is sent again while the agent works (null iff no `typing`): the
+   * platform's indicator expires by itself (Telegram's after about 5 s, Discord's after about 10 s), and the
+   * web chat's renewal tells a page opened mid-turn that the agent works.
+   */
+  typingRenewMs: number | null;
   /** Replies are sent into files and attachments are fetched (the channel's `sendFile` and `fetchAttachment`). */
   files: boolean;
   /**
@@ -90,6 +96,7 @@ export const PLATFORMS = {
     stream: true,
     draftsPerSecond: 20,
     typing: true,
+    typingRenewMs: 4000,
     files: true,
     spoken: 'voice note',
     folderRooms: false,
@@ -109,6 +116,7 @@ export const PLATFORMS = {
     stream: true,
     draftsPerSecond: null,
     typing: true,
+    typingRenewMs: 8000,
     files: true,
     spoken: 'audio file',
     folderRooms: false,
@@ -128,6 +136,7 @@ export const PLATFORMS = {
     stream: false,
     draftsPerSecond: null,
     typing: false,
+    typingRenewMs: null,
     files: true,
     spoken: null,
     folderRooms: false,
@@ -148,6 +157,7 @@ export const PLATFORMS = {
     stream: false,
     draftsPerSecond: null,
     typing: false,
+    typingRenewMs: null,
     files: true,
     spoken: 'audio file',
     folderRooms: false,
@@ -168,6 +178,7 @@ export const PLATFORMS = {
     stream: false,
     draftsPerSecond: null,
     typing: false,
+    typingRenewMs: null,
     files: false,
     spoken: null,
     folderRooms: false,
@@ -188,6 +199,7 @@ export const PLATFORMS = {
     stream: false,
     draftsPerSecond: null,
     typing: false,
+    typingRenewMs: null,
     files: true,
     spoken: 'audio file',
     folderRooms: false,
@@ -207,6 +219,7 @@ export const PLATFORMS = {
     stream: true,
     draftsPerSecond: null,
     typing: true,
+    typingRenewMs: 4000,
     files: true,
     spoken: 'audio element',
     folderRooms: true,
@@ -226,6 +239,7 @@ export const PLATFORMS = {
     stream: false,
     draftsPerSecond: null,
     typing: false,
+    typingRenewMs: null,
     files: false,
     spoken: null,
     folderRooms: true,

@@ -1,11 +1,9 @@
 import { coerceError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Signals } from '../core/signals.js';
+import { platformRow } from '../core/platforms.js';
 import { parseJid } from '../core/types.js';
 import type { Channel } from '../channels/channel.js';
-
-/** Telegram shows "typing" for about 5 s after each sendChatAction: renew it a little sooner. */
-export const TYPING_RENEW_MS = 4000;
 
 /** Keeps typing indicators up while a chat's agent works (the `working` signal). */
 export interface TypingKeeper {
@@ -21,18 +19,18 @@ export interface TypingOptions {
   log: Logger;
   /** When given, the keeper follows `working` (the scheduler and the run recorder fire it) until `stop`. */
   signals?: Pick<Signals, 'working'>;
-  /** Default TYPING_RENEW_MS. */
+  /** How often an indicator is sent again; default the platform row's `typingRenewMs` (core/platforms.ts). */
   renewMs?: number;
 }
 
 /**
- * Shows typing in a chat while its agent works, renewed every `renewMs` on platforms whose indicator
- * expires by itself, hidden when the agent has answered. Best effort: an indicator never fails a run.
+ * Shows typing in a chat while its agent works, renewed as often as its platform's row says (an indicator
+ * that expires by itself), hidden when the agent has answered. Best effort: an indicator never fails a run.
  */
 export function createTypingKeeper(opts: TypingOptions): TypingKeeper {
   const { channels, log } = opts;
-  const renewMs = opts.renewMs ?? TYPING_RENEW_MS;
-  const timers = new Map<string, NodeJS.Timeout>();
+  // A chat whose indicator is up: its renewal timer, or null where its platform needs none.
+  const timers = new Map<string, NodeJS.Timeout | null>();
   const show = (channel: Channel, chatJid: string, on: boolean) => {
     channel.typing?.(chatJid, on).catch((err: unknown) => {
       log.debug({ chat: chatJid, err: coerceError(err).message }, 'typing indicator failed');
@@ -46,22 +44,24 @@ export function createTypingKeeper(opts: TypingOptions): TypingKeeper {
     set(chatJid, on) {
       const channel = channelOf(chatJid);
       if (!channel) return;
-      const timer = timers.get(chatJid);
+      const up = timers.has(chatJid);
       if (on) {
-        if (timer) return;
+        if (up) return;
         show(channel, chatJid, true);
-        const t = setInterval(() => show(channel, chatJid, true), renewMs);
-        t.unref();
+        const renewMs = opts.renewMs ?? platformRow(channel.platform)?.typingRenewMs ?? null;
+        const t = renewMs === null ? null : setInterval(() => show(channel, chatJid, true), renewMs);
+        t?.unref();
         timers.set(chatJid, t);
-      } else if (timer) {
-        clearInterval(timer);
+      } else if (up) {
+        const timer = timers.get(chatJid);
+        if (timer) clearInterval(timer);
         timers.delete(chatJid);
         show(channel, chatJid, false);
       }
     },
     stop() {
       unlisten?.();
-      for (const t of timers.values()) clearInterval(t);
+      for (const t of timers.values()) if (t) clearInterval(t);
       timers.clear();
     },
   };

@@ -21,7 +21,7 @@ function rendered(name: string, r: PlatformRow): string {
     yes(r.drafts),
     yes(r.stream),
     r.draftsPerSecond === null ? '–' : String(r.draftsPerSecond),
-    yes(r.typing),
+    r.typingRenewMs === null ? yes(r.typing) : `every ${r.typingRenewMs / 1000} s`,
     yes(r.files),
     r.spoken ?? '–',
     yes(r.folderRooms),
@@ -42,6 +42,13 @@ describe('platforms', () => {
       .split('\n')
       .filter((l) => names.some((n) => l.startsWith(`| ${n} | `)) && /\| (yes|–) \|/.test(l));
     expect(lines).toEqual(Object.entries(PLATFORMS).map(([n, r]) => rendered(n, r)));
+  });
+
+  it('a typing indicator is renewed exactly where the platform shows one', () => {
+    for (const [name, r] of Object.entries(PLATFORMS)) {
+      expect(r.typingRenewMs === null, name).toBe(!r.typing);
+      if (r.typingRenewMs !== null) expect(r.typingRenewMs, name).toBeGreaterThan(0);
+    }
   });
 
   it('platformRow: a row for each platform, none for another name or an inherited key', () => {
