@@ -121,7 +121,9 @@ export class Spawner {
       env: spawnerEnv(),
       serialization: 'json',
     });
-    this.child.stderr!.on('data', (d: Buffer) => (this.stderr = (this.stderr + String(d)).slice(-4000)));
+    // The 'error' listener goes on before anything else: with the descriptors exhausted (EMFILE) the spawn
+    // fails on the next tick with no stdio at all, and a TypeError on the missing stderr here would leave
+    // that 'error' without a listener, which ends gated (a flood of connections did).
     this.child.on('message', (m: Message, handle?: Socket) => this.onMessage(m, handle));
     this.ready = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
@@ -149,10 +151,11 @@ export class Spawner {
         resolve(false);
       });
     });
+    this.child.stderr?.on('data', (d: Buffer) => (this.stderr = (this.stderr + String(d)).slice(-4000)));
     // Neither the process nor its stderr keeps gated alive; the channel does while an answer is awaited.
     this.child.unref();
-    (this.child.stdin as Socket).unref();
-    (this.child.stderr as Socket).unref();
+    (this.child.stdin as Socket | null)?.unref();
+    (this.child.stderr as Socket | null)?.unref();
   }
 
   /** True while the process answers: starts may be asked of it. */

@@ -256,3 +256,30 @@ s.on('message', (m) => {
     }
   });
 });
+
+describe('the spawner with no descriptor left', () => {
+  it('cannot start: ready says so, and the process that asked goes on (no unhandled error ends it)', async () => {
+    // A process of its own under `ulimit -n 64` opens files until EMFILE, then starts a spawner: the
+    // spawn fails with no stdio at all. Before, that 'error' had no listener yet and ended the process.
+    const script = [
+      `import { openSync } from 'node:fs';`,
+      `const { Spawner } = await import(${JSON.stringify(packageFile('queue', 'runtime', 'spawner.ts'))});`,
+      `const held = [];`,
+      `try { for (;;) held.push(openSync('/dev/null', 'r')); } catch (err) { if (err.code !== 'EMFILE') throw err; }`,
+      `const s = new Spawner();`,
+      `console.log('ready', await s.ready);`,
+    ].join('\n');
+    const child = spawn(
+      'sh',
+      ['-c', 'ulimit -n 64; exec "$0" --import tsx --input-type=module -e "$1"', process.execPath, script],
+      { stdio: ['ignore', 'pipe', 'pipe'], cwd: packageFile() },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += String(d)));
+    child.stderr.on('data', (d: Buffer) => (err += String(d)));
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(err).not.toMatch(/Unhandled 'error' event/);
+    expect({ code, out }).toEqual({ code: 0, out: 'ready false\n' });
+  });
+});
