@@ -58,8 +58,9 @@ describe('crash campaign (small)', () => {
   }, 240_000);
 
   it('with asks pending at the kills and facts remembered: none lost, none answered twice', async () => {
-    // Part four: a turn in two asks about a shell call and waits for the admin's /approve (the random kill
-    // waits for one pending); blocks remember `fact tok-N` for one token in five.
+    // Part four: a turn in seven asks about a shell call and waits for the admin's /approve (the random kill
+    // waits for one pending; asking in one turn of two piled messages of several senders into each turn, whose
+    // facts are refused); blocks remember `fact tok-N` for one token in five.
     const r = await crashCampaign({
       compiled: true,
       messages: 150,
@@ -69,7 +70,6 @@ describe('crash campaign (small)', () => {
       drainMs: 90_000,
       recoveryBoundMs: 60_000,
       partFour: true,
-      askEvery: 2,
     });
     const p = r.partFour!;
     const why = JSON.stringify({ stillOpen: r.stillOpen, unanswered: r.unanswered, partFour: p });
