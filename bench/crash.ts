@@ -13,7 +13,7 @@
  * To look into a failed campaign: CRASH_KEEP=1 keeps its folder (database, gated's log, the agents' events)
  * when a message was answered twice or never and prints where; CRASH_LOG_LEVEL sets gated's log level.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,7 @@ import { openDatabase } from '../store/db.js';
 import { addGroup } from '../store/groups.js';
 import { addRoute } from '../store/routes.js';
 import { TelegramApiServer } from '../test/infra/telegram-api.js';
+import { toVoiceNote } from '../voice/audio.js';
 
 /** Size and pace of a campaign. */
 export interface CrashOptions {
@@ -62,6 +63,28 @@ export interface CrashOptions {
    * on a loaded machine has few turns (more messages batched into each), so its test asks more often.
    */
   askEvery?: number;
+  /**
+   * With partFour: one channel message in this many (default 25; 0: none) is a voice note (espeak-ng's
+   * speech as Ogg/Opus) captioned with its token, which the real pocketsphinx transcribes
+   * (GATED_TRANSCRIBE_CMD=pocketsphinx) while the kills go on: each must be transcribed once and answered
+   * once, its token kept beside the words.
+   */
+  voiceEvery?: number;
+}
+
+/** With part four: what became of the voice notes. */
+export interface VoiceReport {
+  /** Voice notes sent through the channel. */
+  sent: number;
+  /** Their rows whose content is a transcript (`transcript = 1`), and whose transcript has the sentence's words. */
+  transcribed: number;
+  heard: number;
+  /** Their transcription rows by state (done, failed, refused, pending: pending must be 0 at the end). */
+  transcriptions: Record<string, number>;
+  /** Their tokens answered once, twice (must be 0) and never (must be 0). */
+  answeredOnce: number;
+  answeredTwice: number;
+  neverAnswered: number;
 }
 
 /** With part four: what became of the asks and the facts. */
@@ -81,6 +104,7 @@ export interface PartFourReport {
   factsMissing: number;
   /** `remember` actions by status and reason (a refusal says why a fact is missing). */
   remembers: Record<string, number>;
+  voice: VoiceReport;
 }
 
 /** What a campaign found. */
@@ -129,7 +153,21 @@ export interface CrashReport {
 const TOKEN = '123456:CRASH-token';
 /** The admin who decides the asks of a part-four campaign (GATED_ADMINS). */
 const ADMIN = 9999;
+/** The Telegram user of chat c is CHANNEL_USER + c. */
+const CHANNEL_USER = 5000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** What the campaign's voice notes say: a sentence Debian's pocketsphinx hears from espeak-ng word for word. */
+const SPOKEN = 'please check the weather tomorrow';
+const HEARD = ['check', 'weather', 'tomorrow'];
+
+/** SPOKEN as an Ogg/Opus voice note, made once per campaign in its folder. */
+async function voiceNoteIn(dir: string): Promise<Buffer> {
+  const wav = join(dir, 'speech.wav');
+  const ogg = join(dir, 'speech.ogg');
+  execFileSync('espeak-ng', ['-w', wav, SPOKEN]);
+  await toVoiceNote(wav, ogg, 30_000);
+  return readFileSync(ogg);
+}
 const chatId = (c: number) => -1_000_000 - c;
 
 export async function freePort(): Promise<number> {
@@ -164,6 +202,10 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
   mkdirSync(pidsDir);
   const api = await TelegramApiServer.start(TOKEN);
   const port = await freePort();
+  const voiceEvery = o.partFour ? (o.voiceEvery ?? 25) : 0;
+  const note = voiceEvery > 0 ? await voiceNoteIn(dir) : undefined;
+  /** The tokens sent as voice notes. */
+  const voiced = new Set<string>();
 
   const seed = openDatabase(dbPath);
   for (let c = 0; c < o.chats; c++) {
@@ -196,6 +238,7 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     GATED_LOG_LEVEL: process.env.CRASH_LOG_LEVEL ?? 'error',
     GATED_AGENT_CMD: `CRASH_PIDS='${pidsDir}' CRASH_EVENTS='${eventsFile}' CRASH_PART_FOUR=${o.partFour ? 1 : 0} CRASH_ASK_EVERY=${o.askEvery ?? 7} exec node '${packageFile('bench', 'crash-agent.mjs')}'`,
     ...(o.partFour ? { GATED_ADMINS: `telegram:${ADMIN}` } : {}),
+    ...(note ? { GATED_TRANSCRIBE_CMD: 'pocketsphinx' } : {}),
     TELEGRAM_BOT_TOKEN: TOKEN,
     TELEGRAM_API_ROOT: api.url,
   };
@@ -256,6 +299,9 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
       String(o.chats),
       String(half),
       String(o.trafficMs),
+      // With part four each chat is one person (the channel's user): a fact is one stranger's, and a turn
+      // of two (the writer's and the channel's) is refused one; how many turns mix them is the load's doing.
+      ...(o.partFour ? [String(CHANNEL_USER)] : []),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
@@ -270,10 +316,15 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
       if (o.steering && i === Math.floor((2 * n) / 3)) await killsDone;
       const c = i % o.chats;
       const chat = { id: chatId(c), type: 'group' as const, title: `chat ${c}` };
-      const from = { id: 5000 + c, is_bot: false, first_name: `user${c}` };
+      const from = { id: CHANNEL_USER + c, is_bot: false, first_name: `user${c}` };
       // Every third round of the chats, not every third message (which would always hit the same chats).
       const steer = o.steering && Math.floor(i / o.chats) % 3 === 1;
-      api.message({ chat, from, text: `${steer ? '/interrupt ' : ''}hello tok-${half + i}` });
+      const text = `${steer ? '/interrupt ' : ''}hello tok-${half + i}`;
+      // One message in voiceEvery (never a steering one: a caption is not a command) is a voice note.
+      if (note && !steer && i % voiceEvery === voiceEvery - 1) {
+        voiced.add(`tok-${half + i}`);
+        api.message({ chat, from, text, file: { kind: 'voice', data: note } });
+      } else api.message({ chat, from, text });
       // A bare /interrupt (answered by the gateway, no token) now and then.
       if (o.steering && i % 10 === 7) api.message({ chat, from, text: '/interrupt' });
       await sleep(o.trafficMs / n);
@@ -486,7 +537,15 @@ export async function crashCampaign(o: CrashOptions): Promise<CrashReport> {
     steeredLines: agentEvents.filter((e) => e === 'steered').length,
     unanswered,
     stillOpen,
-    ...(o.partFour ? { partFour: { ...partFourOf(watch, agentEvents, approvesTyped), pendingAtKills } } : {}),
+    ...(o.partFour
+      ? {
+          partFour: {
+            ...partFourOf(watch, agentEvents, approvesTyped),
+            pendingAtKills,
+            voice: voiceOf(watch, voiced, answered),
+          },
+        }
+      : {}),
   };
   watch.close();
   await api.close();
@@ -500,7 +559,7 @@ function partFourOf(
   db: Database.Database,
   events: string[],
   approvesTyped: number,
-): Omit<PartFourReport, 'pendingAtKills'> {
+): Omit<PartFourReport, 'pendingAtKills' | 'voice'> {
   const asks: Record<string, number> = {};
   for (const r of db
     .prepare(`SELECT state, count(*) AS n FROM tool_approvals GROUP BY state`)
@@ -548,4 +607,37 @@ function partFourOf(
     factsTwice: [...facts.values()].filter((n) => n > 1).length,
     factsMissing: missing,
   };
+}
+
+/** What became of the voice notes (CrashOptions.voiceEvery): their rows, transcriptions and answers. */
+function voiceOf(db: Database.Database, voiced: Set<string>, answered: Map<string, number>): VoiceReport {
+  const report: VoiceReport = {
+    sent: voiced.size,
+    transcribed: 0,
+    heard: 0,
+    transcriptions: {},
+    answeredOnce: 0,
+    answeredTwice: 0,
+    neverAnswered: 0,
+  };
+  const rows = db
+    .prepare(
+      `SELECT m.content, m.transcript, t.state FROM messages m JOIN transcriptions t ON t.message_id = m.id
+       WHERE m.is_from_me = 0`,
+    )
+    .all() as Array<{ content: string; transcript: number | null; state: string }>;
+  const rowOf = new Map<string, (typeof rows)[number]>();
+  for (const r of rows) for (const tok of r.content.match(/tok-\d+/g) ?? []) rowOf.set(tok, r);
+  for (const tok of voiced) {
+    const row = rowOf.get(tok);
+    const state = row?.state ?? 'none';
+    report.transcriptions[state] = (report.transcriptions[state] ?? 0) + 1;
+    if (row?.transcript === 1) report.transcribed++;
+    if (row && HEARD.every((w) => row.content.includes(w))) report.heard++;
+    const n = answered.get(tok) ?? 0;
+    if (n === 0) report.neverAnswered++;
+    else if (n === 1) report.answeredOnce++;
+    else report.answeredTwice++;
+  }
+  return report;
 }

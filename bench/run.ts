@@ -401,7 +401,7 @@ if (only?.has('crash')) {
           drainMs: 120_000,
           compiled: true,
           verbose: true,
-          // Part three's steering and part four's asks and facts, mixed into the same kills.
+          // Part three's steering and part four's asks, facts and voice notes, mixed into the same kills.
           steering: true,
           partFour: true,
         },
@@ -417,7 +417,10 @@ if (only?.has('crash')) {
     (p4.asks.pending ?? 0) === 0 &&
     p4.answeredTwice === 0 &&
     p4.factsTwice === 0 &&
-    p4.factsMissing === 0;
+    p4.factsMissing === 0 &&
+    p4.voice.neverAnswered === 0 &&
+    p4.voice.answeredTwice === 0 &&
+    p4.voice.transcribed === p4.voice.sent;
   table(
     `7. crash: ${r.messages} messages over ${r.chats} chats, gated SIGKILLed ${r.kills} times — ${verdict(ok)}`,
     [{ ...r }],

@@ -59,8 +59,9 @@ describe('crash campaign (small)', () => {
 
   it('with asks pending at the kills and facts remembered: none lost, none answered twice', async () => {
     // Part four: a turn in seven asks about a shell call and waits for the admin's /approve (the random kill
-    // waits for one pending; asking in one turn of two piled messages of several senders into each turn, whose
-    // facts are refused); blocks remember `fact tok-N` for one token in five.
+    // waits for one pending); blocks remember `fact tok-N` for one token in five, each chat being one person
+    // (the writer writes as the channel's user: a turn of two strangers remembers nothing, and at load 9 every
+    // turn held both); one channel message in 15 is a voice note.
     const r = await crashCampaign({
       compiled: true,
       messages: 150,
@@ -70,6 +71,8 @@ describe('crash campaign (small)', () => {
       drainMs: 90_000,
       recoveryBoundMs: 60_000,
       partFour: true,
+      // Five voice notes among the channel's 75 messages, transcribed by the real pocketsphinx under the kills.
+      voiceEvery: 15,
     });
     const p = r.partFour!;
     const why = JSON.stringify({ stillOpen: r.stillOpen, unanswered: r.unanswered, partFour: p });
@@ -90,5 +93,11 @@ describe('crash campaign (small)', () => {
     expect(p.factsOnce, why).toBeGreaterThan(0);
     expect(p.factsTwice, why).toBe(0);
     expect(p.factsMissing, why).toBe(0);
+    // Each voice note transcribed (its words heard) and answered once, its caption's token kept.
+    expect(p.voice.sent).toBe(5);
+    expect(p.voice.transcriptions, why).toEqual({ done: 5 });
+    expect(p.voice.transcribed, why).toBe(5);
+    expect(p.voice.heard, why).toBe(5);
+    expect(p.voice.answeredOnce, why).toBe(5);
   }, 240_000);
 });
