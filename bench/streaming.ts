@@ -93,19 +93,25 @@ export function streamAgentCmd(streamMs: number): string {
   return `STREAM_MS=${streamMs} exec bash '${packageFile('bench', 'stream-agent.sh')}'`;
 }
 
-export async function streaming(chats: number, streamMs: number) {
+/**
+ * With `warm`, each chat's agent is started by a short first message (answered at once) before the streams
+ * are asked, as in a conversation whose agents are still within their idle timeout: the first draft is
+ * then gated's and the live agent's, not 200 process starts on the machine's cores.
+ */
+export async function streaming(chats: number, streamMs: number, warm = false) {
   const channel = new StreamChannel();
   const inst = await benchInstance({
     groups: chats + 1,
     maxConcurrent: chats + 1,
-    idleMs: 5000,
+    // Warm: long enough that no agent of the warm-up ends before its stream is asked.
+    idleMs: warm ? 120_000 : 5000,
     pollMs: 100,
     http: true,
     channel,
     env: { GATED_STREAM_CHANNELS: 'bench', GATED_AGENT_CMD: streamAgentCmd(streamMs) },
   });
   try {
-    return await streamRun(inst.gated, benchSide(channel), chats, streamMs);
+    return await streamRun(inst.gated, benchSide(channel), chats, streamMs, warm);
   } finally {
     await inst.close();
   }
@@ -115,7 +121,13 @@ export async function streaming(chats: number, streamMs: number) {
  * The scenario on a started gated whose groups 0..chats-1 stream and group `chats` is the canary's, through
  * `side`: the figures of bench/README.md's table.
  */
-export async function streamRun(gated: Gated, side: StreamSide, chats: number, streamMs: number) {
+export async function streamRun(
+  gated: Gated,
+  side: StreamSide,
+  chats: number,
+  streamMs: number,
+  warm = false,
+) {
   const canaryGroup = chats;
   const sink = (g: number, content: string) => side.ask(g, content);
   let tok = 0;
@@ -137,6 +149,7 @@ export async function streamRun(gated: Gated, side: StreamSide, chats: number, s
     await new Promise((r) => setTimeout(r, 1000));
     idle.push(await canary());
   }
+  if (warm) await warmUp(side, chats, () => `tok-${++tok}`);
   const loop = monitorLoopDelay(10);
   const health = healthProber(gated.url!);
   let peakRss = process.memoryUsage().rss;
@@ -196,7 +209,7 @@ export async function streamRun(gated: Gated, side: StreamSide, chats: number, s
   busy.sort((a, b) => a - b);
   const partials = chats * Math.floor(streamMs / 100);
   return {
-    scenario: 'streaming',
+    scenario: warm ? 'streaming-warm' : 'streaming',
     chats,
     streamSeconds: streamMs / 1000,
     delivered,
@@ -227,4 +240,23 @@ export async function streamRun(gated: Gated, side: StreamSide, chats: number, s
     peakRssMB: Math.round(peakRss / 2 ** 20),
     ...side.more?.(),
   };
+}
+
+/**
+ * Starts the agents of chats 0..chats-1 with a message each that they answer at once (a line naming the
+ * canary), and waits until every answer is shown; what the warm-up showed is not the streams' first draft.
+ */
+async function warmUp(side: StreamSide, chats: number, nextTok: () => string): Promise<void> {
+  const toks: string[] = [];
+  for (let g = 0; g < chats; g++) {
+    const t = nextTok();
+    toks.push(t);
+    side.ask(g, `canary warm-up ${t}`);
+  }
+  const deadline = Date.now() + 120_000;
+  while (toks.some((t) => side.shownAt(t) === undefined)) {
+    if (Date.now() > deadline) throw new Error('the warm-up was not answered');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  side.firstDraftAt.clear();
 }
