@@ -19,7 +19,9 @@
  *    its buttons in the chat → the owner's typed `/approve CODE` → the agent's answer delivered and the
  *    question edited to say who decided.
  *
- * Printed per walk: functions run and files touched under dist/walk/, then per folder and per file.
+ * Printed per walk: functions run and files touched under dist/walk/, then per folder and per file, and
+ * its wakes (`wakes` below): the poll-loop steps, outbox scans and scheduler pumps, and how often the
+ * commit watcher looked and woke the stages.
  *
  *   npx tsx bench/walk.ts [--no-build] [--files]
  */
@@ -51,6 +53,8 @@ interface ScriptCoverage {
 
 /** What one walk ran: per file under dist/walk/, the names of the functions that ran. */
 export type Walk = Map<string, string[]>;
+/** How often each function of one walk ran, by `file:name` (the poll loop's steps are `gateway/loop.js:step`). */
+export type Calls = Map<string, number>;
 
 async function until<T>(fn: () => T | undefined | null | false, ms: number, what: string): Promise<T> {
   const end = Date.now() + ms;
@@ -63,7 +67,7 @@ async function until<T>(fn: () => T | undefined | null | false, ms: number, what
 }
 
 /** The functions of dist/walk/ that ran in one coverage file. */
-function walkOf(file: string, dist: string): Walk {
+function walkOf(file: string, dist: string, calls?: Calls): Walk {
   const { result } = JSON.parse(readFileSync(file, 'utf8')) as { result: ScriptCoverage[] };
   const out: Walk = new Map();
   for (const script of result) {
@@ -72,6 +76,10 @@ function walkOf(file: string, dist: string): Walk {
     if (!path.startsWith(dist + sep)) continue;
     // A function's first range is the function itself: its count is how often it was called.
     const ran = script.functions.filter((f) => (f.ranges[0]?.count ?? 0) > 0 && f.ranges[0]!.startOffset > 0);
+    for (const f of ran) {
+      const key = `${relative(dist, path)}:${f.functionName || '(anonymous)'}`;
+      calls?.set(key, (calls.get(key) ?? 0) + f.ranges[0]!.count);
+    }
     if (ran.length > 0)
       out.set(
         relative(dist, path),
@@ -102,6 +110,22 @@ function report(title: string, walk: Walk, files: boolean): string {
     for (const [file, fns] of [...walk].sort((a, b) => a[0].localeCompare(b[0])))
       lines.push(`    ${file} (${fns.length}): ${fns.join(', ')}`);
   return lines.join('\n');
+}
+
+/**
+ * Who woke whom in one walk, counted from the functions that run once per wake: a poll-loop step calls
+ * `releaseDue` once (its `step` name is also the driver's arrow that calls it), delivery's outbox scan is
+ * its worker's `step`, a scheduler pass is `pump`. The commit watcher `look`s after each write of the WAL
+ * file, gated's own commits included, and wakes the stages (`wakeAll`) only for another connection's
+ * commit (data_version): a wake of it here is gated waking itself.
+ */
+export function wakes(calls: Calls): string {
+  const n = (key: string): number => calls.get(key) ?? 0;
+  return [
+    `  wakes: ${n('core/worker.js:runNow')} worker steps (poll loop ${n('gateway/loop.js:releaseDue')},`,
+    `outbox scan ${n('delivery/delivery.js:step')}), ${n('queue/scheduler.js:pump')} scheduler pumps;`,
+    `commit watcher ${n('gateway/watch.js:look')} looks, ${n('gateway/watch.js:wakeAll')} wakes`,
+  ].join(' ');
 }
 
 /** One message in `to` from `from`, until the agent's answer is sent. */
@@ -140,7 +164,9 @@ async function approvalWalk(tg: TelegramApiServer, to: Chat.PrivateChat, from: U
 }
 
 /** Runs both walks; returns them. */
-export async function coverageWalk(build = true): Promise<{ message: Walk; approval: Walk }> {
+export async function coverageWalk(
+  build = true,
+): Promise<{ message: Walk; approval: Walk; messageCalls: Calls; approvalCalls: Calls }> {
   const dist = packageFile('dist', 'walk');
   if (build)
     execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', dist], {
@@ -202,11 +228,13 @@ export async function coverageWalk(build = true): Promise<{ message: Walk; appro
     await mark();
     await messageWalk(tg, chat, ada);
     await new Promise((r) => setTimeout(r, 200));
-    const message = walkOf(await mark(), dist);
+    const messageCalls: Calls = new Map();
+    const message = walkOf(await mark(), dist, messageCalls);
     await approvalWalk(tg, chat, ada);
     await new Promise((r) => setTimeout(r, 200));
-    const approval = walkOf(await mark(), dist);
-    return { message, approval };
+    const approvalCalls: Calls = new Map();
+    const approval = walkOf(await mark(), dist, approvalCalls);
+    return { message, approval, messageCalls, approvalCalls };
   } finally {
     child.send('stop');
     await new Promise((r) => child.once('exit', r));
@@ -224,8 +252,10 @@ export async function coverageWalk(build = true): Promise<{ message: Walk; appro
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { message, approval } = await coverageWalk(!process.argv.includes('--no-build'));
+  const { message, approval, messageCalls, approvalCalls } = await coverageWalk(
+    !process.argv.includes('--no-build'),
+  );
   const files = process.argv.includes('--files');
-  process.stdout.write(`${report('one Telegram message', message, files)}\n`);
-  process.stdout.write(`${report('one approval round trip', approval, files)}\n`);
+  process.stdout.write(`${report('one Telegram message', message, files)}\n${wakes(messageCalls)}\n`);
+  process.stdout.write(`${report('one approval round trip', approval, files)}\n${wakes(approvalCalls)}\n`);
 }
