@@ -66,7 +66,7 @@ export interface SchedulerDeps {
  * The scheduler: which lanes get the free slots (docs/QUEUE.md). `pump` is the one place that starts runs
  * and feeds follow-up turns; it is cheap, synchronous and coalesced through `wake()` (a microtask). Slots
  * go fairly across groups (a group with no live run is served first) and, while lanes wait, idle agents
- * give theirs up. A lane in backoff is woken by a timer at its earliest retry.
+ * give theirs up. One alarm (queue/pump-alarm.ts) pumps again at each deadline: backoff, lock, failure, hold, grace.
  */
 export class Scheduler {
   private scheduled = false;
@@ -258,8 +258,8 @@ export class Scheduler {
 
   /**
    * Each idle agent holds its memory until its idle timeout (a Claude agent ~280 MB): with an idle budget
-   * (GATED_IDLE_AGENTS_MAX) the agents beyond it are closed, longest idle first. Runs after every agent
-   * that becomes idle, since that wakes the pump.
+   * (GATED_IDLE_AGENTS_MAX) the agents beyond it are closed, longest idle first. Runs at the end of each
+   * pump not cut short by a hold, a held lock or its slice (an agent that becomes idle wakes one).
    */
   private keepIdleBudget(): void {
     const max = this.d.opts.config.idleAgentsMax;
