@@ -23,9 +23,8 @@ import { partsFor } from './format.js';
 /**
  * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat
  * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats), posted at
- * the first draft and edited in place after that, at most once per `minIntervalMs` (the newest text wins)
- * and within the platform's drafts a second (delivery/draft-budget.ts), each formatted as the answer's
- * first part is (Telegram HTML, mrkdwn…), valid wherever the text was cut.
+ * the first draft and edited in place after that, at most once per `minIntervalMs` and within the platform's
+ * drafts a second (the newest text wins), each formatted as the answer's first part is, valid wherever cut.
  * When the turn's answer is delivered, the draft becomes the answer: edited to the final text when it fits
  * one part (and has no files, and the channel's drafts can take an answer: not `finalReplaces`), otherwise
  * removed before the answer is sent as usual. So the final text appears once, never twice.
