@@ -281,6 +281,18 @@ export async function burst(
      * scaling table leaves it out and keeps the other process's asks (gated's side of /healthz counts).
      */
     inProcessHealth?: boolean;
+    /**
+     * Called at the measured part's start (after gated is up, before the writer) and at its end (after
+     * the drain): bench/per-run.ts counts gated's system calls in between.
+     */
+    measure?: { start(): Promise<void>; stop(): Promise<void> };
+    /**
+     * Ask /healthz from another process too (default true). Its asks cost gated about 1 ms each by the
+     * second of wall: bench/per-run.ts, which compares shapes of different walls, leaves them out.
+     */
+    outsideHealth?: boolean;
+    /** With BENCH_SQL_TOP: return the statements (sqlStatements) without printing them. */
+    quietTop?: boolean;
   },
 ) {
   const inst = await benchInstance({
@@ -302,7 +314,7 @@ export async function burst(
     peakWal = Math.max(peakWal, walBytes(inst.dbPath));
   }, 50);
   const health = more?.inProcessHealth === false ? noHealthProber() : healthProber(inst.gated.url!);
-  const outside = externalHealthProber(inst.gated.url!);
+  const outside = more?.outsideHealth === false ? noHealthProber() : externalHealthProber(inst.gated.url!);
   const child0 = await childCpuSeconds();
   const cpu0 = process.cpuUsage();
   const main0 = mainThreadCpuSeconds();
@@ -312,6 +324,7 @@ export async function burst(
   // prints the N most called statements, with the time spent in each, on stderr.
   const top = Number(process.env.BENCH_SQL_TOP ?? 0);
   const sql = countSql({ timed: top > 0 });
+  await more?.measure?.start();
   try {
     const total = groups * perGroup;
     const writer = externalWriter(inst.dbPath, groups, perGroup);
@@ -321,11 +334,12 @@ export async function burst(
     await more?.drain?.(inst.gated);
     const cpu = process.cpuUsage(cpu0);
     sql.stop();
+    await more?.measure?.stop();
     const child1 = await childCpuSeconds();
     const lines = sql
       .top(top)
       .map((s) => `${String(s.calls).padStart(8)} ${String(s.ms).padStart(6)} ms  ${s.sql}`);
-    if (top > 0) console.error(lines.join('\n'));
+    if (top > 0 && !more?.quietTop) console.error(lines.join('\n'));
     const healthz = await health.stop();
     const healthzOut = await outside.stop();
     const t = trace(inst, total);
@@ -361,6 +375,9 @@ export async function burst(
       gatedCpuUsPerMessage: Math.round((cpu.user + cpu.system) / total),
       // SQL statement calls per message, and how many of them are BEGIN/COMMIT/SAVEPOINT/RELEASE.
       sqlPerMessage: round(sql.total() / total),
+      sqlCalls: sql.total(),
+      // Every statement's calls (BENCH_SQL_TOP set): bench/per-run.ts takes one shape's from another's.
+      ...(top > 0 ? { sqlStatements: sql.top(Number.MAX_SAFE_INTEGER) } : {}),
       sqlControlPerMessage: round(sql.control() / total),
       // Write transactions committed (each writes the pages it dirtied to the WAL), with group commit or not.
       groupCommit: inst.gated.config.groupCommit,

@@ -142,6 +142,43 @@ if (only?.has('streaming-telegram')) {
   );
 }
 
+// What one run costs gated (issue 49): two shapes of the same total, in turn; only when named.
+if (only?.has('per-run')) {
+  const { perRun } = await import('./per-run.js');
+  const strace = process.argv.includes('--strace');
+  const rounds = await perRun({
+    total: quick ? 1000 : 2000,
+    fewGroups: quick ? 50 : 100,
+    rounds: Number(process.env.BENCH_ROUNDS ?? (quick || strace ? 1 : 3)),
+    strace,
+  });
+  results.perRun = rounds;
+  for (const r of rounds) {
+    table(
+      `1f. per run: ${r.many.groups} × ${r.many.perGroup} against ${r.few.groups} × ${r.few.perGroup}, the difference per run`,
+      [
+        { ...r.many },
+        { ...r.few },
+        {
+          cpuMsPerRun: r.cpuMsPerRun,
+          mainThreadMsPerRun: r.mainThreadMsPerRun,
+          sqlPerRun: r.sqlPerRun,
+          ...(r.syscalls ? { fileSystemCallsPerRun: r.syscalls.fileSystemPerRun } : {}),
+        },
+      ],
+      'gated CPU per run ≤ 1 ms',
+    );
+    if (r.sqlTop) for (const s of r.sqlTop) console.log(`${s.perRun.toFixed(2).padStart(7)}  ${s.sql}`);
+    if (r.syscalls) console.log(r.syscalls.perRun.map((s) => `${s.name}=${s.perRun}`).join('  '));
+  }
+  if (rounds.length > 1) {
+    const cpu = rounds.map((r) => r.cpuMsPerRun).sort((a, b) => a - b);
+    console.log(
+      `per run, ${rounds.length} rounds: CPU ${cpu.join(' / ')} ms (median ${cpu[cpu.length >> 1]})`,
+    );
+  }
+}
+
 // The scaling table takes several bursts (minutes at full size): it runs only when named.
 if (only?.has('scaling')) {
   const { scaling } = await import('./scaling.js');
