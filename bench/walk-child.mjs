@@ -22,7 +22,11 @@ process.on('message', (m) => {
     v8.takeCoverage();
     process.send('marked');
   } else if (m === 'stop') {
-    gated.close(2000).then(() => process.exit(0));
+    // An exit whatever the close did: the parent waits for it before it removes the walk's folder.
+    gated.close(2000).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   }
 });
 process.send('ready');

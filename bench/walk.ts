@@ -25,8 +25,8 @@
  *
  *   npx tsx bench/walk.ts [--no-build] [--files]
  */
-import { execFileSync, fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -175,49 +175,61 @@ export async function coverageWalk(
     });
   const dir = mkdtempSync(join(tmpdir(), 'gated-walk-'));
   const coverage = join(dir, 'coverage');
-  mkdirSync(coverage);
-  const tg = await TelegramApiServer.start();
-  tg.addChat(chat);
-  const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: process.env.HOME ?? dir,
-    GATED_DB: join(dir, 'gated.db'),
-    GATED_GROUPS_DIR: join(dir, 'groups'),
-    GATED_CONFIG_DIR: join(dir, 'config'),
-    GATED_POLL_MS: '60000',
-    GATED_ADMINS: `${ada.id},${bea.id}`,
-    GATED_AGENT_CMD: `THINK_MS=0 exec node '${packageFile('test', 'queue', 'agents', 'ask-agent.mjs')}'`,
-    GATED_IDLE_TIMEOUT_MS: '600000',
-    GATED_HISTORY_DAYS: '0',
-    GATED_HISTORY_INDEX: '0',
-    TELEGRAM_BOT_TOKEN: tg.token,
-    TELEGRAM_API_ROOT: tg.url,
-    NODE_V8_COVERAGE: coverage,
-  };
-  const db = openDatabase(env.GATED_DB);
-  addGroup(db, env.GATED_GROUPS_DIR, 'ops', 'Ops');
-  addGroup(db, env.GATED_GROUPS_DIR, 'warm', 'Warm-up');
-  db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'room=${warmChat.id}', 'warm')`).run();
-  db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, 'platform=telegram', 'ops')`).run();
-  for (const group of ['ops', 'warm'])
-    db.prepare(`INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES (?, 1, 'Bash', 'ask')`).run(
-      group,
-    );
-  db.close();
-  const child = fork(packageFile('bench', 'walk-child.mjs'), [dist], { env, stdio: 'inherit' });
-  const said: string[] = [];
-  child.on('message', (m) => said.push(String(m)));
-  const mark = async (): Promise<string> => {
-    const n = said.filter((m) => m === 'marked').length;
-    const before = new Set(readdirSync(coverage));
-    child.send('mark');
-    await until(() => said.filter((m) => m === 'marked').length > n, 10_000, 'the coverage mark');
-    const file = readdirSync(coverage).find((f) => !before.has(f) && f.includes(`-${child.pid}-`));
-    if (!file) throw new Error('no coverage file written');
-    return join(coverage, file);
-  };
+  let tg: TelegramApiServer | undefined;
+  let child: ChildProcess | undefined;
+  // Everything after the folder exists is inside the try, so that a failed start (the local Bot API, the
+  // database, the fork) removes it too.
   try {
-    await until(() => said.includes('ready'), 60_000, 'gated to start');
+    mkdirSync(coverage);
+    tg = await TelegramApiServer.start();
+    tg.addChat(chat);
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? dir,
+      GATED_DB: join(dir, 'gated.db'),
+      GATED_GROUPS_DIR: join(dir, 'groups'),
+      GATED_CONFIG_DIR: join(dir, 'config'),
+      GATED_POLL_MS: '60000',
+      GATED_ADMINS: `${ada.id},${bea.id}`,
+      GATED_AGENT_CMD: `THINK_MS=0 exec node '${packageFile('test', 'queue', 'agents', 'ask-agent.mjs')}'`,
+      GATED_IDLE_TIMEOUT_MS: '600000',
+      GATED_HISTORY_DAYS: '0',
+      GATED_HISTORY_INDEX: '0',
+      TELEGRAM_BOT_TOKEN: tg.token,
+      TELEGRAM_API_ROOT: tg.url,
+      NODE_V8_COVERAGE: coverage,
+    };
+    const db = openDatabase(env.GATED_DB);
+    addGroup(db, env.GATED_GROUPS_DIR, 'ops', 'Ops');
+    addGroup(db, env.GATED_GROUPS_DIR, 'warm', 'Warm-up');
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (0, 'room=${warmChat.id}', 'warm')`).run();
+    db.prepare(`INSERT INTO routes (seq, match, target) VALUES (1, 'platform=telegram', 'ops')`).run();
+    for (const group of ['ops', 'warm'])
+      db.prepare(
+        `INSERT INTO tool_rules (group_folder, seq, tool, decision) VALUES (?, 1, 'Bash', 'ask')`,
+      ).run(group);
+    db.close();
+    const gated = (child = fork(packageFile('bench', 'walk-child.mjs'), [dist], { env, stdio: 'inherit' }));
+    const said: string[] = [];
+    gated.on('message', (m) => said.push(String(m)));
+    const mark = async (): Promise<string> => {
+      const n = said.filter((m) => m === 'marked').length;
+      const before = new Set(readdirSync(coverage));
+      gated.send('mark');
+      await until(() => said.filter((m) => m === 'marked').length > n, 10_000, 'the coverage mark');
+      const file = readdirSync(coverage).find((f) => !before.has(f) && f.includes(`-${gated.pid}-`));
+      if (!file) throw new Error('no coverage file written');
+      return join(coverage, file);
+    };
+    await until(
+      () => {
+        if (gated.exitCode !== null || gated.signalCode !== null)
+          throw new Error(`gated exited (${gated.exitCode ?? gated.signalCode}) before it was ready`);
+        return said.includes('ready');
+      },
+      60_000,
+      'gated to start',
+    );
     await tg.waitForPoll();
     // Settle: whatever the start left running (the first poll, the channel's first getUpdates) ends first.
     await new Promise((r) => setTimeout(r, 500));
@@ -236,19 +248,47 @@ export async function coverageWalk(
     const approval = walkOf(await mark(), dist, approvalCalls);
     return { message, approval, messageCalls, approvalCalls };
   } finally {
-    child.send('stop');
-    await new Promise((r) => child.once('exit', r));
-    await tg.close();
-    // The spawner writes its own coverage as it exits, after gated.
-    for (let i = 0; i < 20; i++) {
-      try {
-        rmSync(dir, { recursive: true, force: true });
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    if (child) await stopChild(child);
+    await tg?.close();
+    await writersGone(coverage);
+    rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Stops the walk's gated and waits for its exit; one that does not stop within 10 s is killed. A child
+ * that has already exited (it failed to start) is not asked: a message to it would fail as an 'error' of
+ * the child, which, unheard, ended this process before the folder was removed.
+ */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.send('stop', () => {});
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Waits (up to 10 s) until no process holds `coverage` as its NODE_V8_COVERAGE: Node hands the variable
+ * to every process it starts, so the spawner of gated's process runtime, a process of its own that
+ * outlives gated by a few milliseconds, writes its counts into the folder as it exits. Removed before
+ * that, the folder was made again by that write and left behind, now and then.
+ */
+async function writersGone(coverage: string): Promise<void> {
+  const mark = Buffer.from(`NODE_V8_COVERAGE=${coverage}\0`);
+  const writing = (): boolean =>
+    readdirSync('/proc').some((pid) => {
+      if (!/^\d+$/.test(pid)) return false;
+      try {
+        return readFileSync(`/proc/${pid}/environ`).includes(mark);
+      } catch {
+        return false; // gone meanwhile, or another user's
+      }
+    });
+  const end = Date.now() + 10_000;
+  while (existsSync('/proc/self/environ') && writing() && Date.now() < end)
+    await new Promise((r) => setTimeout(r, 20));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
