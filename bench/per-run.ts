@@ -34,8 +34,8 @@ export interface PerRunRound {
   cpuMsPerRun: number;
   mainThreadMsPerRun: number;
   sqlPerRun: number;
-  /** With BENCH_SQL_TOP=N: the N statements a run adds most calls of, calls per run. */
-  sqlTop?: Array<{ sql: string; perRun: number }>;
+  /** With BENCH_SQL_TOP=N: the N statements a run adds most time in, calls and µs per run. */
+  sqlTop?: Array<{ sql: string; perRun: number; usPerRun: number }>;
   /** With `strace`: system calls per run of gated's threads, the most first, and the file system's sum. */
   syscalls?: { perRun: Array<{ name: string; perRun: number }>; fileSystemPerRun: number };
 }
@@ -192,10 +192,14 @@ export async function perRun(opts: {
       sqlPerRun: per(many.figures.sqlCalls, few.figures.sqlCalls),
     };
     if (top > 0 && many.statements && few.statements) {
-      const fewCalls = new Map(few.statements.map((s) => [s.sql, s.calls]));
+      const fewOf = new Map(few.statements.map((s) => [s.sql, s]));
       round.sqlTop = many.statements
-        .map((s) => ({ sql: s.sql, perRun: per(s.calls, fewCalls.get(s.sql) ?? 0) }))
-        .sort((a, b) => b.perRun - a.perRun)
+        .map((s) => ({
+          sql: s.sql,
+          perRun: per(s.calls, fewOf.get(s.sql)?.calls ?? 0),
+          usPerRun: Math.round(per((s.ms ?? 0) * 1000, (fewOf.get(s.sql)?.ms ?? 0) * 1000)),
+        }))
+        .sort((a, b) => b.usPerRun - a.usPerRun)
         .slice(0, top);
     }
     if (many.syscalls && few.syscalls) {

@@ -168,7 +168,9 @@ if (only?.has('per-run')) {
       ],
       'gated CPU per run ≤ 1 ms',
     );
-    if (r.sqlTop) for (const s of r.sqlTop) console.log(`${s.perRun.toFixed(2).padStart(7)}  ${s.sql}`);
+    if (r.sqlTop)
+      for (const s of r.sqlTop)
+        console.log(`${s.perRun.toFixed(2).padStart(7)} ${String(s.usPerRun).padStart(5)} µs  ${s.sql}`);
     if (r.syscalls) console.log(r.syscalls.perRun.map((s) => `${s.name}=${s.perRun}`).join('  '));
   }
   if (rounds.length > 1) {

@@ -71,7 +71,7 @@ export function countSql(opts: { timed?: boolean } = {}): SqlCounter {
         .map(([sql, c]) => ({
           sql: sql.replace(/\s+/g, ' ').trim().slice(0, 80),
           calls: c,
-          ...(opts.timed ? { ms: Math.round(Number(ns.get(sql) ?? 0n) / 1e6) } : {}),
+          ...(opts.timed ? { ms: Math.round(Number(ns.get(sql) ?? 0n) / 1e4) / 100 } : {}),
         })),
     stop() {
       for (const [m, orig] of saved) proto[m] = orig;

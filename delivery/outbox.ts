@@ -29,6 +29,7 @@ export class Outbox {
   private readonly lastPartStmt;
   private readonly insertPartStmt;
   private readonly bumpPartsStmt;
+  private readonly lastPartSentStmt;
   private readonly sentStmt;
   private readonly failedStmt;
   private readonly attemptStmt;
@@ -58,6 +59,12 @@ export class Outbox {
       `UPDATE messages SET parts_sent = ? + 1, delivery_error = NULL
        WHERE id = ? AND parts_sent = ? AND delivery = 'pending'`,
     );
+    // The last part: counted and the row delivered in one UPDATE, with the same guard.
+    this.lastPartSentStmt = db.prepare(
+      `UPDATE messages SET parts_sent = ? + 1, delivery_error = NULL, delivery = 'sent',
+         delivered_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+       WHERE id = ? AND parts_sent = ? AND delivery = 'pending'`,
+    );
     this.sentStmt = db.prepare(
       `UPDATE messages SET delivery = 'sent', delivered_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
        WHERE id = ? AND delivery = 'pending'`,
@@ -71,10 +78,9 @@ export class Outbox {
     );
     this.recordPartTx = db.transaction(
       (id: number, part: number, platformId: string | null, last: boolean): boolean => {
-        const bumped = this.bumpPartsStmt.run(part, id, part).changes === 1;
-        if (!bumped) return false;
+        const bump = last ? this.lastPartSentStmt : this.bumpPartsStmt;
+        if (bump.run(part, id, part).changes !== 1) return false;
         this.insertPartStmt.run(id, part, platformId);
-        if (last) this.sentStmt.run(id);
         return true;
       },
     );

@@ -3,7 +3,7 @@ import type { Config } from '../core/config.js';
 import { readGroupConfig, type ConfigProblem, type McpServer } from '../core/group-config.js';
 import { groupDirOf } from '../core/group-dir.js';
 import { folderChain, isValidFolder, type SessionKey } from '../core/types.js';
-import { AgentStore, BUILT_IN_AGENTS } from '../store/agents.js';
+import { AgentStore, BUILT_IN_AGENTS, type AgentChoice } from '../store/agents.js';
 import { networkOf } from '../store/groups.js';
 import type { GroupRow } from '../store/queue.js';
 import { WorkflowStore } from '../store/workflows.js';
@@ -71,12 +71,13 @@ export function agentSetupOf(
   db: Db,
   config: SetupConfig,
   containers: boolean,
-): (group: string, topic?: string) => AgentSetup {
+): (group: string, topic?: string, choice?: AgentChoice) => AgentSetup {
   const agents = new AgentStore(db);
   const workflows = new WorkflowStore(db);
   const seen = (rel: string) => (containers ? posix.join(CONFIG_ROOT, rel) : join(config.configDir, rel));
-  return (group, topic) => {
-    const groupChoice = agents.choice(group);
+  return (group, topic, known) => {
+    // The scheduler read the group's row for the run already (`known`): its agent and model are in it.
+    const groupChoice = known ?? agents.choice(group);
     // A workflow step's session runs the step's agent and model where it names them (docs/WORKFLOWS.md).
     const step = topic ? workflows.stepChoice(group, topic) : undefined; // a step's topic is never ''
     const choice = {
@@ -131,13 +132,14 @@ export function agentSetupOf(
 
 /** The run's setup (none without a setup function), its unusable configuration files logged. */
 export function runSetup(
-  setup: ((group: string, topic?: string) => AgentSetup) | undefined,
+  setup: ((group: string, topic?: string, choice?: AgentChoice) => AgentSetup) | undefined,
   key: { group: string; topic: string },
   runId: number,
   log: Logger,
+  g?: GroupRow,
 ): AgentSetup | undefined {
   const { group } = key;
-  const s = setup?.(group, key.topic);
+  const s = setup?.(group, key.topic, g ? { agent: g.agent ?? null, model: g.model ?? null } : undefined);
   for (const p of s?.problems ?? [])
     log.warn({ runId, group, file: p.file, reason: p.reason }, 'configuration file not used');
   return s;

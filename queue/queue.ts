@@ -21,6 +21,29 @@ export type {
 } from './types.js';
 
 /**
+ * The groups' action types, kept while router_state 'access_version' stays as the run's batch read it:
+ * they come from registered_groups alone (the group's `actions`, a group above or below it), and every
+ * insert, update or delete of that table bumps the version (schema.sql), whichever connection made it. A
+ * run start then reads none of the three rows (a burst of one-message runs: three statements a run).
+ */
+function capabilitiesByVersion(
+  applier: Pick<ActionApplier, 'capabilities'>,
+): (key: SessionKey, accessVersion?: string | null) => string[] {
+  let at: string | null | undefined;
+  const kept = new Map<string, string[]>();
+  return (key, version) => {
+    if (version === undefined || version === null) return applier.capabilities(key.group);
+    if (version !== at) {
+      kept.clear();
+      at = version;
+    }
+    let caps = kept.get(key.group);
+    if (caps === undefined) kept.set(key.group, (caps = applier.capabilities(key.group)));
+    return caps;
+  };
+}
+
+/**
  * The queue of session lanes under the global cap (docs/QUEUE.md), made of two parts: the scheduler
  * (scheduler.ts: which lanes get the slots, fairly) and the run recorder (recorder.ts: what a run's events
  * do to rows, each a QueueStore transaction). The lanes (lane.ts) hold who runs; the turns (turns.ts) hold
@@ -55,7 +78,7 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     hooks,
     signals,
     maxFailures,
-    capabilities: opts.capabilities ?? ((key: SessionKey) => applier.capabilities(key.group)),
+    capabilities: opts.capabilities ?? capabilitiesByVersion(applier),
   });
   const wake = () => scheduler.wake();
   const unlisten = [signals.queued.on(wake), signals.attached.on(wake)];

@@ -14,7 +14,7 @@ import { withWorktree } from './worktree.js';
 import { lockOrLater, LOCKED } from '../store/db.js';
 import { turnWorkMs } from '../store/group-commit.js';
 import { rowsAfterPollCursor } from '../store/state.js';
-import type { Dispatched, QueueStore, ReadyLane } from '../store/queue.js';
+import type { Dispatched, GroupRow, QueueStore, ReadyLane } from '../store/queue.js';
 import { sessionsOf } from '../store/sessions.js';
 import type { QueueOptions } from './types.js';
 
@@ -58,8 +58,8 @@ export interface SchedulerDeps {
   hooks: RunHooks;
   signals: Signals;
   maxFailures: number;
-  /** The action types a key's agent may use (its first input's `capabilities`). */
-  capabilities(key: SessionKey): string[];
+  /** The action types a key's agent may use (its first `capabilities`); the version its batch read. */
+  capabilities(key: SessionKey, accessVersion?: string | null): string[];
 }
 
 /**
@@ -313,21 +313,23 @@ export class Scheduler {
     }
     const run = new Run(key, d.runId, d.chatJid, d.rows, this.d.hooks, t);
     run.noteIds = d.systemNoteIds;
-    run.busy = busyModeOf(store.group(key.group)?.busy);
+    // Read once for the run, in this turn: its busy mode, and its settings, agent and model at its start.
+    const group = store.group(key.group);
+    run.busy = busyModeOf(group?.busy);
     this.d.lanes.open(new Lane(key, run));
     // The run's lines, and those of its agent's timers and streams, carry the run's trace (core/trace.ts).
-    run.trace.within(() => this.start(run, d));
+    run.trace.within(() => this.start(run, d, group));
     return true;
   }
 
-  /** Prepares the agent of a dispatched run (its setup, its first line) and starts it. */
-  private start(run: Run, d: Dispatched): void {
-    const { store, opts } = this.d;
+  /** Prepares a dispatched run's agent (setup, first line), starts it; Run.begin makes its spec at once. */
+  private start(run: Run, d: Dispatched, g: GroupRow | undefined): void {
+    const { opts } = this.d;
     const key = run.key;
     let input: string;
     let setup: AgentSetup | undefined;
     try {
-      setup = runSetup(opts.setup, key, d.runId, opts.log);
+      setup = runSetup(opts.setup, key, d.runId, opts.log, g);
       input = this.firstInput(key, d, setup);
     } catch (err) {
       // The run is open and its rows are running: it must end through the usual path (rows back to ready
@@ -344,7 +346,6 @@ export class Scheduler {
       'run starting',
     );
     void run.begin(() => {
-      const g = store.group(key.group);
       const spec = runSpecOf(opts.config.groupsDir, key, d.runId, g, setup);
       // A group bound to no repository (most) has no worktree to find or make.
       if (g?.repo !== 1 && !opts.githubWorktrees) return spec;
@@ -382,7 +383,7 @@ export class Scheduler {
       chatJid: d.chatJid,
       messages,
       ...(memory.length > 0 ? { memory: [...memory] } : {}),
-      capabilities: this.d.capabilities(key),
+      capabilities: this.d.capabilities(key, d.rows[0]?.access_version),
       ...setupFields(setup, opts.secrets),
     });
   }

@@ -7,6 +7,7 @@ import type { SessionKey } from '../core/types.js';
 import type { Signals } from '../core/signals.js';
 import type { AccessSource } from '../store/access.js';
 import type { Db } from '../store/db.js';
+import type { AgentChoice } from '../store/agents.js';
 import type { Runtime } from './runtime/types.js';
 import type { MemoryBounds } from '../store/memory.js';
 import type { TaskBounds } from '../store/tasks.js';
@@ -53,7 +54,7 @@ export interface QueueOptions {
    * Each run's agent, model, configuration and secrets (queue/agent-setup.ts), by group. When given, its
    * secrets replace `secrets`. A throw fails the run like a start that failed.
    */
-  setup?: (group: string, topic?: string) => AgentSetup;
+  setup?: (group: string, topic?: string, choice?: AgentChoice) => AgentSetup;
   metrics?: QueueMetrics;
   /** Uniform [0, 1) source for backoff jitter (tests pin it). Default Math.random. */
   random?: () => number;

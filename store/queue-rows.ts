@@ -80,4 +80,7 @@ export interface GroupRow {
   busy: string | null;
   /** 1 when the group is bound to a repository (a `group_repos` row: its topics work in worktrees). */
   repo?: number;
+  /** registered_groups.agent and .model (the run's setup takes them from here instead of a read). */
+  agent?: string | null;
+  model?: string | null;
 }

@@ -173,7 +173,7 @@ function runStatements(db: Db) {
       .prepare(`SELECT min(not_before) FROM messages WHERE state = 'ready' AND not_before > ?`) // idx_messages_backoff
       .pluck(),
     group: db.prepare(
-      `SELECT image, network, mounts, busy,
+      `SELECT image, network, mounts, busy, agent, model,
          EXISTS (SELECT 1 FROM group_repos r WHERE r.group_folder = registered_groups.folder) AS repo
        FROM registered_groups WHERE folder = ?`,
     ),
