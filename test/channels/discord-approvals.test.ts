@@ -8,34 +8,23 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { groupDirOf } from '../../core/group-dir.js';
-import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
-
-let api: DiscordApiServer | undefined;
-let gated: Gated | undefined;
-
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  gated = undefined;
-  await api?.close();
-  api = undefined;
-});
 
 const olga = { id: '700000000000000061', username: 'olga', global_name: 'Olga' };
 const bob = { id: '700000000000000062', username: 'bob', global_name: 'Bob' };
 
 test('a Discord approval: buttons, a member refused, the owner approves once, the message says who decided', async () => {
-  const dc = (api = await DiscordApiServer.start());
-  const g = (gated = await startE2eGated(
+  const dc = closedAfterGateds(await DiscordApiServer.start());
+  const g = await startE2eGated(
     { DISCORD_BOT_TOKEN: dc.token, DISCORD_API_ROOT: dc.apiRoot, GATED_STREAM_CHANNELS: 'none' },
     { groups: [['dc/ops', 'Ops']], routes: [[10, 'platform=discord verb=mention', 'dc/ops']] },
-  ));
+  );
   upsertMember(g.db, 'dc/ops', `discord:${olga.id}`, 'owner');
   upsertMember(g.db, 'dc/ops', `discord:${bob.id}`, 'member');
   g.db

@@ -12,7 +12,7 @@ import { silentLogger } from '../../core/log.js';
 import { DiscordChannel } from '../../channels/discord/index.js';
 import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
-import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
+import { closedAfterGateds, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
@@ -24,11 +24,10 @@ let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
 let channel: DiscordChannel | undefined;
 
+// The channel of its own stops before the local server closes (after this, with the gateds).
 afterEach(async () => {
-  if (gated) await closeTestGated(gated);
   await channel?.stop();
-  await api?.close();
-  gated = api = channel = undefined;
+  channel = undefined;
 });
 
 const SEED: E2eSeed = { groups: [['dc/stream', 'Stream']], routes: [[0, 'platform=discord', 'dc/stream']] };
@@ -46,7 +45,7 @@ function settings(server: DiscordApiServer, env: Record<string, string> = {}): R
 
 /** A local Discord server and the whole gateway in this process (startE2eGated), once it identified. */
 async function start(env: Record<string, string> = {}): Promise<{ api: DiscordApiServer; gated: Gated }> {
-  api = await DiscordApiServer.start();
+  api = closedAfterGateds(await DiscordApiServer.start());
   gated = await startE2eGated(settings(api, env), SEED);
   await api.waitForIdentify();
   return { api, gated };
@@ -113,7 +112,7 @@ test('in batch mode the same turn shows no draft: only the answer', async () => 
 });
 
 test('draft operations: removing a message already gone succeeds; editing one is a permanent failure', async () => {
-  api = await DiscordApiServer.start();
+  api = closedAfterGateds(await DiscordApiServer.start());
   channel = new DiscordChannel({ token: api.token, apiRoot: api.apiRoot, log: silentLogger() });
   const jid = `discord:${api.textChannelId}`;
   const id = await channel.drafts.open(jid, 'draft');
@@ -131,7 +130,7 @@ test('draft operations: removing a message already gone succeeds; editing one is
  * with SIGKILL and starts it again; resolves once the answer is recorded as sent, with the server.
  */
 async function crashBetweenDraftAndAnswer(text: string): Promise<DiscordApiServer> {
-  api = await DiscordApiServer.start();
+  api = closedAfterGateds(await DiscordApiServer.start());
   const server = api;
   const cfg = e2eConfig(tempDir('gated-dc-crash-'), settings(server), SEED);
   const env = {

@@ -2,23 +2,17 @@
  * Discord end to end with the whole gateway (startGated with the process runtime and the example agent)
  * and real discord.js against the local Discord REST + gateway server.
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
 
 let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
 
-afterEach(async () => {
-  // Before the local Discord server goes, so the client disconnects from a live gateway.
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-});
-
 test('a mention in a guild channel reaches the example agent and is answered as a reply', async () => {
-  api = await DiscordApiServer.start();
+  api = closedAfterGateds(await DiscordApiServer.start());
   gated = await startE2eGated(
     { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot },
     {

@@ -8,10 +8,10 @@ import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
-import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
+import { closedAfterGateds, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { startE2eGated } from './e2e.js';
@@ -23,12 +23,6 @@ const GROUP = 'dc/files';
 
 let api: DiscordApiServer | undefined;
 let gated: Gated | undefined;
-
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-});
 
 const SEED: E2eSeed = { groups: [[GROUP, 'Files']], routes: [[0, 'platform=discord', GROUP]] };
 
@@ -44,7 +38,7 @@ function settings(server: DiscordApiServer, env: Record<string, string> = {}): R
 
 /** A local Discord server and the whole gateway in this process (startE2eGated), once it identified. */
 async function start(env: Record<string, string> = {}): Promise<{ api: DiscordApiServer; gated: Gated }> {
-  api = await DiscordApiServer.start();
+  api = closedAfterGateds(await DiscordApiServer.start());
   gated = await startE2eGated(settings(api, env), SEED);
   await api.waitForIdentify();
   return { api, gated };
@@ -179,7 +173,7 @@ test(
   'kill -9 after an upload was accepted but before it was recorded: the restart does not upload it again',
   { timeout: 60_000 },
   async () => {
-    api = await DiscordApiServer.start();
+    api = closedAfterGateds(await DiscordApiServer.start());
     const server = api;
     const cfg = e2eConfig(tempDir('gated-dc-files-crash-'), settings(server), SEED);
     const env = {

@@ -7,10 +7,9 @@
  */
 import { existsSync, lstatSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
-import type { Gated } from '../../gated/app.js';
+import { describe, expect, test } from 'vitest';
 import { tempDir } from '../helpers/db.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
@@ -22,13 +21,6 @@ const GROUP = 'dc/hostile';
 const DECOY = 'the decoy, never to be sent or changed\n';
 
 let api: DiscordApiServer | undefined;
-let gated: Gated | undefined;
-
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-});
 
 describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
   const rt = useAgentRuntime(kind, 'hostile-agent.mjs', ['mkfifo']);
@@ -40,11 +32,11 @@ describe.each(AGENT_RUNTIMES)('on the %s runtime', (kind) => {
 });
 
 async function plantAndSwap(rt: RuntimeUnderTest): Promise<void> {
-  api = await DiscordApiServer.start();
-  const g = (gated = await startE2eGated(
+  api = closedAfterGateds(await DiscordApiServer.start());
+  const g = await startE2eGated(
     { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot, ...rt.env() },
     { groups: [[GROUP, 'Hostile']], routes: [[0, 'platform=discord', GROUP]] },
-  ));
+  );
   const a = api;
   await a.waitForIdentify();
   const decoy = join(tempDir('gated-decoy-'), 'decoy.txt');

@@ -6,11 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { groupDirOf } from '../../core/group-dir.js';
-import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { GithubApiServer, type GithubUser } from '../infra/github-api.js';
 import { startE2eGated } from './e2e.js';
@@ -20,21 +19,12 @@ const olga: GithubUser = { login: 'olga', id: 61, type: 'User' };
 const bob: GithubUser = { login: 'bob', id: 62, type: 'User' };
 const ISSUE = { owner: 'acme', repo: 'widgets', number: 9 };
 
-let api: GithubApiServer | undefined;
-let gated: Gated | undefined;
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  gated = undefined;
-  await api?.close();
-  api = undefined;
-});
-
 test('GitHub: the question is a comment; the decision is followed up by a comment that says who decided', async () => {
-  const gh = (api = await GithubApiServer.start());
-  const g = (gated = await startE2eGated(
+  const gh = closedAfterGateds(await GithubApiServer.start());
+  const g = await startE2eGated(
     { GITHUB_TOKEN: gh.token, GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_API_URL: gh.url },
     { groups: [['gh/ops', 'Ops']], routes: [[0, 'platform=github', 'gh/ops']] },
-  ));
+  );
   const hook = g.channels.find((c) => c.platform === 'github')?.webhook;
   expect(hook).toBeDefined();
   upsertMember(g.db, 'gh/ops', `github:${olga.id}`, 'owner');

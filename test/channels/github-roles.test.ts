@@ -7,11 +7,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { groupDirOf } from '../../core/group-dir.js';
-import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { GithubApiServer, type GithubUser } from '../infra/github-api.js';
 import { startE2eGated } from './e2e.js';
@@ -22,24 +21,15 @@ const dora: GithubUser = { login: 'dora', id: 72, type: 'User' };
 const carl: GithubUser = { login: 'carl', id: 73, type: 'User' };
 const ISSUE = { owner: 'acme', repo: 'widgets', number: 4 };
 
-let api: GithubApiServer | undefined;
-let gated: Gated | undefined;
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  gated = undefined;
-  await api?.close();
-  api = undefined;
-});
-
 test('GitHub: a non-collaborator is refused in a members group; /approve works without @bot', async () => {
-  const gh = (api = await GithubApiServer.start());
+  const gh = closedAfterGateds(await GithubApiServer.start());
   gh.associations.set(dora.id, 'COLLABORATOR');
   gh.associations.set(olga.id, 'OWNER');
   gh.associations.set(carl.id, 'CONTRIBUTOR');
-  const g = (gated = await startE2eGated(
+  const g = await startE2eGated(
     { GITHUB_TOKEN: gh.token, GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_API_URL: gh.url },
     { groups: [['gh/ops', 'Ops']], routes: [[0, 'platform=github', 'gh/ops']] },
-  ));
+  );
   const hook = g.channels.find((c) => c.platform === 'github')?.webhook;
   expect(hook).toBeDefined();
   g.db.prepare(`UPDATE registered_groups SET access = 'members' WHERE folder = 'gh/ops'`).run();

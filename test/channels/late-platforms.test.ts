@@ -3,9 +3,9 @@
  * agent) is started before the local Slack and GitHub servers exist on the ports it was given. Both
  * channels keep trying in the background and, once their servers are up, receive and answer.
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { freePort } from '../infra/atproto/proc.js';
 import { GithubApiServer, type GithubUser } from '../infra/github-api.js';
@@ -13,12 +13,6 @@ import { SlackApiServer } from '../infra/slack-api.js';
 import { startE2eGated } from './e2e.js';
 
 let gated: Gated | undefined;
-const servers: Array<{ close(): Promise<void> }> = [];
-
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  for (const s of servers.splice(0)) await s.close();
-});
 
 const SECRET = 'late-webhook-secret';
 const ada: GithubUser = { login: 'ada', id: 42, type: 'User' };
@@ -49,8 +43,7 @@ test('Slack and GitHub down at start come up in the background and answer', { ti
   const github = gated.channels.find((c) => c.platform === 'github')!;
   const hook = github.webhook!;
 
-  const gh = await GithubApiServer.start(githubPort);
-  servers.push(gh);
+  const gh = closedAfterGateds(await GithubApiServer.start(githubPort));
   const comment = gh.userComment(ISSUE, ada, '@gated-bot are you there?');
   // Until the channel knows who it is, a delivery is refused with 503 (to be delivered again).
   await until(
@@ -59,8 +52,7 @@ test('Slack and GitHub down at start come up in the background and answer', { ti
     'the github channel connected',
   );
 
-  const slack = await SlackApiServer.start(slackPort);
-  servers.push(slack);
+  const slack = closedAfterGateds(await SlackApiServer.start(slackPort));
   await slack.waitConnected(20_000);
   const mention = slack.messageEvent({
     channel: slack.channelId,

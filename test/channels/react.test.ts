@@ -4,9 +4,9 @@
  * GitHub servers. Both platforms' rows in core/platforms.ts say they have reactions, so the action is applied
  * and the reaction lands on the message the turn answers (Telegram and Discord: test/gated/actions.test.ts).
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { GithubApiServer, type GithubUser } from '../infra/github-api.js';
 import { SlackApiServer } from '../infra/slack-api.js';
@@ -16,16 +16,6 @@ const SECRET = 'react-webhook-secret';
 const ada: GithubUser = { login: 'ada', id: 42, type: 'User' };
 const ISSUE = { owner: 'acme', repo: 'widgets', number: 11 };
 
-let gated: Gated | undefined;
-let servers: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  // Before the local servers go, so the channels stop against live ones.
-  if (gated) await closeTestGated(gated);
-  gated = undefined;
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-});
-
 /** The actions the agent asked for, as stored: applied, or refused with the note's reason. */
 const actions = (g: Gated) =>
   g.db.prepare(`SELECT type, status, chat_jid FROM actions ORDER BY id`).all() as Array<
@@ -33,12 +23,11 @@ const actions = (g: Gated) =>
   >;
 
 test('react on Slack: reactions.add on the mention the turn answers', async () => {
-  const api = await SlackApiServer.start();
-  servers.push(api);
-  const g = (gated = await startE2eGated(
+  const api = closedAfterGateds(await SlackApiServer.start());
+  const g = await startE2eGated(
     { SLACK_BOT_TOKEN: api.botToken, SLACK_APP_TOKEN: api.appToken, SLACK_API_URL: api.apiUrl },
     { groups: [['sl/team', 'Slack team']], routes: [[0, 'platform=slack', 'sl/team']] },
-  ));
+  );
   await api.waitConnected();
   const mention = api.messageEvent({
     channel: api.channelId,
@@ -60,12 +49,11 @@ test('react on Slack: reactions.add on the mention the turn answers', async () =
 });
 
 test('react on GitHub: a reaction on the comment the turn answers', async () => {
-  const gh = await GithubApiServer.start();
-  servers.push(gh);
-  const g = (gated = await startE2eGated(
+  const gh = closedAfterGateds(await GithubApiServer.start());
+  const g = await startE2eGated(
     { GITHUB_TOKEN: gh.token, GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_API_URL: gh.url },
     { groups: [['gh/triage', 'Triage']], routes: [[0, 'platform=github', 'gh/triage']] },
-  ));
+  );
   const hook = g.channels.find((c) => c.platform === 'github')?.webhook;
   expect(hook).toBeDefined();
   const comment = gh.userComment(ISSUE, ada, `@${gh.bot.login} !react 🚀`);

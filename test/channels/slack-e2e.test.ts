@@ -3,9 +3,9 @@
  * the real Slack clients over Socket Mode against the local Slack server: the configuration starts the
  * channel, a mention is answered in a thread under it, in mrkdwn.
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { SlackApiServer } from '../infra/slack-api.js';
 import { startE2eGated } from './e2e.js';
@@ -13,14 +13,8 @@ import { startE2eGated } from './e2e.js';
 let api: SlackApiServer | undefined;
 let gated: Gated | undefined;
 
-afterEach(async () => {
-  // Before the local Slack server goes, so the socket closes on a live server.
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-});
-
 test('a mention in a Slack channel reaches the example agent and is answered in its thread', async () => {
-  api = await SlackApiServer.start();
+  api = closedAfterGateds(await SlackApiServer.start());
   gated = await startE2eGated(
     { SLACK_BOT_TOKEN: api.botToken, SLACK_APP_TOKEN: api.appToken, SLACK_API_URL: api.apiUrl },
     {

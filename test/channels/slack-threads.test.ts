@@ -4,10 +4,10 @@
  * Mode against the local Slack server. Two channels, each routed to a group of its own: in `topics` each
  * thread is a session, in `replies` the channel is one session; both answer in the thread of the message.
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { setThreadMode } from '../../store/groups.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { SlackApiServer } from '../infra/slack-api.js';
 import { startE2eGated } from './e2e.js';
@@ -15,15 +15,10 @@ import { startE2eGated } from './e2e.js';
 let api: SlackApiServer | undefined;
 let gated: Gated | undefined;
 
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-});
-
 const ADA = 'U0ADA001';
 
 test('a group with threads as topics runs a session per thread; one with replies runs the channel as one', async () => {
-  api = await SlackApiServer.start();
+  api = closedAfterGateds(await SlackApiServer.start());
   gated = await startE2eGated(
     { SLACK_BOT_TOKEN: api.botToken, SLACK_APP_TOKEN: api.appToken, SLACK_API_URL: api.apiUrl },
     {

@@ -6,10 +6,10 @@
  * ends with exactly one message, its answer, shown once: no answer lost or sent twice, no draft left.
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { packageFile } from '../../core/paths.js';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { TelegramApiServer, type RateLimits, TELEGRAM_LIMITS } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
 
@@ -24,15 +24,9 @@ const chats: Chat.PrivateChat[] = Array.from({ length: CHATS }, (_, i) => ({
 let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
 
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-});
-
 /** 50 chats each ask for a stream of `streamMs`; resolves once every chat shows its answer. */
 async function streamAll(limits: RateLimits, streamMs: number): Promise<TelegramApiServer> {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   for (const c of chats) api.addChat(c);
   // A group per chat: each chat's agent runs at once, none waits for another's.
   const groups = chats.map((c): [string, string] => [`tg/c${c.id}`, `C${c.id}`]);

@@ -6,10 +6,10 @@
  */
 import Database from 'better-sqlite3';
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
-import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
+import { closedAfterGateds, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { exited, spawnGated, until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
@@ -20,12 +20,6 @@ const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
 
 let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
-
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-});
 
 const SEED: E2eSeed = { groups: [['tg/stream', 'Stream']], routes: [[0, 'platform=telegram', 'tg/stream']] };
 
@@ -48,7 +42,7 @@ async function start(server: TelegramApiServer, env: Record<string, string> = {}
 }
 
 test('a streamed turn edits one draft at least 3 times and ends as exactly one final text', async () => {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(chat);
   const gated = await start(api);
   api.message({ chat, from: ada, text: 'stream 4' });
@@ -71,7 +65,7 @@ test('a streamed turn edits one draft at least 3 times and ends as exactly one f
 });
 
 test('in batch mode the same turn shows no draft: only the answer', async () => {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(chat);
   await start(api, { GATED_STREAM_CHANNELS: 'none' });
   api.message({ chat, from: ada, text: 'stream 3' });
@@ -84,7 +78,7 @@ test(
   'kill -9 between a draft and the answer: after restart one final text and no stale draft',
   { timeout: 60_000 },
   async () => {
-    api = await TelegramApiServer.start();
+    api = closedAfterGateds(await TelegramApiServer.start());
     api.addChat(chat);
     const dir = tempDir('gated-tg-crash-');
     const cfg = e2eConfig(dir, settings(api), SEED);

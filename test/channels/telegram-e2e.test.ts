@@ -3,9 +3,9 @@
  * the example agent, delivery) and real telegraf against the local Bot API server.
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, beforeEach, expect, test } from 'vitest';
+import { beforeEach, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
 
@@ -22,7 +22,7 @@ let api: TelegramApiServer;
 let gated: Gated;
 
 beforeEach(async () => {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   gated = await startE2eGated(
     { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url },
     {
@@ -37,12 +37,6 @@ beforeEach(async () => {
     },
   );
   expect(gated.channels.map((c) => c.platform)).toContain('telegram');
-});
-
-afterEach(async () => {
-  // Before the Bot API server goes: the channel's stop confirms its offset with one more getUpdates.
-  if (gated) await closeTestGated(gated);
-  await api?.close();
 });
 
 test('/ping@bot in a group is answered by the gateway', async () => {

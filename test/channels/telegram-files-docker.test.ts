@@ -16,7 +16,7 @@ import { packageFile } from '../../core/paths.js';
 import type { Gated } from '../../gated/app.js';
 import { INSTANCE_LABEL } from '../../queue/runtime/docker.js';
 import { getState } from '../../store/state.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds, closeTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { startDockerd, type TestDockerd } from '../infra/dockerd.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
@@ -39,10 +39,10 @@ beforeAll(async () => {
   await engine.buildAgentImage(VOICE_IMAGE, packageFile('test', 'agents'), 'voice-agent.mjs');
 }, 300_000);
 
+// Before test/helpers/gated.ts's own close, for the longer grace the containers' runs get.
 afterEach(async () => {
   if (gated) await closeTestGated(gated, 5000);
-  await api?.close();
-  gated = api = undefined;
+  gated = undefined;
 });
 
 afterAll(async () => {
@@ -52,7 +52,7 @@ afterAll(async () => {
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex').slice(0, 12);
 
 test('a photo reaches the agent in its container as a file of its folder; its files reach Telegram', async () => {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(chat);
   gated = await startE2eGated(
     {
@@ -120,7 +120,7 @@ test('a photo reaches the agent in its container as a file of its folder; its fi
 }, 180_000);
 
 test('a voice note is transcribed before the run; the agent in its container reads the words and the audio', async () => {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(chat);
   gated = await startE2eGated(
     {

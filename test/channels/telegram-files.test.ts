@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { closeTestGated, FILES_AGENT_CMD } from '../helpers/gated.js';
+import { closedAfterGateds, FILES_AGENT_CMD } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
 import { startE2eGated } from './e2e.js';
@@ -21,14 +21,8 @@ const ada: User = { id: 42, is_bot: false, first_name: 'Ada' };
 let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
 
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-});
-
 async function start(env: Record<string, string> = {}): Promise<{ api: TelegramApiServer; gated: Gated }> {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(chat);
   gated = await startE2eGated(
     { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url, GATED_AGENT_CMD: FILES_AGENT_CMD, ...env },

@@ -8,10 +8,10 @@
 import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { tempDir } from '../helpers/db.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { AGENT_RUNTIMES, useAgentRuntime, type RuntimeUnderTest } from '../helpers/runtimes.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
@@ -25,14 +25,8 @@ const GROUP = 'tg/hostile';
 let api: TelegramApiServer | undefined;
 let gated: Gated | undefined;
 
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-}, 60_000);
-
 async function start(rt: RuntimeUnderTest): Promise<{ api: TelegramApiServer; gated: Gated }> {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(chat);
   gated = await startE2eGated(
     { TELEGRAM_BOT_TOKEN: api.token, TELEGRAM_API_ROOT: api.url, ...rt.env() },

@@ -4,12 +4,12 @@
  * the local Bot API and Discord servers.
  */
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { startE2eGated } from '../channels/e2e.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
 import { TelegramApiServer } from '../infra/telegram-api.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 
 const team: Chat.SupergroupChat = { id: -1001111111111, type: 'supergroup', title: 'Team' };
@@ -20,17 +20,10 @@ const dcUser = { id: '700000000000000042', username: 'ada', global_name: 'Ada' }
 let gated: Gated | undefined;
 let tg: TelegramApiServer | undefined;
 let dc: DiscordApiServer | undefined;
-afterEach(async () => {
-  // Before the local platform servers go: the channels stop against live servers.
-  if (gated) await closeTestGated(gated);
-  await tg?.close();
-  await dc?.close();
-  gated = tg = dc = undefined;
-});
 
 async function start(env: Record<string, string> = {}) {
-  tg = await TelegramApiServer.start();
-  dc = await DiscordApiServer.start();
+  tg = closedAfterGateds(await TelegramApiServer.start());
+  dc = closedAfterGateds(await DiscordApiServer.start());
   gated = await startE2eGated(
     {
       TELEGRAM_BOT_TOKEN: tg.token,

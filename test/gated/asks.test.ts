@@ -9,12 +9,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Chat, User } from 'telegraf/types';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { packageFile } from '../../core/paths.js';
-import type { Gated } from '../../gated/app.js';
 import { upsertMember } from '../../store/access.js';
 import { startE2eGated } from '../channels/e2e.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 import { TelegramApiServer, type SentMessage } from '../infra/telegram-api.js';
 
@@ -25,18 +24,12 @@ const bob: User = { id: 502, is_bot: false, first_name: 'Bob' };
 const carol: User = { id: 503, is_bot: false, first_name: 'Carol' };
 
 let api: TelegramApiServer | undefined;
-let gated: Gated | undefined;
-afterEach(async () => {
-  if (gated) await closeTestGated(gated);
-  await api?.close();
-  gated = api = undefined;
-});
 
 /** gated with the asking agent and `Bash` sent to ask in the group `ops`. */
 async function start(env: Record<string, string> = {}) {
-  api = await TelegramApiServer.start();
+  api = closedAfterGateds(await TelegramApiServer.start());
   api.addChat(group);
-  const g = (gated = await startE2eGated(
+  const g = await startE2eGated(
     {
       TELEGRAM_BOT_TOKEN: api.token,
       TELEGRAM_API_ROOT: api.url,
@@ -45,7 +38,7 @@ async function start(env: Record<string, string> = {}) {
       ...env,
     },
     { groups: [['ops', 'Ops']], routes: [[0, 'platform=telegram', 'ops']] },
-  ));
+  );
   await api.waitForPoll();
   upsertMember(g.db, 'ops', `telegram:${owner.id}`, 'owner');
   upsertMember(g.db, 'ops', `telegram:${bob.id}`, 'member');

@@ -12,14 +12,29 @@ import { until } from './process.js';
 
 // Each running gated with the grace its runs get when it is closed.
 const running = new Map<Gated, number>();
+// The test's local platform servers (closedAfterGateds), closed once its gateds are.
+const servers = new Set<{ close(): Promise<void> }>();
 // Registered after db.ts's cleanup (imported above), so it runs first: each gated is closed before its
-// folder is removed.
+// folder is removed. A test file's own afterEach hooks, registered later, run before this one.
 afterEach(async () => {
   const closing = [...running].map(([g, graceMs]) => closeTestGated(g, graceMs));
-  // Every gated is closed even when one fails to; the first failure then fails the test.
-  const failed = (await Promise.allSettled(closing)).find((r) => r.status === 'rejected');
+  // Every gated and server is closed even when one fails to; the first failure then fails the test.
+  const results = await Promise.allSettled(closing);
+  results.push(...(await Promise.allSettled([...servers].map((s) => s.close()))));
+  servers.clear();
+  const failed = results.find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
 });
+
+/**
+ * Closes `server`, a local platform server of test/infra/, after the test, once every gated the test
+ * started is closed: the channels stop against a live server (Telegram's stop confirms its offset with
+ * one more getUpdates; Discord's and Slack's clients close their sockets on it). Returns `server`.
+ */
+export function closedAfterGateds<S extends { close(): Promise<void> }>(server: S): S {
+  servers.add(server);
+  return server;
+}
 
 /** How a test's gated starts: startGated's options, with the settings it needs over the defaults. */
 export interface TestGatedOptions extends Omit<StartOptions, 'config'> {

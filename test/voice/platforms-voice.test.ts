@@ -8,11 +8,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Gated } from '../../gated/app.js';
 import { pocketsphinxTranscriber } from '../../voice/transcribers.js';
 import { tempDir } from '../helpers/db.js';
-import { closeTestGated } from '../helpers/gated.js';
+import { closedAfterGateds } from '../helpers/gated.js';
 import { writeGroupFile } from '../helpers/group-config.js';
 import { until } from '../helpers/process.js';
 import { DiscordApiServer } from '../infra/discord-api.js';
@@ -30,11 +30,6 @@ let gated: Gated | undefined;
 beforeAll(async () => {
   note = await voiceNote();
 }, 60_000);
-afterEach(async () => {
-  // Before the platform's server goes, so its client closes on a live server.
-  if (gated) await closeTestGated(gated);
-  gated = undefined;
-});
 
 /** The whole gateway for `platform`, transcribing with pocketsphinx, its group speaking its replies. */
 async function start(platform: string, env: Record<string, string>): Promise<Gated> {
@@ -90,11 +85,10 @@ async function expectSpeech(data: Buffer): Promise<void> {
 
 describe('Discord', () => {
   let api: DiscordApiServer;
-  afterEach(() => api?.close());
   const ada = { id: '700000000000000042', username: 'ada', global_name: 'Ada' };
 
   test('an audio attachment is transcribed; a spoken reply is an audio file of the message', async () => {
-    api = await DiscordApiServer.start();
+    api = closedAfterGateds(await DiscordApiServer.start());
     const g = await start('discord', { DISCORD_BOT_TOKEN: api.token, DISCORD_API_ROOT: api.apiRoot });
     await api.waitForIdentify();
     api.push({
@@ -118,10 +112,9 @@ describe('Discord', () => {
 
 describe('Slack', () => {
   let api: SlackApiServer;
-  afterEach(() => api?.close());
 
   test('an audio file shared is transcribed; a spoken reply is a file shared after the text', async () => {
-    api = await SlackApiServer.start();
+    api = closedAfterGateds(await SlackApiServer.start());
     const g = await start('slack', {
       SLACK_BOT_TOKEN: api.botToken,
       SLACK_APP_TOKEN: api.appToken,
