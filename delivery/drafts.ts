@@ -23,16 +23,16 @@ import { partsFor } from './format.js';
 /**
  * Streaming drafts (docs/CHANNELS.md, "Drafts"). An agent's `partial` blocks show as ONE message per chat
  * thread (the topic of the turn's messages: a web chat tab, a forum thread; '' for most chats), posted at
- * the first draft and edited in place after that, at most once per `minIntervalMs` and within the platform's
- * drafts a second (the newest text wins), each formatted as the answer's first part is, valid wherever cut.
+ * the first draft and edited in place after that, a chat's threads together at most once per `minIntervalMs`
+ * and within the platform's drafts a second (the newest text wins), formatted as the answer's first part.
  * When the turn's answer is delivered, the draft becomes the answer: edited to the final text when it fits
  * one part (and has no files, and the channel's drafts can take an answer: not `finalReplaces`), otherwise
  * removed before the answer is sent as usual. So the final text appears once, never twice.
  *
- * Drafts are not replies: they are never stored in `messages`. Only the draft's platform id is kept, in
- * `drafts` (one row per chat and thread, written when a draft is posted or shows another turn, not at each
- * edit), so that after a crash the next answer in that chat still finds the stale draft and edits or
- * removes it, and a re-run's drafts reuse it instead of posting a second one.
+ * Drafts are not replies: they are never stored in `messages`. Only the draft's platform id, turn and text
+ * are kept, in `drafts` (one row per chat and thread, written when a draft is posted or shows another turn,
+ * not at each edit), so that after a crash the next answer in that chat still finds the stale draft and
+ * edits or removes it, and a re-run's drafts reuse it instead of posting a second one.
  */
 
 export type { Drafts, DraftsOptions } from './draft-chats.js';
@@ -253,7 +253,7 @@ class ChatDrafts {
     } catch (err) {
       const wait = floodWaitOf(err);
       if (wait !== undefined) return this.flooded(c, d, wait);
-      // A draft is a courtesy: a failed edit is skipped, the next draft or the answer tries again.
+      // A draft is a courtesy: a failed post or edit is skipped, the next draft or the answer tries again.
       this.log.debug({ chat: chatJid, err: coerceError(err).message }, 'draft not shown');
     }
   }
@@ -280,8 +280,8 @@ class ChatDrafts {
 
   /**
    * Turns the thread's draft into the answer: edited to it when the answer is one part without files (and
-   * the channel's drafts can take an answer), else removed. Returns the platform id of part 0 when the
-   * draft now is part 0.
+   * the channel's drafts can take an answer), else removed; a notice (not `reply`) leaves it alone. Returns
+   * the platform id of part 0 when the draft now is part 0; throws the platform's flood limit, to retry.
    */
   private async becomeAnswer(
     c: ChatDraft,

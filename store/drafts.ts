@@ -1,8 +1,8 @@
 import type { Db } from './db.js';
 
 /**
- * The `drafts` table: per chat and thread, the platform id and text of the draft a turn in progress shows
- * (delivery/drafts.ts). Only the id is kept, never the draft as a reply: after a crash the next answer in
+ * The `drafts` table: per chat and thread, the platform id, turn and text of the draft a turn in progress
+ * shows (delivery/drafts.ts), never the draft as a reply in `messages`: after a crash the next answer in
  * that chat still finds the stale draft and edits or removes it.
  */
 
@@ -16,7 +16,7 @@ export interface DraftRow {
   final: number;
 }
 
-/** What a draft shows now, as saved after it was posted or edited. */
+/** What a draft shows, as saved when it was posted or came to show another turn (an edit saves nothing). */
 export interface DraftShown {
   chat: string;
   thread: string;
@@ -70,7 +70,6 @@ export class DraftStore {
     };
   }
 
-  /** The draft of a chat's thread, if it has one. */
   /** The chats that have a draft row. */
   chats(): string[] {
     return this.s.chats.all();
@@ -81,6 +80,7 @@ export class DraftStore {
     return this.s.hasRows.get(chatJid) !== undefined;
   }
 
+  /** The draft of a chat's thread, if it has one. */
   get(chatJid: string, thread: string): DraftRow | undefined {
     return this.s.get.get(chatJid, thread);
   }
