@@ -16,6 +16,8 @@ export interface OutboxRow {
   kind: string | null;
   /** The inbound messages.id this row answers (its trace), if any. */
   reply_to_id: number | null;
+  /** 1 when outbound_files has rows of it (0: its files are not read; most replies name none). */
+  has_files: number;
 }
 
 /**
@@ -43,7 +45,8 @@ export class Outbox {
     // smaller), which walks the chat's whole history for its one pending row.
     this.nextStmt = db.prepare(
       `SELECT id, chat_jid, content, reply_to, topic, parts_sent, delivery_attempts, timestamp AS created_at,
-              kind, reply_to_id
+              kind, reply_to_id,
+              EXISTS (SELECT 1 FROM outbound_files f WHERE f.message_id = messages.id) AS has_files
        FROM messages INDEXED BY idx_messages_outbox
        WHERE is_from_me = 1 AND delivery = 'pending' AND chat_jid = ? ORDER BY id LIMIT 1`,
     );

@@ -60,8 +60,8 @@ async function deliverIn(
   span: ReturnType<typeof startDelivery>,
 ): Promise<boolean> {
   const rlog = d.log.child({ chat: row.chat_jid, row: row.id });
-  await d.spoken?.prepare(row, channel);
-  const parts = partsOf(d, row, channel);
+  const spoken = (await d.spoken?.prepare(row, channel)) === true;
+  const parts = partsOf(d, row, channel, spoken);
   if ('why' in parts) {
     endSpan(span, parts.why);
     d.outbox.markFailed(row.id, parts.why, false);
@@ -122,6 +122,7 @@ function partsOf(
   d: RowSenderDeps,
   row: OutboxRow,
   channel: Channel,
+  spoken: boolean,
 ): RowParts | { why: string; reaction: boolean } {
   // A reaction row is one "part": the emoji, put on the message it answers instead of sent.
   const reaction = row.kind === 'reaction';
@@ -130,7 +131,8 @@ function partsOf(
     return { why, reaction };
   }
   const texts = reaction ? [row.content] : partsFor(row.content, channel);
-  const files = reaction ? [] : d.replyParts.files(row.id);
+  // Its files as `next` saw them, and the voice note just added (delivery/spoken.ts) if any.
+  const files = reaction || (row.has_files === 0 && !spoken) ? [] : d.replyParts.files(row.id);
   const total = texts.length + files.length;
   if (total === 0) return { why: 'empty reply: nothing to send', reaction };
   return { reaction, texts, files, total };

@@ -52,17 +52,20 @@ export class SpokenReplies {
     );
   }
 
-  /** Adds the spoken file to `row` when its group speaks and `channel` can carry it; never throws. */
-  async prepare(row: OutboxRow, channel: Channel): Promise<void> {
+  /**
+   * Adds the spoken file to `row` when its group speaks and `channel` can carry it; never throws. True
+   * when it added one.
+   */
+  async prepare(row: OutboxRow, channel: Channel): Promise<boolean> {
     // Only before the first part: the parts a row has must not change once one was sent.
-    if (row.kind !== 'reply' || row.parts_sent > 0 || row.reply_to_id === null) return;
-    if (!channel.sendFile || !platformRow(channel.platform)?.spoken) return;
+    if (row.kind !== 'reply' || row.parts_sent > 0 || row.reply_to_id === null) return false;
+    if (!channel.sendFile || !platformRow(channel.platform)?.spoken) return false;
     const group = this.groupOf.get(row.reply_to_id) as string | undefined;
-    if (group === undefined) return;
+    if (group === undefined) return false;
     const v = readGroupConfig(this.opts.configDir, group).voice;
-    if (!v.speak || this.hasSpoken.get(row.id) !== undefined) return;
+    if (!v.speak || this.hasSpoken.get(row.id) !== undefined) return false;
     const text = speakable(row.content);
-    if (text === '') return;
+    if (text === '') return false;
     const rlog = this.opts.log.child({ row: row.id, group });
     try {
       const started = performance.now();
@@ -73,8 +76,10 @@ export class SpokenReplies {
       await writeInFolder(dir, rel, data);
       this.insert.run(row.id, this.nextSeq.get(row.id), rel, join(dir, rel));
       rlog.debug({ bytes: data.length, ms: Math.round(performance.now() - started) }, 'reply spoken');
+      return true;
     } catch (err) {
       rlog.warn({ err: coerceError(err).message }, 'reply not spoken; it goes out as text');
+      return false;
     }
   }
 }

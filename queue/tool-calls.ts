@@ -19,6 +19,12 @@ export function receiptLine(id: string, receipt: string): Record<string, unknown
 
 /** The record of tool calls, over the store that signs them. */
 export class ToolCallLog {
+  /**
+   * Runs that opened a call: only this log opens a run's calls (a run is this process's), so a run not in
+   * it has none to seal at its end and its end reads nothing (most runs ask about no tool).
+   */
+  private readonly opened = new WeakSet<Run>();
+
   constructor(
     private readonly store: ToolCallStore,
     private readonly log: Logger,
@@ -27,6 +33,7 @@ export class ToolCallLog {
 
   /** An ask of a live run: its call opened, for the turn it is part of. Null when storing failed. */
   asked(run: Run, ask: ToolAsk): number | null {
+    this.opened.add(run);
     return this.guard(run, () =>
       this.store.open({
         run_id: run.runId,
@@ -75,6 +82,7 @@ export class ToolCallLog {
       const t = this.now();
       let id = this.store.unsealed(run.runId, report.id)?.id;
       if (id === undefined) {
+        this.opened.add(run);
         id = this.store.open({
           run_id: run.runId,
           turn: run.turns.current || null,
@@ -97,6 +105,7 @@ export class ToolCallLog {
 
   /** The run ended: its calls without a reported end are sealed with that as their error. */
   runEnded(run: Run): void {
+    if (!this.opened.has(run)) return;
     this.guard(run, () => {
       const t = this.now();
       for (const c of this.store.openOfRun(run.runId)) {

@@ -9,6 +9,7 @@ import { freshDb, throwingGroupCommit } from '../helpers/db.js';
 import Database from 'better-sqlite3';
 import { setTimeout as realTimeout } from 'node:timers/promises';
 import { manualSleep, ScriptChannel } from './script-channel.js';
+import { countSql } from '../../bench/sql-count.js';
 
 interface OutRow {
   id: number;
@@ -81,6 +82,29 @@ describe('delivery', () => {
     }
     expect(parts(db, a2)).toEqual(ids.map((platform_msg_id, part) => ({ part, platform_msg_id })));
     expect(row(db, a2).parts_sent).toBe(3);
+  });
+
+  it('delivers a reply that names no file without reading outbound_files, its last part in one UPDATE', async () => {
+    const { db } = freshDb();
+    const ch = new ScriptChannel('test', 20);
+    const a = out(db, 'test:a', 'plain');
+    const sql = countSql();
+    try {
+      const d = deliver({ db, channels: [ch] });
+      d.start();
+      await d.idle();
+      expect(ch.texts('test:a')).toEqual(['plain']);
+      expect(row(db, a)).toMatchObject({ delivery: 'sent', parts_sent: 1 });
+      const calls = (prefix: string) =>
+        sql
+          .top(1000)
+          .filter((s) => s.sql.startsWith(prefix))
+          .reduce((n, s) => n + s.calls, 0);
+      expect(calls('SELECT seq, path, abs_path, name, mime FROM outbound_files')).toBe(0);
+      expect(calls('UPDATE messages SET')).toBe(1);
+    } finally {
+      sql.stop();
+    }
   });
 
   it('leaves rows of platforms without a channel, and chats outside `only`, untouched', async () => {

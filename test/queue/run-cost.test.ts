@@ -35,8 +35,9 @@ it('a one-message run takes at most 42 statements from its dispatch to its end, 
     await flush(20);
     expect(db.prepare('SELECT result FROM session_log').pluck().get()).toBe('ok');
     expect(calls(sql, 'SELECT image, network, mounts, busy')).toBe(1);
-    // Its agent and model came with that row.
+    // Its agent and model came with that row; it asked about no tool, so its end seals none.
     expect(calls(sql, 'SELECT agent, model FROM registered_groups')).toBe(0);
+    expect(calls(sql, 'SELECT * FROM tool_calls')).toBe(0);
     expect(sql.total()).toBeLessThanOrEqual(42);
   } finally {
     sql.stop();
