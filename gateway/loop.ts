@@ -105,24 +105,18 @@ export class PollLoop {
     // is not read whole into memory here.
     const maxChars = Math.max(1, Math.floor(opts.maxContentChars ?? 256 * 1024));
     // Each row comes with its chat's sticky state, so the sticky step reads no row of its own.
-    this.readStmt = db.prepare(
-      `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
-              m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
+    const rows = `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content,
+              m.verb, m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
               m.platform_role, m.audio, m.transcript, m.not_before IS NOT NULL AS waits_files,
               c.sticky_group AS sticky_group,
               c.sticky_topic AS sticky_topic
-       FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
-       WHERE m.is_from_me = 0 AND m.id > ? AND m.state IS NULL ORDER BY m.id LIMIT ?`,
+       FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid`;
+    this.readStmt = db.prepare(
+      `${rows} WHERE m.is_from_me = 0 AND m.id > ? AND m.state IS NULL ORDER BY m.id LIMIT ?`,
     );
     // Rows the transcriber finished lie behind the cursor: taken by their state (an index of almost none).
     this.transcribedStmt = db.prepare(
-      `SELECT m.id, m.chat_jid, m.sender, m.sender_name, substr(m.content, 1, ${maxChars}) AS content, m.verb,
-              m.topic, m.platform_msg_id, m.reply_to, m.timestamp, m.is_from_me, m.sender_auth,
-              m.platform_role, m.audio, m.transcript, m.not_before IS NOT NULL AS waits_files,
-              c.sticky_group AS sticky_group,
-              c.sticky_topic AS sticky_topic
-       FROM messages m LEFT JOIN chat_state c ON c.chat_jid = m.chat_jid
-       WHERE m.state = 'transcribed' AND m.is_from_me = 0 ORDER BY m.id LIMIT ?`,
+      `${rows} WHERE m.state = 'transcribed' AND m.is_from_me = 0 ORDER BY m.id LIMIT ?`,
     );
     this.transcribedPeek = db
       .prepare(`SELECT 1 FROM messages WHERE state = 'transcribed' AND is_from_me = 0 LIMIT 1`)
