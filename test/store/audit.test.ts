@@ -2,7 +2,7 @@
  * The audit trail (docs/SECURITY.md, docs/ACCESS.md "Audit") against a real SQLite file, with edits made by a
  * plain second connection as sqlite3 makes them (no gated code on it): every column of registered_groups,
  * daemons and tasks, INSERT OR REPLACE with the state before, deletes of audit rows, and actors that an
- * `audit_actor` row written from outside cannot spoof.
+ * `audit_actor` row written from outside cannot spoof (a tool decision's included).
  */
 import Database from 'better-sqlite3';
 import { expect, test } from 'vitest';
@@ -167,5 +167,28 @@ test('gated’s own writes to tasks are audited as gated; an update that changes
   raw.prepare(`UPDATE tasks SET error = NULL`).run();
   expect(count()).toBe(before + 2);
   expect(last(raw)).toMatchObject({ actor: 'sql', action: 'update' });
+  raw.close();
+});
+
+test('a tool decision written with sqlite3 is recorded as sql, whatever audit_actor row it planted', () => {
+  const { db, path } = freshDb();
+  const raw = rawSql(path);
+  db.prepare(
+    `INSERT INTO tool_approvals (code, group_folder, chat_jid, tool, input_json, input_line, created_at, expires_at)
+     VALUES ('K7QXM', 'ops', 'telegram:-1', 'Bash', '{}', 'make deploy', 0, 1)`,
+  ).run();
+  expect(last(raw)).toMatchObject({ subject: 'tool_approvals', action: 'insert', actor: 'gated' });
+  // The question's name for a decision made in a chat is `chat:<platform>:<id>`: a raw session claims one.
+  raw.prepare(`INSERT INTO router_state (key, value) VALUES ('audit_actor', 'chat:telegram:42')`).run();
+  raw
+    .prepare(`UPDATE tool_approvals SET state = 'approved', decided_by = 'telegram:42' WHERE code = 'K7QXM'`)
+    .run();
+  expect(last(raw)).toMatchObject({ subject: 'tool_approvals', action: 'update', actor: 'sql' });
+  expect(parse(last(raw).after)).toMatchObject({ state: 'approved', decided_by: 'telegram:42' });
+  // The same decision through gated names its decider.
+  withActor(db, 'chat:telegram:7', () =>
+    db.prepare(`UPDATE tool_approvals SET state = 'rejected' WHERE code = 'K7QXM'`).run(),
+  );
+  expect(last(raw)).toMatchObject({ subject: 'tool_approvals', actor: 'chat:telegram:7' });
   raw.close();
 });
