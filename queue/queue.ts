@@ -1,11 +1,13 @@
 import { createSignals } from '../core/signals.js';
 import type { SessionKey } from '../core/types.js';
 import { ActionApplier } from './actions/apply.js';
+import { capabilitiesByVersion } from './actions/capabilities.js';
 import { DEFAULT_CHAIN_BOUNDS } from './actions/chain.js';
 import { Lanes } from './lane.js';
 import { runRecorder } from './recorder.js';
 import { Scheduler } from './scheduler.js';
 import { worktreeSweeper } from './worktree.js';
+import { ActionStore } from '../store/actions.js';
 import { QueueStore } from '../store/queue.js';
 import { ReadyKeys } from '../store/ready-keys.js';
 import type { LaneFacts, LaneInfo, QueueOptions, WorkQueue } from './types.js';
@@ -19,29 +21,6 @@ export type {
   RunResult,
   WorkQueue,
 } from './types.js';
-
-/**
- * The groups' action types, kept while router_state 'access_version' stays as the run's batch read it:
- * they come from registered_groups alone (the group's `actions`, a group above or below it), and every
- * insert, update or delete of that table bumps the version (schema.sql), whichever connection made it. A
- * run start then reads none of the three rows (a burst of one-message runs: three statements a run).
- */
-function capabilitiesByVersion(
-  applier: Pick<ActionApplier, 'capabilities'>,
-): (key: SessionKey, accessVersion?: string | null) => string[] {
-  let at: string | null | undefined;
-  const kept = new Map<string, string[]>();
-  return (key, version) => {
-    if (version === undefined || version === null) return applier.capabilities(key.group);
-    if (version !== at) {
-      kept.clear();
-      at = version;
-    }
-    let caps = kept.get(key.group);
-    if (caps === undefined) kept.set(key.group, (caps = applier.capabilities(key.group)));
-    return caps;
-  };
-}
 
 /**
  * The queue of session lanes under the global cap (docs/QUEUE.md), made of two parts: the scheduler
@@ -78,7 +57,9 @@ export function createQueue(opts: QueueOptions): WorkQueue {
     hooks,
     signals,
     maxFailures,
-    capabilities: opts.capabilities ?? capabilitiesByVersion(applier),
+    capabilities:
+      opts.capabilities ??
+      capabilitiesByVersion(new ActionStore(opts.db), (group) => applier.capabilities(group)),
   });
   const wake = () => scheduler.wake();
   const unlisten = [signals.queued.on(wake), signals.attached.on(wake)];

@@ -83,6 +83,7 @@ function prepare(db: Db) {
                @target, 0, @now, @error)`,
     ),
     settings: db.prepare('SELECT send_allow, actions FROM registered_groups WHERE folder = ?'),
+    allActions: db.prepare('SELECT folder, actions FROM registered_groups'),
     isGroup: db.prepare('SELECT 1 FROM registered_groups WHERE folder = ?').pluck(),
     // The folders strictly below `a/b` are those after 'a/b/' and before 'a/b0' ('0' follows '/'):
     // one seek in the primary key's index, whatever the number of groups.
@@ -142,6 +143,11 @@ export class ActionStore {
     has: (folder) => this.s.isGroup.get(folder) !== undefined,
     hasBelow: (folder) => this.s.anyBelow.get(`${folder}/`, `${folder}0`) !== undefined,
   };
+
+  /** Every registered group's `actions` setting (queue/actions/capabilities.ts). */
+  allActions(): Array<{ folder: string; actions: string | null }> {
+    return this.s.allActions.all() as Array<{ folder: string; actions: string | null }>;
+  }
 
   /** A group's action settings, or undefined when it is not registered. */
   settings(folder: string): GroupActionSettings | undefined {
