@@ -10,6 +10,22 @@ export { loadDotEnv } from './dotenv.js';
 export type { EmailConfig, GithubAppConfig, MailSecurity, MailServer } from './config-channels.js';
 
 /** Every setting of gated, resolved once from the environment (and .env). Documented in .env.example. */
+/** The HTTP server's connection caps and timeouts (GATED_HTTP_MAX_CONNECTIONS … GATED_HTTP_IDLE_TIMEOUT_MS). */
+export interface ConnectionLimits {
+  /** Open connections in all; null: the default, 1,000 and never more than half the descriptor limit. */
+  max: number | null;
+  /** Open connections from one client address. */
+  perAddress: number;
+  /** A connection must have sent a whole request head within this (slowloris). */
+  headersTimeoutMs: number;
+  /** A whole request (head and body) must have arrived within this. */
+  requestTimeoutMs: number;
+  /** A keep-alive connection with no request in flight is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A socket with no traffic either way for this long is closed (SSE streams send a keep-alive every 15 s). */
+  idleTimeoutMs: number;
+}
+
 export interface Config extends ChannelsConfig, VoiceConfig {
   db: string;
   groupsDir: string;
@@ -59,14 +75,7 @@ export interface Config extends ChannelsConfig, VoiceConfig {
    * (GATED_HTTP_MAX_CONNECTIONS; null: 1,000 within half the descriptor limit) and per client address
    * (GATED_HTTP_MAX_PER_ADDRESS), and the header, request, keep-alive and idle timeouts.
    */
-  connections: {
-    max: number | null;
-    perAddress: number;
-    headersTimeoutMs: number;
-    requestTimeoutMs: number;
-    keepAliveTimeoutMs: number;
-    idleTimeoutMs: number;
-  };
+  connections: ConnectionLimits;
   clientCaps: {
     sseStreams: number;
     ssePerAddress: number;

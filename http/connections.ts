@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { ConnectionLimits } from '../core/config.js';
 import { descriptorLimit } from '../core/descriptors.js';
 
 /**
@@ -10,21 +11,8 @@ import { descriptorLimit } from '../core/descriptors.js';
  * that send nothing cannot fill gated's descriptors and starve its runs, its database and its agents.
  */
 
-/** The caps and timeouts (GATED_HTTP_MAX_CONNECTIONS … GATED_HTTP_IDLE_TIMEOUT_MS). */
-export interface ConnectionLimits {
-  /** Open connections in all; null: the default, 1,000 and never more than half the descriptor limit. */
-  max: number | null;
-  /** Open connections from one client address. */
-  perAddress: number;
-  /** A connection must have sent a whole request head within this (slowloris). */
-  headersTimeoutMs: number;
-  /** A whole request (head and body) must have arrived within this. */
-  requestTimeoutMs: number;
-  /** A keep-alive connection with no request in flight is closed after this. */
-  keepAliveTimeoutMs: number;
-  /** A socket with no traffic either way for this long is closed (SSE streams send a keep-alive every 15 s). */
-  idleTimeoutMs: number;
-}
+// The type is the configuration's (core/config.ts), which reads the settings into it.
+export type { ConnectionLimits };
 
 /** The defaults. */
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
