@@ -18,8 +18,9 @@ import { BudgetGuard } from './budget-asks.js';
  * rules: `allow` and `deny` are answered at once with a permission line; `ask` stores a `tool_approvals`
  * row, has the chat asked (through the notifier the wiring gives), holds the run's hard timeout and waits.
  * Decisions are rows (a chat command, the dashboard or the CLI of another process writes them), so the
- * broker looks for them on a short timer and whenever it is woken; it then writes the permission line,
- * marks the decision used (once), releases the hold, and has the chat message say who decided.
+ * broker looks for them when `decided` fires (gated's own decision, or another process's commit the
+ * watcher saw), else every `checkMs`; it then writes the permission line, marks the decision used (once),
+ * releases the hold, and has the chat message say who decided.
  *
  * After a restart the waiting runs are gone but the rows are not: the re-run's agent asks the same
  * question again (same session, tool and input, and the same turn: the row's turn rows are all in the turn
