@@ -76,11 +76,14 @@ export class Signal<T = void> {
 
 /** The wake signals of one gated process, one per kind of new work. */
 export interface Signals {
-  /** Inbound rows were stored (an in-process adapter, or another process's commit): the poll loop looks. */
+  /**
+   * Inbound rows were stored or came back (an in-process adapter, a transcript written, a withheld row
+   * released, or another process's commit): the poll loop looks.
+   */
   inbound: Signal;
   /**
-   * Rows entered a session's lane (released by the gate, a task fired, a parked row retried, a delegation):
-   * the queue looks.
+   * Rows entered a session's lane (released by the gate, a task fired, a workflow step started, a parked
+   * row retried): the queue looks.
    */
   queued: Signal;
   /**
@@ -111,11 +114,14 @@ export interface Signals {
    * the dashboard), or another process committed (the commit watcher): the tool approvals' checker looks.
    */
   decided: Signal;
-  /** A workflow run was started, resumed or cancelled in this process: the workflow engine looks. */
+  /**
+   * A workflow run was started or resumed in this process (a `/workflow` whose batch committed), or another
+   * process committed (the commit watcher): the workflow engine looks.
+   */
   workflows: Signal;
   /**
-   * A task was added, paused or resumed in this process (an agent's `schedule`, the dashboard): the task
-   * worker looks for its next due time.
+   * A task was added, paused or resumed in this process (an agent's `schedule`, the dashboard), or another
+   * process committed (the commit watcher): the task worker looks for its next due time.
    */
   tasks: Signal;
 }
