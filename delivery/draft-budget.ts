@@ -50,7 +50,7 @@ export function draftBudgets(platforms: readonly string[], now: number): Map<str
   return budgets;
 }
 
-/** The wait a platform asked for when `err` is its flood limit (429 with a retry-after), else undefined. */
+/** The wait a flood limit `err` asks for (a 429: its retry-after, else 1 s); undefined for other errors. */
 export function floodWaitOf(err: unknown): number | undefined {
   if (!(err instanceof DeliveryError) || err.failure !== 'rate_limited') return undefined;
   return err.retryAfterMs ?? 1000;
