@@ -56,7 +56,7 @@ export interface Drafts {
 /**
  * What the drafts keep of one chat while it is busy: forgotten once it goes quiet (nothing pending or in
  * flight and its pacing slot, and that of its last end, passed), so that a chat that wrote once costs
- * nothing after; what must survive (the draft's platform id) is a row.
+ * nothing after; what must survive (the draft's platform id and turn) is a row.
  */
 export interface ChatState {
   chatJid: string;
@@ -85,7 +85,7 @@ export interface ChatDraft {
   thread: string;
   /** The newest text not shown yet; the pacer shows it at the chat's next allowed edit. */
   pending: PartialText | undefined;
-  /** When the pacer last gave this thread an edit: of a chat's threads, the one waiting longest goes first. */
+  /** When the pacer last gave this thread an edit: the one shown longest ago goes first, over all chats. */
   shownAt: number;
   /** Everything queued for the thread: a draft edit, an end and the takeover never interleave. */
   chain: Promise<void>;
