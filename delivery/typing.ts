@@ -8,7 +8,7 @@ import type { Channel } from '../channels/channel.js';
 /** Keeps typing indicators up while a chat's agent works (the `working` signal). */
 export interface TypingKeeper {
   set(chatJid: string, working: boolean): void;
-  /** Hides every indicator and stops renewing. */
+  /** Stops following `working` and renewing; an indicator still up expires by itself (it is not hidden). */
   stop(): void;
 }
 
