@@ -127,14 +127,15 @@ export interface ApprovalOps {
  * channel is ready; `send` delivers one part or throws a DeliveryError that says whether to retry.
  */
 export interface Channel {
-  /** The JID platform this channel owns: `telegram`, `bluesky`, `discord`, `web`, `local`. */
+  /** The JID platform this channel owns, one of core/platforms.ts's (`telegram`, `slack`, `web`, …). */
   readonly platform: string;
   /** Longest part the platform accepts, in `limitUnit`s. */
   readonly limit: number;
   readonly limitUnit: 'chars' | 'graphemes';
   /**
-   * What the platform reads: Markdown as the agent wrote it (the default: Discord, the web chat),
-   * Telegram's HTML subset, or plain text (Bluesky). Delivery converts and splits accordingly.
+   * What the platform reads, as its row says: Markdown as the agent wrote it (the default: Discord, GitHub,
+   * email, the web chat), Telegram's HTML subset, Slack's mrkdwn, or plain text (Bluesky). Delivery
+   * converts and splits accordingly.
    */
   readonly textFormat?: TextFormat;
   /**
