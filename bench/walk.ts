@@ -115,9 +115,9 @@ function report(title: string, walk: Walk, files: boolean): string {
 /**
  * Who woke whom in one walk, counted from the functions that run once per wake: a poll-loop step calls
  * `releaseDue` once (its `step` name is also the driver's arrow that calls it), delivery's outbox scan is
- * its worker's `step`, a scheduler pass is `pump`. The commit watcher `look`s after each write of the WAL
- * file, gated's own commits included, and wakes the stages (`wakeAll`) only for another connection's
- * commit (data_version): a wake of it here is gated waking itself.
+ * its worker's `step`, a scheduler pass is `pump`. The commit watcher `look`s after each burst of writes
+ * to the WAL file (one look per 2 ms at most), gated's own commits included, and wakes the stages
+ * (`wakeAll`) only for another connection's commit (data_version): a wake of it here is gated waking itself.
  */
 export function wakes(calls: Calls): string {
   const n = (key: string): number => calls.get(key) ?? 0;
