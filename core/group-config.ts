@@ -223,6 +223,9 @@ const CACHE_MAX = 10_000;
  * seen by the next call. The result is shared between callers: read it, do not change it.
  */
 export function readGroupConfig(root: string, folder: string): GroupConfig {
+  // No configuration folder at all (the default ./data/config never made): one look at the root, and no
+  // entry kept per group (a gateway of 10,000 groups without one made and stamped one for each).
+  if (!existsSync(root)) return noConfig(folder);
   const key = `${root}\0${folder}`;
   const hit = cache.get(key);
   if (hit?.snapshot.unchanged()) return hit.config;
@@ -235,12 +238,15 @@ export function readGroupConfig(root: string, folder: string): GroupConfig {
   return value;
 }
 
+/** What a group gets where there is no configuration folder at all. */
+function noConfig(folder: string): GroupConfig {
+  const none = { instructions: '', instructionFiles: [], skills: [], mcpServers: {}, mcpFile: null };
+  return { folder, ...none, commands: [], ...NO_VOICE, sources: [], problems: [] };
+}
+
 function readNow(root: string, folder: string): GroupConfig {
-  // No configuration folder at all (the default ./data/config never made): nothing to walk or report.
-  if (!existsSync(root)) {
-    const none = { instructions: '', instructionFiles: [], skills: [], mcpServers: {}, mcpFile: null };
-    return { folder, ...none, commands: [], ...NO_VOICE, sources: [], problems: [] };
-  }
+  // The root went away since readGroupConfig looked: nothing to walk or report.
+  if (!existsSync(root)) return noConfig(folder);
   const problems: ConfigProblem[] = [];
   const chain = folderChain(folder);
   const exists = (rel: string, dir: boolean) =>

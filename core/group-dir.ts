@@ -1,4 +1,13 @@
-import { closeSync, constants, fstatSync, mkdirSync, openSync, realpathSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  realpathSync,
+  type Stats,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { folderError } from './types.js';
 
@@ -109,7 +118,16 @@ function openNoFollow(abs: string, groupDir: string): number | null {
  * working directory).
  */
 export function checkGroupDirSync(groupDir: string): string {
-  const dir = openGroupDirSync(groupDir);
-  closeSync(dir.fd);
-  return dir.path;
+  // One lstat where the folder is there (every run's start): the same answer as opening it without
+  // following a link, without the open, fstat and close of a descriptor nobody keeps.
+  const abs = resolve(groupDir);
+  const st = lstatSync(abs, { throwIfNoEntry: false });
+  if (st === undefined) {
+    const dir = openGroupDirSync(groupDir);
+    closeSync(dir.fd);
+    return dir.path;
+  }
+  if (!st.isDirectory())
+    throw new GroupDirError(`group folder ${groupDir} is not a folder (a link or a file is there)`);
+  return join(realpathSync.native(dirname(abs)), basename(abs));
 }

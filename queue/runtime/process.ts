@@ -1,9 +1,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import { mkdirSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../core/log.js';
 import { PACKAGE_ROOT } from '../../core/paths.js';
@@ -11,6 +9,7 @@ import { checkGroupDirSync } from '../../core/group-dir.js';
 import { dirname, join } from 'node:path';
 import { agentUserOf, dropPrefix, openPathFor, type AgentUser } from './agent-user.js';
 import { AGENT_HOME_DIR, agentHome } from './home.js';
+import { RUN_MARK_VAR, runMark, sweepMarked } from './run-mark.js';
 import { killGroup, sharedSpawner, type SpawnedExit, type Spawned, type SpawnRequest } from './spawner.js';
 import { TailBuffer, type AgentExit, type AgentHandle, type Runtime, type RunSpec } from './types.js';
 
@@ -134,75 +133,6 @@ export function runsTrue(prefix: readonly string[]): Promise<boolean> {
   });
 }
 
-/** The environment variable that marks every process of one run, inherited by all it starts. */
-export const RUN_MARK_VAR = 'GATED_RUN_MARK';
-
-/** Marks of ended runs that the next pass over /proc looks for. */
-const pendingMarks = new Set<string>();
-let sweeping: Promise<void> | undefined;
-
-/**
- * Kills every process that still carries this run's mark in its environment (Linux /proc; elsewhere only
- * the process group is reached). This catches what the process group cannot: a child that called
- * `setsid` (a new session and group) or double-forked to get away from the run.
- *
- * Reading every process's environment costs a file read per process on the machine, so it is done off
- * the event loop and coalesced: marks that arrive while a pass runs are looked for by the next pass, and
- * a burst of run ends costs a few passes, not one each. Resolves once a pass has looked for `mark`.
- */
-export function sweepMarked(mark: string): Promise<void> {
-  pendingMarks.add(mark);
-  sweeping ??= sweepPending().finally(() => {
-    sweeping = undefined;
-    // A mark added between the last pass and this callback starts the next round.
-    if (pendingMarks.size > 0) void sweepMarked([...pendingMarks][0]!);
-  });
-  return sweeping;
-}
-
-async function sweepPending(): Promise<void> {
-  while (pendingMarks.size > 0) {
-    const marks = new Set(pendingMarks);
-    pendingMarks.clear();
-    await sweepPass(marks);
-  }
-}
-
-const MARK_PREFIX = Buffer.from(`\0${RUN_MARK_VAR}=`);
-
-/** The run mark in a process's environment block, or null. */
-function markIn(environ: Buffer): string | null {
-  // A leading NUL makes the first variable match like the others.
-  const block = Buffer.concat([Buffer.from([0]), environ]);
-  const at = block.indexOf(MARK_PREFIX);
-  if (at < 0) return null;
-  const start = at + MARK_PREFIX.length;
-  const end = block.indexOf(0, start);
-  return block.toString('utf8', start, end < 0 ? block.length : end);
-}
-
-async function sweepPass(marks: ReadonlySet<string>): Promise<void> {
-  let pids: string[];
-  try {
-    pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
-  } catch {
-    return;
-  }
-  // A few reads at a time: the pass must not fill libuv's thread pool that SQLite backups and files share.
-  for (let i = 0; i < pids.length; i += 16) {
-    await Promise.all(
-      pids.slice(i, i + 16).map(async (pid) => {
-        try {
-          const mark = markIn(await readFile(`/proc/${pid}/environ`));
-          if (mark !== null && marks.has(mark)) process.kill(Number(pid), 'SIGKILL');
-        } catch {
-          // gone already, or another user's process we cannot read
-        }
-      }),
-    );
-  }
-}
-
 /**
  * Starts the agent from gated itself: the way without a spawner (each spawn forks gated). At its exit, as
  * the spawner does, its group is killed and its mark swept (here off the event loop, in libuv's pool).
@@ -262,10 +192,13 @@ function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
   const exited = agent.exit.then(async (end) => {
     stdinOpen = false;
     const info = namespaced ? fromInit(end.code, end.signal) : { code: end.code, signal: end.signal };
-    // A child that left the process group (setsid) can still hold stdout: stop waiting for it.
-    const drain = setTimeout(() => stdout.destroy(), Math.max(0, DRAIN_MS - end.waitedMs));
-    await stdoutClosed;
-    clearTimeout(drain);
+    // A child that left the process group (setsid) can still hold stdout: stop waiting for it. Mostly it
+    // closed before the exit was reported, and no timer is armed.
+    if (!stdout.closed) {
+      const drain = setTimeout(() => stdout.destroy(), Math.max(0, DRAIN_MS - end.waitedMs));
+      await stdoutClosed;
+      clearTimeout(drain);
+    }
     return { code: info.code, signal: info.signal, stderrTail: end.stderrTail } satisfies AgentExit;
   });
 
@@ -306,11 +239,13 @@ function handleOf(agent: Spawned, namespaced: boolean): AgentHandle {
 export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
   // Under a root gated, agents run as a user of their own (throws at once for a bad setting).
   const user = agentUserOf(opts.user, process.getuid?.());
+  // Read once: every process.env lookup is a getenv call, and the base is the same for every run.
+  const baseEnv = agentEnv(opts.env);
   let dropping: Promise<readonly string[]> | undefined;
   return {
     name: 'process',
     async start(spec: RunSpec): Promise<AgentHandle> {
-      const mark = `${spec.runId}-${randomBytes(8).toString('hex')}`;
+      const mark = runMark(spec.runId);
       const prefix = opts.pidNamespace === false ? [] : await pidNamespacePrefix();
       dropping ??= user
         ? dropTo(user, opts.groupsDir ?? dirname(spec.groupDir), opts.log)
@@ -323,7 +258,7 @@ export function createProcessRuntime(opts: ProcessRuntimeOptions): Runtime {
       const cwd = checkGroupDirSync(spec.work?.dir ?? spec.groupDir);
       // HOME is made (or checked) by whoever starts the agent, just before it starts (SpawnRequest.home).
       const home = join(cwd, AGENT_HOME_DIR);
-      const env = { ...agentEnv(opts.env), HOME: home, [RUN_MARK_VAR]: mark };
+      const env = { ...baseEnv, HOME: home, [RUN_MARK_VAR]: mark };
       const request = (shared: boolean): SpawnRequest => {
         const [bin, ...args] = argvOf(prefix, drop, cmd, shared);
         const req: SpawnRequest = { bin: bin!, args, cwd, env, drainMs: DRAIN_MS, home };

@@ -44,6 +44,16 @@ describe('group configuration', () => {
     ]);
   });
 
+  it('no configuration folder yet: nothing, and the folder made later is read at the next call', () => {
+    const root = join(tempDir('gated-cfg-'), 'config');
+    const none = readGroupConfig(root, 'ops');
+    expect(none.instructions).toBe('');
+    expect(none.sources).toEqual([]);
+    expect(readGroupConfig(root, 'ops')).toEqual(none);
+    writeGroupConfig(root, 'ops');
+    expect(readGroupConfig(root, 'ops').instructions).toBe(INSTRUCTION);
+  });
+
   it('a child uses each part of its parent that it has none of', () => {
     const root = tempDir('gated-cfg-');
     writeGroupConfig(root, 'ops');

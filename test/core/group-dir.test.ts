@@ -47,5 +47,9 @@ describe('group folders on disk', () => {
     expect(readdirSync(outside)).toEqual([]);
     mkdirSync(join(groups, 'real'));
     expect(checkGroupDirSync(join(groups, 'real'))).toBe(join(groups, 'real'));
+    // Missing: made, as openGroupDirSync makes it; the groups folder's own link is resolved either way.
+    symlinkSync(groups, join(outside, 'link'));
+    expect(checkGroupDirSync(join(outside, 'link', 'new'))).toBe(join(groups, 'new'));
+    expect(checkGroupDirSync(join(outside, 'link', 'new'))).toBe(join(groups, 'new'));
   });
 });
