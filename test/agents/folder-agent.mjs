@@ -5,7 +5,7 @@
 //   <name>.real first, as `mv c c.real; ln -s ../secret c`), answers `linked <name>`;
 // - `flip <name> <target>,<target>…`: moves a folder at <name> to <name>.real, answers `flipping <name>`, then, until the file flip.stop appears in its
 //   folder, makes <name> a folder, then a symlink to the next target, then a folder again, as fast as it
-//   can; every 100 flips or so (and at the end) it writes the count so far to flips.txt. Its stdin may close
+//   can; every 100 flips or so (and at the end) it replaces flips.txt with the count so far. Its stdin may close
 //   meanwhile: the agent exits only when the flipping is done;
 // - `where <n>`: writes mark-<n>.txt in its working directory and answers
 //   `where <n> <ino of .> <what this process works in>`: the root of the /workspace mount as the kernel
@@ -71,12 +71,21 @@ async function flip(name, targets) {
         // gated (or a run) made something at the name meanwhile: the next flip clears it.
       }
     }
-    if (flips - written >= 100) writeFileSync('flips.txt', String((written = flips)));
+    if (flips - written >= 100) writeCount((written = flips));
     // Lets stdin be read between bursts of ten.
     if (flips % (10 * targets.length) === 0) await new Promise((r) => setImmediate(r));
   }
   clear(name);
-  writeFileSync('flips.txt', String(flips));
+  writeCount(flips);
+}
+
+/**
+ * Replaces flips.txt whole: the campaign reads it while the agent flips, and a plain write truncates the
+ * file before it writes, so a read between the two saw an empty file (a count of 0).
+ */
+function writeCount(flips) {
+  writeFileSync('flips.txt.next', String(flips));
+  renameSync('flips.txt.next', 'flips.txt');
 }
 
 /** What this process works in, as the kernel resolved it. */
