@@ -29,6 +29,9 @@ test(
     expect(answer).toBe(
       'I will write report.txt first.\n\nWritten; now attaching it.\n\nHere is report.txt.',
     );
+    // Read once delivery is done: delivery takes the file out of the folder into gated's spool for the
+    // moment it reads it (core/safe-file.ts, openInFolder), so a look during delivery can miss it.
+    await chat.gated.delivery.idle();
     expect(readFileSync(join(chat.groupDir, 'report.txt'), 'utf8')).toBe('hello-file');
 
     // The drafts showed each tool call as a status line, with what it works on, after the text before it.
@@ -44,7 +47,6 @@ test(
       .prepare(`SELECT path, name, mime, state FROM outbound_files WHERE message_id = ?`)
       .all(replyId);
     expect(files).toEqual([{ path: 'report.txt', name: 'report.txt', mime: 'text/plain', state: 'ok' }]);
-    await chat.gated.delivery.idle();
     expect(chat.gated.db.prepare(`SELECT delivery FROM messages WHERE id = ?`).pluck().get(replyId)).toBe(
       'sent',
     );
