@@ -1,6 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { constants, lstatSync, type Stats } from 'node:fs';
-import { link, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import {
+  access,
+  link,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  unlink,
+  writeFile,
+  type FileHandle,
+} from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 
 /**
@@ -143,7 +154,10 @@ export interface OpenedFile {
  * outside). So the entry is first moved into the spool (one rename: the name the agent had is now gated's,
  * and no agent can add or remove it), opened and checked there, and put back: a link count of 1 then means
  * the spool's name is the file's only one, and nothing outside the folder names it. Readers that send a
- * file to someone (delivery, the web chat's file endpoint) pass one.
+ * file to someone (delivery, the web chat's file endpoint) pass one. While the entry is taken, the folder
+ * has no file at that name (a look from the agent in that moment misses it), and a journal beside it in
+ * the spool (`<name>.from`, the path below `root`) says where it goes back should gated stop before it is
+ * put back: restoreSpool, at start.
  */
 export async function openInFolder(root: string, rel: string, spool?: string): Promise<OpenedFile> {
   const parts = componentsOf(rel);
@@ -155,7 +169,9 @@ export async function openInFolder(root: string, rel: string, spool?: string): P
     if (spool === undefined || first.handle) return first as OpenedFile;
     const held = await open(spool, O_PATH | O_DIRECTORY | O_NOFOLLOW);
     const tmp = `${randomBytes(8).toString('hex')}`;
+    const journal = at(held, `${tmp}${JOURNAL}`);
     try {
+      await writeFile(journal, rel, { flag: 'wx' });
       const taken = await rename(at(dir, name), at(held, tmp)).then(
         () => true,
         (err: NodeJS.ErrnoException) => {
@@ -171,6 +187,8 @@ export async function openInFolder(root: string, rel: string, spool?: string): P
         await putBack(at(held, tmp), at(dir, name));
       }
     } finally {
+      // The journal stays as long as the entry does (a put-back that failed is tried again at start).
+      if (!(await exists(at(held, tmp)))) await unlink(journal).catch(() => undefined);
       await held.close().catch(() => undefined);
     }
   } finally {
@@ -212,6 +230,65 @@ async function putBack(taken: string, name: string): Promise<void> {
     if (err.code !== 'EEXIST') await rename(taken, name).catch(() => undefined);
   });
   await unlink(taken).catch(() => undefined);
+}
+
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
+/** The journal of a taken entry, beside it in the spool: the path below the groups folder it came from. */
+const JOURNAL = '.from';
+
+/** What restoreSpool did with one entry a stopped gated left in the spool. */
+export interface SpoolRestore {
+  /** The entry's path below the groups folder. */
+  path: string;
+  /** Put back; or left in the spool (its place is gone or refused), with the reason. */
+  restored: boolean;
+  reason?: string;
+}
+
+/**
+ * Puts back every entry a gated stopped (kill -9) while it held it in the spool of `groupsDir` (a file
+ * taken by openInFolder and not yet given back), at the place its journal names, walked under the same
+ * rules: a file the agent wrote at that name meanwhile stays, as in putBack. An entry whose place is gone
+ * (its folder removed) or refused (a link in the path) stays in the spool with its journal, for the operator.
+ * Nothing to do when there is no spool. Run at start, before any reader takes an entry.
+ */
+export async function restoreSpool(groupsDir: string): Promise<SpoolRestore[]> {
+  const spool = join(groupsDir, SPOOL_DIR);
+  const names = await readdir(spool).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return [];
+    throw err;
+  });
+  const done: SpoolRestore[] = [];
+  for (const entry of names.filter((n) => n.endsWith(JOURNAL))) {
+    const journal = join(spool, entry);
+    const taken = join(spool, entry.slice(0, -JOURNAL.length));
+    const path = await readFile(journal, 'utf8');
+    if (!(await exists(taken))) {
+      await unlink(journal);
+      continue;
+    }
+    try {
+      const parts = componentsOf(path);
+      const name = parts.pop()!;
+      const dir = await openDir(groupsDir, parts, path, false);
+      try {
+        await putBack(taken, at(dir, name));
+      } finally {
+        await dir.close().catch(() => undefined);
+      }
+      if (await exists(taken)) throw new Error('it could not be put back');
+      await unlink(journal);
+      done.push({ path, restored: true });
+    } catch (err) {
+      done.push({ path, restored: false, reason: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return done;
 }
 
 /** The spool of a groups folder (openInFolder): `.gated-spool` in it, which no group folder name can be. */

@@ -1,6 +1,7 @@
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
 import { coerceError } from '../core/errors.js';
+import { restoreSpool } from '../core/safe-file.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { createMetrics, type Metrics } from '../core/metrics.js';
 import { createSignals, type Signals } from '../core/signals.js';
@@ -85,7 +86,10 @@ export async function openBase(opts: StartOptions): Promise<Base> {
   const history = config.historyDays > 0 ? new History(db, { retainDays: config.historyDays }) : undefined;
   let http: HttpServer | undefined;
   try {
-    // Before any run: nested groups' folders leave their parents' (store/group-layout.ts).
+    // Before any run: files a killed gated held in the spool go back to their folders (only the owner may:
+    // another gated reading through the spool holds its entries), then nested groups' folders leave their
+    // parents' (store/group-layout.ts), carrying what came back.
+    if (owner) await putBackSpool(config.groupsDir, log);
     moveNestedFolders(db, config.groupsDir, log);
     if (opts.http !== false) {
       http = await startHttpServer(undefined, {
@@ -129,5 +133,18 @@ export async function runSteps(steps: Array<[string, () => unknown]>, log: Logge
     } catch (err) {
       log.error({ step: name, err: coerceError(err).message }, 'shutdown step failed');
     }
+  }
+}
+
+/** restoreSpool (core/safe-file.ts) at start, each entry logged: put back, or left for the operator and why. */
+async function putBackSpool(groupsDir: string, log: Logger): Promise<void> {
+  for (const r of await restoreSpool(groupsDir)) {
+    if (r.restored)
+      log.info({ file: r.path }, 'a file held in the spool when gated stopped is back in its folder');
+    else
+      log.warn(
+        { file: r.path, reason: r.reason },
+        'a file held in the spool when gated stopped cannot go back: it stays in the .gated-spool folder of the groups folder',
+      );
   }
 }
