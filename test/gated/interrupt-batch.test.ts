@@ -8,9 +8,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { expect, test } from 'vitest';
 import { E2E_ENV, seedGroups } from '../channels/support.js';
+import { politely, sideConnection } from '../helpers/db.js';
 import { startTestGated } from '../helpers/gated.js';
 import { until } from '../helpers/process.js';
 
@@ -41,20 +41,22 @@ test('a bare /interrupt in one batch with the next message interrupts the turn i
           .filter((l) => l !== '')
           .map((l) => JSON.parse(l) as AgentEvent)
       : [];
-  const adapter = new Database(g.config.db);
-  adapter.pragma('busy_timeout = 5000');
+  // In this thread, beside the test's gated: each write yields while gated holds the lock (politely).
+  const adapter = sideConnection(g.config.db);
   const insert = adapter.prepare(`INSERT INTO messages (chat_jid, sender, content) VALUES (?, 'u', ?)`);
   try {
     // A first turn answered at once: gated knows then that the agent numbers its turns (only such agents
     // are sent interrupts); the second is in progress when the batch comes.
-    insert.run(CHAT, 'hello #slow=10');
+    await politely(() => insert.run(CHAT, 'hello #slow=10'));
     await until(() => events().some((e) => e.ev === 'answer' && e.turn === 1), 15_000, 'turn 1 answered');
-    insert.run(CHAT, 'write a long essay #slow=8000');
+    await politely(() => insert.run(CHAT, 'write a long essay #slow=8000'));
     await until(() => events().some((e) => e.ev === 'line' && e.turn === 2), 15_000, 'turn 2 read');
-    const ids = adapter.transaction(() => [
-      Number(insert.run(CHAT, '/interrupt').lastInsertRowid),
-      Number(insert.run(CHAT, 'stop that, do Y instead').lastInsertRowid),
-    ])();
+    const ids = await politely(() =>
+      adapter.transaction(() => [
+        Number(insert.run(CHAT, '/interrupt').lastInsertRowid),
+        Number(insert.run(CHAT, 'stop that, do Y instead').lastInsertRowid),
+      ])(),
+    );
     await until(() => events().some((e) => e.ev === 'interrupt'), 15_000, 'an interrupt line');
     await until(
       () => events().some((e) => e.ev === 'line' && e.ids?.includes(ids[1]!)),

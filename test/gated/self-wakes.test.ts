@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Gated } from '../../gated/app.js';
-import { openDatabase } from '../../store/db.js';
+import { politely, sideConnection } from '../helpers/db.js';
 import { addGroup } from '../../store/groups.js';
 import { insertInbound } from '../../store/messages.js';
 import { startTestGated } from '../helpers/gated.js';
@@ -57,9 +57,9 @@ describe('the poll-loop steps of one message', () => {
       expect((await pollSteps(g)) - before).toBe(1);
       if (!watch) return;
       // Another process's commit: only the watcher tells gated of it, and it does, with one step.
-      const other = openDatabase(g.config.db);
+      const other = sideConnection(g.config.db);
       try {
-        insertInbound(other, { chat_jid: 'web:ops', sender: 'u', content: 'again' });
+        await politely(() => insertInbound(other, { chat_jid: 'web:ops', sender: 'u', content: 'again' }));
       } finally {
         other.close();
       }
