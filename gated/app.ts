@@ -24,7 +24,14 @@ import { withActor } from '../store/audit.js';
 import type { Db } from '../store/db.js';
 import { addGroup, listGroups } from '../store/groups.js';
 import { History } from '../store/history.js';
-import { openBase, runSteps, type Base, type StartOptions } from './base.js';
+import {
+  openBase,
+  runSteps,
+  STEP_BOUND_MS,
+  type Base,
+  type ShutdownStep,
+  type StartOptions,
+} from './base.js';
 import { flushHistoryEvery } from '../store/history-flush.js';
 import { startTracing } from './tracing.js';
 import { loadShellParser } from '../queue/shell-parser.js';
@@ -94,9 +101,9 @@ export async function startGated(opts: StartOptions): Promise<Gated> {
   const indexer = createHistoryIndexer({ db, log: log.child({ part: 'history-index' }) });
   if (config.historyIndex) indexer.start();
 
-  const steps = (graceMs: number): Array<[string, () => unknown]> => [
+  const steps = (graceMs: number): ShutdownStep[] => [
     ...stop.before,
-    ['queue', () => queue.close(graceMs)],
+    ['queue', () => queue.close(graceMs), graceMs + STEP_BOUND_MS],
     ...stop.after,
     ['history-index', () => indexer.stop()],
     ['http', () => base.http?.close()],
@@ -213,8 +220,8 @@ function makeStages(
 /** What startOutbound started, with the shutdown steps before and after the queue's. */
 interface Outbound {
   delivery: Delivery;
-  before: Array<[string, () => unknown]>;
-  after: Array<[string, () => unknown]>;
+  before: ShutdownStep[];
+  after: ShutdownStep[];
 }
 
 /**

@@ -125,13 +125,31 @@ function warnDescriptors(log: Logger, max: number | null): void {
   );
 }
 
-/** Runs every shutdown step in order, each despite the failure of one before it. */
-export async function runSteps(steps: Array<[string, () => unknown]>, log: Logger): Promise<void> {
-  for (const [name, step] of steps) {
+/** How long one shutdown step may take (the queue's: its grace period more) before the next one runs. */
+export const STEP_BOUND_MS = 10_000;
+
+/** A shutdown step: its name, what it does, and how long it may take (default STEP_BOUND_MS). */
+export type ShutdownStep = [name: string, run: () => unknown, boundMs?: number];
+
+/**
+ * Runs every shutdown step in order, each despite the failure of one before it, and each within its bound:
+ * a step still pending then is logged by name and left behind. A promise that can never settle (nothing
+ * left to settle it) would otherwise let the event loop empty mid-shutdown, and Node would exit 13 before
+ * the last writes commit, the owner row goes and the database closes; the bound's timer keeps the process
+ * up until the steps after it have run.
+ */
+export async function runSteps(steps: ShutdownStep[], log: Logger): Promise<void> {
+  for (const [name, step, boundMs = STEP_BOUND_MS] of steps) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), boundMs)));
     try {
-      await step();
+      const done = await Promise.race([Promise.resolve().then(step), late]);
+      if (done === 'late')
+        log.warn({ step: name, ms: boundMs }, 'shutdown step did not finish in time: going on without it');
     } catch (err) {
       log.error({ step: name, err: coerceError(err).message }, 'shutdown step failed');
+    } finally {
+      clearTimeout(timer);
     }
   }
 }
