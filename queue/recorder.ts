@@ -105,6 +105,9 @@ export function runRecorder(d: RecorderDeps): RunHooks {
       signals.working.fire({ chatJid: run.chatJid, on: false });
       events.wake(run);
     },
+    onNumbered(run) {
+      events.wake(run);
+    },
     onEnd(run, end) {
       const t = now();
       engine.saw(end, t);

@@ -59,6 +59,8 @@ export interface RunHooksOf<R> {
   onInterrupt?(run: R): void;
   /** The agent answered and waits for follow-ups (fairness may close its stdin). */
   onIdle(run: R): void;
+  /** A first block said which turn it answers: follow-ups may now be written while a turn is open. */
+  onNumbered(run: R): void;
   /** True keeps an idle run open past its idle timeout (its next turn waits on a budget question). */
   holdIdle?: (run: R) => boolean;
   onEnd(run: R, end: RunEnd): void;

@@ -256,7 +256,11 @@ export class Run {
 
   private onBlock(block: OutputBlock): void {
     this.lastOutputMs = this.hooks.now();
-    if (block.turn !== undefined) this.turns.numbered = true;
+    if (block.turn !== undefined && !this.turns.numbered) {
+      this.turns.numbered = true;
+      // Follow-ups that came before gated knew could not be written mid-turn; now they can.
+      if (this.turns.open > 0) this.hooks.onNumbered(this);
+    }
     if (block.newSessionId && !this.sessionReset) {
       // An opaque handle, echoed and handed back: a huge one, or one with NUL or half a UTF-16 pair, is refused.
       const refused = sessionIdProblem(block.newSessionId);

@@ -159,6 +159,28 @@ describe('turns with a slow agent that numbers its blocks', () => {
     expect(drafts.every((d) => d.text.startsWith('draft of turn'))).toBe(true);
   }, 40_000);
 
+  it('a follow-up that came before the first block is written once a block shows the agent numbers turns', async () => {
+    const { db } = freshDb();
+    // The draft, the agent's first block, 1.5 s after it read turn 1; turn 1 waits for a second line.
+    const { queue, dir, drafts } = slowQueue(db, { TURN_MS: 150, NUMBERED: 1, DRAFT: 1, DRAFT_MS: 1500 });
+    const m1 = ready(db, { chat: 'tg:A', content: 'one #hold=2' });
+    queue.wake();
+    await until(() => agentLog(dir).some((e) => e.ev === 'line' && e.turn === 1), 10_000, 'turn 1 read');
+    const m2 = ready(db, { chat: 'tg:A', content: 'two' });
+    queue.wake();
+    // Not yet known to number its turns: the follow-up waits (an older agent would take it for turn 1's).
+    expect(drafts).toEqual([]);
+    await until(() => rowOf(db, m2).turn === 2, 10_000, 'turn 2 written once the draft came');
+    await until(
+      () => rowOf(db, m1).state === 'done' && rowOf(db, m2).state === 'done',
+      10_000,
+      'both answered',
+    );
+    expect(drafts[0]).toMatchObject({ turn: 1, text: 'draft of turn 1' });
+    expect(rowOf(db, m2).run_id).toBe(rowOf(db, m1).run_id);
+    expect(Object.fromEntries(echoCounts(db))).toEqual({ 'one #hold=2': 1, two: 1 });
+  }, 30_000);
+
   it('stores drafts nowhere and both blocks of a turn once each', async () => {
     const { db } = freshDb();
     const { queue, dir, drafts } = slowQueue(db, { TURN_MS: 200, NUMBERED: 1, DRAFT: 1 });

@@ -5,6 +5,7 @@
 //   TURN_MS   think time per turn (default 300)
 //   NUMBERED  1: blocks carry the turn they answer; 0: an agent that predates turns (default 1)
 //   DRAFT     1: print a partial draft as soon as a line arrives (default 0)
+//   DRAFT_MS  with DRAFT: print it this many ms after the line instead (default 0)
 // Directives inside a message's content:
 //   #hold=N   do not answer this turn before line N has been read
 //   #freeze   after answering this turn, answer nothing more (the test kills the agent)
@@ -24,6 +25,7 @@ const END = '---GATED_OUTPUT_END---';
 const TURN_MS = Number(process.env.TURN_MS ?? 300);
 const NUMBERED = process.env.NUMBERED !== '0';
 const DRAFT = process.env.DRAFT === '1';
+const DRAFT_MS = Number(process.env.DRAFT_MS ?? 0);
 
 // Its pid as it sees it (inside the process runtime's PID namespace, that namespace's); the test finds the
 // machine's pid by the NSpid line of its status and its working folder.
@@ -78,7 +80,10 @@ createInterface({ input: process.stdin, crlfDelay: Infinity })
     const ids = messages.map((m) => m.id);
     log({ ev: 'line', turn, ids, roles: messages.map((m) => m.sender_role), steer: input.steer === true });
     if (DRAFT) {
-      emit({ status: 'ok', result: `draft of turn ${turn}`, partial: true, ...(NUMBERED ? { turn } : {}) });
+      const draft = () =>
+        emit({ status: 'ok', result: `draft of turn ${turn}`, partial: true, ...(NUMBERED ? { turn } : {}) });
+      if (DRAFT_MS > 0) setTimeout(draft, DRAFT_MS);
+      else draft();
     }
     lines.push({ turn, messages });
     wakeWorker();
